@@ -1,0 +1,3 @@
+from verlstudy.cli import main
+
+raise SystemExit(main())

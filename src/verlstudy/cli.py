@@ -1,0 +1,179 @@
+"""The `verlstudy` command: list, run, doctor, refresh (and the workshop/upstream commands)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import importlib.util
+import platform
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from verlstudy import course
+
+DEVICE_CHOICES = ("auto", "cpu", "cuda", "npu")  # the same as verlstudy.devices, without importing torch
+
+
+class UsageError(Exception):
+    """A bad lesson number, parameter or option: one line for the user, exit code 2."""
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    print(course.course_map())
+    return 0
+
+
+def _progress(total: int):
+    """A tqdm bar on a terminal, nothing in CI or in a pipe."""
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="notebook", leave=False)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from verlstudy import runner
+
+    try:
+        lessons = course.select_lessons(args.lessons)
+        params = dict(runner.parse_parameter(p) for p in args.parameter)
+    except ValueError as e:
+        raise UsageError(str(e)) from e
+    if args.device is not None:
+        params["device"] = args.device
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a folder")
+    for lesson in lessons:
+        if not lesson.notebook.exists():
+            raise UsageError(f"lesson {lesson.code} is registered but {lesson.notebook.name} does not exist")
+        try:
+            runner.check_parameter_names(lesson, params)
+        except ValueError as e:
+            raise UsageError(str(e)) from e
+    bar = _progress(len(lessons) + (0 if args.no_floor else 1))
+
+    def done(result: runner.RunResult) -> None:
+        if bar is not None:
+            bar.set_postfix_str(result.name)
+            bar.update(1)
+
+    results, floor = runner.run_lessons(
+        lessons, out, params, workers=args.workers, with_floor=not args.no_floor, on_done=done
+    )
+    if bar is not None:
+        bar.close()
+    report = runner.report_markdown(results, floor)
+    report_path = Path(args.report)
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    report_path.write_text(report)
+    print(report, end="")
+    if args.junit:
+        junit = Path(args.junit)
+        junit.parent.mkdir(parents=True, exist_ok=True)
+        junit.write_text(runner.junit_xml(results))
+    bad = [r for r in results if r.status == "bad parameter"]
+    if bad:
+        # one clear line, the way a usage error reads
+        print(f"verlstudy run: bad parameter for lesson {bad[0].lesson.code}: {bad[0].error}", file=sys.stderr)
+        return 2
+    return 0 if all(r.status == "passed" for r in results) else 1
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def doctor_checks() -> list[tuple[bool, str]]:
+    """(ok, line) for each thing the course needs, and informational lines for optional things."""
+    checks: list[tuple[bool, str]] = []
+    py_ok = sys.version_info >= (3, 11)
+    checks.append((py_ok, f"Python {platform.python_version()} (needs >= 3.11)"))
+    for package in ("torch", "numpy", "matplotlib", "papermill", "nbval", "nbformat", "jupytext", "ipykernel"):
+        version = _version(package)
+        checks.append((version is not None, f"{package} {version or 'not installed'}"))
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec("python3")
+        checks.append((True, f"kernel 'python3' registered ({spec.display_name})"))
+    except NoSuchKernel:
+        checks.append((False, "kernel 'python3' not registered: run `python -m ipykernel install --sys-prefix`"))
+    from verlstudy import devices
+
+    found = devices.visible_accelerators()
+    checks.append((True, f"accelerators visible: {', '.join(found) if found else 'none (CPU only; GPU cells skip)'}"))
+    verl = _version("verl")
+    checks.append((True, f"optional verl: {verl if verl else 'not installed (upstream checks skip)'}"))
+    missing = [lesson.code for lesson in course.LESSONS if not lesson.notebook.exists()]
+    checks.append((not missing, f"notebooks: {len(course.LESSONS) - len(missing)}/{len(course.LESSONS)} present"))
+    return checks
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    checks = doctor_checks()
+    for ok, line in checks:
+        print(f"[{'OK' if ok else 'FAIL'}] {line}")
+    return 0 if all(ok for ok, _ in checks) else 1
+
+
+def cmd_refresh(args: argparse.Namespace) -> int:
+    from verlstudy import runner
+
+    try:
+        lessons = course.select_lessons(args.lessons)
+    except ValueError as e:
+        raise UsageError(str(e)) from e
+    if not args.lessons:
+        raise UsageError("name the lessons to refresh, e.g. `verlstudy refresh 01` (refreshing rewrites outputs)")
+    for lesson in lessons:
+        changes = runner.refresh(lesson, source=args.source)
+        print(f"{lesson.stem}: {len(changes)} change(s)")
+        for change in changes:
+            print(f"  {change}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="verlstudy", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="the course map").set_defaults(func=cmd_list)
+
+    run = sub.add_parser("run", help="execute lessons with papermill and report")
+    run.add_argument("lessons", nargs="*", help="lesson numbers (default: all)")
+    run.add_argument("-p", "--parameter", action="append", default=[], metavar="NAME=VALUE")
+    run.add_argument("--device", choices=DEVICE_CHOICES, default=None)
+    run.add_argument("--workers", type=int, default=2)
+    run.add_argument("--out", default="build/executed")
+    run.add_argument("--report", default="build/report.md")
+    run.add_argument("--junit", default=None, metavar="FILE")
+    run.add_argument("--no-floor", action="store_true", help="skip the floor notebook (no timing baseline)")
+    run.set_defaults(func=cmd_run)
+
+    sub.add_parser("doctor", help="[OK]/[FAIL] environment check").set_defaults(func=cmd_doctor)
+
+    refresh = sub.add_parser("refresh", help="re-execute lessons and store their reference outputs")
+    refresh.add_argument("lessons", nargs="*")
+    refresh.add_argument("--source", choices=("py", "ipynb"), default="py", help="build cells from the twin or the ipynb")
+    refresh.set_defaults(func=cmd_refresh)
+    return parser
+
+
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "workers", 1) < 1:
+        print("verlstudy: --workers must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        return int(args.func(args))
+    except UsageError as e:
+        print(f"verlstudy {args.command}: {e}", file=sys.stderr)
+        return 2
