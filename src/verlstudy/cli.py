@@ -159,11 +159,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     refresh = sub.add_parser("refresh", help="re-execute lessons and store their reference outputs")
     refresh.add_argument("lessons", nargs="*")
-    refresh.add_argument("--source", choices=("py", "ipynb"), default="py", help="build cells from the twin or the ipynb")
+    refresh.add_argument(
+        "--source", choices=("py", "ipynb"), default="py", help="build cells from the twin or the ipynb"
+    )
     refresh.set_defaults(func=cmd_refresh)
     return parser
-
-
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -57,20 +57,29 @@ class Lesson:
 
 LESSONS: tuple[Lesson, ...] = (
     Lesson(0, "start_here", "Start here: how this course runs, and how it checks itself", (), 15, 3.0),
-    Lesson(1, "memory_leak_attribution", "Attributing a per-micro-batch memory leak to its allocation site",
-           (7874, 6699), 60, 6.0, ("cpu", "cuda")),
+    Lesson(
+        1,
+        "memory_leak_attribution",
+        "Attributing a per-micro-batch memory leak to its allocation site",
+        (7874, 6699),
+        60,
+        6.0,
+        ("cpu", "cuda"),
+    ),
     Lesson(2, "detach_placement_trap", "detach_tree and the detach-placement trap", (7874,), 45, 6.0),
     Lesson(3, "router_replay_scoping", "Router replay made model-scoped and opt-in", (7805, 7106, 7786), 60, 6.0),
     Lesson(4, "thd_sequence_alignment", "Aligning packed (THD) sequence lengths for SP and CP", (7702,), 40, 6.0),
     Lesson(5, "checkpoint_strict_loading", "strict=False checkpoint loading, audited", (7836,), 30, 6.0),
-    Lesson(6, "external_modules_default", "External modules loaded by an environment variable",
-           (7827, 7886), 30, 6.0),
-    Lesson(7, "grpo_recipe_at_scale", "A 512-device GRPO recipe read closely: layout and clip-higher",
-           (7788,), 50, 6.0),
-    Lesson(8, "dependency_stack_upgrade", "A dependency-stack upgrade as data: manifests, diffs, drift",
-           (7604,), 30, 6.0),
-    Lesson(9, "dead_config_cleanup", "Removing a dead config key without breaking anyone silently",
-           (7544, 7466), 40, 6.0),
+    Lesson(6, "external_modules_default", "External modules loaded by an environment variable", (7827, 7886), 30, 6.0),
+    Lesson(
+        7, "grpo_recipe_at_scale", "A 512-device GRPO recipe read closely: layout and clip-higher", (7788,), 50, 6.0
+    ),
+    Lesson(
+        8, "dependency_stack_upgrade", "A dependency-stack upgrade as data: manifests, diffs, drift", (7604,), 30, 6.0
+    ),
+    Lesson(
+        9, "dead_config_cleanup", "Removing a dead config key without breaking anyone silently", (7544, 7466), 40, 6.0
+    ),
 )
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import matplotlib
-
 import matplotlib.figure
 import matplotlib.pyplot as plt
 

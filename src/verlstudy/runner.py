@@ -31,6 +31,8 @@ QUIET_ENV = {
 }
 CELL_METADATA_DROP = ("execution", "papermill", "collapsed", "scrolled", "jp-MarkdownHeadingCollapsed")
 CLAIMS_LINE = re.compile(r"^(\d+)/(\d+) claims reproduced$", re.M)
+# ipykernel 7 warns on every start that loopback TCP is unencrypted; it is noise on a local run
+KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
 FLOOR_SOURCE = "import torch\nimport matplotlib.pyplot as plt"
 
 
@@ -74,10 +76,28 @@ def normalise(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
                 cell.metadata["tags"] = tags
             else:
                 cell.metadata.pop("tags", None)
-            for out in cell.get("outputs", []):
+            cell.outputs = coalesce_streams(cell.get("outputs", []))
+            for out in cell.outputs:
                 out.get("metadata", {}).pop("execution", None)
     nb.nbformat, nb.nbformat_minor = 4, 5
     return nb
+
+
+def coalesce_streams(outputs: list) -> list:
+    """Merge consecutive stdout (or stderr) chunks: how a print is split depends on flush timing."""
+    merged: list = []
+    for out in outputs:
+        prev = merged[-1] if merged else None
+        if (
+            out.get("output_type") == "stream"
+            and prev is not None
+            and prev.get("output_type") == "stream"
+            and prev.get("name") == out.get("name")
+        ):
+            prev["text"] = prev["text"] + out["text"]
+        else:
+            merged.append(out)
+    return merged
 
 
 def twin_text(nb: nbformat.NotebookNode) -> str:
@@ -103,6 +123,7 @@ def execute_in_place(nb: nbformat.NotebookNode, cwd: Path, timeout_s: int = 600)
         resources={"metadata": {"path": str(cwd)}},
         record_timing=False,
         shutdown_kernel="immediate",
+        extra_arguments=KERNEL_ARGS,
     )
     client.execute()
     return nb
@@ -110,7 +131,7 @@ def execute_in_place(nb: nbformat.NotebookNode, cwd: Path, timeout_s: int = 600)
 
 def _output_text(cell: nbformat.NotebookNode) -> str:
     parts = []
-    for out in cell.get("outputs", []):
+    for out in coalesce_streams([dict(o) for o in cell.get("outputs", [])]):
         if "text" in out:
             parts.append(out["text"])
         for mime, value in out.get("data", {}).items():
@@ -264,9 +285,7 @@ def _bad_parameter_message(nb: nbformat.NotebookNode) -> str | None:
     return None
 
 
-def run_one(
-    lesson: Lesson | None, out_dir: Path, parameters: Mapping[str, object], timeout_s: int = 600
-) -> RunResult:
+def run_one(lesson: Lesson | None, out_dir: Path, parameters: Mapping[str, object], timeout_s: int = 600) -> RunResult:
     """Execute one lesson (or the floor, for lesson=None) with papermill into out_dir."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -293,6 +312,8 @@ def run_one(
             cwd=str(cwd),
             execution_timeout=timeout_s,
             request_save_on_cell_execute=False,
+            extra_arguments=KERNEL_ARGS,
+            shutdown_kernel="immediate",
         )
     except PapermillExecutionError as e:
         status, error = "failed", f"{e.ename}: {e.evalue}"
@@ -351,7 +372,10 @@ def report_markdown(results: list[RunResult], floor: RunResult | None) -> str:
     if floor is not None:
         lines.append(f"Floor (a notebook importing torch and matplotlib): {floor.seconds:.1f} s")
         lines.append("")
-    lines += ["| lesson | status | seconds | beyond floor | budget | claims reproduced |", "| --- | --- | ---: | ---: | ---: | --- |"]
+    lines += [
+        "| lesson | status | seconds | beyond floor | budget | claims reproduced |",
+        "| --- | --- | ---: | ---: | ---: | --- |",
+    ]
     for r in results:
         beyond = f"{r.seconds - floor.seconds:+.1f}" if floor else "-"
         budget = f"{r.lesson.budget_s:.0f}" if r.lesson else "-"

@@ -1,0 +1,48 @@
+# Two commands on a fresh machine with Python 3.11: `make course` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# The CPU build of torch for CI and laptops; on a GPU box install your torch first and set CONSTRAINTS=
+CONSTRAINTS ?= constraints.txt
+PIP_CONSTRAINT := $(if $(CONSTRAINTS),-c $(CONSTRAINTS),)
+STAMP := $(VENV)/.installed
+WORKERS ?= 2
+export TQDM_DISABLE := 1
+export TORCH_CPP_LOG_LEVEL := ERROR
+export OMP_NUM_THREADS := 1
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: setup course test test-fast lab lint student site clean
+
+$(STAMP): pyproject.toml $(CONSTRAINTS)
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q $(PIP_CONSTRAINT) -e ".[dev]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (verlstudy)" >/dev/null
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+## set up, execute every lesson into build/executed/, write build/report.md
+course: setup
+	$(BIN)/verlstudy run --workers $(WORKERS) --out build/executed --report build/report.md --junit build/junit.xml
+
+## set up, then every test: unit tests and nbval in parallel, then the timed papermill run of the course
+test: setup
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile -m "not course_run" --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg tests notebooks
+	$(BIN)/python -m pytest -m course_run tests
+
+## unit tests only (seconds)
+test-fast: setup
+	$(BIN)/python -m pytest -n $(WORKERS) -m "not course_run and not slow" tests
+
+## JupyterLab for learners (kept out of the test path: it slows every nbformat import)
+lab: setup
+	$(BIN)/python -m pip install -q $(PIP_CONSTRAINT) -e ".[dev,lab]"
+	$(BIN)/jupyter lab notebooks/
+
+lint: setup
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+clean:
+	rm -rf build student site

@@ -1,0 +1,58 @@
+"""The command line: list, doctor, and one clear line with exit 2 for every usage error."""
+
+import pytest
+
+from verlstudy.cli import doctor_checks, main
+
+
+def test_list_prints_the_course_map(capsys):
+    assert main(["list"]) == 0
+    assert "lessons," in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "42"], "verlstudy run: unknown lesson '42'; known lessons: 00, 01"),
+        (
+            ["run", "00", "-p", "sed=1"],
+            "verlstudy run: lesson 00 has no parameter 'sed'; its parameters are: device, n_draws, seed",
+        ),
+        (["run", "00", "-p", "seed"], "verlstudy run: parameter 'seed' must look like name=value"),
+        (["refresh"], "verlstudy refresh: name the lessons to refresh"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(capsys, argv, message):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1
+
+
+def test_bad_workers_and_bad_device_exit_2(capsys):
+    assert main(["run", "00", "--workers", "0"]) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "00", "--device", "tpu"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'tpu'" in capsys.readouterr().err
+
+
+def test_out_that_is_a_file_is_rejected(tmp_path, capsys):
+    target = tmp_path / "file"
+    target.write_text("x")
+    assert main(["run", "00", "--out", str(target)]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+
+
+def test_doctor_checks_the_essentials():
+    lines = [line for _, line in doctor_checks()]
+    for needed in (
+        "Python",
+        "torch",
+        "papermill",
+        "nbval",
+        "kernel 'python3'",
+        "accelerators visible",
+        "optional verl",
+    ):
+        assert any(line.startswith(needed) for line in lines), needed
+    assert all(ok for ok, line in doctor_checks() if not line.startswith("notebooks:"))

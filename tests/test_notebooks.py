@@ -1,0 +1,113 @@
+"""Structure of every notebook: what nbval cannot see for itself (unexecuted cells pass silently)."""
+
+import ast
+import re
+
+import nbformat
+import pytest
+
+from verlstudy import course, runner
+from verlstudy.hygiene import unstable_fragments
+
+LESSONS = course.LESSONS
+EXERCISE_TAG = re.compile(r"^exercise-(\d+)\.(\d+)$")
+
+
+def _read(lesson):
+    return nbformat.read(lesson.notebook, as_version=4)
+
+
+def _code(nb):
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def _tags(cell):
+    return cell.metadata.get("tags", [])
+
+
+def test_registry_and_notebooks_folder_agree():
+    on_disk = {p.stem for p in (course.project_root() / "notebooks").glob("*.ipynb")}
+    assert on_disk == {lesson.stem for lesson in LESSONS}
+    twins = {p.stem for p in (course.project_root() / "notebooks" / "py").glob("*.py")}
+    assert twins == on_disk
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.code)
+class TestNotebook:
+    def test_title_cell_names_the_lesson_its_prs_and_verified_version(self, lesson):
+        first = _read(lesson).cells[0]
+        assert first.cell_type == "markdown"
+        assert first.source.startswith(f"# {lesson.code} · "), "title must read '# NN · Title'"
+        for link in lesson.pr_links:
+            assert link in first.source, f"title cell must link {link}"
+        assert f"Facts checked against verl {lesson.upstream_verified}" in first.source
+
+    def test_one_parameters_cell_and_the_next_cell_validates_every_parameter(self, lesson):
+        nb = _read(lesson)
+        code = _code(nb)
+        tagged = [i for i, c in enumerate(code) if "parameters" in _tags(c)]
+        assert len(tagged) == 1, "exactly one cell tagged 'parameters'"
+        params = runner.notebook_parameters(lesson.notebook)
+        assert "device" in params and "seed" in params
+        validating = code[tagged[0] + 1].source
+        names = {n.id for n in ast.walk(ast.parse(validating)) if isinstance(n, ast.Name)}
+        assert set(params) <= names, f"the cell after 'parameters' must validate {sorted(set(params) - names)}"
+
+    def test_every_code_cell_ran_in_order_in_one_fresh_kernel(self, lesson):
+        counts = [c.execution_count for c in _code(_read(lesson))]
+        assert None not in counts, "some cells were never executed: run `verlstudy refresh NN`"
+        assert counts == list(range(1, len(counts) + 1)), "execution counts must be 1..n: refresh in a fresh kernel"
+
+    def test_no_papermill_metadata_and_a_python3_kernelspec(self, lesson):
+        nb = _read(lesson)
+        assert "papermill" not in nb.metadata
+        assert all("papermill" not in c.metadata and "execution" not in c.metadata for c in nb.cells)
+        assert nb.metadata["kernelspec"]["name"] == "python3"
+
+    def test_the_jupytext_twin_is_in_sync(self, lesson):
+        assert lesson.twin.read_text() == runner.twin_text(_read(lesson)), (
+            "notebook and twin differ: edit the twin and run `verlstudy refresh NN`"
+        )
+
+    def test_checked_outputs_are_stable_and_quiet(self, lesson):
+        for i, cell in enumerate(_code(_read(lesson))):
+            ignored = "nbval-ignore-output" in _tags(cell)
+            for out in cell.outputs:
+                assert out.output_type != "error", f"code cell {i} stored an error"
+                assert out.get("name") != "stderr", f"code cell {i} wrote to stderr (a warning?): {out.get('text')!r}"
+                if ignored:
+                    continue
+                text = out.get("text", "") + str(out.get("data", {}).get("text/plain", ""))
+                assert not unstable_fragments(text), f"code cell {i} prints {unstable_fragments(text)}"
+
+    def test_last_cell_prints_the_claims_table_all_reproduced(self, lesson):
+        nb = _read(lesson)
+        assert _code(nb)[-1].source.strip() == "claims_table()"
+        reproduced, total = runner.count_claims(nb)
+        assert total >= 3 and reproduced == total
+
+    def test_at_least_two_exercises_each_with_a_passing_checker(self, lesson):
+        code = _code(_read(lesson))
+        ids = []
+        for i, cell in enumerate(code):
+            if "solution" not in _tags(cell):
+                continue
+            matches = [m for t in _tags(cell) if (m := EXERCISE_TAG.match(t))]
+            assert len(matches) == 1, f"solution cell {i} needs one tag 'exercise-{lesson.number}.M'"
+            assert int(matches[0].group(1)) == lesson.number
+            tree = ast.parse(cell.source)
+            assert tree.body and all(isinstance(n, ast.FunctionDef | ast.Import | ast.ImportFrom) for n in tree.body), (
+                f"solution cell {i} may only define functions (the student edition stubs their bodies)"
+            )
+            exercise_id = f"{matches[0].group(1)}.{matches[0].group(2)}"
+            checker = code[i + 1]
+            assert f'check_exercise("{exercise_id}"' in checker.source
+            printed = "".join(o.get("text", "") for o in checker.outputs)
+            assert printed.startswith(f"exercise {exercise_id}: correct"), printed
+            ids.append(exercise_id)
+        assert len(ids) >= 2 and len(set(ids)) == len(ids)
+
+    def test_accelerator_cells_skip_politely(self, lesson):
+        for cell in _code(_read(lesson)):
+            if {"gpu", "npu"} & set(_tags(cell)):
+                assert cell.source.lstrip().startswith("if skip_unless(")

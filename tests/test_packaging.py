@@ -1,0 +1,56 @@
+"""The install story: conda and pip list the same packages, CI runs exactly the README's test command."""
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CONDA_NAMES = {"pytorch": "torch"}  # conda-forge package name -> PyPI name
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~ \[;]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def test_environment_yml_lists_the_same_packages_as_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    pip_side = {_name(r) for r in project["dependencies"] + extras["dev"] + extras["lab"]}
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    conda_side = set()
+    for dep in env["dependencies"]:
+        if isinstance(dep, str) and not dep.startswith(("python", "pip")):
+            name = _name(dep)
+            conda_side.add(CONDA_NAMES.get(name, name))
+    assert conda_side == pip_side
+    assert {"pip": ["-e .[dev]"]} in env["dependencies"]
+    assert "conda-forge" in env["channels"] and "python=3.11" in env["dependencies"]
+
+
+def test_versions_are_ranges_not_pins():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for requirement in project["dependencies"] + project["optional-dependencies"]["dev"]:
+        assert "==" not in requirement, requirement
+
+
+def test_ci_gets_the_cpu_build_of_torch_through_the_makefile():
+    assert "torch==2.13.0" in (ROOT / "constraints.txt").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    assert "CONSTRAINTS ?= constraints.txt" in makefile and "$(PIP_CONSTRAINT)" in makefile
+
+
+def _readme_commands() -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```", 2)[1]
+    return [line.split("#")[0].strip() for line in block.splitlines()[1:] if line.split("#")[0].strip()]
+
+
+def test_readme_shows_two_commands_and_ci_runs_exactly_the_test_one():
+    commands = _readme_commands()
+    assert commands == ["make course", "make test"]
+    ci = [line.strip() for line in (ROOT / ".ci/run").read_text().splitlines()]
+    steps = [line for line in ci if line and not line.startswith(("#", "set ", "cd "))]
+    assert steps == [commands[1]]
