@@ -54,3 +54,13 @@ def test_readme_shows_two_commands_and_ci_runs_exactly_the_test_one():
     ci = [line.strip() for line in (ROOT / ".ci/run").read_text().splitlines()]
     steps = [line for line in ci if line and not line.startswith(("#", "set ", "cd "))]
     assert steps == [commands[1]]
+
+
+def test_readme_course_table_matches_the_registry():
+    from verlstudy import course
+
+    readme = (ROOT / "README.md").read_text()
+    for lesson in course.LESSONS:
+        prs = ", ".join(f"#{n}" for n in lesson.prs) or "-"
+        row = f"| {lesson.code} | [{lesson.title}](notebooks/{lesson.stem}.ipynb) | {prs} | {lesson.minutes} |"
+        assert row in readme, f"README course table is missing or stale for lesson {lesson.code}: {row}"
