@@ -44,5 +44,13 @@ lint: setup
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 
+## the student edition (solutions replaced by stubs) in student/
+student: setup
+	$(BIN)/verlstudy student --out student
+
+## run the course, then render it to HTML in site/ (open site/index.html)
+site: course
+	$(BIN)/verlstudy site --from build/executed --out site
+
 clean:
 	rm -rf build student site

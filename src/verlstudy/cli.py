@@ -139,6 +139,29 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_student(args: argparse.Namespace) -> int:
+    from verlstudy import workshop
+
+    try:
+        written = workshop.write_student_edition(Path(args.out), course.select_lessons(args.lessons))
+    except ValueError as e:
+        raise UsageError(str(e)) from e
+    print(f"student edition: {len(written)} notebooks in {args.out}")
+    return 0
+
+
+def cmd_site(args: argparse.Namespace) -> int:
+    from verlstudy import workshop
+
+    source = Path(args.from_dir) if args.from_dir else None
+    try:
+        written = workshop.build_site(Path(args.out), source, course.select_lessons(args.lessons))
+    except (ValueError, FileNotFoundError) as e:
+        raise UsageError(str(e)) from e
+    print(f"site: {len(written)} pages in {args.out} (open {Path(args.out) / 'index.html'})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="verlstudy", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -163,6 +186,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--source", choices=("py", "ipynb"), default="py", help="build cells from the twin or the ipynb"
     )
     refresh.set_defaults(func=cmd_refresh)
+
+    student = sub.add_parser("student", help="write the student edition (solutions replaced by stubs)")
+    student.add_argument("lessons", nargs="*")
+    student.add_argument("--out", required=True)
+    student.set_defaults(func=cmd_student)
+
+    site = sub.add_parser("site", help="render executed lessons to HTML with an index")
+    site.add_argument("lessons", nargs="*")
+    site.add_argument("--out", required=True)
+    site.add_argument("--from", dest="from_dir", default=None, help="executed notebooks (default: the stored ones)")
+    site.set_defaults(func=cmd_site)
     return parser
 
 

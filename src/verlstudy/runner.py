@@ -285,27 +285,22 @@ def _bad_parameter_message(nb: nbformat.NotebookNode) -> str | None:
     return None
 
 
-def run_one(lesson: Lesson | None, out_dir: Path, parameters: Mapping[str, object], timeout_s: int = 600) -> RunResult:
-    """Execute one lesson (or the floor, for lesson=None) with papermill into out_dir."""
+def execute_with_papermill(
+    source: Path, target: Path, parameters: Mapping[str, object], cwd: Path, timeout_s: int = 600
+) -> tuple[str, str, float]:
+    """Execute `source` into `target` in a fresh kernel; (status, error, seconds)."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
     quiet_kernel_env()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if lesson is None:
-        source = out_dir / "_floor_input.ipynb"
-        nbformat.write(floor_notebook(), source)
-        target, params, cwd = out_dir / "floor.ipynb", {}, out_dir
-    else:
-        source, target = lesson.notebook, out_dir / lesson.notebook.name
-        params, cwd = dict(parameters), lesson.notebook.parent
+    target.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     status, error = "passed", ""
     try:
         papermill.execute_notebook(
             str(source),
             str(target),
-            parameters=params,
+            parameters=dict(parameters),
             kernel_name=KERNEL_NAME,
             progress_bar=False,
             log_output=False,
@@ -317,7 +312,22 @@ def run_one(lesson: Lesson | None, out_dir: Path, parameters: Mapping[str, objec
         )
     except PapermillExecutionError as e:
         status, error = "failed", f"{e.ename}: {e.evalue}"
-    seconds = time.perf_counter() - start
+    return status, error, time.perf_counter() - start
+
+
+def run_one(
+    lesson: Lesson | None, out_dir: Path, parameters: Mapping[str, object] | None = None, timeout_s: int = 600
+) -> RunResult:
+    """Execute one lesson (or the floor, for lesson=None) with papermill into out_dir."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if lesson is None:
+        source = out_dir / "_floor_input.ipynb"
+        nbformat.write(floor_notebook(), source)
+        target, params, cwd = out_dir / "floor.ipynb", {}, out_dir
+    else:
+        source, target = lesson.notebook, out_dir / lesson.notebook.name
+        params, cwd = dict(parameters or {}), lesson.notebook.parent
+    status, error, seconds = execute_with_papermill(source, target, params, cwd, timeout_s)
     result = RunResult(lesson, status, seconds, error=error, output=target)
     if target.exists():
         nb = nbformat.read(target, as_version=4)
