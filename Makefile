@@ -12,11 +12,12 @@ export TORCH_CPP_LOG_LEVEL := ERROR
 export OMP_NUM_THREADS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: setup course test test-fast lab lint student site clean
+.PHONY: setup course test test-fast lab lint student site verify-upstream clean
 
-$(STAMP): pyproject.toml $(CONSTRAINTS)
+$(STAMP): pyproject.toml $(CONSTRAINTS) requirements-upstream.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q $(PIP_CONSTRAINT) -e ".[dev]"
+	$(BIN)/python -m pip install -q --no-deps -r requirements-upstream.txt
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (verlstudy)" >/dev/null
 	touch $(STAMP)
 
@@ -39,6 +40,10 @@ test-fast: setup
 lab: setup
 	$(BIN)/python -m pip install -q $(PIP_CONSTRAINT) -e ".[dev,lab]"
 	$(BIN)/jupyter lab notebooks/
+
+## compare each lesson's helper with upstream verl's own function (record the version with RECORD=--record)
+verify-upstream: setup
+	$(BIN)/verlstudy verify-upstream $(RECORD)
 
 lint: setup
 	$(BIN)/ruff check src tests benchmarks

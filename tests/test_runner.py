@@ -143,3 +143,10 @@ def test_split_prints_are_merged_so_refreshes_do_not_flap():
     ]
     out = runner.normalise(nb).cells[0].outputs
     assert [(o["name"], o["text"]) for o in out] == [("stdout", "1\n2\n"), ("stderr", "w\n")]
+
+
+def test_mime_order_does_not_count_as_a_change():
+    old, new = _nb("fig"), _nb("fig")
+    old.cells[0].outputs = [nbformat.v4.new_output("display_data", data={"image/png": "AA", "text/plain": "<Figure>"})]
+    new.cells[0].outputs = [nbformat.v4.new_output("display_data", data={"text/plain": "<Figure>", "image/png": "AA"})]
+    assert runner.changed_cells(old, new) == []

@@ -162,6 +162,23 @@ def cmd_site(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verify_upstream(args: argparse.Namespace) -> int:
+    from verlstudy import upstream, verify
+
+    try:
+        rows = verify.verify_all(cases=args.cases, seed=args.seed)
+    except upstream.VerlNotInstalled as e:
+        raise UsageError(str(e)) from e
+    print(verify.table(rows))
+    differ = [r for r in rows if r.status == "differ"]
+    agree = [r for r in rows if r.status == "agree"]
+    print(f"\n{len(agree)} agree, {len(differ)} differ, {len(rows) - len(agree) - len(differ)} not comparable")
+    if args.record and not differ:
+        path = verify.record(rows)
+        print(f"recorded the verified verl version in {path.relative_to(course.project_root())}")
+    return 1 if differ else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="verlstudy", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -197,6 +214,12 @@ def build_parser() -> argparse.ArgumentParser:
     site.add_argument("--out", required=True)
     site.add_argument("--from", dest="from_dir", default=None, help="executed notebooks (default: the stored ones)")
     site.set_defaults(func=cmd_site)
+
+    check = sub.add_parser("verify-upstream", help="compare each lesson's helper with upstream verl's function")
+    check.add_argument("--cases", type=int, default=300, help="generated cases per comparison")
+    check.add_argument("--seed", type=int, default=0)
+    check.add_argument("--record", action="store_true", help="write data/upstream_verified.json when all agree")
+    check.set_defaults(func=cmd_verify_upstream)
     return parser
 
 

@@ -134,7 +134,7 @@ def _output_text(cell: nbformat.NotebookNode) -> str:
     for out in coalesce_streams([dict(o) for o in cell.get("outputs", [])]):
         if "text" in out:
             parts.append(out["text"])
-        for mime, value in out.get("data", {}).items():
+        for mime, value in sorted(out.get("data", {}).items()):
             if mime.startswith("text/") or mime == "application/json":
                 parts.append(f"{mime}:{value}")
             else:

@@ -1,0 +1,68 @@
+"""verify-upstream: our helpers agree with upstream verl's functions, and a planted difference is caught."""
+
+import pytest
+import torch
+
+from verlstudy import verify
+from verlstudy.cli import main
+
+pytest.importorskip("verlstudy.upstream")
+try:
+    from verlstudy.upstream import verl_version
+
+    VERL = verl_version()
+except ImportError:  # pragma: no cover - make setup installs verl
+    VERL = None
+needs_verl = pytest.mark.skipif(VERL is None, reason="verl is not installed (make setup installs it)")
+
+
+@needs_verl
+def test_every_comparable_lesson_agrees_on_at_least_300_cases(capsys):
+    assert main(["verify-upstream", "--cases", "300"]) == 0
+    out = capsys.readouterr().out
+    rows = verify.verify_all(cases=300)
+    compared = [r for r in rows if r.status != "not comparable"]
+    assert {r.lesson for r in compared} == {"02", "03", "04"}
+    assert all(r.status == "agree" for r in compared)
+    assert all(r.cases >= 300 for r in compared if "transformer_impl" not in r.upstream)
+    lessons_listed = {r.lesson for r in rows}
+    assert lessons_listed == {f"{n:02d}" for n in range(10)}, "every lesson has a row, comparable or not"
+    assert "not comparable" in out and out.count("| agree |") == len(compared)
+
+
+@needs_verl
+def test_a_planted_difference_is_reported_with_the_first_differing_case(monkeypatch, capsys):
+    import verlstudy.thd as thd
+
+    real = thd.pad_nested
+
+    def off_by_alignment(ids, pad, tp, cp):  # forgets the cp*2 factor of zigzag context parallelism
+        return real(ids, pad, tp, 1)
+
+    row = verify.compare_thd_padding(cases=300, ours=off_by_alignment)
+    assert row.status == "differ" and row.detail.startswith("case ") and "cp=" in row.detail
+    monkeypatch.setattr(thd, "pad_nested", off_by_alignment)
+    assert main(["verify-upstream", "--cases", "50"]) == 1
+    assert "| differ |" in capsys.readouterr().out
+
+
+@needs_verl
+def test_a_detach_tree_that_always_copies_is_caught():
+    row = verify.compare_detach_tree(cases=300, ours=lambda t: verify_always_detach(t))
+    assert row.status == "differ" and "same tensor object" in row.detail
+
+
+def verify_always_detach(obj):
+    if isinstance(obj, torch.Tensor):
+        return obj.detach()
+    if isinstance(obj, dict):
+        return {k: verify_always_detach(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(verify_always_detach(v) for v in obj)
+    return obj
+
+
+def test_recording_refuses_when_anything_differs(tmp_path):
+    rows = [verify.Comparison("04", "x", "0.9.1", 3, "differ", "case 2")]
+    with pytest.raises(ValueError, match="some lessons differ"):
+        verify.record(rows, tmp_path / "v.json")
