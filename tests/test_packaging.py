@@ -64,3 +64,13 @@ def test_readme_course_table_matches_the_registry():
         prs = ", ".join(f"#{n}" for n in lesson.prs) or "-"
         row = f"| {lesson.code} | [{lesson.title}](notebooks/{lesson.stem}.ipynb) | {prs} | {lesson.minutes} |"
         assert row in readme, f"README course table is missing or stale for lesson {lesson.code}: {row}"
+
+
+def test_the_ci_workflow_runs_the_tests_the_course_and_a_weekly_upstream_check():
+    workflow = yaml.safe_load((ROOT / ".github/workflows/course.yml").read_text())
+    triggers = workflow[True] if True in workflow else workflow["on"]  # YAML 1.1 reads `on` as True
+    assert "push" in triggers and triggers["schedule"]
+    steps = [step.get("run", "") for step in workflow["jobs"]["test"]["steps"]]
+    assert "make test" in steps and any("verlstudy run --junit" in s for s in steps)
+    newest = " ".join(step.get("run", "") for step in workflow["jobs"]["newest-verl"]["steps"])
+    assert "--upgrade verl" in newest and "verify-upstream" in newest

@@ -66,3 +66,25 @@ def test_recording_refuses_when_anything_differs(tmp_path):
     rows = [verify.Comparison("04", "x", "0.9.1", 3, "differ", "case 2")]
     with pytest.raises(ValueError, match="some lessons differ"):
         verify.record(rows, tmp_path / "v.json")
+
+
+@needs_verl
+def test_lesson_cell_prints_one_line_per_comparison(capsys):
+    verify.upstream_check("04", cases=20)
+    verify.upstream_check("07")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"[upstream] verl {VERL}: verl/models/mcore/util.py::build_vlm_attn_mask_thd: agree on 20 cases"
+    assert lines[1].startswith(f"[upstream] verl {VERL}: core_algos.py::compute_policy_loss_vanilla: not comparable")
+
+
+def test_lesson_cell_skips_in_one_line_without_verl(monkeypatch, capsys):
+    from verlstudy import upstream
+
+    def absent():
+        raise upstream.VerlNotInstalled("no verl")
+
+    monkeypatch.setattr(upstream, "verl_version", absent)
+    verify.upstream_check("02")
+    assert capsys.readouterr().out.count("\n") == 1
+    with pytest.raises(ValueError, match="unknown lesson '42'"):
+        verify.upstream_check("42")

@@ -297,3 +297,34 @@ def record(rows: list[Comparison], path: Path | None = None) -> Path:
         }
     path.write_text(json.dumps(data, indent=2) + "\n")
     return path
+
+
+def upstream_check(lesson_code: str, cases: int = 50) -> None:
+    """A lesson's optional upstream cell: run its comparison when verl is installed, else one skip line.
+
+    Prints one line per comparison; raises AssertionError when upstream differs, so a notebook run
+    against a newer verl stops at the lesson whose facts moved.
+    """
+    codes = {lesson.code for lesson in course.LESSONS}
+    if lesson_code not in codes:
+        raise ValueError(f"unknown lesson {lesson_code!r}; known: {', '.join(sorted(codes))}")
+    try:
+        version = upstream.verl_version()
+        upstream.verl_root()
+    except upstream.VerlNotInstalled:
+        print("[skip] verl is not installed: the comparison with upstream runs in `make test` (verify-upstream)")
+        return
+    runs: dict[str, list[Callable[[], Comparison]]] = {
+        "02": [lambda: compare_detach_tree(cases), check_engine_call_sites],
+        "03": [lambda: compare_config_attr(cases)],
+        "04": [lambda: compare_thd_padding(cases)],
+    }
+    if lesson_code not in runs:
+        what, why = next((w, y) for code, w, y in NOT_COMPARABLE if code == lesson_code)
+        print(f"[upstream] verl {version}: {what}: not comparable ({why})")
+        return
+    for run in runs[lesson_code]:
+        row = run()
+        print(f"[upstream] verl {version}: {row.upstream}: {row.status} on {row.cases} cases")
+        if row.status != "agree":
+            raise AssertionError(f"upstream differs: {row.detail}")
