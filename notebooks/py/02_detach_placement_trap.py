@@ -1,0 +1,445 @@
+# %% [markdown]
+# # 02 · detach_tree and the detach-placement trap
+#
+# Upstream: [verl PR #7874](https://github.com/verl-project/verl/pull/7874) (precursor for FSDP:
+# [#6699](https://github.com/verl-project/verl/pull/6699)).
+#
+# Lesson 01 found the leak: every engine keeps one output dict per micro-batch until the mini-batch
+# ends, and a tensor in `model_output` that still has a `grad_fn` pins that micro-batch's autograd
+# graph. The fix is one small function, `detach_tree`, called where `"model_output"` is stored. This
+# lesson is about getting that function exactly right and putting it in exactly the right place,
+# because the wrong place fails *silently*: backward runs, the loss curve looks normal, and the
+# policy gets no gradient.
+#
+# **You will learn** the five properties of `detach_tree` and why each matters; how detaching
+# before the loss keeps the loss value and kills the gradient; the `requires_grad` contract that
+# catches it; upstream's two regression tests (a weakref on a checkpoint-saved tensor, and a static
+# AST check of the four engine call sites).
+#
+# **Time:** 45 minutes. **Assumes:** lesson 01, PyTorch autograd (`requires_grad`, `grad_fn`,
+# `.detach()`), what a GRPO advantage is.
+#
+# **Upstream code cited:** `verl/workers/engine/utils.py::detach_tree` and its callers in
+# `verl/workers/engine/{fsdp,megatron,automodel,torchtitan}/transformer_impl.py`; the KL estimator
+# `low_var_kl` in `verl/trainer/ppo/core_algos.py`. Everything here is our own code.
+#
+# Facts checked against verl 0.9.1
+
+# %% tags=["parameters"]
+device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
+seed = 0
+n_leaves = 1000  # leaves in the already-detached tree of the cost check
+steps = 12  # bandit training steps per placement
+group_size = 8  # responses per prompt (GRPO group)
+lr = 0.5
+kl_coef = 0.001
+
+# %%
+import gc
+import importlib.util
+import logging
+from collections import namedtuple
+
+import torch
+
+from verlstudy import astcheck
+from verlstudy.claims import check_exercise, claim, claims_table, expect_error, reset_claims
+from verlstudy.course import project_root
+from verlstudy.devices import pick_device, skip_unless
+from verlstudy.params import check_float, check_int
+from verlstudy.plots import line_plot
+from verlstudy.seeding import seed_everything
+from verlstudy.trees import (
+    ContractError,
+    TinyCheckpointedLM,
+    assert_detached,
+    check_detach_tree,
+    check_forward_step,
+    check_train_step,
+    count_new_tensors,
+    detach_tree,
+    detach_tree_always,
+    grad_attached_paths,
+    policy_step,
+    train_bandit,
+)
+
+dev = pick_device(device)
+seed = seed_everything(check_int("seed", seed, minimum=0))
+n_leaves = check_int("n_leaves", n_leaves, minimum=1, maximum=100_000)
+steps = check_int("steps", steps, minimum=2, maximum=200)
+group_size = check_int("group_size", group_size, minimum=2, maximum=64)
+lr = check_float("lr", lr, minimum=1e-4, maximum=10.0)
+kl_coef = check_float("kl_coef", kl_coef, minimum=1e-6, maximum=1.0)
+reset_claims()
+print(f"running on {dev.type}")
+
+# %% [markdown]
+# ## 1 · `detach_tree`'s design, one property at a time
+# Upstream's rules: a tensor is detached **only if it requires grad**, otherwise the same object comes
+# back; a dict becomes a new dict, a list or tuple the same type, recursively; anything else is
+# returned unchanged; the input is never mutated. Here is an output dict shaped like an engine's:
+# live log-probs and entropy, a plain mask, and some non-tensor metadata.
+
+# %%
+Pair = namedtuple("Pair", "chosen rejected")
+logits = torch.randn(2, 4, 6, requires_grad=True)
+log_probs = torch.log_softmax(logits, -1).amax(-1)
+model_output = {
+    "log_probs": log_probs,
+    "entropy": [log_probs.exp(), torch.zeros(2, 4)],
+    "response_mask": torch.ones(2, 4, dtype=torch.bool),
+    "pair": Pair(log_probs[0], torch.zeros(4)),
+    "meta": ("step", 3),
+}
+attached_before = grad_attached_paths(model_output, "model_output")
+print("grad-attached before:", attached_before)
+out = detach_tree(model_output)
+print("grad-attached after: ", grad_attached_paths(out, "model_output"))
+
+# %%
+claim("already-detached leaf comes back as the same object", out["response_mask"] is model_output["response_mask"])
+claim("detached leaf shares the original's storage", out["log_probs"].data_ptr() == log_probs.data_ptr())
+claim(
+    "container types kept (dict, list, tuple, namedtuple)",
+    [type(out[k]).__name__ for k in ("entropy", "meta", "pair")] == ["list", "tuple", "Pair"] and type(out) is dict,
+)
+claim("input not mutated (same leaves still require grad)", grad_attached_paths(model_output, "model_output") == attached_before)
+claim("non-tensor leaves unchanged", out["meta"] == ("step", 3))
+
+# %% [markdown]
+# **Namedtuples: our decision.** Upstream rebuilds a tuple with `type(obj)(generator)`. For a plain
+# tuple or list that works; a namedtuple's constructor takes one argument per field, so a two-field
+# namedtuple raises `TypeError` and a one-field namedtuple would silently store the generator object.
+# No engine output holds namedtuples today, so upstream is not wrong in practice; our version rebuilds
+# namedtuples field by field (`type(obj)._make(...)`), which keeps the type and the field names.
+
+# %%
+with expect_error(TypeError):
+    type(model_output["pair"])(detach_tree(v) for v in model_output["pair"])  # upstream's rebuild, on a namedtuple
+print("ours:", type(out["pair"]).__name__, out["pair"]._fields)
+
+# %% [markdown]
+# **Jagged tensors.** Engines return per-sequence outputs as nested tensors with
+# `layout=torch.jagged` (one row per sequence, different lengths, packed into `values` with
+# `offsets`). A jagged tensor is a `torch.Tensor`, so `detach_tree` detaches it whole: the offsets
+# and values must come through unchanged. We build it as upstream's FSDP engine does, with
+# `nested_tensor_from_jagged(values, cu_seqlens)`, a view that keeps the autograd link to `values`.
+
+# %%
+# torch 2.13's nested_tensor_from_jagged logs a spurious "is_fx_tracing" warning once; keep stderr clean.
+logging.getLogger("torch.fx._symbolic_trace").setLevel(logging.ERROR)
+per_sequence = [torch.randn(n, requires_grad=True) * 1.0 for n in (3, 5, 2)]
+cu_seqlens = torch.tensor([0, 3, 8, 10])
+jagged = torch.nested.nested_tensor_from_jagged(torch.cat(per_sequence), cu_seqlens)
+jagged_out = detach_tree({"log_probs": jagged})["log_probs"]
+print("offsets:", jagged_out.offsets().tolist(), "| requires_grad:", jagged.requires_grad, "->", jagged_out.requires_grad)
+claim(
+    "jagged tensor detached, layout and offsets kept",
+    jagged_out.layout == torch.jagged
+    and not jagged_out.requires_grad
+    and torch.equal(jagged_out.offsets(), jagged.offsets())
+    and torch.equal(jagged_out.values(), jagged.values()),
+)
+
+# %% [markdown]
+# **The cost.** Every micro-batch's outputs go through `detach_tree`. Many of them (masks, advantages,
+# anything computed under `no_grad`) are already detached. A naive version that calls `.detach()` on
+# every tensor makes one new tensor object per leaf per micro-batch; the identity rule makes none.
+# (`benchmarks/detach_tree.py` times the two; timings do not belong in a checked notebook.)
+
+# %%
+already_detached = {f"k{i}": torch.zeros(2) for i in range(n_leaves)}
+new_ours = count_new_tensors(already_detached, detach_tree(already_detached))
+new_naive = count_new_tensors(already_detached, detach_tree_always(already_detached))
+claim(
+    f"new tensors for {n_leaves} already-detached leaves, detach_tree",
+    new_ours,
+    expected=0,
+    upstream="none: no throwaway TensorImpl per key per micro-batch",
+)
+claim(f"new tensors for {n_leaves} already-detached leaves, always-detach", new_naive, expected=n_leaves)
+
+# %% [markdown]
+# ## 2 · The trap: detach in the wrong place
+# A GRPO-style step on a toy contextual bandit (4 prompts, 6 actions, reward 1 for each prompt's
+# target action). The loss has two terms, as verl's actor loss does: a policy-gradient term and a
+# KL penalty against the frozen reference, with verl's `low_var_kl` (k3) estimator. In this engine
+# the KL term is computed beside the forward from the live log-probs, and the policy-gradient term
+# reads the `model_output` dict (see `verlstudy.trees.policy_step`):
+#
+# ```python
+# kl = low_var_kl(log_probs, ref_log_probs).mean()
+# model_output = {"log_probs": log_probs}
+# model_output = detach_tree(model_output)          # placement="before_loss": the trap
+# pg_loss = -(advantages * exp(model_output["log_probs"] - old_log_probs)).mean()
+# loss = pg_loss + kl_coef * kl
+# stored = model_output                             # (right: stored = detach_tree(model_output) here)
+# ```
+#
+# Both placements train from the same seed: same initial policy, same targets, same sampling stream.
+
+# %%
+runs = {p: train_bandit(p, steps=steps, group_size=group_size, lr=lr, kl_coef=kl_coef, seed=seed)
+        for p in ("after_loss", "before_loss")}
+step_ids = list(range(steps))
+line_plot(
+    {f"detach {p.replace('_', ' ')}": (step_ids, [round(x, 6) + 0.0 for x in r.losses]) for p, r in runs.items()},
+    title="Loss per step: both look like a normal GRPO loss",
+    xlabel="step",
+    ylabel="loss",
+)
+
+# %%
+right, wrong = runs["after_loss"], runs["before_loss"]
+claim("step-0 loss identical in both placements", right.losses[0] == wrong.losses[0])
+loss_gap = max(abs(a - b) for a, b in zip(right.losses, wrong.losses))
+claim("largest loss gap between the runs (advantages have unit std)", loss_gap, expected=0, atol=0.01, digits=2)
+claim("wrong placement: largest policy gradient norm over all steps", max(wrong.grad_norms), expected=0)
+claim("wrong placement: largest change of any policy parameter", wrong.param_change, expected=0)
+nonzero_steps = sum(g > 0 for g in right.grad_norms)
+claim(f"right placement: steps with a non-zero policy gradient (of {steps})", nonzero_steps, expected=steps, rtol=0.25)
+claim("right placement: the policy moved", right.param_change > 0)
+
+# %%
+line_plot(
+    {f"detach {p.replace('_', ' ')}": (step_ids, r.rewards) for p, r in runs.items()},
+    title="Mean reward per step: only one run learns",
+    xlabel="step",
+    ylabel="mean reward",
+)
+late_gain = sum(right.rewards[-3:]) / 3 - sum(wrong.rewards[-3:]) / 3
+print(f"mean reward of the last 3 steps, right minus wrong placement: {late_gain:.3f}")
+claim("the right placement ends with a higher reward (by more than 0.1)", late_gain > 0.1)
+
+# %% [markdown]
+# **Why the loss looks normal.** `.detach()` never changes a value, so the forward, and the loss, is
+# the same number in both placements. For on-policy data the ratio is exactly 1, and GRPO advantages
+# are centred in each group, so the policy-gradient term is ~0 whether or not it is connected: the
+# loss curve of an RL step carries no information about whether the gradient flows.
+#
+# **Why backward does not complain.** The KL term reads the live log-probs, so the loss still
+# requires grad. But the actor starts equal to the reference, where the k3 estimator's gradient is
+# exactly zero (`d/dlogp [e^(r-logp) - (r-logp) - 1] = 1 - e^0 = 0`). With the policy-gradient term
+# cut, the total gradient is exactly zero, the optimizer never moves the policy, and it stays at the
+# reference: zero forever. Had *every* term read the detached dict, backward would at least fail
+# loudly:
+
+# %%
+detached_only = detach_tree({"log_probs": log_probs})
+with expect_error(RuntimeError, match="does not require grad"):
+    (-detached_only["log_probs"].mean()).backward()
+
+# %% [markdown]
+# ## 3 · The guard: a `requires_grad` contract
+# Three rules, checked after `loss.backward()` by `check_train_step`: the returned loss requires
+# grad; nothing stored requires grad; every trainable parameter got a non-zero gradient. Only the
+# third one catches the trap; the second one catches lesson 01's leak.
+#
+# One caveat for the third rule: in GRPO a batch where every group got equal rewards has all-zero
+# advantages, and at the reference the KL gradient is zero too, so even the right placement gets an
+# exactly zero gradient on such a batch (some seeds draw one: the step count claimed above). Check the rule on a
+# batch that carries signal, as below, or over several steps.
+
+# %%
+def one_step(placement):
+    torch.manual_seed(seed)
+    policy = torch.nn.Sequential(torch.nn.Embedding(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 6))
+    states, actions = torch.arange(4).repeat_interleave(2), torch.tensor([0, 1, 2, 3, 4, 5, 0, 1])
+    with torch.no_grad():
+        old = torch.log_softmax(policy(states), -1).gather(-1, actions[:, None]).squeeze(-1)
+    advantages = torch.tensor([1.0, -1.0] * 4)
+    loss, output = policy_step(policy, states, actions, old, advantages, old.clone(), kl_coef=kl_coef,
+                               placement=placement)
+    loss.backward()
+    return loss, output, policy
+
+
+loss, output, policy = one_step("after_loss")
+check_train_step(loss, output, policy.named_parameters())
+claim("contract passes the right placement", True)
+loss, output, policy = one_step("before_loss")
+with expect_error(ContractError, match="all-zero gradient"):
+    check_train_step(loss, output, policy.named_parameters())
+
+# %% [markdown]
+# ## 4 · Upstream's regression test: a weakref on the checkpoint-saved input
+# CI cannot assert GPU memory, and the real leak needs pipeline parallelism. Upstream pins the
+# *mechanism* instead, on CPU: a tiny model with a frozen embedding whose output is forced to require
+# grad (as PEFT's `enable_input_require_grads` does) and a `torch.utils.checkpoint` block. The
+# checkpoint keeps its input for recomputation, so that input lives exactly as long as the graph.
+# With the stored output detached, dropping the loss must free it while the output is still held.
+
+# %%
+gc.freeze()  # speed only: torch's lazy imports left a large heap; gc.collect() below then scans just new objects
+
+
+def saved_input_lifetime(wrap):
+    torch.manual_seed(seed)
+    model = TinyCheckpointedLM(vocab=16, hidden=8)
+    ids = torch.randint(16, (2, 5))
+    lp = torch.log_softmax(model(ids), -1).gather(-1, ids[..., None]).squeeze(-1)
+    loss = -lp.mean()
+    held = {"model_output": detach_tree({"log_probs": lp}) if wrap else {"log_probs": lp}}
+    del lp
+    alive_with_loss = model.saved_input() is not None
+    del loss
+    gc.collect()
+    return alive_with_loss, model.saved_input() is not None, grad_attached_paths(held, "output")
+
+
+lifetimes = {wrap: saved_input_lifetime(wrap) for wrap in (True, False)}
+for wrap, result in lifetimes.items():
+    print(f"wrapped={wrap}: (alive while loss lives, alive after del loss, grad-attached) = {result}")
+claim("wrapped: saved input alive with the loss, freed after del loss", lifetimes[True][:2] == (True, False),
+      upstream="weakref alive while loss exists, dead after del loss; gc.collect()")
+claim("unwrapped: the held output keeps the saved input alive", lifetimes[False][1])
+
+# %% [markdown]
+# ## 5 · The static check: every call site wraps what it stores
+# The weakref test pins the mechanism; an AST check pins the call sites. `verlstudy.astcheck` finds
+# every place a value is stored under `"model_output"` (dict entry, subscript assignment,
+# `dict(model_output=...)`, `setdefault`) and reports those not wrapped in `detach_tree(...)`,
+# following a variable back to its assignment. Our four example engines in `data/engines/` mirror
+# upstream's four call-site shapes; one of them is deliberately unwrapped.
+
+# %%
+engine_dir = project_root() / "data" / "engines"
+sources = {name: (engine_dir / f"{name}_engine.py").read_text() for name in astcheck.UPSTREAM_ENGINES}
+report = astcheck.check_sources(sources)
+for name, stores in report.items():
+    for store in stores:
+        print(f"{name:>10}: {store.describe()}")
+unwrapped = [name for name, stores in report.items() if any(not s.wrapped for s in stores)]
+claim("example engines with an unwrapped model_output store", ", ".join(unwrapped), expected="torchtitan")
+
+# %% [markdown]
+# The static verdict agrees with what each engine really stores: run every engine's `forward_step`
+# once and look for grad-attached leaves in its output.
+
+# %%
+def load_engine(name):
+    spec = importlib.util.spec_from_file_location(f"example_{name}_engine", engine_dir / f"{name}_engine.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bandit_policy = torch.nn.Sequential(torch.nn.Embedding(4, 8), torch.nn.Linear(8, 6))
+micro_batch = {"states": torch.tensor([0, 1, 2, 3]), "actions": torch.tensor([5, 0, 1, 2])}
+def pg_only(mo, mb):
+    loss = -mo["log_probs"].mean()
+    return loss, {"pg_loss": round(loss.item(), 4)}
+leaking = []
+for name in astcheck.UPSTREAM_ENGINES:
+    _, stored = load_engine(name).forward_step(bandit_policy, micro_batch, pg_only)
+    print(f"{name:>10}: grad-attached stored leaves {grad_attached_paths(stored, 'output')}")
+    leaking += [name] if grad_attached_paths(stored) else []
+claim("static verdict matches the engines' real outputs", leaking == unwrapped)
+
+# %% [markdown]
+# **What the static check cannot see.** It checks *that* the stored value is wrapped, not *where*:
+# the trap's engine moves the `detach_tree` call above the loss and still passes.
+
+# %%
+trap_source = '''
+def forward_step(policy, batch, loss_fn):
+    outputs = detach_tree(prepare_outputs(policy(batch)))
+    loss, metrics = loss_fn(outputs, batch)
+    return loss, {"model_output": outputs, "metrics": metrics}
+'''
+print(astcheck.find_stores(trap_source)[0].describe())
+claim("the AST check passes the trap's engine (only the contract catches it)",
+      astcheck.stored_outputs_without("detach_tree", trap_source) == [])
+
+# %% [markdown]
+# **Upstream's own four engines.** When the optional `verl` package is installed
+# (`pip install verl==0.9.1`), the same check runs on its real engine files.
+
+# %% tags=["nbval-ignore-output"]
+# Output depends on whether the optional verl package is installed (and on its line numbers).
+verl_spec = importlib.util.find_spec("verl")
+if verl_spec is None:
+    print("[skip] verl is not installed: upstream's engine files were not checked (pip install verl==0.9.1)")
+else:
+    upstream_report = astcheck.check_sources(
+        {n: p.read_text() for n, p in astcheck.upstream_engine_files(verl_spec.submodule_search_locations[0]).items()})
+    for name, stores in upstream_report.items():
+        for store in stores:
+            print(f"{name:>10}: {store.describe()}")
+    assert all(s.wrapped for stores in upstream_report.values() for s in stores), "an upstream store is unwrapped"
+
+# %% [markdown]
+# ## 6 · Exercises
+# **Exercise 2.1.** Write `my_detach_tree(obj)` with upstream's rules: detach a tensor only if it
+# requires grad (else return the same object), dict -> new dict, list/tuple -> same type, recursively,
+# anything else unchanged, never mutate the input. (Plain tuples are enough; no namedtuples needed.)
+
+# %% tags=["solution", "exercise-2.1"]
+def my_detach_tree(obj):
+    """Return obj with every grad-requiring tensor detached; already-detached tensors come back as is."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach() if obj.requires_grad else obj
+    if isinstance(obj, dict):
+        return {k: my_detach_tree(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(my_detach_tree(v) for v in obj)
+    return obj
+
+
+# %%
+check_exercise("2.1", check_detach_tree, my_detach_tree)
+
+# %% [markdown]
+# **Exercise 2.2.** Write an engine step `forward_step(policy, micro_batch, loss_function)` that
+# computes per-action log-probs (`log_softmax` of `policy(micro_batch["states"])`, gathered at
+# `micro_batch["actions"]`), calls `loss, metrics = loss_function({"log_probs": ...}, micro_batch)` and
+# returns `(loss, {"model_output": ..., "metrics": metrics})`. The checker applies the whole contract.
+
+# %% tags=["solution", "exercise-2.2"]
+def forward_step(policy, micro_batch, loss_function):
+    """Return (live loss, output dict whose 'model_output' holds no grad-attached tensor)."""
+    log_softmax = torch.log_softmax(policy(micro_batch["states"]), dim=-1)
+    model_output = {"log_probs": log_softmax.gather(-1, micro_batch["actions"][:, None]).squeeze(-1)}
+    loss, metrics = loss_function(model_output, micro_batch)
+    return loss, {"model_output": detach_tree(model_output), "metrics": metrics}
+
+
+# %%
+check_exercise("2.2", check_forward_step, forward_step)
+
+# %% [markdown]
+# ## 7 · On a GPU
+# With CUDA, the same tiny model run over many micro-batches shows the leak as allocator bytes: the
+# unwrapped store grows `memory_allocated` with every micro-batch, the wrapped one stays flat.
+
+# %% tags=["gpu"]
+if skip_unless("cuda"):
+    model = TinyCheckpointedLM(vocab=1024, hidden=256).to("cuda")
+    ids = torch.randint(1024, (4, 512), device="cuda")
+    for wrap in (True, False):
+        kept, start = [], torch.cuda.memory_allocated()
+        for _ in range(8):
+            lp = torch.log_softmax(model(ids), -1).gather(-1, ids[..., None]).squeeze(-1)
+            loss = -lp.mean()
+            loss.backward()
+            kept.append({"model_output": detach_tree({"log_probs": lp}) if wrap else {"log_probs": lp}})
+            del lp, loss
+        grown = (torch.cuda.memory_allocated() - start) / 8 / 2**20
+        print(f"wrapped={wrap}: {grown:.2f} MiB retained per micro-batch")
+        del kept
+        model.zero_grad(set_to_none=True)
+
+# %% [markdown]
+# ## Takeaways
+# - `detach_tree` detaches only what requires grad and returns everything else as the same object:
+#   no new tensors for an already-detached tree, types and jagged offsets kept, input untouched.
+# - Put it **where the output is stored, after the loss is built**. Before the loss, the loss value is
+#   unchanged, backward may still run, and the policy gets no gradient at all.
+# - An RL loss curve cannot tell you whether the gradient flows; a contract can: loss requires grad,
+#   stored outputs do not, trainable parameters get non-zero gradients.
+# - Pin the mechanism with a weakref test and the call sites with an AST check; neither replaces the
+#   contract, because the AST check cannot see placement.
+
+# %%
+claims_table()

@@ -1,0 +1,505 @@
+# %% [markdown]
+# # 03 · Router replay made model-scoped and opt-in
+#
+# Upstream: [verl PR #7805](https://github.com/verl-project/verl/pull/7805), the redo of
+# [#7106](https://github.com/verl-project/verl/pull/7106), which
+# [#7786](https://github.com/verl-project/verl/pull/7786) reverted.
+#
+# In a mixture-of-experts (MoE) model every layer's *router* sends each token to its top-k experts. In RL
+# the policy update should optimise the policy that produced the samples, but after one optimizer step the
+# router already sends some tokens elsewhere. **Routing replay** records the experts and forces them later:
+# **R2** records during the old-logprob forward (`forward_only`) and replays in the policy update; **R3**
+# records at rollout, in the inference engine. The config key is
+# `actor_rollout_ref.actor.megatron.router_replay.mode`, one of `"disabled"`, `"R2"`, `"R3"`.
+#
+# #7106 made replay sturdier but asked the process-global router registry for routers even when replay was
+# off, so ordinary jobs broke and it was reverted. #7805 made the whole lifecycle **opt-in** (guarded by the
+# mode) and **model-scoped** (routes come from the model being forwarded), and its review caught two
+# silent errors and one hang.
+#
+# **You will learn** why replay is needed (counted), the three failure modes (the registry regression, the
+# layer-order mismatch, the collective a rank skips) each happening and then prevented, and how to read a
+# model attribute from a nested multimodal config without reading the wrong branch.
+#
+# **Time:** 60 minutes. **Assumes:** top-k MoE routing; `torch.distributed.all_gather`.
+#
+# **Upstream files cited** (paths inside verl):
+# - `verl/utils/megatron/router_replay_patch.py`: `RouterReplayAction` (RECORD, REPLAY_FORWARD,
+#   REPLAY_BACKWARD), `RouterReplay` (the process-global `router_instances` registry, `get_replay_topk`:
+#   the backward list is popped FIFO, a replay mask picks replayed rows where set, native elsewhere).
+# - `verl/utils/megatron/router_replay_utils.py`: `iter_model_routers` (walks the forwarded model),
+#   `merge_router_topk_indices` (sorts routers by `layer_number`, rejects duplicates, int16 routes, a
+#   0-layer `(B, S, 0, topk)` map for a stage without MoE layers), `set_router_replay_data` (indexes by
+#   `layer_number - 1`), `pp_gather` (layer counts first, padding on the layer dim only, uint8 view because
+#   NCCL has no int16), `RouterReplayHelper.get_micro_batch_router_list` (the positional registry slice).
+# - `verl/workers/engine/megatron/transformer_impl.py`: `enable_routing_replay = mode != "disabled"` gates
+#   every hook; `verl/workers/config/actor.py::RouterReplayConfig` (the three modes);
+#   `verl/utils/config.py::_validate_router_replay_config` (R2 rejected with `bypass_mode=True`).
+# - `verl/utils/megatron_utils.py::get_hf_config_attr`: the text-branch config walk.
+#
+# Everything below runs a toy router on the CPU; the code is this course's own, in `verlstudy.router_replay`.
+#
+# Facts checked against verl 0.9.1.
+
+# %% tags=["parameters"]
+device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
+n_tokens = 32  # tokens per micro-batch
+hidden = 8  # toy hidden size
+num_experts = 4  # experts per MoE layer
+topk = 2  # experts per token
+lr = 1.0  # step size of the one policy update, >= 1: it must move some routes of this tiny batch
+pp_layer_counts = [2, 0, 1]  # MoE layers per pipeline stage (one gloo rank each); include a 0
+collective_timeout_s = 1.0  # gloo collective timeout for the stranded-rank demonstration
+seed = 0
+
+# %%
+import multiprocessing
+import time
+
+import torch
+
+from verlstudy import router_replay as rr
+from verlstudy.claims import check_exercise, claim, claims_table, expect_error, reset_claims
+from verlstudy.devices import pick_device, skip_unless
+from verlstudy.dist import run_local
+from verlstudy.params import check_float, check_int
+from verlstudy.plots import bar_plot
+from verlstudy.router_replay import ReplayController, RevertedReplayController, TinyMoE
+from verlstudy.seeding import seed_everything
+
+dev = pick_device(device)
+n_tokens = check_int("n_tokens", n_tokens, minimum=8, maximum=4096)
+hidden = check_int("hidden", hidden, minimum=2, maximum=256)
+num_experts = check_int("num_experts", num_experts, minimum=2, maximum=64)
+topk = check_int("topk", topk, minimum=1, maximum=num_experts - 1)
+lr = check_float("lr", lr, minimum=1.0, maximum=10.0)
+if not isinstance(pp_layer_counts, list) or not 2 <= len(pp_layer_counts) <= 4:
+    raise ValueError(f"parameter pp_layer_counts={pp_layer_counts!r} must be a list of 2 to 4 stage layer counts")
+pp_layer_counts = [check_int("pp_layer_counts[i]", c, minimum=0, maximum=8) for c in pp_layer_counts]
+if not any(pp_layer_counts):
+    raise ValueError(f"parameter pp_layer_counts={pp_layer_counts} needs at least one stage with MoE layers")
+collective_timeout_s = check_float("collective_timeout_s", collective_timeout_s, minimum=0.5, maximum=5.0)
+seed = check_int("seed", seed, minimum=0, maximum=2**32 - 1)
+seed_everything(seed)
+reset_claims()
+sizes = dict(hidden=hidden, num_experts=num_experts, topk=topk)
+print(f"running on {dev.type}; {n_tokens} tokens, {num_experts} experts, top-{topk}, 3 MoE layers")
+
+# %% [markdown]
+# ## 1. Why replay: one update moves the routing
+# `TinyMoE` is embedding -> 3 MoE layers (router: linear -> softmax -> top-k; each expert a small matrix)
+# -> head. Each router carries a `RouterReplay`, as verl's patched `TopKRouter` does. The R2 controller
+# arms the model's routers to RECORD during the old-logprob forward and hands back the routes: int16,
+# one row per token, one column per layer (in layer-number order), `topk` experts each.
+
+# %%
+tokens = torch.randint(0, 16, (n_tokens,))
+targets = torch.randint(0, 16, (n_tokens,))
+model = TinyMoE(**sizes)  # layers 1, 2, 3; routers registered in the process-global registry
+r2 = ReplayController("R2")
+print("old-logprob forward:", r2.begin(model, forward_only=True))
+with torch.no_grad():
+    model(tokens)
+recorded = r2.end(model)
+print(f"recorded routes: shape {tuple(recorded.shape)} (tokens, layers, topk), {recorded.dtype}")
+
+# %% [markdown]
+# Now one policy update (cross-entropy, one SGD step), then the update forward twice: once with native
+# routing, once replaying the recorded routes. `rerouted_tokens` counts tokens whose expert *set* differs
+# from the record in at least one layer.
+
+# %%
+torch.nn.functional.cross_entropy(model(tokens), targets).backward()
+rr.sgd_step(model, lr)
+with torch.no_grad():
+    model(tokens)
+native_routes = rr.routes_used(model)
+native_moved = rr.rerouted_tokens(recorded, native_routes)
+print("update forward:", r2.begin(model, forward_only=False, routes=recorded))
+with torch.no_grad():
+    model(tokens)
+replay_moved = rr.rerouted_tokens(recorded, rr.routes_used(model))
+print(f"tokens routed elsewhere than recorded: native {native_moved}/{n_tokens}, replayed {replay_moved}/{n_tokens}")
+claim(f"one update moves native routing ({native_moved}/{n_tokens} tokens)", native_moved > 0,
+      upstream="why R2 exists: update on the routes the samples were drawn with")
+claim("tokens off the record under R2 replay", replay_moved, 0, upstream="REPLAY_FORWARD uses target_topk_idx")
+
+# %%
+_ = bar_plot(
+    {f"layer {n}": moved for n, moved in enumerate(rr.rerouted_per_layer(recorded, native_routes), start=1)},
+    title="tokens whose experts changed after one update (native routing)",
+    ylabel="tokens",
+)
+
+# %% [markdown]
+# A **replay mask** replays only where it is set (R3 leaves the last response row native, for example).
+# Replay only the first half of the tokens: that half follows the record, the other half routes exactly as
+# the native forward above did (tokens do not interact in this toy, so native routes are per token).
+
+# %%
+half = torch.arange(n_tokens) < n_tokens // 2
+r2.begin(model, forward_only=False, routes=recorded, mask=half)
+with torch.no_grad():
+    model(tokens)
+masked = rr.routes_used(model)
+claim("with a mask, tokens of the masked half off the record", rr.rerouted_tokens(recorded[half], masked[half]), 0,
+      upstream="torch.where(replay_mask, replayed, native)")
+claim("with a mask, the other half routes natively", torch.equal(masked[~half].sort(-1).values, native_routes[~half].sort(-1).values))
+
+# %% [markdown]
+# **REPLAY_BACKWARD is a FIFO.** With activation recompute, each micro-batch's layers are run again in
+# backward, after *later* micro-batches have already been forwarded (1F1B). Every `set_target` also queues
+# the routes, and after its forward a router switches to REPLAY_BACKWARD so that each recompute pops its
+# own micro-batch's routes. Left in REPLAY_FORWARD, the recompute of micro-batch 0 reads micro-batch 1's
+# targets: same shape, no error, wrong experts. Below, the "recompute" is an explicit re-forward (what
+# `torch.utils.checkpoint` does in backward; the unit tests run the real checkpoint and compare gradients).
+
+# %%
+def recompute_moves(switch_to_backward: bool) -> int:
+    """Forward micro-batches 0 and 1 with replay, then re-forward micro-batch 0: tokens off its record."""
+    micro = [torch.randint(0, 16, (n_tokens,)) for _ in range(2)]
+    routes = []
+    for mb in micro:  # record both (old-logprob pass)
+        r2.begin(model, forward_only=True)
+        with torch.no_grad():
+            model(mb)
+        routes.append(r2.end(model))
+    for mb, mb_routes in zip(micro, routes, strict=True):  # update forwards, 1F1B-style
+        r2.begin(model, forward_only=False, routes=mb_routes)
+        with torch.no_grad():
+            model(mb)
+        if switch_to_backward:
+            r2.end(model)
+    with torch.no_grad():
+        model(micro[0])  # the recompute of micro-batch 0
+    return rr.rerouted_tokens(routes[0], rr.routes_used(model))
+
+
+fifo_moved, stuck_moved = recompute_moves(True), recompute_moves(False)
+print(f"recompute of micro-batch 0 off its record: FIFO {fifo_moved}, stuck in REPLAY_FORWARD {stuck_moved}")
+claim("FIFO recompute: tokens off micro-batch 0's record", fifo_moved, 0, upstream="replay_backward_list.pop(0)")
+claim(f"stuck in REPLAY_FORWARD, the recompute silently moves {stuck_moved}/{n_tokens} tokens", stuck_moved > 0,
+      upstream="set_model_router_replay_action docstring: stale cross-micro-batch target")
+
+# %% [markdown]
+# ## 2. The regression: a replay hook that runs when replay is off
+# `RevertedReplayController` is #7106's *shape*, reconstructed for this lesson (not upstream's code): every
+# hook first asks the process-global registry for "the local routers" by position and reads the first one's
+# action, and only then looks at the mode. An ordinary job (replay disabled, so no router ever registered:
+# a fresh process's registry is empty) now fails. verl 0.9.1's positional helper guards exactly this with
+# `bool(router_instances_list) and ...`; #7805 goes further and never touches routers when the mode is off.
+
+# %%
+fresh_registry: list = []  # what a fresh process's RouterReplay.router_instances holds: nothing
+ordinary = TinyMoE(**sizes, enable_replay=False, registry=fresh_registry)
+with expect_error(IndexError):
+    RevertedReplayController("disabled", num_layers=3, registry=fresh_registry).begin(ordinary, forward_only=True)
+fixed = ReplayController("disabled")
+print("opt-in fix:", fixed.begin(ordinary, forward_only=True), "/", fixed.end(ordinary))
+claim("disabled + empty registry: the reverted path raises, the fix is a no-op",
+      fixed.begin(ordinary, forward_only=True) == "none", upstream="#7106 reverted by #7786: ordinary jobs failed")
+
+# %% [markdown]
+# **A stale router leaks in.** The registry is never emptied: a decoder that was built and discarded
+# (upstream: "a model that rebuilds its decoder registers a set it then discards") stays in it, in front.
+# The positional slice then hands the *stale* routers the replay targets, and the live model routes
+# natively, with no error. Model-scoped collection walks the forwarded model and reaches its own routers.
+
+# %%
+shared_registry: list = []
+discarded = TinyMoE(**sizes, registry=shared_registry)  # registered first, then thrown away
+live = TinyMoE(**sizes, registry=shared_registry)
+r2.begin(live, forward_only=True)
+with torch.no_grad():
+    live(tokens)
+live_routes = r2.end(live)
+torch.nn.functional.cross_entropy(live(tokens), targets).backward()
+rr.sgd_step(live, lr)
+moved = {}
+for name, controller in (("reverted", RevertedReplayController("R2", num_layers=3, registry=shared_registry)), ("fix", r2)):
+    controller.begin(live, forward_only=False, routes=live_routes)
+    with torch.no_grad():
+        live(tokens)
+    moved[name] = rr.rerouted_tokens(live_routes, rr.routes_used(live))
+print(f"registry holds {len(shared_registry)} routers for a 3-layer model; tokens off the record: {moved}")
+claim(f"registry-positional replay silently misses the live routers ({moved['reverted']}/{n_tokens} tokens off)",
+      moved["reverted"] > 0, upstream="iter_model_routers docstring: a positional slice can address the wrong objects")
+claim("model-scoped replay: tokens off the record", moved["fix"], 0)
+
+# %% [markdown]
+# The opt-in guard keeps the *hard* failures where replay is on: R2 without recorded routes for the update,
+# and R2 combined with `rollout_correction.bypass_mode=True`, which skips the forward R2 records in.
+
+# %%
+with expect_error(RuntimeError, match="old-logprob forward must record"):
+    ReplayController("R2").begin(live, forward_only=False)
+with expect_error(ValueError, match="bypass_mode=False"):
+    ReplayController("R2", bypass_mode=True)
+with expect_error(ValueError, match="'disabled', 'R2', 'R3'"):
+    ReplayController("r2")
+
+# %% [markdown]
+# ## 3. The silent mismatch: routers met out of layer order
+# A module walk meets routers in *registration* order, which need not be layer order. RECORD stacks the
+# routes in some order; REPLAY gives layer `n` the column `n - 1`. If RECORD stacked in walk order, every
+# column lands on another layer: same shape, no error. Here the layers are registered as 2, 3, 1.
+
+# %%
+shuffled = TinyMoE(**sizes, layer_numbers=(2, 3, 1), registry=[])
+print("walk order of the routers:", [n for n, _ in rr.model_routers(shuffled)])
+r2.begin(shuffled, forward_only=True)
+with torch.no_grad():
+    shuffled(tokens)
+by_layer = r2.end(shuffled)
+by_walk = rr.recorded_routes(shuffled, order="walk")
+mismatch = {}
+for name, routes in (("walk order", by_walk), ("layer order", by_layer)):
+    r2.begin(shuffled, forward_only=False, routes=routes)
+    with torch.no_grad():
+        shuffled(tokens)  # no error either way
+    mismatch[name] = rr.rerouted_tokens(by_layer, rr.routes_used(shuffled))
+print(f"tokens replayed onto different experts than recorded (weights unchanged): {mismatch}")
+claim(f"walk-ordered stacking silently replays wrong experts ({mismatch['walk order']}/{n_tokens} tokens)",
+      mismatch["walk order"] > 0, upstream="review catch: sort routers by layer_number before stacking")
+claim("layer-ordered stacking: tokens off the record", mismatch["layer order"], 0)
+
+# %% [markdown]
+# Sorting also needs unique layer numbers (upstream raises on duplicates; MTP layers restart numbering at 1,
+# which is why upstream walks only the decoder):
+
+# %%
+with expect_error(ValueError, match="duplicate layer numbers"):
+    rr.stack_routes([(1, recorded[:, 0]), (2, recorded[:, 1]), (1, recorded[:, 2])])
+
+# %% [markdown]
+# ## 4. The collective: `pp_gather` over pipeline ranks
+# After RECORD each pipeline stage holds routes for its own layers only; `pp_gather` assembles the whole
+# map. It is a **collective**: every rank must call it. Stages own different numbers of MoE layers
+# (`pp_layer_counts`, including a stage with none), so the ranks first exchange a small header, then pad
+# only the layer dim to the largest stage, send the int16 routes as a **uint8 view** (NCCL has no int16)
+# and strip the padding. Expert ids above 255 (here 384 experts, as Kimi-K2 has) show why it must be a
+# bit view and not a value cast:
+
+# %%
+expert_ids = torch.tensor([3, 255, 300, 383], dtype=torch.int16).reshape(1, 1, 1, 4)
+print("value cast .to(uint8):", expert_ids.to(torch.uint8).flatten().tolist())
+print("bit view round trip:  ", rr.from_wire(rr.to_wire(expert_ids, 2), 1).flatten().tolist())
+claim("the uint8 view round trip is bit-exact", torch.equal(rr.from_wire(rr.to_wire(expert_ids, 2), 1), expert_ids),
+      upstream="pp_gather: NCCL has no int16, payloads travel as uint8 views")
+
+# %% [markdown]
+# Now on real gloo ranks on this machine (`verlstudy.dist.run_local`), one rank per stage. Each stage
+# passes its slice of a seeded route map; the stage with 0 MoE layers passes a `(B, S, 0, topk)` map.
+
+# %%
+gather_shape = (2, 3, topk, 384)  # batch, seq, topk, num_experts
+gathered = run_local(rr.pp_gather_worker, len(pp_layer_counts), pp_layer_counts, gather_shape, seed, timeout_s=60)
+full = rr.toy_global_routes(2, 3, sum(pp_layer_counts), topk, 384, seed)
+for stage, routes in enumerate(gathered):
+    print(f"stage {stage} owns layers {rr.stage_layer_numbers(pp_layer_counts, stage)}, gathered {tuple(routes.shape)}")
+claim("every rank gets the full map, bit-exact, with a 0-layer stage joining",
+      all(torch.equal(g, full) for g in gathered), upstream="review catch: a 0-layer stage joins with (B, S, 0, topk)")
+
+# %% [markdown]
+# **One rank raises instead of joining.** Upstream's RECORD raises when a stage that should have routers
+# captured nothing. If that happens *before* the collective, the other ranks are already inside it and wait
+# for a partner that never comes, until the process-group timeout (NCCL's default is minutes). Here the
+# failing rank stays alive, as a Ray worker does after an exception, and the timeout is
+# `collective_timeout_s`:
+
+# %%
+peers_gave_up = multiprocessing.get_context("fork").Event()
+start = time.monotonic()
+stranded = rr.failed_outcomes(rr.raise_instead_of_joining, 2, [1, 1], gather_shape, seed, 1, peers_gave_up,
+                              timeout_s=30, collective_timeout_s=collective_timeout_s)
+stranded_wait = time.monotonic() - start
+print("\n".join(rr.outcome_lines(stranded)))
+claim("the joining rank waited out the whole collective timeout", stranded_wait >= collective_timeout_s,
+      upstream="review catch: a rank that raises instead of joining hangs the others")
+claim("the joining rank failed with a timeout, not with the real cause", "Timed out" in stranded[0].error_message)
+
+# %% [markdown]
+# **The fix: fail loudly only after nobody can be stranded.** Our `pp_gather` takes a `MissingRoutes`
+# marker from a stage that has routers but captured nothing, and that stage *still joins* the header
+# exchange with a "missing" flag. The header is the first collective, every rank is in it, and after it
+# every rank knows; all of them raise the same error naming the stage, and none reaches the payload gather.
+# (verl 0.9.1 raises in `merge_router_topk_indices`, per micro-batch, before `pp_gather` runs; carrying the
+# failure through the first exchange is this course's design for the review's "fail loudly, but never
+# strand a peer".)
+
+# %% [markdown]
+# `local_stage_routes` is where a stage makes that decision after RECORD, for the three kinds of stage:
+
+# %%
+stages = {
+    "no MoE layer": TinyMoE(**sizes, enable_replay=False, registry=[]),
+    "routers, nothing recorded": TinyMoE(**sizes, registry=[]),
+    "routers, all recorded": shuffled,
+}
+for kind, stage_model in stages.items():
+    local = rr.local_stage_routes(stage_model, 1, n_tokens, topk)
+    print(f"{kind:<26} -> {tuple(local.shape) if isinstance(local, torch.Tensor) else local}")
+
+# %%
+missing_stage = next(s for s, c in enumerate(pp_layer_counts) if c > 0)
+start = time.monotonic()
+together = rr.failed_outcomes(rr.pp_gather_worker, len(pp_layer_counts), pp_layer_counts, gather_shape, seed,
+                              missing_stage, timeout_s=30, collective_timeout_s=20.0)
+print("\n".join(rr.outcome_lines(together)))
+claim("every rank raises the same error naming the empty stage", len({(o.error_type, o.error_message) for o in together}) == 1)
+claim("every rank raised long before the collective timeout", time.monotonic() - start < 10.0)
+
+# %% [markdown]
+# ## 5. The config walk: read the text branch, never a sibling
+# Model attributes (`hidden_size`, `num_hidden_layers`, ...) of a multimodal model live on its text
+# branch. Omni-style configs also carry audio and code2wav sub-configs with attributes of the same name.
+# A naive breadth-first walk from the root answers with whatever it meets first: the root's own 1024, or
+# an audio sibling's value. `get_text_config_attr` follows upstream's `get_hf_config_attr`: the text config
+# (`get_text_config()`, else `text_config`), then `text_config`, `language_config`, `thinker_config`,
+# `model_config` deepest first, never other siblings; `None` counts as absent, `0`/`False` are values.
+
+# %%
+text = rr.ToyConfig("Text", hidden_size=4096, tie_word_embeddings=False, first_k_dense_replace=0)
+audio = rr.ToyConfig("Audio", hidden_size=1280, num_mel_bins=128)
+omni = rr.ToyConfig("Omni", hidden_size=1024, text_config=text, audio_config=audio,
+                    code2wav_config=rr.ToyConfig("Code2Wav", num_mel_bins=80))
+print("naive BFS hidden_size:", rr.bfs_config_attr(omni, "hidden_size"), "| text walk:", rr.get_text_config_attr(omni, "hidden_size"))
+print("naive BFS num_mel_bins:", rr.bfs_config_attr(omni, "num_mel_bins"), "(from the audio sibling)")
+with expect_error(AttributeError, match="num_mel_bins"):
+    rr.get_text_config_attr(omni, "num_mel_bins")
+claim("the text walk returns the language model's hidden_size", rr.get_text_config_attr(omni, "hidden_size") == text.hidden_size,
+      upstream="get_hf_config_attr: root 1024, text_config 4096 -> 4096")
+claim("the naive BFS silently returns the root's", rr.bfs_config_attr(omni, "hidden_size") == omni.hidden_size)
+claim("falsy values are kept", (rr.get_text_config_attr(omni, "tie_word_embeddings"), rr.get_text_config_attr(omni, "first_k_dense_replace")) == (False, 0))
+
+# %%
+text.model_config = omni  # a cycle: the text config points back at the root
+with expect_error(AttributeError, match="no nested 'intermediate_size'"):
+    rr.get_text_config_attr(omni, "intermediate_size")
+claim("a cyclic config is walked safely", rr.get_text_config_attr(omni, "hidden_size") == 4096)
+
+# %% [markdown]
+# ## Guard: the tests that would have caught them
+# `tests/test_router_replay.py` pins each failure mode; the three that would have stopped the revert and
+# the two review catches, run here in small:
+
+# %%
+guard_registry: list = []
+guards = {
+    "replay disabled + empty registry is a no-op": ReplayController("disabled").begin(
+        TinyMoE(**sizes, enable_replay=False, registry=guard_registry), forward_only=False) == "none",
+    "routes are collected from the forwarded model": [n for n, _ in rr.model_routers(shuffled)] == [2, 3, 1]
+    and len(rr.model_routers(live)) == 3,
+    "stacking follows layer numbers": torch.equal(rr.stack_routes([(2, by_layer[:, 1]), (1, by_layer[:, 0])]), by_layer[:, :2]),
+    "a 0-layer stage gathers to the full map": all(torch.equal(g, full) for g in gathered),
+}
+for name, ok in guards.items():
+    claim(f"guard: {name}", ok)
+
+# %% [markdown]
+# ## Exercises
+# **3.1** Stack per-layer routes met in walk order into one `(tokens, layers, topk)` int16 map whose
+# columns follow layer numbers; two routers claiming the same layer must raise `ValueError`.
+
+# %% tags=["solution", "exercise-3.1"]
+def stack_by_layer(pairs: list[tuple[int, torch.Tensor]]) -> torch.Tensor:
+    """Return routes (tokens, layers, topk) int16 with columns sorted by layer number; ValueError on duplicates."""
+    layer_numbers = [n for n, _ in pairs]
+    if len(set(layer_numbers)) != len(layer_numbers):
+        raise ValueError(f"duplicate layer numbers: {layer_numbers}")
+    return torch.stack([routes.to(torch.int16) for _, routes in sorted(pairs, key=lambda p: p[0])], dim=1)
+
+
+# %%
+check_exercise("3.1", rr.check_stack_by_layer, stack_by_layer)
+
+# %% [markdown]
+# **3.2** Write the wire format of `pp_gather`: `to_wire(routes, max_layers)` turns int16 routes
+# `(B, S, L, k)` into a uint8 payload `(B, S, max_layers, 2k)` zero-padded on the layer dim only, and
+# `from_wire(payload, layer_count)` gives back the exact int16 routes. Expert ids go above 255.
+
+# %% tags=["solution", "exercise-3.2"]
+def to_wire(routes: torch.Tensor, max_layers: int) -> torch.Tensor:
+    """Return the uint8 byte view of int16 `routes`, zero-padded to `max_layers` on dim 2."""
+    payload = routes.contiguous().view(torch.uint8)
+    padded = payload.new_zeros(payload.shape[0], payload.shape[1], max_layers, payload.shape[3])
+    padded[:, :, : payload.shape[2]] = payload
+    return padded
+
+
+def from_wire(payload: torch.Tensor, layer_count: int) -> torch.Tensor:
+    """Return the int16 routes of the first `layer_count` layers of a uint8 payload."""
+    return payload[:, :, :layer_count].contiguous().view(torch.int16)
+
+
+# %%
+check_exercise("3.2", rr.check_wire_roundtrip, to_wire, from_wire)
+
+# %% [markdown]
+# **3.3** Write `find_text_attr(config, name)`: the text config first (`get_text_config()` if the config has
+# it, else `text_config`), then `text_config`, `language_config`, `thinker_config`, `model_config` deepest
+# first, then the config itself; `None` is absent but `0`/`False` are values; never read other
+# sub-configs; survive cycles; raise `AttributeError` when the branch has nothing.
+
+# %% tags=["solution", "exercise-3.3"]
+def find_text_attr(config: object, name: str) -> object:
+    """Return `name` from the text branch of `config`, or raise AttributeError."""
+    seen: set[int] = set()
+
+    def walk(node: object):
+        if node is None or id(node) in seen:
+            return
+        seen.add(id(node))
+        getter = getattr(node, "get_text_config", None)
+        text = getter() if callable(getter) else getattr(node, "text_config", None)
+        if text is not None and text is not node:
+            yield from walk(text)
+        for branch in ("text_config", "language_config", "thinker_config", "model_config"):
+            yield from walk(getattr(node, branch, None))
+        yield node
+
+    for node in walk(config):
+        if getattr(node, name, None) is not None:
+            return getattr(node, name)
+    raise AttributeError(f"{type(config).__name__} has no nested {name}")
+
+
+# %%
+check_exercise("3.3", rr.check_text_config_attr, find_text_attr)
+
+# %% [markdown]
+# ## On an accelerator
+# With a GPU the same record/update/replay runs on CUDA, and the uint8 view is checked on the device
+# (NCCL sends bytes; a multi-GPU `pp_gather` needs several GPUs and is not run here).
+
+# %% tags=["gpu"]
+if skip_unless("cuda"):
+    gpu_model = TinyMoE(**sizes, registry=[]).to("cuda")
+    gpu_tokens = tokens.to("cuda")
+    r2.begin(gpu_model, forward_only=True)
+    with torch.no_grad():
+        gpu_model(gpu_tokens)
+    gpu_routes = r2.end(gpu_model)
+    torch.nn.functional.cross_entropy(gpu_model(gpu_tokens), targets.to("cuda")).backward()
+    rr.sgd_step(gpu_model, lr)
+    r2.begin(gpu_model, forward_only=False, routes=gpu_routes)
+    with torch.no_grad():
+        gpu_model(gpu_tokens)
+    print("cuda: tokens off the record under replay:", rr.rerouted_tokens(gpu_routes, rr.routes_used(gpu_model)))
+    cuda_ids = expert_ids.to("cuda")
+    print("cuda: uint8 view round trip exact:", torch.equal(rr.from_wire(rr.to_wire(cuda_ids, 2), 1), cuda_ids))
+
+# %% [markdown]
+# ## Takeaways
+# - Replay exists because one update moves the routing; replay pins the experts the samples were drawn with.
+# - A feature's hooks must be **opt-in**: with the mode off, touch nothing. #7106 queried a process-global
+#   registry unconditionally and broke every ordinary job.
+# - Collect from **the model being forwarded**, not a global list: globals accumulate stale objects.
+# - When two sides must agree on an order (RECORD and REPLAY), make the order explicit: sort by layer number
+#   and reject duplicates. Shape checks cannot catch a permutation.
+# - In a collective, never raise before joining: carry the failure *through* the first exchange so every
+#   rank raises together. A rank that skips a collective turns an error into a hang.
+# - Read nested configs along the branch you mean; a "search everything" walk answers wrongly and silently.
+
+# %%
+claims_table()

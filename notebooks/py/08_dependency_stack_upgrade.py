@@ -1,0 +1,254 @@
+# %% [markdown]
+# # 08 · A dependency-stack upgrade as data: manifests, diffs, drift
+#
+# Upstream: [verl PR #7604](https://github.com/verl-project/verl/pull/7604), "upgrade Ascend stack to
+# Megatron 0.18.0", and the correction that followed it in
+# [verl PR #7827](https://github.com/verl-project/verl/pull/7827).
+#
+# #7604 moved the Ascend A2/A3 images from Megatron `core_r0.16.0` to Megatron 0.18: it installed the Ascend
+# adaptor (MegatronAdaptor), TransformerEngineNPU, MindSpeed-Ops, MindSpeed-Bridge and Megatron-Bridge
+# `v0.5.0`, switched the NPU scripts away from vanilla mbridge (`vanilla_mbridge=False`) and removed old
+# transformers pins. Its description says "MindSpeed and Megatron-LM core_r0.18.0"; #7827 then had to
+# "correct the Megatron-LM ref to core_v0.18.0": NVIDIA names its Megatron-LM release *tags* `core_vX.Y.Z`,
+# while the Ascend repos keep *branches* `core_rX.Y.Z`. One letter, in every file that pins the ref.
+#
+# **You will learn** to write a stack as a manifest (data, not prose), to diff two manifests (added, removed,
+# changed, tag vs branch), to parse the refs that Dockerfiles, install scripts and CI workflows pin, to catch
+# the r/v naming slip and a pin that disagrees between two files, and to generate every file's pins from one
+# manifest so that the checker comes back clean.
+#
+# **Time:** 30 minutes. **Assumes:** git tags and branches, `pip install name==version`, reading a Dockerfile.
+#
+# **Upstream files cited** (paths inside verl):
+# - `docker/ascend/Dockerfile.ascend_9.1.0_a2` and `..._a3`: the images #7604 upgraded (not in the wheel).
+# - `verl/trainer/config/engine/megatron.yaml`: `vanilla_mbridge: False`, "Whether to use the deprecated
+#   legacy mbridge backend instead of Megatron-Bridge"; `use_mbridge: True`.
+# - `verl/trainer/constants_ppo.py`: cites `https://github.com/NVIDIA/Megatron-LM/blob/core_v0.18.0/...`,
+#   Megatron-LM's release tag.
+#
+# Our fixtures in `data/stacks/` are written here, modelled on the PR, not copied; `data/stacks/README.md`
+# says which refs are upstream's and which are illustrative.
+#
+# Facts checked against verl 0.9.1.
+
+# %% tags=["parameters"]
+device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
+old_manifest = "ascend_megatron_0.16.toml"  # a manifest in data/stacks/
+new_manifest = "ascend_megatron_0.18.toml"  # a manifest in data/stacks/
+seed = 0
+
+# %%
+from collections import Counter
+
+from verlstudy.claims import check_exercise, claim, claims_table, reset_claims
+from verlstudy.course import project_root
+from verlstudy.deps import (
+    StackManifest,
+    check_fix_ref,
+    check_pip_line,
+    load_manifest,
+    manifest_mismatches,
+    manifest_pins,
+    manifest_problems,
+    naming_problems,
+    pins_in_files,
+    pins_table,
+    read_files,
+    ref_drift,
+    ref_naming_problem,
+    render_dockerfile,
+    render_install_script,
+    render_workflow,
+    tree_problems,
+    upgrade_diff,
+)
+from verlstudy.devices import pick_device, skip_unless
+from verlstudy.params import check_choice, check_int
+from verlstudy.plots import bar_plot
+from verlstudy.seeding import seed_everything
+
+stacks = project_root() / "data" / "stacks"
+available = sorted(p.name for p in stacks.glob("*.toml"))
+dev = pick_device(device)
+old_manifest = check_choice("old_manifest", old_manifest, available)
+new_manifest = check_choice("new_manifest", new_manifest, available)
+seed_everything(check_int("seed", seed, minimum=0))
+reset_claims()
+print(f"running on {dev.type}; manifests: {', '.join(available)}")
+
+# %% [markdown]
+# ## The stack as data
+# A manifest lists each component once: the repository (or `pypi:` package), the kind of ref (a `tag`, a
+# `branch`, a `commit`, or a package `version`) and the ref. Settings the stack implies go in `[settings]`.
+
+# %%
+old = load_manifest(stacks / old_manifest)
+new = load_manifest(stacks / new_manifest)
+for m in (old, new):
+    print(f"{m.name}  settings: {dict(m.settings)}")
+    for c in m.components:
+        print(f"  {c.name:<22} {c.kind:<8} {c.ref:<14} {c.repo}")
+
+# %% [markdown]
+# ## The upgrade as a diff
+# Matching components by name gives what the upgrade added, removed and changed, including a switch from a
+# branch to a tag, which a plain version bump would hide:
+
+# %%
+diff = upgrade_diff(old, new)
+print(diff.table())
+claim("components added", sorted(c.name for c in diff.added)
+      == sorted(["MegatronAdaptor", "TransformerEngineNPU", "MindSpeed-Ops", "MindSpeed-Bridge", "Megatron-Bridge"]),
+      upstream="#7604: adaptor, TransformerEngineNPU, MindSpeed Ops, MindSpeed Bridge, Megatron Bridge")
+claim("vanilla mbridge and the transformers pin removed", sorted(c.name for c in diff.removed) == ["mbridge", "transformers"],
+      upstream="#7604: away from vanilla mbridge; obsolete transformer pins removed")
+megatron = {ch.name: ch for ch in diff.changed}["Megatron-LM"]
+claim("Megatron-LM moves from a branch to a tag", (megatron.old.kind, megatron.new.kind) == ("branch", "tag"),
+      upstream="#7827: Megatron-LM ref corrected to core_v0.18.0")
+claim("the new stack sets vanilla_mbridge=False", diff.settings == (("vanilla_mbridge", True, False),),
+      upstream="verl 0.9.1 engine/megatron.yaml: vanilla_mbridge: False")
+
+# %% [markdown]
+# ## Symptom: the same upgrade, edited by hand in four files
+# `data/stacks/hand_edited/` holds the upgrade as it looks when each file is edited separately: two image
+# Dockerfiles, an install script and a CI workflow. `verlstudy.deps` finds every pin in them
+# (`git clone --branch`, `git checkout`, `pip install name==v`, `pip install git+URL@ref`, `actions/checkout`
+# with `repository`/`ref`), following `ARG`s, shell variables and workflow `env:` blocks:
+
+# %%
+hand_files = read_files(stacks / "hand_edited")
+hand = pins_in_files(hand_files)
+print(pins_table(hand))
+
+# %% [markdown]
+# Why drift is likely: each fact is written down many times. Megatron-LM's ref alone appears in every file.
+
+# %%
+places = dict(Counter(p.repo.split("/")[-1] for p in hand))
+bar_plot(places, title="places that pin each component (hand-edited files)", ylabel="pins")
+claim("places that pin Megatron-LM", places["megatron-lm"], expected=len(hand_files))
+
+# %% [markdown]
+# ## Reproduce: the r/v trap and a pin that disagrees
+# The naming rule knows each repository's scheme: Megatron-LM release tags `core_vX.Y.Z`, the Ascend repos'
+# branches `core_rX.Y.Z`, Megatron-Bridge tags `vX.Y.Z`; a commit hash always passes. The drift check groups
+# pins by repository (host and case ignored) and reports every repository pinned to more than one ref.
+
+# %%
+problems = naming_problems(hand)
+print("\n".join(problems))
+drifts = ref_drift(hand)
+print("\n".join(d.describe() for d in drifts))
+claim("Megatron-LM core_r0.18.0 is flagged, with core_v0.18.0 suggested",
+      ref_naming_problem("NVIDIA/Megatron-LM", "core_r0.18.0").endswith("did you mean 'core_v0.18.0'?"),
+      upstream="#7604 wrote core_r0.18.0; #7827 corrected it to core_v0.18.0")
+claim("naming problems in the hand-edited files", len(problems), expected=4)
+claim("repositories pinned two ways", sorted(d.repo for d in drifts)
+      == ["ascend/mindspeed", "nvidia-nemo/megatron-bridge", "nvidia/megatron-lm"])
+
+# %% [markdown]
+# ## Root cause: no single source of truth
+# Every one of those pins restates something the manifest already says. Compared with the manifest, the
+# hand-edited files disagree in these places:
+
+# %%
+mismatches = manifest_mismatches(hand, new)
+print("\n".join(mismatches))
+claim("hand-edited pins that disagree with the manifest", len(mismatches), expected=5)
+print(manifest_problems(old))
+claim("the naming rule flags only the old manifest's Megatron-LM branch ref", len(manifest_problems(old)) == 1
+      and manifest_problems(old)[0].startswith("Megatron-LM:") and manifest_problems(new) == [])
+
+# %% [markdown]
+# ## Fix: generate the pins from the manifest
+# Write the refs once, in the manifest, and generate what every file pins: the Dockerfile gets one `ARG` per
+# component, the workflow one job-level `env:` entry, the install script the refs themselves. Changing a ref
+# is then a one-line change to the manifest, and the files cannot disagree.
+
+# %%
+generated = {
+    "Dockerfile.ascend_a2": render_dockerfile(new, base_image="quay.io/ascend/cann:9.1.0-910b-ubuntu22.04-py3.11"),
+    "Dockerfile.ascend_a3": render_dockerfile(new, base_image="quay.io/ascend/cann:9.1.0-a3-ubuntu22.04-py3.11"),
+    "install_npu.sh": render_install_script(new),
+    "npu_e2e.yml": render_workflow(new, job="e2e_ppo_megatron"),
+}
+print("\n".join(generated["Dockerfile.ascend_a3"].splitlines()[:8]) + "\n...")
+gen = pins_in_files(generated)
+claim("every generated file pins exactly the manifest", all(
+    {(p.repo, p.ref) for p in gen if p.file == name} == manifest_pins(new) for name in generated))
+claim("drift, naming problems and mismatches after generating", len(ref_drift(gen)) + len(naming_problems(gen))
+      + len(manifest_mismatches(gen, new)), expected=0)
+
+# %% [markdown]
+# ## Guard: one check for CI
+# The check a CI job would run over the real tree: every pin must match the manifest, follow its repository's
+# naming scheme, and agree with every other pin. A CI job fails when the list is not empty: it is not empty
+# for the hand-edited files, and empty for the generated ones.
+
+# %%
+hand_found = tree_problems(hand_files, new)
+print(f"hand-edited files: {len(hand_found)} problems, first: {hand_found[0]}")
+claim("the CI check's findings on the hand-edited files", len(hand_found),
+      expected=len(mismatches) + len(problems) + len(drifts))
+claim("the CI check is clean on the generated files", tree_problems(generated, new) == [])
+
+# %% [markdown]
+# ## Exercises
+# **8.1** Write `fix_ref(repo, ref)`: when `ref` breaks the repository's naming scheme because `core_r` and
+# `core_v` were swapped, return the corrected ref; otherwise return `ref` unchanged (a repository without a
+# scheme, a commit hash, or a ref that already fits). `ref_naming_problem(repo, ref)` tells you whether a ref
+# fits.
+
+# %% tags=["solution", "exercise-8.1"]
+def fix_ref(repo: str, ref: str) -> str:
+    """`ref` with core_r/core_v swapped if that is what breaks `repo`'s naming scheme, else `ref`."""
+    if ref_naming_problem(repo, ref) is None:
+        return ref
+    for wrong, right in (("core_r", "core_v"), ("core_v", "core_r")):
+        if ref.startswith(wrong) and ref_naming_problem(repo, right + ref[len(wrong):]) is None:
+            return right + ref[len(wrong):]
+    return ref
+
+
+# %%
+check_exercise("8.1", check_fix_ref, fix_ref)
+
+# %% [markdown]
+# **8.2** Write `pip_line(manifest)`: one shell command, `pip install ...`, that pins every component of a
+# manifest: `name==version` for a `pypi:` package, `git+URL@ref` for a git repository. The checker parses your
+# command back with `verlstudy.deps` and compares it with both manifests.
+
+# %% tags=["solution", "exercise-8.2"]
+def pip_line(manifest: StackManifest) -> str:
+    """`pip install` with a pin for each component of `manifest`."""
+    args = [f"{c.repo[len('pypi:'):]}=={c.ref}" if c.is_pypi else f"git+{c.repo}@{c.ref}" for c in manifest.components]
+    return "pip install " + " ".join(args)
+
+
+# %%
+check_exercise("8.2", check_pip_line, pip_line, [old, new])
+
+# %% [markdown]
+# ## On an Ascend machine
+# With an NPU, compare what is installed with the manifest's PyPI pins.
+
+# %% tags=["npu"]
+if skip_unless("npu"):
+    from importlib.metadata import PackageNotFoundError, version
+
+    for c in (c for c in new.components if c.is_pypi):
+        try:
+            have = version(c.repo[len("pypi:"):])
+        except PackageNotFoundError:
+            have = "not installed"
+        print(f"{c.name}: manifest {c.ref}, installed {have}")
+
+# %% [markdown]
+# ## Takeaways
+# - Write a stack down as data; an upgrade is then a diff you can read (added, removed, changed, tag vs branch).
+# - A ref copied into several files will drift, and a one-letter slip (`core_r` vs `core_v`) follows the
+#   copies; parse the files and check them: naming scheme, agreement, manifest.
+# - Generate the pins from one manifest; the check then guards the generator, not every hand edit.
+
+# %%
+claims_table()

@@ -1,0 +1,293 @@
+"""A static check on source text: is every value stored under ``"model_output"`` wrapped in `detach_tree`?
+
+Upstream (verl PR #7874) cannot assert GPU memory in CI, so besides the weakref test it pins the four
+engine call sites with an AST check. This module is our own version of that idea. It finds every
+place a value is *stored* under a key (default ``"model_output"``):
+
+- a dict display entry ``{"model_output": v}`` (at any nesting depth);
+- a subscript assignment ``out["model_output"] = v`` (also annotated assignments);
+- ``dict(model_output=v)`` and ``out.update(model_output=v)``;
+- ``out.setdefault("model_output", v)``.
+
+A key may be a string literal or a module-level name bound to one (``KEY = "model_output"``).
+A store is *wrapped* when its value is a call to the wrapper (``detach_tree(...)`` or
+``utils.detach_tree(...)``), a name whose last earlier assignment in the same function is such a call
+and runs unconditionally before the store (aliasing through a variable), or a literal with no names in
+it (``{}``, ``None``: nothing there can hold a graph). Everything else is reported. The check is
+deliberately conservative: an assignment inside an ``if``/``for``/``try`` that does not also enclose
+the store does not count, because it may not have run.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "UPSTREAM_ENGINES",
+    "Store",
+    "check_sources",
+    "find_stores",
+    "stored_outputs_without",
+    "upstream_engine_files",
+]
+
+# The four engines whose call sites upstream's AST test pins (verl 0.9.1 paths under verl/).
+UPSTREAM_ENGINES: tuple[str, ...] = ("fsdp", "megatron", "automodel", "torchtitan")
+
+_MAX_ALIAS_HOPS = 8
+
+
+@dataclass(frozen=True)
+class Store:
+    """One place a value is stored under the key: where, how, what, and whether it is wrapped."""
+
+    line: int
+    col: int
+    kind: str
+    function: str
+    value: str
+    wrapped: bool
+    reason: str
+
+    def describe(self) -> str:
+        verdict = "ok" if self.wrapped else "NOT WRAPPED"
+        return f"line {self.line} in {self.function}: {self.kind} = {self.value} -> {verdict} ({self.reason})"
+
+
+def _check_text(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    return value
+
+
+def _check_identifier(name: str, value: object) -> str:
+    _check_text(name, value)
+    if not value.isidentifier():  # type: ignore[union-attr]
+        raise ValueError(f"{name} must be a Python identifier such as 'detach_tree', got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def _parse(source: str) -> ast.Module:
+    try:
+        return ast.parse(source)
+    except SyntaxError as e:
+        raise ValueError(f"source is not valid Python: {e.msg} at line {e.lineno}") from e
+
+
+def _short(node: ast.AST, limit: int = 60) -> str:
+    text = " ".join(ast.unparse(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _module_string_constants(tree: ast.Module) -> dict[str, str]:
+    consts: dict[str, str] = {}
+    for stmt in tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str)
+        ):
+            consts[stmt.targets[0].id] = stmt.value.value
+    return consts
+
+
+class _Context:
+    """Parent links and scope lookups for one parsed module."""
+
+    def __init__(self, tree: ast.Module, key: str, wrapper: str) -> None:
+        self.key = key
+        self.wrapper = wrapper
+        self.consts = _module_string_constants(tree)
+        self.parent: dict[ast.AST, ast.AST] = {}
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                self.parent[child] = node
+
+    def is_key(self, node: ast.AST | None) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value == self.key
+        if isinstance(node, ast.Name):
+            return self.consts.get(node.id) == self.key
+        return False
+
+    def is_wrapper_call(self, node: ast.AST) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        func = node.func
+        return (isinstance(func, ast.Name) and func.id == self.wrapper) or (
+            isinstance(func, ast.Attribute) and func.attr == self.wrapper
+        )
+
+    def scope_of(self, node: ast.AST) -> ast.AST:
+        cur = self.parent.get(node)
+        while cur is not None and not isinstance(cur, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            if isinstance(cur, ast.Module):
+                return cur
+            cur = self.parent.get(cur)
+        return cur if cur is not None else node
+
+    def statement_of(self, node: ast.AST) -> ast.stmt:
+        cur: ast.AST = node
+        while not isinstance(cur, ast.stmt):
+            cur = self.parent[cur]
+        return cur
+
+    def blocks_above(self, stmt: ast.AST, scope: ast.AST) -> list[ast.AST]:
+        # The chain of compound statements (if/for/try/...) between a statement and its scope.
+        chain = []
+        cur = self.parent.get(stmt)
+        while cur is not None and cur is not scope:
+            chain.append(cur)
+            cur = self.parent.get(cur)
+        return chain
+
+
+def _scope_name(scope: ast.AST) -> str:
+    if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+        return scope.name
+    if isinstance(scope, ast.Lambda):
+        return "<lambda>"
+    return "<module>"
+
+
+def _assignments_to(ctx: _Context, scope: ast.AST, name: str) -> list[tuple[ast.stmt, ast.AST]]:
+    # (statement, assigned value) for `name = value` / `name: T = value` directly in this scope.
+    found: list[tuple[ast.stmt, ast.AST]] = []
+    for node in ast.walk(scope):
+        if ctx.scope_of(node) is not scope:
+            continue
+        if isinstance(node, ast.Assign):
+            if any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                found.append((node, node.value))
+        elif (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == name
+            and node.value is not None
+        ):
+            found.append((node, node.value))
+    return found
+
+
+def _is_grad_free_literal(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _is_grad_free_literal(k) for k in node.keys) and all(
+            _is_grad_free_literal(v) for v in node.values
+        )
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return all(_is_grad_free_literal(e) for e in node.elts)
+    return False
+
+
+def _judge(ctx: _Context, value: ast.AST, store_stmt: ast.stmt) -> tuple[bool, str]:
+    """Whether a stored value is provably wrapped, and why (following simple aliases)."""
+    wrapper = f"{ctx.wrapper}(...)"
+    scope = ctx.scope_of(store_stmt)
+    current, at = value, store_stmt
+    for _ in range(_MAX_ALIAS_HOPS):
+        if ctx.is_wrapper_call(current):
+            return True, f"wrapped in {wrapper}" if current is value else f"alias of {wrapper}"
+        if _is_grad_free_literal(current):
+            return True, "a literal: holds no tensors"
+        if not isinstance(current, ast.Name):
+            return False, f"value is not wrapped in {wrapper}"
+        earlier = [(s, v) for s, v in _assignments_to(ctx, scope, current.id) if s.lineno < at.lineno]
+        if not earlier:
+            return False, f"{current.id!r} is not assigned from {wrapper} in this function"
+        stmt, assigned = earlier[-1]
+        # The assignment counts only if every block around it also surrounds the store.
+        if not set(ctx.blocks_above(stmt, scope)) <= set(ctx.blocks_above(at, scope)):
+            return False, f"{current.id!r} is assigned on line {stmt.lineno} only conditionally"
+        current, at = assigned, stmt
+    return False, f"alias chain longer than {_MAX_ALIAS_HOPS} assignments"
+
+
+def _stores(ctx: _Context, tree: ast.Module) -> Iterator[tuple[ast.AST, str, ast.AST]]:
+    """(node, kind, stored value) for every store under the key."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values, strict=True):
+                if ctx.is_key(k):
+                    yield node, "dict entry", v
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Subscript) and ctx.is_key(t.slice) and node.value is not None:
+                    yield node, "subscript assignment", node.value
+        elif isinstance(node, ast.Call):
+            func = node.func
+            is_dict_call = isinstance(func, ast.Name) and func.id == "dict"
+            is_update = isinstance(func, ast.Attribute) and func.attr == "update"
+            if is_dict_call or is_update:
+                for kw in node.keywords:
+                    if kw.arg == ctx.key:
+                        yield node, "dict(...) keyword" if is_dict_call else "update(...) keyword", kw.value
+            if isinstance(func, ast.Attribute) and func.attr == "setdefault" and node.args and ctx.is_key(node.args[0]):
+                default = node.args[1] if len(node.args) > 1 else ast.Constant(None)
+                yield node, "setdefault", default
+
+
+def find_stores(source: str, key: str = "model_output", wrapper: str = "detach_tree") -> list[Store]:
+    """Every store under `key` in `source`, in line order, each judged wrapped in `wrapper` or not."""
+    _check_text("source", source)
+    _check_text("key", key)
+    if not key:
+        raise ValueError("key must be a non-empty string such as 'model_output'")
+    _check_identifier("wrapper", wrapper)
+    tree = _parse(source)
+    ctx = _Context(tree, key, wrapper)
+    out = []
+    for node, kind, value in _stores(ctx, tree):
+        stmt = ctx.statement_of(node)
+        wrapped, reason = _judge(ctx, value, stmt)
+        out.append(
+            Store(
+                line=getattr(value, "lineno", stmt.lineno),
+                col=getattr(value, "col_offset", stmt.col_offset),
+                kind=kind,
+                function=_scope_name(ctx.scope_of(stmt)),
+                value=_short(value),
+                wrapped=wrapped,
+                reason=reason,
+            )
+        )
+    return sorted(out, key=lambda s: (s.line, s.col))
+
+
+def stored_outputs_without(name: str, source: str, key: str = "model_output") -> list[Store]:
+    """The stores under `key` in `source` whose value is not (provably) wrapped in a call to `name`."""
+    return [s for s in find_stores(source, key=key, wrapper=name) if not s.wrapped]
+
+
+def check_sources(
+    sources: Mapping[str, str], key: str = "model_output", wrapper: str = "detach_tree"
+) -> dict[str, list[Store]]:
+    """Run `find_stores` over labelled sources; a source with no store at all is an error (wrong file?)."""
+    if not isinstance(sources, Mapping) or not sources:
+        raise ValueError("sources must be a non-empty mapping of label -> source text")
+    report = {}
+    for label, text in sources.items():
+        stores = find_stores(text, key=key, wrapper=wrapper)
+        if not stores:
+            raise ValueError(f"{label}: no store under {key!r} found; is this an engine source?")
+        report[label] = stores
+    return report
+
+
+def upstream_engine_files(verl_root: str | Path) -> dict[str, Path]:
+    """Paths of upstream's four engine sources under an installed `verl` package directory."""
+    root = Path(verl_root)
+    if not root.is_dir():
+        raise ValueError(f"verl_root must be the installed verl package directory, got {str(root)!r}")
+    paths = {name: root / "workers" / "engine" / name / "transformer_impl.py" for name in UPSTREAM_ENGINES}
+    missing = [str(p.relative_to(root)) for p in paths.values() if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"verl at this path lacks engine files: {', '.join(missing)}")
+    return paths

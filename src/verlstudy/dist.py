@@ -1,0 +1,284 @@
+"""Run a function on N local `torch.distributed` gloo ranks from a notebook, and always come back.
+
+`run_local(fn, world_size, *args)` forks `world_size` processes on this machine, joins them into one
+gloo process group over loopback, calls `fn(rank, world_size, *args)` in each and returns the
+results in rank order. A rank that raises, or that is still running after `timeout_s`, turns into a
+`DistributedRunError` whose message is stable text (no ports, PIDs, addresses or paths), so a
+notebook can print it under nbval. Forked children are always reaped; their stdout/stderr noise
+(C++ log lines carrying PIDs) is discarded, and what matters travels back through a pipe.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing as mp
+import numbers
+import os
+import pickle
+import re
+import socket
+import time
+import traceback
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+import torch
+
+MAX_WORLD_SIZE = 8
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class RankOutcome:
+    """What one rank did: its return value (ok=True) or the type and first line of its error."""
+
+    rank: int
+    ok: bool
+    value: Any = None
+    error_type: str = ""
+    error_message: str = ""
+
+
+class DistributedRunError(RuntimeError):
+    """One or more ranks raised or did not finish in time; `.outcomes` holds every rank's outcome."""
+
+    def __init__(self, outcomes: list[RankOutcome], tracebacks: dict[int, str] | None = None) -> None:
+        self.outcomes = list(outcomes)
+        # Full child tracebacks for debugging; never part of the (stable) message.
+        self.tracebacks = dict(tracebacks or {})
+        failed = [o for o in self.outcomes if not o.ok]
+        super().__init__("\n".join(f"rank {o.rank}: {o.error_type}: {o.error_message}" for o in failed))
+
+
+# What makes an error message differ between runs: file:line tags from C++ sources, paths,
+# hex addresses, host:port pairs and PIDs. Order matters (a path may contain digits).
+_UNSTABLE = (
+    (re.compile(r"\[[^\]\s]*\.(?:cc|cpp|cxx|c|h|hpp|py):\d+\]\s*"), ""),
+    (re.compile(r"(?:[A-Za-z]:)?(?:/[\w.\-+@~]+){2,}/?"), "<path>"),
+    (re.compile(r"0x[0-9a-fA-F]+"), "0x?"),
+    (re.compile(r"\[?(\d{1,3}(?:\.\d{1,3}){3}|localhost|::1)\]?:\d+"), r"\1:<port>"),
+    (re.compile(r"\b(pid|PID|process|Process)([ =:]+)\d+"), r"\1\2<pid>"),
+)
+
+
+def stable_message(message: str) -> str:
+    """First non-empty line of `message` with ports, PIDs, hex addresses and file paths removed."""
+    if not isinstance(message, str):
+        raise TypeError(f"message must be a string, got {type(message).__name__}")
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    text = lines[0] if lines else ""
+    for pattern, replacement in _UNSTABLE:
+        text = pattern.sub(replacement, text)
+    return text.strip()
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A TCP port on `host` that was free a moment ago (the OS picks it; another process could race)."""
+    if host not in (LOOPBACK, "localhost"):
+        raise ValueError(f"host must be loopback ({LOOPBACK!r} or 'localhost'), got {host!r}")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _check_fn(fn: object) -> Callable[..., Any]:
+    if not callable(fn):
+        raise TypeError(f"fn must be a function, got {type(fn).__name__}")
+    module_name = getattr(fn, "__module__", None)
+    qualname = getattr(fn, "__qualname__", None)
+    what = f"{module_name}.{qualname}" if module_name and qualname else repr(fn)
+    hint = "define the worker as a module-level function in an importable module (e.g. in verlstudy)"
+    if not module_name or not qualname or module_name == "__main__" or "<" in qualname or "." in qualname:
+        raise TypeError(f"fn must be an importable module-level function, got {what}; {hint}")
+    try:
+        found = getattr(importlib.import_module(module_name), qualname)
+    except (ImportError, AttributeError) as e:
+        raise TypeError(f"fn {what} cannot be imported by name ({type(e).__name__}); {hint}") from e
+    if found is not fn:
+        raise TypeError(f"fn {what} is not the object its module exports under that name; {hint}")
+    return fn  # type: ignore[return-value]
+
+
+def _check_seconds(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__} {value!r}")
+    if not 0 < float(value) <= 3600:
+        raise ValueError(f"{name} must be in (0, 3600] seconds, got {value!r}")
+    return float(value)
+
+
+def _silence_output() -> None:
+    # The child's C++ log lines (gloo, c10d) carry PIDs and would land in the notebook; drop them.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
+def _child(
+    rank: int,
+    world_size: int,
+    port: int,
+    collective_timeout_s: float,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    conn: Connection,
+) -> None:
+    _silence_output()
+    os.environ["TORCH_CPP_LOG_LEVEL"] = "ERROR"
+    # One thread per rank: ranks share the cores, and OpenMP after fork is only safe single-threaded.
+    torch.set_num_threads(1)
+    import torch.distributed as dist
+
+    payload: tuple[Any, ...]
+    try:
+        dist.init_process_group(
+            "gloo",
+            init_method=f"tcp://{LOOPBACK}:{port}",
+            rank=rank,
+            world_size=world_size,
+            timeout=timedelta(seconds=collective_timeout_s),
+        )
+        try:
+            payload = ("ok", fn(rank, world_size, *args))
+        finally:
+            dist.destroy_process_group()
+    except BaseException as e:  # report everything, KeyboardInterrupt included, then exit
+        payload = ("error", type(e).__name__, str(e), traceback.format_exc())
+    try:
+        data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as e:  # the return value could not be sent back
+        data = pickle.dumps(("error", "PicklingError", f"rank {rank} returned an unpicklable value: {e}", ""))
+    conn.send_bytes(data)
+    conn.close()
+
+
+def _outcome(rank: int, payload: tuple[Any, ...]) -> tuple[RankOutcome, str]:
+    if payload[0] == "ok":
+        return RankOutcome(rank, True, payload[1]), ""
+    _, error_type, message, tb = payload
+    return RankOutcome(rank, False, None, error_type, stable_message(message) or "(no message)"), tb
+
+
+def run_local(
+    fn: Callable[..., Any],
+    world_size: int,
+    *args: Any,
+    timeout_s: float = 30.0,
+    collective_timeout_s: float = 10.0,
+) -> list[Any]:
+    """Run `fn(rank, world_size, *args)` on `world_size` forked gloo ranks; return results in rank order.
+
+    Each rank joins a process group on 127.0.0.1 (collectives time out after `collective_timeout_s`),
+    runs `fn`, destroys the group and sends its return value back (anything picklable, tensors
+    included). If a rank raises, or any rank is still running after `timeout_s` (it is killed),
+    raises DistributedRunError with every rank's RankOutcome.
+    """
+    fn = _check_fn(fn)
+    if isinstance(world_size, bool) or not isinstance(world_size, numbers.Integral):
+        raise TypeError(f"world_size must be an int, got {type(world_size).__name__} {world_size!r}")
+    if not 1 <= int(world_size) <= MAX_WORLD_SIZE:
+        raise ValueError(f"world_size must be between 1 and {MAX_WORLD_SIZE}, got {world_size}")
+    world_size = int(world_size)
+    timeout_s = _check_seconds("timeout_s", timeout_s)
+    collective_timeout_s = _check_seconds("collective_timeout_s", collective_timeout_s)
+
+    ctx = mp.get_context("fork")
+    port = free_port()
+    procs: list[Any] = []
+    readers: dict[Connection, int] = {}
+    with warnings.catch_warnings():
+        # Python 3.12+ warns that fork() in a threaded process (a Jupyter kernel) may deadlock; the
+        # child only runs fn with one thread, so the warning would only add noise to the notebook.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for rank in range(world_size):
+            reader, writer = ctx.Pipe(duplex=False)
+            proc = ctx.Process(
+                target=_child,
+                args=(rank, world_size, port, collective_timeout_s, fn, args, writer),
+                daemon=True,
+            )
+            proc.start()
+            writer.close()  # the child holds the write end; EOF then means the child died
+            procs.append(proc)
+            readers[reader] = rank
+
+    outcomes: dict[int, RankOutcome] = {}
+    tracebacks: dict[int, str] = {}
+    deadline = time.monotonic() + timeout_s
+    try:
+        # Read while waiting: a child blocks on a large result until the parent takes it.
+        while readers:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            for conn in wait(list(readers), timeout=remaining):
+                rank = readers.pop(conn)  # type: ignore[call-overload]
+                try:
+                    payload = pickle.loads(conn.recv_bytes())
+                except EOFError:
+                    code = procs[rank].join(timeout=1.0) or procs[rank].exitcode
+                    payload = ("error", "ChildProcessError", f"rank {rank} exited (code {code}) without a result", "")
+                finally:
+                    conn.close()
+                outcomes[rank], tracebacks[rank] = _outcome(rank, payload)
+        for rank in readers.values():
+            outcomes[rank] = RankOutcome(
+                rank, False, None, "TimeoutError", f"did not finish within timeout_s={timeout_s:g} s (killed)"
+            )
+    finally:
+        for conn, rank in readers.items():
+            conn.close()
+            procs[rank].kill()  # past the deadline (or interrupted): never leave a rank running
+        for proc in procs:
+            proc.join(timeout=1.0)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+            proc.close()
+
+    ordered = [outcomes[rank] for rank in range(world_size)]
+    if not all(o.ok for o in ordered):
+        raise DistributedRunError(ordered, {r: tb for r, tb in tracebacks.items() if tb})
+    return [o.value for o in ordered]
+
+
+# Worker functions used by tests and lessons (module-level so run_local accepts them).
+
+
+def all_reduce_rank_sum(rank: int, world_size: int, scale: float = 1.0) -> torch.Tensor:
+    """Each rank contributes `scale * (rank + 1)`; returns the all-reduced sum (same on every rank)."""
+    import torch.distributed as dist
+
+    t = torch.full((2,), float(rank + 1) * scale)
+    dist.all_reduce(t)
+    return t
+
+
+def raise_on_rank(rank: int, world_size: int, bad_rank: int = 1) -> int:
+    """Raise ValueError on `bad_rank` before any collective; other ranks return their rank."""
+    if rank == bad_rank:
+        raise ValueError(f"rank {rank} was told to fail (bad_rank={bad_rank})")
+    return rank
+
+
+def hang_on_rank(rank: int, world_size: int, bad_rank: int = 1, seconds: float = 60.0) -> int:
+    """Sleep `seconds` on `bad_rank` (a rank that never finishes); other ranks return at once."""
+    if rank == bad_rank:
+        time.sleep(seconds)
+    return rank
+
+
+def raise_on_rank_then_all_reduce(rank: int, world_size: int, bad_rank: int = 1) -> torch.Tensor:
+    """`bad_rank` raises instead of joining the all_reduce; the others are left waiting in it."""
+    import torch.distributed as dist
+
+    if rank == bad_rank:
+        raise ValueError(f"rank {rank} raised instead of joining the all_reduce")
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    return t
