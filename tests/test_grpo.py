@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import types
-from collections import defaultdict
 
 import numpy as np
 import pytest
@@ -174,52 +172,29 @@ class TestPolicyLoss:
         c=st.sampled_from([3.0, 10.0]),
     )
     def test_agrees_with_upstream_vanilla_loss(self, data, high, c):
-        upstream = _upstream_functions()
+        _upstream_functions()  # skips without verl
         logp, old, adv, mask = (t(*col).reshape(1, -1) for col in zip(*data, strict=True))
         if mask.sum() == 0:
             mask[0, 0] = 1.0
-        config = _Cfg(clip_ratio=0.2, clip_ratio_low=0.2, clip_ratio_high=high, clip_ratio_c=c, global_batch_info={})
-        up_loss, up_metrics = upstream["compute_policy_loss_vanilla"](old, logp, adv, mask, "token-mean", config)
+        from verlstudy.verify import upstream_policy_loss
+
+        up_loss, up_clipfrac, up_lower, up_kl = upstream_policy_loss(logp, old, adv, mask, 0.2, high, c)
         ours = policy_loss(logp, old, adv, mask, 0.2, high, c)
-        assert float(ours.loss) == pytest.approx(float(up_loss), abs=1e-12)
-        assert ours.pg_clipfrac == pytest.approx(up_metrics["actor/pg_clipfrac"])
-        assert ours.pg_clipfrac_lower == pytest.approx(up_metrics["actor/pg_clipfrac_lower"])
-        assert ours.ppo_kl == pytest.approx(up_metrics["actor/ppo_kl"])
-
-
-class _Cfg(dict):
-    """Stand-in for verl's ActorConfig: attribute access plus .get, which the vanilla loss uses."""
-
-    __getattr__ = dict.__getitem__
+        assert float(ours.loss) == pytest.approx(up_loss, abs=1e-12)
+        assert ours.pg_clipfrac == pytest.approx(up_clipfrac)
+        assert ours.pg_clipfrac_lower == pytest.approx(up_lower)
+        assert ours.ppo_kl == pytest.approx(up_kl)
 
 
 def _upstream_functions() -> dict:
-    """verl 0.9.1's loss and advantage functions, loaded from source without importing verl (skip if absent)."""
-    upstream = pytest.importorskip("verlstudy.upstream")
+    """verl's loss and advantage functions, loaded from source without importing verl (skip if absent)."""
+    from verlstudy import upstream, verify
+
     try:
         upstream.verl_root()
     except upstream.VerlNotInstalled:
         pytest.skip("verl is not installed")
-
-    def masked_sum(values, mask, axis=None):
-        return (values * mask).sum() if axis is None else (values * mask).sum(axis)
-
-    def masked_mean(values, mask, axis=None):
-        return masked_sum(values, mask, axis) / (mask.sum() if axis is None else mask.sum(axis))
-
-    identity_decorator = lambda name: lambda fn: fn  # noqa: E731 - the registries are irrelevant here
-    provided = {
-        "torch": torch,
-        "np": np,
-        "defaultdict": defaultdict,
-        "verl_F": types.SimpleNamespace(masked_sum=masked_sum, masked_mean=masked_mean),
-        "AlgoConfig": type("AlgoConfig", (), {}),
-        "register_policy_loss": identity_decorator,
-        "register_adv_est": identity_decorator,
-        "AdvantageEstimator": types.SimpleNamespace(GRPO="grpo"),
-    }
-    names = ["compute_policy_loss_vanilla", "compute_grpo_outcome_advantage"]
-    return upstream.load_upstream("trainer/ppo/core_algos.py", names, provided)
+    return verify.core_algos_functions()
 
 
 def test_group_advantages_agree_with_upstream_grpo_outcome_advantage():

@@ -111,3 +111,10 @@ class TestNotebook:
         for cell in _code(_read(lesson)):
             if {"gpu", "npu"} & set(_tags(cell)):
                 assert cell.source.lstrip().startswith("if skip_unless(")
+
+    def test_has_one_optional_upstream_comparison_cell(self, lesson):
+        code = _code(_read(lesson))
+        cells = [c for c in code if "upstream_check(" in c.source]
+        assert len(cells) == 1, "one cell runs verlstudy.verify.upstream_check"
+        assert f'upstream_check("{lesson.code}")' in cells[0].source
+        assert "nbval-ignore-output" in _tags(cells[0]), "its output names the installed verl version"

@@ -22,7 +22,7 @@ def test_every_comparable_lesson_agrees_on_at_least_300_cases(capsys):
     out = capsys.readouterr().out
     rows = verify.verify_all(cases=300)
     compared = [r for r in rows if r.status != "not comparable"]
-    assert {r.lesson for r in compared} == {"02", "03", "04"}
+    assert {r.lesson for r in compared} == {"02", "03", "04", "07"}
     assert all(r.status == "agree" for r in compared)
     assert all(r.cases >= 300 for r in compared if "transformer_impl" not in r.upstream)
     lessons_listed = {r.lesson for r in rows}
@@ -71,10 +71,13 @@ def test_recording_refuses_when_anything_differs(tmp_path):
 @needs_verl
 def test_lesson_cell_prints_one_line_per_comparison(capsys):
     verify.upstream_check("04", cases=20)
-    verify.upstream_check("07")
+    verify.upstream_check("07", cases=20)
+    verify.upstream_check("05")
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"[upstream] verl {VERL}: verl/models/mcore/util.py::build_vlm_attn_mask_thd: agree on 20 cases"
-    assert lines[1].startswith(f"[upstream] verl {VERL}: core_algos.py::compute_policy_loss_vanilla: not comparable")
+    assert lines[1].endswith("core_algos.py::compute_policy_loss_vanilla: agree on 20 cases")
+    assert lines[2].endswith("core_algos.py::compute_grpo_outcome_advantage: agree on 20 cases")
+    assert lines[3].startswith(f"[upstream] verl {VERL}: checkpoint.strict in the GLM recipe: not comparable")
 
 
 def test_lesson_cell_skips_in_one_line_without_verl(monkeypatch, capsys):
@@ -88,3 +91,24 @@ def test_lesson_cell_skips_in_one_line_without_verl(monkeypatch, capsys):
     assert capsys.readouterr().out.count("\n") == 1
     with pytest.raises(ValueError, match="unknown lesson '42'"):
         verify.upstream_check("42")
+
+
+@needs_verl
+def test_a_policy_loss_without_the_dual_clip_is_caught():
+    from verlstudy.grpo import policy_loss
+
+    def no_dual_clip(logp, old, adv, mask, low, high, c):  # c huge: the cap for negative advantages never binds
+        return policy_loss(logp, old, adv, mask, low, high, 1e9)
+
+    row = verify.compare_policy_loss(cases=300, ours=no_dual_clip)
+    assert row.status == "differ" and row.detail.startswith("case ")
+
+
+@needs_verl
+def test_group_advantages_with_the_population_std_are_caught():
+    def population_std(rewards, scale_by_std=True):
+        centred = rewards - rewards.mean(dim=1, keepdim=True)
+        return centred / (rewards.std(dim=1, unbiased=False, keepdim=True) + 1e-6) if scale_by_std else centred
+
+    row = verify.compare_group_advantages(cases=300, ours=population_std)
+    assert row.status == "differ" and "rewards" in row.detail

@@ -154,6 +154,19 @@ if skip_unless("cuda"):
     claim("sum of 1024 ones on the GPU", float(x.sum().item()), expected=1024.0)
 
 # %% [markdown]
+# ## Checked against upstream verl
+# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
+# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
+# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
+# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
+# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+
+# %% tags=["nbval-ignore-output"]
+from verlstudy.verify import upstream_check
+
+upstream_check("00")
+
+# %% [markdown]
 # ## Takeaways
 # - One registry, one command to run everything, one to test everything.
 # - Every number in a lesson is a checked claim; every expected failure goes through `expect_error`.

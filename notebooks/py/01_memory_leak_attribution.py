@@ -297,6 +297,19 @@ if skip_unless("cuda"):
     del gpu_run, gpu_model
 
 # %% [markdown]
+# ## Checked against upstream verl
+# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
+# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
+# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
+# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
+# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+
+# %% tags=["nbval-ignore-output"]
+from verlstudy.verify import upstream_check
+
+upstream_check("01")
+
+# %% [markdown]
 # ## Takeaways
 # - A per-micro-batch store that outlives backward turns any `grad_fn` it holds into residency that
 #   grows with the number of micro-batches. Backward frees saved activations, not the graph's leaves.

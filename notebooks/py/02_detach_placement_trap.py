@@ -431,6 +431,19 @@ if skip_unless("cuda"):
         model.zero_grad(set_to_none=True)
 
 # %% [markdown]
+# ## Checked against upstream verl
+# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
+# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
+# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
+# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
+# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+
+# %% tags=["nbval-ignore-output"]
+from verlstudy.verify import upstream_check
+
+upstream_check("02")
+
+# %% [markdown]
 # ## Takeaways
 # - `detach_tree` detaches only what requires grad and returns everything else as the same object:
 #   no new tensors for an already-detached tree, types and jagged offsets kept, input untouched.

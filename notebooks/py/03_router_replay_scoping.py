@@ -490,6 +490,19 @@ if skip_unless("cuda"):
     print("cuda: uint8 view round trip exact:", torch.equal(rr.from_wire(rr.to_wire(cuda_ids, 2), 1), cuda_ids))
 
 # %% [markdown]
+# ## Checked against upstream verl
+# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
+# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
+# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
+# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
+# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+
+# %% tags=["nbval-ignore-output"]
+from verlstudy.verify import upstream_check
+
+upstream_check("03")
+
+# %% [markdown]
 # ## Takeaways
 # - Replay exists because one update moves the routing; replay pins the experts the samples were drawn with.
 # - A feature's hooks must be **opt-in**: with the mode off, touch nothing. #7106 queried a process-global

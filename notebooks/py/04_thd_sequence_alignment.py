@@ -319,6 +319,19 @@ if skip_unless("cuda"):
     claim("GPU fused and unfused agree within 1e-4", torch.allclose(on_gpu, gpu_unfused, rtol=0, atol=1e-4))
 
 # %% [markdown]
+# ## Checked against upstream verl
+# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
+# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
+# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
+# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
+# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+
+# %% tags=["nbval-ignore-output"]
+from verlstudy.verify import upstream_check
+
+upstream_check("04")
+
+# %% [markdown]
 # ## Takeaways
 # - A packed (THD) batch is values + offsets (`cu_seqlens`); padding it to `[B, L]` adds a mask.
 # - Megatron's SP scatter needs `S % tp == 0` and fails with an assert otherwise; an odd longest

@@ -307,6 +307,19 @@ if skip_unless("cuda"):
     claim("GPU outputs match the CPU model", gpu_diff, expected=0.0, atol=1e-4)
 
 # %% [markdown]
+# ## Checked against upstream verl
+# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
+# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
+# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
+# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
+# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+
+# %% tags=["nbval-ignore-output"]
+from verlstudy.verify import upstream_check
+
+upstream_check("05")
+
+# %% [markdown]
 # ## Takeaways
 # - `strict` checks names, one bit for the whole key set. Turning it off for one known-absent module
 #   (GLM-5.2's MTP layers) also turns it off for every other weight.

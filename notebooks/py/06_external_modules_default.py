@@ -271,6 +271,19 @@ if skip_unless("npu"):
         print(f"{name}: {'installed' if importlib.util.find_spec(name.split('.')[0]) else 'not installed'}")
 
 # %% [markdown]
+# ## Checked against upstream verl
+# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
+# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
+# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
+# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
+# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+
+# %% tags=["nbval-ignore-output"]
+from verlstudy.verify import upstream_check
+
+upstream_check("06")
+
+# %% [markdown]
 # ## Takeaways
 # - An import-time hook acts in the processes that import its package, at that moment: not in a test that
 #   imports the patched library first, not in a subprocess that never imports the package.

@@ -390,6 +390,19 @@ if skip_unless("cuda"):
           == (recipe_loss.pg_clipfrac, recipe_loss.pg_clipfrac_lower))
 
 # %% [markdown]
+# ## Checked against upstream verl
+# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
+# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
+# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
+# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
+# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+
+# %% tags=["nbval-ignore-output"]
+from verlstudy.verify import upstream_check
+
+upstream_check("07")
+
+# %% [markdown]
 # ## Takeaways
 # - Dense and expert weights divide the same devices differently: `dp = world / (tp*cp*pp)` = 8 and
 #   `edp = world / (etp*ep*pp)` = 1 for #7788; check both before launching, and remember that edp = 1

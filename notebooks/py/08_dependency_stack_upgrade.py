@@ -244,6 +244,19 @@ if skip_unless("npu"):
         print(f"{c.name}: manifest {c.ref}, installed {have}")
 
 # %% [markdown]
+# ## Checked against upstream verl
+# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
+# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
+# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
+# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
+# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+
+# %% tags=["nbval-ignore-output"]
+from verlstudy.verify import upstream_check
+
+upstream_check("08")
+
+# %% [markdown]
 # ## Takeaways
 # - Write a stack down as data; an upgrade is then a diff you can read (added, removed, changed, tag vs branch).
 # - A ref copied into several files will drift, and a one-letter slip (`core_r` vs `core_v`) follows the

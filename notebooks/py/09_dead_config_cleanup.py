@@ -375,6 +375,19 @@ if skip_unless("cuda"):
     claim("GPU bytes freed with param_offload=True", freed_on_gpu(param_offload=True) > 0)
 
 # %% [markdown]
+# ## Checked against upstream verl
+# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
+# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
+# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
+# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
+# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+
+# %% tags=["nbval-ignore-output"]
+from verlstudy.verify import upstream_check
+
+upstream_check("09")
+
+# %% [markdown]
 # ## Takeaways
 # - A config field that is copied and never read is a promise the code does not keep; find such fields with
 #   an AST search, not by grepping for the name (the name *is* there, in the copy).
