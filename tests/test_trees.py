@@ -31,6 +31,7 @@ from verlstudy.trees import (
     is_namedtuple,
     low_var_kl,
     policy_step,
+    saved_input_lifetime,
     tensor_leaves,
     train_bandit,
 )
@@ -393,25 +394,14 @@ def test_train_bandit_right_placement_learns_wrong_one_does_not() -> None:
         train_bandit("after_loss", steps=0)
 
 
-def _lifetime(detach: bool) -> tuple[bool, bool, list[str]]:
-    import gc
-
-    torch.manual_seed(0)
-    model = TinyCheckpointedLM()
-    ids = torch.randint(16, (2, 5))
-    log_probs = torch.log_softmax(model(ids), -1).gather(-1, ids[..., None]).squeeze(-1)
-    loss = -log_probs.mean()
-    output = {"model_output": detach_tree({"log_probs": log_probs}) if detach else {"log_probs": log_probs}}
-    del log_probs
-    alive_with_loss = model.saved_input() is not None
-    del loss
-    gc.collect()
-    return alive_with_loss, model.saved_input() is not None, grad_attached_paths(output, "output")
-
-
 def test_checkpoint_saved_input_is_freed_with_the_loss_only_when_detached() -> None:
-    assert _lifetime(detach=True) == (True, False, [])
-    assert _lifetime(detach=False) == (True, True, ["output.model_output.log_probs"])
+    assert saved_input_lifetime(detach=True) == (True, False, [])
+    assert saved_input_lifetime(detach=False) == (True, True, ["output.model_output.log_probs"])
+
+
+def test_saved_input_lifetime_wants_a_bool() -> None:
+    with pytest.raises(TypeError, match="detach must be True or False, got str 'yes'"):
+        saved_input_lifetime("yes")  # type: ignore[arg-type]
 
 
 def test_tiny_model_embedding_is_frozen_but_its_output_requires_grad() -> None:

@@ -61,6 +61,7 @@ from verlstudy.trees import (
     detach_tree_always,
     grad_attached_paths,
     policy_step,
+    saved_input_lifetime,
     train_bandit,
 )
 
@@ -273,22 +274,8 @@ with expect_error(ContractError, match="all-zero gradient"):
 # %%
 gc.freeze()  # speed only: torch's lazy imports left a large heap; gc.collect() below then scans just new objects
 
-
-def saved_input_lifetime(wrap):
-    torch.manual_seed(seed)
-    model = TinyCheckpointedLM(vocab=16, hidden=8)
-    ids = torch.randint(16, (2, 5))
-    lp = torch.log_softmax(model(ids), -1).gather(-1, ids[..., None]).squeeze(-1)
-    loss = -lp.mean()
-    held = {"model_output": detach_tree({"log_probs": lp}) if wrap else {"log_probs": lp}}
-    del lp
-    alive_with_loss = model.saved_input() is not None
-    del loss
-    gc.collect()
-    return alive_with_loss, model.saved_input() is not None, grad_attached_paths(held, "output")
-
-
-lifetimes = {wrap: saved_input_lifetime(wrap) for wrap in (True, False)}
+# one forward, a loss, the output held as an engine holds it; then `del loss` and gc.collect()
+lifetimes = {wrap: saved_input_lifetime(detach=wrap, seed=seed) for wrap in (True, False)}
 for wrap, result in lifetimes.items():
     print(f"wrapped={wrap}: (alive while loss lives, alive after del loss, grad-attached) = {result}")
 claim("wrapped: saved input alive with the loss, freed after del loss", lifetimes[True][:2] == (True, False),

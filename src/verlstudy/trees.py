@@ -20,6 +20,7 @@ Cyclic containers are not supported (as upstream): they recurse until RecursionE
 from __future__ import annotations
 
 import copy
+import gc
 import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -365,6 +366,29 @@ class TinyCheckpointedLM(nn.Module):
         hidden = self.embed(ids)
         self.saved_input = weakref.ref(hidden)
         return self.head(checkpoint(self.block, hidden, use_reentrant=False))
+
+
+def saved_input_lifetime(detach: bool, seed: int = 0) -> tuple[bool, bool, list[str]]:
+    """Upstream's weakref regression test as an experiment (verl #7874, on CPU).
+
+    One forward through `TinyCheckpointedLM`, a loss, and the output held under "model_output"
+    (wrapped in `detach_tree` when `detach`). Returns (checkpoint-saved input alive while the loss
+    lives, still alive after `del loss` and a collection, the held output's grad-attached paths).
+    """
+    if not isinstance(detach, bool):
+        raise TypeError(f"detach must be True or False, got {type(detach).__name__} {detach!r}")
+    torch.manual_seed(seed)
+    model = TinyCheckpointedLM()
+    ids = torch.randint(16, (2, 5))
+    log_probs = torch.log_softmax(model(ids), -1).gather(-1, ids[..., None]).squeeze(-1)
+    saved = model.saved_input  # a weakref: it does not keep the input alive itself
+    loss = -log_probs.mean()
+    held = {"model_output": detach_tree({"log_probs": log_probs}) if detach else {"log_probs": log_probs}}
+    del log_probs
+    alive_with_loss = saved is not None and saved() is not None
+    del loss
+    gc.collect()
+    return alive_with_loss, saved is not None and saved() is not None, grad_attached_paths(held, "output")
 
 
 # --- exercise checkers ---------------------------------------------------------------------------
