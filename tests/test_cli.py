@@ -20,6 +20,8 @@ def test_list_prints_the_course_map(capsys):
         ),
         (["run", "00", "-p", "seed"], "verlstudy run: parameter 'seed' must look like name=value"),
         (["refresh"], "verlstudy refresh: name the lessons to refresh"),
+        (["plan", "42"], "verlstudy plan: unknown lesson '42'; known lessons: 00, 01"),
+        (["plan", "--start", "9am"], "verlstudy plan: start must be a time of day 'HH:MM' (24-hour), got '9am'"),
     ],
 )
 def test_usage_errors_are_one_line_and_exit_2(capsys, argv, message):
@@ -56,3 +58,14 @@ def test_doctor_checks_the_essentials():
     ):
         assert any(line.startswith(needed) for line in lines), needed
     assert all(ok for ok, line in doctor_checks() if not line.startswith("notebooks:"))
+
+
+def test_plan_prints_the_facilitators_day_and_a_half_day_variant(capsys):
+    from verlstudy import workshop
+
+    assert main(["plan"]) == 0
+    assert capsys.readouterr().out.strip() == workshop.day_plan()
+    assert main(["plan", "00", "01", "02", "--start", "13:00", "--no-breaks"]) == 0
+    rows = capsys.readouterr().out.strip().splitlines()[2:]
+    assert [row.split(" | ")[1][:2] for row in rows] == ["00", "01", "02", "Wr"]
+    assert rows[0].startswith("| 13:00-13:15 |") and rows[-1].startswith("| 15:00-15:15 |")

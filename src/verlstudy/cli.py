@@ -1,4 +1,4 @@
-"""The `verlstudy` command: list, run, doctor, refresh (and the workshop/upstream commands)."""
+"""The `verlstudy` command: list, run, doctor, refresh, and the workshop (student, site, plan) and upstream commands."""
 
 from __future__ import annotations
 
@@ -162,6 +162,19 @@ def cmd_site(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    from verlstudy import workshop
+
+    try:
+        lessons = course.select_lessons(args.lessons)
+        codes = {lesson.code for lesson in lessons}
+        breaks = [] if args.no_breaks else [b for b in workshop.DAY_BREAKS if b[0] in codes]
+        print(workshop.day_plan(start=args.start, breaks=breaks, lessons=lessons))
+    except ValueError as e:
+        raise UsageError(str(e)) from e
+    return 0
+
+
 def cmd_verify_upstream(args: argparse.Namespace) -> int:
     from verlstudy import upstream, verify
 
@@ -214,6 +227,12 @@ def build_parser() -> argparse.ArgumentParser:
     site.add_argument("--out", required=True)
     site.add_argument("--from", dest="from_dir", default=None, help="executed notebooks (default: the stored ones)")
     site.set_defaults(func=cmd_site)
+
+    plan = sub.add_parser("plan", help="a workshop day's timetable from the registry (docs/facilitator.md)")
+    plan.add_argument("lessons", nargs="*", help="lesson numbers (default: all)")
+    plan.add_argument("--start", default="09:00", help="start time, HH:MM (default 09:00)")
+    plan.add_argument("--no-breaks", action="store_true", help="leave out the breaks and lunch")
+    plan.set_defaults(func=cmd_plan)
 
     check = sub.add_parser("verify-upstream", help="compare each lesson's helper with upstream verl's function")
     check.add_argument("--cases", type=int, default=300, help="generated cases per comparison")
