@@ -63,6 +63,7 @@ class TestGroupAdvantages:
             (torch.ones(2, 2, dtype=torch.long), {}, TypeError, "floating-point"),
             ([[1.0]], {}, TypeError, "must be a torch.Tensor"),
             (torch.ones(2, 2), {"epsilon": 0}, ValueError, "epsilon must be a positive number"),
+            (torch.ones(2, 2), {"scale_by_std": "no"}, TypeError, "scale_by_std must be True"),
         ],
     )
     def test_bad_input(self, rewards, kwargs, exc, words):
@@ -304,6 +305,8 @@ class TestBandit:
     def test_bad_seed_and_bad_shapes(self):
         with pytest.raises(ValueError, match="seed must be a non-negative integer"):
             bandit_problem(4, 8, 4, seed=-1)
+        with pytest.raises(TypeError, match="favourite_logit must be a real number"):
+            bandit_problem(4, 8, 4, seed=0, favourite_logit="3")
         with pytest.raises(ValueError, match="logits must be"):
             tabular_policy_gradient(
                 torch.zeros(2, 3),

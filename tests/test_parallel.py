@@ -198,9 +198,20 @@ class TestMemoryEstimate:
         est = estimate_train_memory_per_device(layout, 400, 800, distributed_optimizer=False)
         assert est["optimizer_bytes"] == 200 * 12
 
+    def test_context_parallel_ranks_share_the_dense_optimizer_state(self):
+        # cp ranks hold the same dense weights, so Megatron shards the dense optimizer state over
+        # dp * cp (its data-and-context-parallel group); experts are sharded over edp, cp aside
+        layout = ParallelLayout(nodes=1, devices_per_node=16, tp=2, pp=2, cp=2, ep=4, etp=1)  # dp 2, edp 2
+        est = estimate_train_memory_per_device(layout, dense_params=400, expert_params=800)
+        assert est["dense_params_per_device"] == 100  # 400 / (2*2): cp does not split weights
+        assert est["optimizer_bytes"] == 100 * 12 / (2 * 2) + 100 * 12 / 2
+        no_cp = ParallelLayout(nodes=1, devices_per_node=8, tp=2, pp=2, cp=1, ep=4, etp=1)  # dp 2, edp 1
+        assert estimate_train_memory_per_device(no_cp, 400, 0)["optimizer_bytes"] == 100 * 12 / 2
+
     @pytest.mark.parametrize(
         ("args", "kwargs", "exc", "words"),
         [
+            ((None, 1, 1), {"distributed_optimizer": 1}, TypeError, "distributed_optimizer must be True or False"),
             (("layout", 1, 1), {}, TypeError, "layout must be a ParallelLayout"),
             ((None, -1, 1), {}, ValueError, "dense_params must be a non-negative"),
             ((None, 1, 1), {"param_bytes": 1.5}, ValueError, "param_bytes must be a non-negative integer"),

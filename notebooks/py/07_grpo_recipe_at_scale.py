@@ -165,6 +165,7 @@ plan = BatchPlan(train_batch_size=batch["train_batch_size"], n=batch["n"],
                  micro_batch_size=batch["micro_batch_size_per_device"], dp=layout.dp)
 tokens_per_sequence = batch["max_prompt_length"] + batch["max_response_length"]
 claim("sequences per step", plan.sequences_per_step, 512)
+claim("sequences per mini-batch", plan.sequences_per_mini_batch, 128)
 claim("optimizer steps per training step", plan.mini_batches_per_step, 4)
 claim("sequences per dp rank per mini-batch", plan.sequences_per_rank, 16)
 claim("micro-batches per rank per mini-batch", plan.micro_batches_per_mini_batch, 16)
@@ -176,10 +177,11 @@ with expect_error(ValueError, match="does not split over dp=3"):
 # %% [markdown]
 # ### What edp = 1 costs in memory (an estimate)
 # `estimate_train_memory_per_device` (documented formula: bf16 weights 2 B, fp32 grads 4 B, fp32 Adam
-# state 12 B per parameter; optimizer state sharded over dp for dense and over edp for expert weights;
-# activations ignored) per **billion** parameters, so no model size has to be assumed. Dense weights
-# are split 64 ways and their optimizer state 8 ways more; expert weights are split 512 ways but, with
-# edp = 1, their optimizer state not at all, so it is twice their weights and grads.
+# state 12 B per parameter; optimizer state sharded over dp x cp for dense weights, as Megatron's
+# distributed optimizer does, and over edp for expert weights; activations ignored) per **billion**
+# parameters, so no model size has to be assumed. Dense weights are split 64 ways (tp x pp) and their
+# optimizer state 8 ways more; expert weights are split 512 ways (etp x ep x pp) but, with edp = 1,
+# their optimizer state not at all, so it is twice their weights and grads.
 
 # %%
 per_billion = {kind: estimate_train_memory_per_device(layout, **{f"{kind}_params": 1e9, f"{other}_params": 0})
@@ -187,6 +189,8 @@ per_billion = {kind: estimate_train_memory_per_device(layout, **{f"{kind}_params
 for kind, est in per_billion.items():
     print(f"{kind:<6} per 1e9 params: {est['total_bytes'] / 2**20:.1f} MiB/device "
           f"(optimizer {est['optimizer_bytes'] / 2**20:.1f} MiB)")
+claim("ways the dense weights are split", 1e9 / per_billion["dense"]["dense_params_per_device"], 64, rtol=1e-9)
+claim("ways the expert weights are split", 1e9 / per_billion["expert"]["expert_params_per_device"], 512, rtol=1e-9)
 claim("dense optimizer / weights+grads", per_billion["dense"]["optimizer_bytes"]
       / per_billion["dense"]["weights_and_grads_bytes"], 12 / 8 / 6, rtol=1e-9)
 claim("expert optimizer / weights+grads (edp=1)", per_billion["expert"]["optimizer_bytes"]

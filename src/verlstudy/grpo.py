@@ -59,6 +59,8 @@ def group_advantages(rewards: torch.Tensor, epsilon: float = GRPO_EPSILON, scale
         raise ValueError(f"rewards must be 2-D (groups, n) and non-empty, got shape {tuple(rewards.shape)}")
     if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or epsilon <= 0:
         raise ValueError(f"epsilon must be a positive number, got {epsilon!r}")
+    if not isinstance(scale_by_std, bool):
+        raise TypeError(f"scale_by_std must be True (GRPO) or False (Dr.GRPO), got {scale_by_std!r}")
     if rewards.shape[1] == 1:
         mean = torch.zeros_like(rewards)
         std = torch.ones_like(rewards)
@@ -218,6 +220,8 @@ def bandit_problem(
         raise ValueError(f"correct must be in [2, arms) so there is a choice to keep, got correct={correct}")
     if isinstance(success, bool) or not isinstance(success, numbers.Real) or not 0 < success <= 1:
         raise ValueError(f"success must be a probability in (0, 1], got {success!r}")
+    if isinstance(favourite_logit, bool) or not isinstance(favourite_logit, numbers.Real):
+        raise TypeError(f"favourite_logit must be a real number, got {favourite_logit!r}")
     gen = torch.Generator().manual_seed(seed)
     order = torch.argsort(torch.rand(prompts, arms, generator=gen), dim=1)
     pass_prob = torch.zeros(prompts, arms)

@@ -326,9 +326,12 @@ def estimate_train_memory_per_device(
         dense share  = dense_params  / (tp * pp)
         expert share = expert_params / (etp * ep * pp)
         bytes = share * (param_bytes + grad_bytes) + share * optimizer_bytes / shard
-    where ``shard`` is dp for dense and edp for expert weights when the optimizer state is
-    distributed (ZeRO-1 style), else 1. Defaults: bf16 weights (2), fp32 main grads (4), fp32
-    master + Adam m and v (12). Ignored: activations, buffers, uneven stages, embeddings on one stage.
+    where ``shard`` is dp * cp for dense and edp for expert weights when the optimizer state is
+    distributed (ZeRO-1 style), else 1: Megatron-core shards the dense optimizer state over the
+    data-and-context-parallel group (context-parallel ranks hold the same dense weights) and the
+    expert state over the expert-data-parallel group. Defaults: bf16 weights (2), fp32 main grads
+    (4), fp32 master + Adam m and v (12). Ignored: activations, buffers, uneven stages, embeddings
+    on one stage.
     """
     if not isinstance(layout, ParallelLayout):
         raise TypeError(f"layout must be a ParallelLayout, got {type(layout).__name__}")
@@ -338,9 +341,11 @@ def estimate_train_memory_per_device(
     for name, value in (("param_bytes", param_bytes), ("grad_bytes", grad_bytes), ("optimizer_bytes", optimizer_bytes)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer byte count, got {value!r}")
+    if not isinstance(distributed_optimizer, bool):
+        raise TypeError(f"distributed_optimizer must be True or False, got {distributed_optimizer!r}")
     dense_share = float(dense_params) / (layout.tp * layout.pp)
     expert_share = float(expert_params) / (int(layout.etp or 1) * layout.ep * layout.pp)
-    dense_shard = layout.dp if distributed_optimizer else 1
+    dense_shard = layout.dp * layout.cp if distributed_optimizer else 1
     expert_shard = layout.edp if distributed_optimizer else 1
     weights_and_grads = (dense_share + expert_share) * (param_bytes + grad_bytes)
     optimizer = dense_share * optimizer_bytes / dense_shard + expert_share * optimizer_bytes / expert_shard
