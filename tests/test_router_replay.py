@@ -191,6 +191,7 @@ def test_disabled_is_a_no_op_with_an_empty_or_stale_registry() -> None:
     _model(registry=stale)  # another model's routers, never cleaned up
     model = _model(registry=stale)
     assert controller.begin(model, forward_only=False) == "none"
+    assert controller.end(model) is None
     assert all(r.action is None and r.target is None for r in stale)
 
 
@@ -265,6 +266,46 @@ def test_recompute_pops_its_own_micro_batch_routes_and_a_stuck_action_gives_wron
     reference = grads(checkpointed=False, stuck=False)
     assert torch.allclose(grads(checkpointed=True, stuck=False), reference, atol=1e-6)
     assert not torch.allclose(grads(checkpointed=True, stuck=True), reference, atol=1e-3)
+
+
+def test_record_routes_is_the_r2_old_logprob_pass() -> None:
+    model, tokens = _model(), _tokens()
+    routes = rr.record_routes(ReplayController("R2"), model, tokens)
+    assert routes.shape == (24, 3, 2) and routes.dtype == torch.int16
+    assert torch.equal(routes, rr.routes_used(model).to(torch.int16))  # what the forward routed natively
+    assert all(r.action is None for _, r in rr.model_routers(model))  # end() disarmed RECORD
+    with pytest.raises(ValueError, match="needs an 'R2' controller"):
+        rr.record_routes(ReplayController("R3"), model, tokens)
+    with pytest.raises(TypeError, match="ReplayController"):
+        rr.record_routes("R2", model, tokens)  # type: ignore[arg-type]
+
+
+def test_replay_off_record_counts_tokens_off_the_reference() -> None:
+    model, tokens = _model(layer_numbers=(2, 3, 1)), _tokens()
+    controller = ReplayController("R2")
+    by_layer = rr.record_routes(controller, model, tokens)
+    by_walk = rr.recorded_routes(model, order="walk")
+    assert rr.replay_off_record(controller, model, tokens, by_layer) == 0
+    off = rr.replay_off_record(controller, model, tokens, by_walk, reference=by_layer)
+    assert off == rr.rerouted_tokens(by_layer, by_walk) > 0  # replay followed the (wrong) columns exactly
+    assert all(r.action is ReplayAction.REPLAY_FORWARD for _, r in rr.model_routers(model))
+    with pytest.raises(ValueError, match="needs replay enabled"):
+        rr.replay_off_record(ReplayController("disabled"), model, tokens, by_layer)
+
+
+def test_recompute_off_record_fifo_versus_stuck_in_replay_forward() -> None:
+    model, controller = _model(seed=6), ReplayController("R2")
+    micro = [_tokens(16, seed=s) for s in (8, 9)]
+    assert rr.recompute_off_record(controller, model, micro, switch_to_backward=True) == 0
+    stuck = rr.recompute_off_record(controller, model, micro, switch_to_backward=False)
+    routes = [rr.record_routes(controller, model, mb) for mb in micro]
+    assert stuck == rr.rerouted_tokens(routes[0], routes[1]) > 0  # it replayed micro-batch 1's targets
+    with pytest.raises(ValueError, match="at least 2 micro-batches"):
+        rr.recompute_off_record(controller, model, micro[:1], switch_to_backward=True)
+    with pytest.raises(ValueError, match="one length"):
+        rr.recompute_off_record(controller, model, [micro[0], micro[1][:8]], switch_to_backward=True)
+    with pytest.raises(TypeError, match="token tensors"):
+        rr.recompute_off_record(controller, model, [[1, 2], [3, 4]], switch_to_backward=True)  # type: ignore[list-item]
 
 
 # --- stacking ---------------------------------------------------------------------------------------

@@ -151,31 +151,15 @@ claim("with a mask, the other half routes natively", torch.equal(masked[~half].s
 # backward, after *later* micro-batches have already been forwarded (1F1B). Every `set_target` also queues
 # the routes, and after its forward a router switches to REPLAY_BACKWARD so that each recompute pops its
 # own micro-batch's routes. Left in REPLAY_FORWARD, the recompute of micro-batch 0 reads micro-batch 1's
-# targets: same shape, no error, wrong experts. Below, the "recompute" is an explicit re-forward (what
-# `torch.utils.checkpoint` does in backward; the unit tests run the real checkpoint and compare gradients).
+# targets: same shape, no error, wrong experts. `rr.recompute_off_record` records two micro-batches, runs
+# their update forwards in order (calling `end` after each, or not), then re-forwards micro-batch 0 as its
+# recompute would: an explicit re-forward standing in for what `torch.utils.checkpoint` does in backward
+# (the unit tests run the real checkpoint and compare gradients).
 
 # %%
-def recompute_moves(switch_to_backward: bool) -> int:
-    """Forward micro-batches 0 and 1 with replay, then re-forward micro-batch 0: tokens off its record."""
-    micro = [torch.randint(0, 16, (n_tokens,)) for _ in range(2)]
-    routes = []
-    for mb in micro:  # record both (old-logprob pass)
-        r2.begin(model, forward_only=True)
-        with torch.no_grad():
-            model(mb)
-        routes.append(r2.end(model))
-    for mb, mb_routes in zip(micro, routes, strict=True):  # update forwards, 1F1B-style
-        r2.begin(model, forward_only=False, routes=mb_routes)
-        with torch.no_grad():
-            model(mb)
-        if switch_to_backward:
-            r2.end(model)
-    with torch.no_grad():
-        model(micro[0])  # the recompute of micro-batch 0
-    return rr.rerouted_tokens(routes[0], rr.routes_used(model))
-
-
-fifo_moved, stuck_moved = recompute_moves(True), recompute_moves(False)
+micro_batches = [torch.randint(0, 16, (n_tokens,)) for _ in range(2)]
+fifo_moved = rr.recompute_off_record(r2, model, micro_batches, switch_to_backward=True)
+stuck_moved = rr.recompute_off_record(r2, model, micro_batches, switch_to_backward=False)
 print(f"recompute of micro-batch 0 off its record: FIFO {fifo_moved}, stuck in REPLAY_FORWARD {stuck_moved}")
 claim("FIFO recompute: tokens off micro-batch 0's record", fifo_moved, 0, upstream="replay_backward_list.pop(0)")
 claim(f"stuck in REPLAY_FORWARD, the recompute silently moves {stuck_moved}/{n_tokens} tokens", stuck_moved > 0,
@@ -204,23 +188,19 @@ claim("disabled + empty registry: the reverted path raises, the fix is a no-op",
 # (upstream: "a model that rebuilds its decoder registers a set it then discards") stays in it, in front.
 # The positional slice then hands the *stale* routers the replay targets, and the live model routes
 # natively, with no error. Model-scoped collection walks the forwarded model and reaches its own routers.
+# (`rr.record_routes` is the R2 old-logprob pass of section 1 in one call; `rr.replay_off_record` runs one
+# update forward replaying the given routes and counts the tokens whose experts left the record.)
 
 # %%
 shared_registry: list = []
 discarded = TinyMoE(**sizes, registry=shared_registry)  # registered first, then thrown away
 live = TinyMoE(**sizes, registry=shared_registry)
-r2.begin(live, forward_only=True)
-with torch.no_grad():
-    live(tokens)
-live_routes = r2.end(live)
+live_routes = rr.record_routes(r2, live, tokens)
 torch.nn.functional.cross_entropy(live(tokens), targets).backward()
 rr.sgd_step(live, lr)
-moved = {}
-for name, controller in (("reverted", RevertedReplayController("R2", num_layers=3, registry=shared_registry)), ("fix", r2)):
-    controller.begin(live, forward_only=False, routes=live_routes)
-    with torch.no_grad():
-        live(tokens)
-    moved[name] = rr.rerouted_tokens(live_routes, rr.routes_used(live))
+reverted = RevertedReplayController("R2", num_layers=3, registry=shared_registry)
+moved = {name: rr.replay_off_record(controller, live, tokens, live_routes)
+         for name, controller in (("reverted", reverted), ("fix", r2))}
 print(f"registry holds {len(shared_registry)} routers for a 3-layer model; tokens off the record: {moved}")
 claim(f"registry-positional replay silently misses the live routers ({moved['reverted']}/{n_tokens} tokens off)",
       moved["reverted"] > 0, upstream="iter_model_routers docstring: a positional slice can address the wrong objects")
@@ -247,17 +227,10 @@ with expect_error(ValueError, match="'disabled', 'R2', 'R3'"):
 # %%
 shuffled = TinyMoE(**sizes, layer_numbers=(2, 3, 1), registry=[])
 print("walk order of the routers:", [n for n, _ in rr.model_routers(shuffled)])
-r2.begin(shuffled, forward_only=True)
-with torch.no_grad():
-    shuffled(tokens)
-by_layer = r2.end(shuffled)
-by_walk = rr.recorded_routes(shuffled, order="walk")
-mismatch = {}
-for name, routes in (("walk order", by_walk), ("layer order", by_layer)):
-    r2.begin(shuffled, forward_only=False, routes=routes)
-    with torch.no_grad():
-        shuffled(tokens)  # no error either way
-    mismatch[name] = rr.rerouted_tokens(by_layer, rr.routes_used(shuffled))
+by_layer = rr.record_routes(r2, shuffled, tokens)  # the fix: stacked by layer number
+by_walk = rr.recorded_routes(shuffled, order="walk")  # the bug: stacked in walk order
+mismatch = {name: rr.replay_off_record(r2, shuffled, tokens, routes, reference=by_layer)  # no error either way
+            for name, routes in (("walk order", by_walk), ("layer order", by_layer))}
 print(f"tokens replayed onto different experts than recorded (weights unchanged): {mismatch}")
 claim(f"walk-ordered stacking silently replays wrong experts ({mismatch['walk order']}/{n_tokens} tokens)",
       mismatch["walk order"] > 0, upstream="review catch: sort routers by layer_number before stacking")
@@ -346,7 +319,9 @@ start = time.monotonic()
 together = rr.failed_outcomes(rr.pp_gather_worker, len(pp_layer_counts), pp_layer_counts, gather_shape, seed,
                               missing_stage, timeout_s=30, collective_timeout_s=20.0)
 print("\n".join(rr.outcome_lines(together)))
-claim("every rank raises the same error naming the empty stage", len({(o.error_type, o.error_message) for o in together}) == 1)
+claim(f"every rank raises the same error naming stage {missing_stage}",
+      len({(o.error_type, o.error_message) for o in together}) == 1
+      and all(f"stage(s) [{missing_stage}]" in o.error_message for o in together))
 claim("every rank raised long before the collective timeout", time.monotonic() - start < 10.0)
 
 # %% [markdown]

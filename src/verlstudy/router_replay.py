@@ -65,7 +65,10 @@ __all__ = [
     "pp_gather",
     "pp_gather_worker",
     "raise_instead_of_joining",
+    "recompute_off_record",
+    "record_routes",
     "recorded_routes",
+    "replay_off_record",
     "rerouted_per_layer",
     "rerouted_tokens",
     "routes_used",
@@ -574,6 +577,80 @@ class RevertedReplayController(ReplayController):
         for router in routers:
             router.set_action(ReplayAction.REPLAY_BACKWARD)
         return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Driving one forward under a controller (the notebook's experiments, each a few calls)
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_controller(controller: object) -> ReplayController:
+    if not isinstance(controller, ReplayController):
+        raise TypeError(f"controller must be a ReplayController, got {type(controller).__name__}")
+    return controller
+
+
+def record_routes(controller: ReplayController, model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+    """R2's old-logprob pass: arm RECORD, forward `tokens` without grad, return the routes (tokens, layers, topk)."""
+    if _check_controller(controller).mode != "R2":
+        raise ValueError(
+            f"record_routes needs an 'R2' controller (R2 records in its old-logprob forward), got {controller.mode!r}"
+        )
+    if controller.begin(model, forward_only=True) != "record":
+        raise RuntimeError("the controller did not arm RECORD for the old-logprob forward")
+    with torch.no_grad():
+        model(tokens)
+    routes = controller.end(model)
+    if routes is None:
+        raise RuntimeError("the controller returned no recorded routes after the RECORD forward")
+    return routes
+
+
+def replay_off_record(
+    controller: ReplayController,
+    model: nn.Module,
+    tokens: torch.Tensor,
+    routes: torch.Tensor,
+    *,
+    reference: torch.Tensor | None = None,
+) -> int:
+    """One update forward (no grad) replaying `routes` through `controller`; tokens whose experts differ
+    from `reference` (default: `routes`) in the forward `model` actually ran, by `rerouted_tokens`."""
+    if not _check_controller(controller).enabled:
+        raise ValueError("replay_off_record needs replay enabled ('R2' or 'R3'), got mode 'disabled'")
+    controller.begin(model, forward_only=False, routes=routes)
+    with torch.no_grad():
+        model(tokens)
+    return rerouted_tokens(routes if reference is None else reference, routes_used(model))
+
+
+def recompute_off_record(
+    controller: ReplayController, model: nn.Module, micro_batches: Sequence[torch.Tensor], *, switch_to_backward: bool
+) -> int:
+    """1F1B with activation recompute, in small: tokens of micro-batch 0 that leave its record on recompute.
+
+    Records every micro-batch, runs their update forwards in order (calling `controller.end` after
+    each, which switches the routers to the REPLAY_BACKWARD FIFO, only if `switch_to_backward`), then
+    re-forwards micro-batch 0 as its recompute in backward would. With the FIFO it pops its own routes
+    (0 tokens off); left in REPLAY_FORWARD it silently reads the last micro-batch's targets.
+    """
+    batches = list(micro_batches)
+    if len(batches) < 2:
+        raise ValueError("micro_batches needs at least 2 micro-batches: the hazard is a later one's targets")
+    if not all(isinstance(mb, torch.Tensor) for mb in batches):
+        raise TypeError("micro_batches must be 1-D token tensors")
+    if len({mb.numel() for mb in batches}) != 1:
+        raise ValueError("micro_batches must be token tensors of one length (routes are replayed row for row)")
+    routes = [record_routes(controller, model, mb) for mb in batches]
+    for mb, mb_routes in zip(batches, routes, strict=True):
+        controller.begin(model, forward_only=False, routes=mb_routes)
+        with torch.no_grad():
+            model(mb)
+        if switch_to_backward:
+            controller.end(model)
+    with torch.no_grad():
+        model(batches[0])  # the recompute of micro-batch 0
+    return rerouted_tokens(routes[0], routes_used(model))
 
 
 # ---------------------------------------------------------------------------------------------
