@@ -488,6 +488,32 @@ def test_hand_edited_fixture_is_caught_and_the_generated_files_are_clean():
     assert manifest_mismatches(generated, manifest) == []
 
 
+def test_before_upgrade_fixture_agrees_with_the_old_manifest_and_drifts_nowhere():
+    old = load_manifest(DATA / "stacks" / "ascend_megatron_0.16.toml")
+    files = read_files(DATA / "stacks" / "before_upgrade")
+    assert sorted(files) == ["Dockerfile.ascend_a2", "install_npu.sh"]
+    pins = pins_in_files(files)
+    assert {(p.repo, p.ref) for p in pins if p.file == "install_npu.sh"} == manifest_pins(old)
+    assert {(p.repo, p.ref) for p in pins if p.file == "Dockerfile.ascend_a2"} == manifest_pins(old)
+    assert manifest_mismatches(pins, old) == [] and ref_drift(pins) == []
+    problems = naming_problems(pins)  # only the policy objection to Megatron-LM's release branch
+    assert len(problems) == 2 and all("megatron-lm ref 'core_r0.16.0'" in p for p in problems)
+
+
+@pytest.mark.parametrize("render", [render_dockerfile, render_install_script, render_workflow, manifest_pins])
+def test_renderers_want_a_manifest(render):
+    with pytest.raises(TypeError, match="manifest must be a StackManifest"):
+        render({"name": "m"})
+
+
+def test_renderers_reject_bad_names():
+    manifest = load_manifest(DATA / "stacks" / "ascend_megatron_0.18.toml")
+    with pytest.raises(ValueError, match="base_image must be one image name"):
+        render_dockerfile(manifest, base_image="ubuntu 22.04")
+    with pytest.raises(ValueError, match="job="):
+        render_workflow(manifest, job="two words")
+
+
 def test_tree_problems_counts_every_kind_of_finding():
     manifest = load_manifest(DATA / "stacks" / "ascend_megatron_0.18.toml")
     found = tree_problems(read_files(DATA / "stacks" / "hand_edited"), manifest)

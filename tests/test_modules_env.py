@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -144,6 +145,66 @@ def test_a_hanging_child_is_stopped_within_the_timeout(tmp_path):
     with pytest.raises(TimeoutError, match=r"experiment 'slow' did not finish within 0\.5 s"):
         run_experiments([Experiment("slow", ("slowmod",), None)], tmp_path, timeout_s=0.5)
     assert time.monotonic() - start < 10
+
+
+def _running(pid: int) -> bool:
+    """True while `pid` is a live process (a zombie waiting to be reaped counts as stopped)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return "\nState:\tZ" not in status
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads process states from /proc (Linux)")
+def test_a_hanging_worker_is_stopped_with_its_parent(tmp_path):
+    write_toy_packages(tmp_path)
+    pid_file = tmp_path / "worker.pid"
+    (tmp_path / "slowworker.py").write_text(
+        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+    )
+    with pytest.raises(TimeoutError, match="'slow worker' did not finish"):
+        run_experiments([Experiment("slow worker", (LIBRARY,), None, ("slowworker",))], tmp_path, timeout_s=2.0)
+    assert pid_file.exists(), "the worker never started: the machine is too slow for this test's 2 s"
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(pid), "the worker subprocess outlived the timed-out experiment"
+
+
+NETGUARD = """\
+import socket
+
+
+def _refuse(*args, **kwargs):
+    raise OSError("network use in a verlstudy experiment")
+
+
+socket.socket = _refuse
+socket.create_connection = _refuse
+"""
+
+
+def test_the_lesson_experiments_need_no_network(tmp_path):
+    write_toy_packages(tmp_path)
+    (tmp_path / "netguard.py").write_text(NETGUARD)
+    guarded = [
+        Experiment(
+            e.name,
+            ("netguard", *e.imports),
+            e.env_value,
+            None if e.worker_imports is None else ("netguard", *e.worker_imports),
+        )
+        for e in lesson_experiments()
+    ]
+    outcomes = run_experiments(guarded, tmp_path)
+    assert [(o.patched, o.worker_patched) for o in outcomes] == [
+        (True, None), (False, None), (True, False), (False, None), (True, True),
+    ]  # fmt: skip
+    (tmp_path / "dialer.py").write_text("import socket\nsocket.create_connection(('127.0.0.1', 9))\n")
+    with pytest.raises(RuntimeError, match="OSError: network use"):  # the guard does catch a network call
+        run_experiments([Experiment("dials out", ("netguard", "dialer"), None)], tmp_path)
 
 
 def test_runner_rejects_bad_arguments(toy_folder, tmp_path):

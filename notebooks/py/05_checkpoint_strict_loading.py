@@ -141,7 +141,7 @@ print(f"unexpected: {result.unexpected_keys}")
 broken_diff, broken_changed = output_change(trained, victim, probe)
 print(f"max |logit difference| {broken_diff:.3f}; greedy next tokens changed: {broken_changed:.1%}")
 claim("strict=False passes with a real layer missing", "layers.1.weight" in result.missing_keys)
-claim("the randomly initialised layer changes the outputs", broken_diff > 0)
+claim("the randomly initialised layer changes the outputs", broken_diff > 0.1)
 
 # %%
 _ = bar_plot(
@@ -149,6 +149,14 @@ _ = bar_plot(
     title="Max |logit difference| from the trained model after strict=False",
     ylabel="max |logit diff|",
 )
+
+# %% [markdown]
+# All of that difference comes from the one layer left at its random initial values: copy the trained
+# `layers.1` in, and the outputs match the trained model's exactly.
+
+# %%
+victim.load_state_dict({k: v for k, v in exported.items() if k.startswith("layers.1.")}, strict=False)
+claim("max |logit difference| once layers.1 holds the trained weights", output_change(trained, victim, probe)[0], expected=0.0)
 
 # %% [markdown]
 # ## Root cause
@@ -224,11 +232,14 @@ with expect_error(ValueError, match="empty pattern"):
 
 # %% [markdown]
 # ## The recipe's dependency refs
-# The same PR corrected the refs in the recipe's header. NVIDIA Megatron-LM publishes releases as *tags*
-# named `core_vX.Y.Z`; the Ascend repos (MindSpeed, MegatronAdaptor) keep a *branch* per Megatron release
-# named `core_rX.Y.Z`. Swap the letter and `git clone -b` looks for a ref that does not exist. The table is
-# `data/checkpoint/glm5_2_recipe_refs.csv`, taken from the recipe's header; each ref is checked with
-# `verlstudy.deps.ref_naming_problem` (lesson 08 checks refs across whole files).
+# The same PR corrected the Megatron-LM and MegatronAdaptor refs in the recipe's header. NVIDIA Megatron-LM
+# publishes releases as *tags* named `core_vX.Y.Z`; the Ascend repos (MindSpeed, MegatronAdaptor) keep a
+# *branch* per Megatron release named `core_rX.Y.Z`. A swapped letter need not fail loudly: Megatron-LM also
+# has `core_rX.Y.Z` release *branches* (verl 0.9.1's `verl/models/mcore/model_forward_1f1b_overlap.py` links
+# to `blob/core_r0.14.0`), which can move on after the release, so `core_r0.18.0` there may clone something
+# other than the tagged release. The table is `data/checkpoint/glm5_2_recipe_refs.csv`, taken from the
+# recipe's header (whose column is headed "Branch" for all of them; the `kind` column is ours); each ref is
+# checked with `verlstudy.deps.ref_naming_problem` (lesson 08 checks refs across whole files).
 
 # %%
 with open(project_root() / "data" / "checkpoint" / "glm5_2_recipe_refs.csv", newline="") as f:

@@ -10,7 +10,10 @@
 # `v0.5.0`, switched the NPU scripts away from vanilla mbridge (`vanilla_mbridge=False`) and removed old
 # transformers pins. Its description says "MindSpeed and Megatron-LM core_r0.18.0"; #7827 then had to
 # "correct the Megatron-LM ref to core_v0.18.0": NVIDIA names its Megatron-LM release *tags* `core_vX.Y.Z`,
-# while the Ascend repos keep *branches* `core_rX.Y.Z`. One letter, in every file that pins the ref.
+# while the Ascend repos keep *branches* `core_rX.Y.Z`. One letter, in every file that pins the ref, and a slip
+# that need not fail the build: Megatron-LM has `core_rX.Y.Z` release *branches* too (verl 0.9.1's
+# `verl/models/mcore/model_forward_1f1b_overlap.py` links to `blob/core_r0.14.0`), and a branch can move on
+# after the release it was cut for. Only a check that knows each repository's scheme catches it.
 #
 # **You will learn** to write a stack as a manifest (data, not prose), to diff two manifests (added, removed,
 # changed, tag vs branch), to parse the refs that Dockerfiles, install scripts and CI workflows pin, to catch
@@ -24,7 +27,8 @@
 # - `verl/trainer/config/engine/megatron.yaml`: `vanilla_mbridge: False`, "Whether to use the deprecated
 #   legacy mbridge backend instead of Megatron-Bridge"; `use_mbridge: True`.
 # - `verl/trainer/constants_ppo.py`: cites `https://github.com/NVIDIA/Megatron-LM/blob/core_v0.18.0/...`,
-#   Megatron-LM's release tag.
+#   Megatron-LM's release tag; `verl/models/mcore/model_forward_1f1b_overlap.py` cites `.../blob/core_r0.14.0/...`,
+#   one of its release branches.
 #
 # Our fixtures in `data/stacks/` are written here, modelled on the PR, not copied; `data/stacks/README.md`
 # says which refs are upstream's and which are illustrative.
@@ -107,6 +111,20 @@ claim("Megatron-LM moves from a branch to a tag", (megatron.old.kind, megatron.n
       upstream="#7827: Megatron-LM ref corrected to core_v0.18.0")
 claim("the new stack sets vanilla_mbridge=False", diff.settings == (("vanilla_mbridge", True, False),),
       upstream="verl 0.9.1 engine/megatron.yaml: vanilla_mbridge: False")
+
+# %% [markdown]
+# ## Before the upgrade: two files that agreed
+# `data/stacks/before_upgrade/` holds an image Dockerfile and an install script pinned to the old stack. They
+# agree with each other and with the old manifest: nothing has drifted yet. (Only the naming rule objects, to
+# Megatron-LM's `core_r0.16.0`, the branch the old manifest records too.)
+
+# %%
+before = pins_in_files(read_files(stacks / "before_upgrade"))
+print(pins_table(before))
+claim("before the upgrade: pins that disagree with the old manifest, or with each other",
+      len(manifest_mismatches(before, old)) + len(ref_drift(before)), expected=0)
+claim("the old files pin Megatron-LM to the branch core_r0.16.0",
+      {p.ref for p in before if p.repo == "nvidia/megatron-lm"} == {"core_r0.16.0"})
 
 # %% [markdown]
 # ## Symptom: the same upgrade, edited by hand in four files

@@ -138,8 +138,9 @@ def ref_naming_problem(repo: str, ref: str, kind: str | None = None) -> str | No
 
     `repo` may be a URL, 'owner/name' or a bare name. A commit hash always passes (it is the strictest
     pin). With `kind` ('tag'/'branch', e.g. from a manifest) the kind must match the scheme too. The
-    classic slip this catches is the r/v swap: Megatron-LM `core_r0.18.0` (a branch name) where the
-    tag `core_v0.18.0` was meant, or MindSpeed `core_v0.18.0` where only the branch `core_r0.18.0` exists.
+    classic slip this catches is the r/v swap: Megatron-LM `core_r0.18.0` (its release branch, which
+    can move) where the tag `core_v0.18.0` was meant, or MindSpeed `core_v0.18.0` where its scheme is the
+    branch `core_r0.18.0`. The rule is about naming, not existence: it never asks a server.
     """
     if not isinstance(ref, str) or not ref.strip():
         raise TypeError(f"ref must be a non-empty string, got {ref!r}")
@@ -705,7 +706,14 @@ def upgrade_diff(old: StackManifest, new: StackManifest) -> UpgradeDiff:
 # ---------------------------------------------------------------- one source of truth
 
 
+def _check_manifest(manifest: object) -> StackManifest:
+    if not isinstance(manifest, StackManifest):
+        raise TypeError(f"manifest must be a StackManifest (see load_manifest), got {type(manifest).__name__}")
+    return manifest
+
+
 def _install_lines(manifest: StackManifest, var: bool) -> list[str]:
+    _check_manifest(manifest)
     lines = []
     for c in manifest.components:
         ref = f"${{{_var_name(c)}}}" if var else c.ref
@@ -725,6 +733,7 @@ def _var_name(c: Component) -> str:
 
 def render_install_script(manifest: StackManifest) -> str:
     """An install script whose every pin comes from `manifest` (generated: do not edit by hand)."""
+    _check_manifest(manifest)
     head = [
         "#!/usr/bin/env bash",
         f"# generated from the manifest {manifest.name!r}: edit the manifest",
@@ -735,6 +744,9 @@ def render_install_script(manifest: StackManifest) -> str:
 
 def render_dockerfile(manifest: StackManifest, base_image: str = "ubuntu:22.04") -> str:
     """A Dockerfile whose pins are ARGs filled from `manifest`, used by one RUN per component."""
+    _check_manifest(manifest)
+    if not isinstance(base_image, str) or not base_image.strip() or any(c.isspace() for c in base_image):
+        raise ValueError(f"base_image must be one image name without spaces, e.g. 'ubuntu:22.04', got {base_image!r}")
     lines = [f"# generated from the manifest {manifest.name!r}: edit the manifest", f"FROM {base_image}"]
     lines += [f"ARG {_var_name(c)}={c.ref}" for c in manifest.components]
     lines += [f"RUN {cmd}" for cmd in _install_lines(manifest, var=True)]
@@ -743,7 +755,8 @@ def render_dockerfile(manifest: StackManifest, base_image: str = "ubuntu:22.04")
 
 def render_workflow(manifest: StackManifest, job: str = "npu_tests") -> str:
     """A CI workflow (YAML) whose refs come from `manifest` through the job's `env:` block."""
-    if not re.fullmatch(r"[A-Za-z_][\w-]*", job):
+    _check_manifest(manifest)
+    if not isinstance(job, str) or not re.fullmatch(r"[A-Za-z_][\w-]*", job):
         raise ValueError(f"job={job!r} must be a workflow job id (letters, digits, '_' and '-')")
     lines = [f"# generated from the manifest {manifest.name!r}: edit the manifest", f"name: {job}", "jobs:"]
     lines += [f"  {job}:", "    env:"]
@@ -755,6 +768,7 @@ def render_workflow(manifest: StackManifest, job: str = "npu_tests") -> str:
 
 def manifest_pins(manifest: StackManifest) -> set[tuple[str, str]]:
     """(repo key, ref) for each component: what every generated file must pin."""
+    _check_manifest(manifest)
     return {(c.key, c.ref) for c in manifest.components}
 
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,8 +188,10 @@ def _child_env(env_value: str | None) -> dict[str, str]:
 def run_experiments(experiments: Sequence[Experiment], folder: str | Path, timeout_s: float = 10.0) -> list[Outcome]:
     """Run each experiment in a fresh `python -I -S` subprocess (all at once) and report what it saw.
 
-    `folder` holds the toy packages (see write_toy_packages). Raises TimeoutError naming the
-    experiment if one runs past `timeout_s`, RuntimeError with the child's last error line if it fails.
+    `folder` holds the toy packages (see write_toy_packages). The processes start together and share
+    one deadline, `timeout_s` after the start: one still running then raises TimeoutError naming its
+    experiment, and a child that fails raises RuntimeError with its last error line. Each process
+    leads its own process group, so a worker it launched is stopped with it (no orphans left behind).
     """
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s <= 120:
         raise ValueError(f"timeout_s must be a number in (0, 120] seconds, got {timeout_s!r}")
@@ -201,12 +205,14 @@ def run_experiments(experiments: Sequence[Experiment], folder: str | Path, timeo
         code = _script(str(root), exp.imports, exp.worker_imports, float(timeout_s))
         cmd = [sys.executable, "-I", "-S", "-c", code]
         procs.append(subprocess.Popen(cmd, env=_child_env(exp.env_value), cwd=root, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))  # fmt: skip
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      start_new_session=True))  # fmt: skip
+    deadline = time.monotonic() + timeout_s
     outcomes = []
     try:
         for exp, proc in zip(experiments, procs, strict=True):
             try:
-                out, err = proc.communicate(timeout=timeout_s)
+                out, err = proc.communicate(timeout=max(deadline - time.monotonic(), 0.01))
             except subprocess.TimeoutExpired as e:
                 raise TimeoutError(f"experiment {exp.name!r} did not finish within {timeout_s} s") from e
             if proc.returncode != 0:
@@ -216,11 +222,19 @@ def run_experiments(experiments: Sequence[Experiment], folder: str | Path, timeo
             worker = words[2] if len(words) == 4 else None
             outcomes.append(Outcome(exp, words[0], worker, "True" in words[1::2]))
     finally:
-        for proc in procs:  # never leave a child behind, whatever went wrong above
+        for proc in procs:  # never leave a child (or its worker) behind, whatever went wrong above
             if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+                _kill_group(proc)
     return outcomes
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    """Stop a still-running experiment and every process in its group (the worker it started)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the child leads its own group: start_new_session=True
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.communicate()
 
 
 def lesson_experiments(adaptor: str = ADAPTOR) -> tuple[Experiment, ...]:

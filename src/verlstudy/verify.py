@@ -43,7 +43,7 @@ NOT_COMPARABLE: tuple[tuple[str, str, str], ...] = (
     (
         "05",
         "checkpoint.strict in the GLM recipe",
-        "a config flag of Megatron's dist-checkpoint loader; no pure function",
+        "a flag passed to Megatron-Bridge's HF weight export (save_hf_weights); no pure function",
     ),
     ("06", "verl/__init__.py VERL_USE_EXTERNAL_MODULES", "runs at verl import time, which needs verl's dependencies"),
     ("08", "docker/ and scripts/ refs", "Dockerfiles and install scripts are not shipped in the verl package"),
