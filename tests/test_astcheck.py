@@ -136,6 +136,55 @@ def test_reassignment_after_wrapping_is_caught() -> None:
     assert unwrapped_lines(text) == [5]
 
 
+@pytest.mark.parametrize(
+    "rebinding",
+    [
+        "stored, extra = mo, 1",
+        "stored += mo",
+        "for stored in [mo]:\n        pass",
+        "with ctx(mo) as stored:\n        pass",
+        "[stored, *rest] = [mo]",
+    ],
+)
+def test_any_later_rebinding_breaks_the_alias(rebinding: str) -> None:
+    text = f"""
+def f(mo, ctx):
+    stored = detach_tree(mo)
+    {rebinding}
+    return {{"model_output": stored}}
+"""
+    (store,) = find_stores(text)
+    assert not store.wrapped and "is rebound on line 4" in store.reason
+
+
+def test_walrus_and_comprehension_variables() -> None:
+    text = """
+    def f(mo):
+        if (stored := detach_tree(mo)) is not None:
+            pass
+        names = [stored for stored in ["a", "b"]]  # the comprehension's own variable
+        return {"model_output": stored, "names": names}
+
+    def g(mo):
+        return {"model_output": (kept := detach_tree(mo))}
+
+    def h(mo):
+        return {"model_output": (kept := mo)}
+    """
+    assert [(s.function, s.wrapped) for s in find_stores(src(text))] == [("f", True), ("g", True), ("h", False)]
+
+
+def test_assignment_order_is_by_line_not_by_nesting() -> None:
+    text = """
+    def f(mo, flag):
+        if flag:
+            stored = mo
+        stored = detach_tree(mo)
+        return {"model_output": stored}
+    """
+    assert unwrapped_lines(text) == []
+
+
 def test_wrapping_after_the_store_does_not_count() -> None:
     text = """
     def f(mo):

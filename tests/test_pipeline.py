@@ -43,6 +43,67 @@ def test_leak_slope_equals_the_named_prediction_exactly() -> None:
     ]
 
 
+def test_predicted_sites_name_the_functions_the_tracker_names() -> None:
+    _, sites, _ = measure_slope(CFG, 4)
+    assert {s.function: s.bytes for s in sites} == pl.predicted_leak_sites(CFG)
+    assert list(pl.predicted_leak_sites(CFG).values()) == list(predicted_leak_bytes(CFG).values())
+    assert pl.predicted_leak_sites(pl.config_with(CFG, pp_size=1)) == {"loss_func": CFG.seq_len * 4}
+
+
+def test_the_store_is_consumed_at_the_end_and_then_everything_it_pinned_is_freed() -> None:
+    tracker = AllocationTracker()
+    run = run_pipeline(CFG, 3, tracker=tracker)
+    store = run.forward_data_store
+    expected = torch.cat([o["model_output"].detach() for o in store])
+    assert tracker.live_bytes() > 3 * sum(predicted_leak_bytes(CFG).values())
+    merged = pl.consume_store(store)
+    assert store == [] and merged.shape == (3 * CFG.seq_len,) and torch.equal(merged.detach(), expected)
+    assert merged.grad_fn is not None and tracker.live_bytes() > 0, "the merge keeps the graphs, like upstream's"
+    del merged
+    assert tracker.live_bytes() == 0
+    fixed_tracker = AllocationTracker()
+    fixed = run_pipeline(CFG, 3, tracker=fixed_tracker, detach_outputs=True)
+    assert fixed_tracker.live_bytes() == 3 * CFG.seq_len * CFG.itemsize  # only the stored outputs are left
+    assert not pl.consume_store(fixed.forward_data_store).requires_grad and fixed_tracker.live_bytes() == 0
+
+
+@pytest.mark.parametrize(
+    ("store", "exc", "match"),
+    [
+        ([], ValueError, "non-empty list"),
+        ((), ValueError, "non-empty list"),
+        ([{"loss": 1.0}], TypeError, r"forward_data_store\[0\] must be a dict holding"),
+        ([{"model_output": torch.ones(2)}, [1]], TypeError, r"forward_data_store\[1\]"),
+    ],
+)
+def test_consume_store_bad_input(store: object, exc: type, match: str) -> None:
+    with pytest.raises(exc, match=match):
+        pl.consume_store(store)  # type: ignore[arg-type]
+
+
+def test_measure_controls_and_their_table() -> None:
+    controls = pl.measure_controls(CFG, 3, layers=(3,))
+    leak = sum(predicted_leak_bytes(CFG).values())
+    own = CFG.seq_len * CFG.itemsize
+    assert controls == {
+        "leak (PP=2, 1 layer/stage)": leak,
+        "forward only": own,
+        "PP=1": own,
+        "3 layers/stage": leak,
+    }
+    table = pl.controls_table(controls).splitlines()
+    assert table[0].startswith("| run | ours") and len(table) == 2 + len(controls)
+    assert table[3] == f"| forward only | {own} | {pl.UPSTREAM_CONTROLS['forward only']} |"
+    assert table[2] == f"| leak (PP=2, 1 layer/stage) | {leak} | - |"
+    assert pl.controls_table({"x": 1}, {"x": "theirs"}).splitlines()[2] == "| x | 1 | theirs |"
+    with pytest.raises(ValueError, match="non-empty dict"):
+        pl.controls_table({})
+    with pytest.raises(TypeError, match="layers must be ints"):
+        pl.measure_controls(CFG, 3, layers=(2.0,))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="PipelineConfig"):
+        pl.measure_controls({}, 3)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_fix_slope_is_the_stored_outputs_own_bytes(dtype: str) -> None:
     cfg = pl.config_with(CFG, dtype=dtype)
@@ -218,6 +279,8 @@ def test_leak_snapshot_is_attributed_like_the_tracker() -> None:
     sites = snapshot_top_sites(pl.leak_snapshot(CFG, 3), n=3)
     assert [s.function for s in sites] == ["create_tensor_recv_prev", "backward_step", "loss_func"]
     assert [s.count for s in sites] == [2, 2, 2]
+    with pytest.raises(ValueError, match="num_micro_batches must be an int >= 2"):
+        pl.leak_snapshot(CFG, 1)
 
 
 def test_stored_fixture_matches_a_fresh_construction() -> None:

@@ -328,6 +328,16 @@ def test_low_var_kl_is_zero_with_exactly_zero_gradient_at_the_reference() -> Non
     assert bool((kl2 > 0).all()) and bool(logp.grad.ne(0).all())
 
 
+def test_low_var_kl_clamps_the_log_ratio_before_exp_like_verl() -> None:
+    # A response the policy gives probability 0 (logp = -inf): without the inner clamp, exp(inf) - inf is NaN.
+    logp = torch.tensor([float("-inf"), -30.0, -1.0])
+    ref = torch.tensor([-1.0, 0.0, -30.0])
+    kl = low_var_kl(logp, ref)
+    assert torch.equal(kl, torch.tensor([10.0, 10.0, 10.0]))
+    small = low_var_kl(torch.tensor([-1.0]), torch.tensor([-1.5]))
+    assert torch.allclose(small, torch.exp(torch.tensor([-0.5])) + 0.5 - 1)
+
+
 def test_low_var_kl_rejects_bad_input() -> None:
     with pytest.raises(ValueError, match="same shape"):
         low_var_kl(torch.zeros(2), torch.zeros(3))

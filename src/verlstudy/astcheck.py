@@ -12,8 +12,10 @@ place a value is *stored* under a key (default ``"model_output"``):
 A key may be a string literal or a module-level name bound to one (``KEY = "model_output"``).
 A store is *wrapped* when its value is a call to the wrapper (``detach_tree(...)`` or
 ``utils.detach_tree(...)``), a name whose last earlier assignment in the same function is such a call
-and runs unconditionally before the store (aliasing through a variable), or a literal with no names in
-it (``{}``, ``None``: nothing there can hold a graph). Everything else is reported. The check is
+and runs unconditionally before the store (aliasing through a variable; ``(name := ...)`` counts too),
+or a literal with no names in it (``{}``, ``None``: nothing there can hold a graph). Any other
+rebinding in between (tuple unpacking, ``+=``, a ``for`` or ``with`` target) makes the value unknown.
+Everything else is reported. The check is
 deliberately conservative: an assignment inside an ``if``/``for``/``try`` that does not also enclose
 the store does not count, because it may not have run.
 """
@@ -155,23 +157,37 @@ def _scope_name(scope: ast.AST) -> str:
     return "<module>"
 
 
-def _assignments_to(ctx: _Context, scope: ast.AST, name: str) -> list[tuple[ast.stmt, ast.AST]]:
-    # (statement, assigned value) for `name = value` / `name: T = value` directly in this scope.
-    found: list[tuple[ast.stmt, ast.AST]] = []
+def _in_comprehension_target(ctx: _Context, node: ast.AST) -> bool:
+    # `for a, stored in ...` inside a comprehension: the Name sits in a Tuple under the comprehension.
+    cur = ctx.parent.get(node)
+    while isinstance(cur, ast.Tuple | ast.List | ast.Starred):
+        cur = ctx.parent.get(cur)
+    return isinstance(cur, ast.comprehension)
+
+
+def _assignments_to(ctx: _Context, scope: ast.AST, name: str) -> list[tuple[ast.stmt, ast.AST | None]]:
+    """Every binding of `name` directly in this scope, in source order: (statement, assigned value).
+
+    The value is known for `name = v`, `name: T = v` and `(name := v)`; any other binding (tuple
+    unpacking, `+=`, a `for` or `with` target, ...) gives None: the name then holds something unknown.
+    """
+    found: list[tuple[ast.stmt, ast.AST | None]] = []
     for node in ast.walk(scope):
+        if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)):
+            continue
         if ctx.scope_of(node) is not scope:
             continue
-        if isinstance(node, ast.Assign):
-            if any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-                found.append((node, node.value))
-        elif (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and node.target.id == name
-            and node.value is not None
-        ):
-            found.append((node, node.value))
-    return found
+        parent = ctx.parent.get(node)
+        if _in_comprehension_target(ctx, node):
+            continue  # a comprehension's loop variable is local to the comprehension
+        if isinstance(parent, ast.AnnAssign) and parent.value is None:
+            continue  # `name: T` without a value binds nothing
+        direct = (
+            (isinstance(parent, ast.Assign) and node in parent.targets)
+            or isinstance(parent, ast.AnnAssign | ast.NamedExpr)  # the Name is their (only) target
+        )
+        found.append((ctx.statement_of(node), parent.value if direct else None))  # type: ignore[union-attr]
+    return sorted(found, key=lambda sv: (sv[0].lineno, sv[0].col_offset))
 
 
 def _is_grad_free_literal(node: ast.AST) -> bool:
@@ -196,6 +212,9 @@ def _judge(ctx: _Context, value: ast.AST, store_stmt: ast.stmt) -> tuple[bool, s
             return True, f"wrapped in {wrapper}" if current is value else f"alias of {wrapper}"
         if _is_grad_free_literal(current):
             return True, "a literal: holds no tensors"
+        if isinstance(current, ast.NamedExpr):  # `(name := value)`: judge the value
+            current = current.value
+            continue
         if not isinstance(current, ast.Name):
             return False, f"value is not wrapped in {wrapper}"
         earlier = [(s, v) for s, v in _assignments_to(ctx, scope, current.id) if s.lineno < at.lineno]
@@ -205,6 +224,9 @@ def _judge(ctx: _Context, value: ast.AST, store_stmt: ast.stmt) -> tuple[bool, s
         # The assignment counts only if every block around it also surrounds the store.
         if not set(ctx.blocks_above(stmt, scope)) <= set(ctx.blocks_above(at, scope)):
             return False, f"{current.id!r} is assigned on line {stmt.lineno} only conditionally"
+        if assigned is None:
+            kind = type(stmt).__name__
+            return False, f"{current.id!r} is rebound on line {stmt.lineno} ({kind}), not from {wrapper}"
         current, at = assigned, stmt
     return False, f"alias chain longer than {_MAX_ALIAS_HOPS} assignments"
 

@@ -301,10 +301,16 @@ def load_snapshot(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     return snapshot
 
 
+NO_STACK = Frame("<no stack>", 0, "<no Python stack>")
+
+
 def _snapshot_site(frames: Sequence[Mapping[str, Any]]) -> Frame:
     # Frames are innermost first; the site is the first Python frame outside torch.
-    if not frames:  # allocated before recording started, or recorded without stacks
-        return Frame("<no stack>", 0, "<allocated before recording>")
+    # No frames at all: the block was allocated before recording started (parameters, optimizer
+    # state), recording ran without stacks, or it was allocated on a thread with no Python frames,
+    # which on CUDA includes every backward allocation (autograd runs it on its device thread).
+    if not frames:
+        return NO_STACK
     for fr in frames:
         filename = str(fr.get("filename", ""))
         if filename.endswith(".py") and "/torch/" not in filename.replace("\\", "/"):

@@ -315,6 +315,38 @@ def predicted_leak_bytes(config: PipelineConfig) -> dict[str, int]:
     }
 
 
+# Which function the tracker names for each part of `predicted_leak_bytes` (same order).
+LEAK_PART_SITES: dict[str, str] = {
+    "receive buffer (create_tensor_recv_prev)": "create_tensor_recv_prev",
+    "its gradient (backward_step)": "backward_step",
+    "model_output (per-token log-probs)": "loss_func",
+}
+
+
+def predicted_leak_sites(config: PipelineConfig) -> dict[str, int]:
+    """`predicted_leak_bytes` keyed by the function the tracker should name for each part."""
+    return {LEAK_PART_SITES[part]: nbytes for part, nbytes in predicted_leak_bytes(config).items()}
+
+
+def consume_store(forward_data_store: list[Any]) -> torch.Tensor:
+    """The end of the mini-batch: merge the stored per-token outputs in order, then empty the store.
+
+    Like `postprocess_batch_func`, the merge keeps whatever autograd link the stored outputs have
+    (a leaking store's graphs stay pinned by the merged tensor until it is dropped too).
+    """
+    if not isinstance(forward_data_store, list) or not forward_data_store:
+        raise ValueError("forward_data_store must be a non-empty list of per-micro-batch output dicts")
+    outputs = []
+    for i, item in enumerate(forward_data_store):
+        value = item.get("model_output") if isinstance(item, dict) else None
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"forward_data_store[{i}] must be a dict holding a 'model_output' tensor")
+        outputs.append(value)
+    merged = torch.cat(outputs)
+    forward_data_store.clear()
+    return merged
+
+
 def graph_leaves(tensor: torch.Tensor) -> list[torch.Tensor]:
     """The leaf tensors (parameters, receive buffers) that `tensor`'s autograd graph still reaches.
 
@@ -500,6 +532,49 @@ def measure_slope(
     return run.slope, sites, run
 
 
+# Upstream's control figures, as the digest of PR #7874 reports them (unverified; a real model's sizes).
+UPSTREAM_CONTROLS: dict[str, str] = {
+    "forward only": "0.76 MiB per micro-batch (digest, unverified)",
+    "PP=1": "0.31 MiB per micro-batch (digest, unverified)",
+}
+
+
+def measure_controls(
+    config: PipelineConfig, num_micro_batches: int = 4, *, layers: Sequence[int] = (2, 4), seed: int = 0
+) -> dict[str, int]:
+    """Bytes retained per micro-batch: the leaking run, forward only, PP=1 and deeper stages.
+
+    Keys: "leak (PP=<pp>, <L> layer/stage)", "forward only", "PP=1", then "<L> layers/stage" per `layers`.
+    """
+    if not isinstance(config, PipelineConfig):
+        raise TypeError(f"config must be a PipelineConfig, got {type(config).__name__}")
+    depths = list(layers)
+    if any(isinstance(d, bool) or not isinstance(d, int) for d in depths):
+        raise TypeError(f"layers must be ints (layers per stage), got {depths!r}")
+
+    def slope(cfg: PipelineConfig, **kwargs: Any) -> int:
+        return int(measure_slope(cfg, num_micro_batches, seed=seed, **kwargs)[0])
+
+    controls = {
+        f"leak (PP={config.pp_size}, {config.layers_per_stage} layer/stage)": slope(config),
+        "forward only": slope(config, forward_only=True),
+        "PP=1": slope(config_with(config, pp_size=1)),
+    }
+    for depth in depths:
+        controls[f"{depth} layers/stage"] = slope(config_with(config, layers_per_stage=depth))
+    return controls
+
+
+def controls_table(controls: dict[str, int], upstream: dict[str, str] | None = None) -> str:
+    """A markdown table of bytes per micro-batch, with upstream's quoted figures beside ours."""
+    if not isinstance(controls, dict) or not controls:
+        raise ValueError("controls must be a non-empty dict of run name -> bytes per micro-batch")
+    quoted = UPSTREAM_CONTROLS if upstream is None else upstream
+    rows = ["| run | ours: bytes per micro-batch | upstream (quoted, theirs) |", "| --- | ---: | --- |"]
+    rows += [f"| {name} | {nbytes} | {quoted.get(name, '-')} |" for name, nbytes in controls.items()]
+    return "\n".join(rows)
+
+
 # -- exercise checkers ---------------------------------------------------------------------------
 
 _PREDICTION_CASES = (
@@ -598,7 +673,12 @@ def config_with(config: PipelineConfig, **changes: Any) -> PipelineConfig:
 
 
 def leak_snapshot(config: PipelineConfig | None = None, num_micro_batches: int = 4, seed: int = 0) -> dict[str, Any]:
-    """What survives a leaking mini-batch, written in the CUDA snapshot format (constructed on CPU)."""
+    """What survives a leaking mini-batch, written in the CUDA snapshot format (constructed on CPU).
+
+    Micro-batches 2.. only (the first one makes one-off allocations), so `num_micro_batches` >= 2.
+    """
+    if isinstance(num_micro_batches, bool) or not isinstance(num_micro_batches, int) or num_micro_batches < 2:
+        raise ValueError(f"num_micro_batches must be an int >= 2 (the first one is skipped), got {num_micro_batches!r}")
     config = config if config is not None else PipelineConfig()
     tracker = AllocationTracker()
     run = run_pipeline(config, num_micro_batches, tracker=tracker, seed=seed)

@@ -212,9 +212,11 @@ PLACEMENTS: tuple[str, ...] = ("after_loss", "before_loss")
 
 
 def low_var_kl(log_probs: torch.Tensor, ref_log_probs: torch.Tensor) -> torch.Tensor:
-    """Per-token k3 KL estimate, verl's ``low_var_kl``: exp(ref - logp) - (ref - logp) - 1, clamped to [-10, 10].
+    """Per-token k3 KL estimate, as verl's ``low_var_kl`` computes it (``core_algos.kl_penalty``).
 
-    Where the policy equals the reference it is 0 with an exactly zero gradient (d/dlogp = 1 - exp(0)).
+    With d = ref - logp clamped to [-20, 20] first (so exp cannot overflow): exp(d) - d - 1, clamped
+    to [-10, 10]. Where the policy equals the reference it is 0 with an exactly zero gradient
+    (d/dlogp = 1 - exp(0)).
     """
     if not (isinstance(log_probs, torch.Tensor) and isinstance(ref_log_probs, torch.Tensor)):
         raise TypeError("log_probs and ref_log_probs must be torch.Tensors")
@@ -223,7 +225,7 @@ def low_var_kl(log_probs: torch.Tensor, ref_log_probs: torch.Tensor) -> torch.Te
             f"log_probs and ref_log_probs must have the same shape, got {tuple(log_probs.shape)} "
             f"and {tuple(ref_log_probs.shape)}"
         )
-    diff = ref_log_probs - log_probs
+    diff = (ref_log_probs - log_probs).clamp(-20.0, 20.0)
     return (diff.exp() - diff - 1).clamp(-10.0, 10.0)
 
 
