@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -246,9 +245,8 @@ def test_one_f_one_b_order_properties() -> None:
 
 
 def test_gloo_two_ranks_only_the_last_stage_grows() -> None:
-    start = time.monotonic()
+    # bounded: run_local raises TimeoutError and kills both ranks if they are not done in timeout_s
     r0, r1 = run_local(pl.gloo_pipeline_worker, 2, CFG, (1, 2, 3), False, 0, timeout_s=60)
-    assert time.monotonic() - start < 60
     assert (r0["rank"], r1["rank"]) == (0, 1)
     assert r0["slope"] == 0.0
     assert r1["slope"] == sum(predicted_leak_bytes(CFG).values())
