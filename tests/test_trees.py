@@ -428,16 +428,6 @@ def _verdict(exercise_id: str, checker: object, answer: object) -> str:
     return exercise_results()[exercise_id]
 
 
-def _always_detach(obj: object) -> object:
-    if isinstance(obj, torch.Tensor):
-        return obj.detach()
-    if isinstance(obj, dict):
-        return {k: _always_detach(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return type(obj)(_always_detach(v) for v in obj)
-    return obj
-
-
 def _mutating_detach(obj: object) -> object:
     if isinstance(obj, dict):
         for k, v in obj.items():
@@ -460,7 +450,7 @@ def test_check_detach_tree_reference_passes() -> None:
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (_always_detach, "the *same object*"),
+        (detach_tree_always, "the *same object*"),
         (_mutating_detach, "the input was mutated"),
         (lambda obj: obj, "return a new dict"),
         (lambda obj: {k: list(v) if isinstance(v, tuple) else v for k, v in detach_tree(obj).items()}, "tuples stay"),

@@ -1,7 +1,6 @@
 """verify-upstream: our helpers agree with upstream verl's functions, and a planted difference is caught."""
 
 import pytest
-import torch
 
 from verlstudy import verify
 from verlstudy.cli import main
@@ -48,18 +47,10 @@ def test_a_planted_difference_is_reported_with_the_first_differing_case(monkeypa
 
 @needs_verl
 def test_a_detach_tree_that_always_copies_is_caught():
-    row = verify.compare_detach_tree(cases=300, ours=lambda t: verify_always_detach(t))
+    from verlstudy.trees import detach_tree_always
+
+    row = verify.compare_detach_tree(cases=300, ours=detach_tree_always)
     assert row.status == "differ" and "same tensor object" in row.detail
-
-
-def verify_always_detach(obj):
-    if isinstance(obj, torch.Tensor):
-        return obj.detach()
-    if isinstance(obj, dict):
-        return {k: verify_always_detach(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return type(obj)(verify_always_detach(v) for v in obj)
-    return obj
 
 
 def test_recording_refuses_when_anything_differs(tmp_path):
