@@ -2,7 +2,7 @@
 
 import pytest
 
-from verlstudy.cli import doctor_checks, main
+from verlstudy.cli import doctor_checks, main, verl_status
 
 
 def test_list_prints_the_course_map(capsys):
@@ -69,3 +69,11 @@ def test_plan_prints_the_facilitators_day_and_a_half_day_variant(capsys):
     rows = capsys.readouterr().out.strip().splitlines()[2:]
     assert [row.split(" | ")[1][:2] for row in rows] == ["00", "01", "02", "Wr"]
     assert rows[0].startswith("| 13:00-13:15 |") and rows[-1].startswith("| 15:00-15:15 |")
+
+
+def test_doctor_says_how_to_get_verl_and_when_it_is_not_the_verified_version():
+    assert verl_status(None, {"00": "0.9.1"}).startswith("not installed (upstream cells skip; `pip install --no-deps")
+    assert verl_status("0.9.1", {"00": "0.9.1", "01": "0.9.1"}) == "0.9.1"
+    assert verl_status("0.10.0", {"00": "0.9.1", "01": "0.10.0", "02": "0.9.1"}) == (
+        "0.10.0; lessons 00, 02 were verified against another verl: run `verlstudy verify-upstream`"
+    )

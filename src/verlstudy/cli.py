@@ -89,6 +89,17 @@ def _version(package: str) -> str | None:
         return None
 
 
+def verl_status(installed: str | None, verified: dict[str, str]) -> str:
+    """The doctor's verl line: installed or not, and whether it is the version the lessons were checked against."""
+    if not installed:
+        return "not installed (upstream cells skip; `pip install --no-deps -r requirements-upstream.txt` adds it)"
+    behind = sorted(code for code, version in verified.items() if version != installed)
+    if not behind:
+        return installed
+    lessons = ", ".join(behind)
+    return f"{installed}; lessons {lessons} were verified against another verl: run `verlstudy verify-upstream`"
+
+
 def doctor_checks() -> list[tuple[bool, str]]:
     """(ok, line) for each thing the course needs, and informational lines for optional things."""
     checks: list[tuple[bool, str]] = []
@@ -108,8 +119,7 @@ def doctor_checks() -> list[tuple[bool, str]]:
 
     found = devices.visible_accelerators()
     checks.append((True, f"accelerators visible: {', '.join(found) if found else 'none (CPU only; GPU cells skip)'}"))
-    verl = _version("verl")
-    checks.append((True, f"optional verl: {verl if verl else 'not installed (upstream checks skip)'}"))
+    checks.append((True, "optional verl: " + verl_status(_version("verl"), course.upstream_verified_versions())))
     missing = [lesson.code for lesson in course.LESSONS if not lesson.notebook.exists()]
     checks.append((not missing, f"notebooks: {len(course.LESSONS) - len(missing)}/{len(course.LESSONS)} present"))
     return checks
