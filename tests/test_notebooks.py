@@ -118,3 +118,35 @@ class TestNotebook:
         assert len(cells) == 1, "one cell runs verlstudy.verify.upstream_check"
         assert f'upstream_check("{lesson.code}")' in cells[0].source
         assert "nbval-ignore-output" in _tags(cells[0]), "its output names the installed verl version"
+
+
+def _bound_names(tree: ast.AST) -> set[str]:
+    """Every name a piece of code binds anywhere: assignments, defs, imports, loop/with/except targets."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+    return names
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.code)
+def test_accelerator_cells_only_use_names_defined_before_them(lesson):
+    """GPU/NPU cells never run on a CPU, so a typo in one would only surface on a learner's GPU."""
+    import builtins
+
+    defined = set(dir(builtins))
+    for i, cell in enumerate(_code(_read(lesson))):
+        tree = ast.parse(cell.source)
+        if {"gpu", "npu"} & set(_tags(cell)):
+            used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+            undefined = used - defined - _bound_names(tree)
+            assert not undefined, f"accelerator cell {i} uses {sorted(undefined)}, defined nowhere before it"
+        defined |= _bound_names(tree)
