@@ -150,3 +150,29 @@ def test_mime_order_does_not_count_as_a_change():
     old.cells[0].outputs = [nbformat.v4.new_output("display_data", data={"image/png": "AA", "text/plain": "<Figure>"})]
     new.cells[0].outputs = [nbformat.v4.new_output("display_data", data={"text/plain": "<Figure>", "image/png": "AA"})]
     assert runner.changed_cells(old, new) == []
+
+
+@pytest.mark.slow
+def test_papermill_runs_leave_the_process_folder_alone(tmp_path, monkeypatch):
+    """Lessons run in threads: a chdir in one run would send another run's relative paths astray."""
+    import os
+
+    kernel_dir = tmp_path / "kernel_here"
+    kernel_dir.mkdir()
+    nbformat.write(_nb("import os", "print(os.getcwd())"), tmp_path / "in.ipynb")
+    monkeypatch.chdir(tmp_path)
+
+    real_chdir = os.chdir
+
+    def only_to_where_we_are(path):  # papermill's file handler re-enters the current folder; that is harmless
+        if runner.Path(path).resolve() != tmp_path.resolve():
+            raise AssertionError(f"the process folder was changed to {path}")
+        real_chdir(path)
+
+    monkeypatch.setattr(os, "chdir", only_to_where_we_are)
+    status, error, _ = runner.execute_with_papermill(
+        runner.Path("in.ipynb"), runner.Path("out/run.ipynb"), {}, kernel_dir, timeout_s=60
+    )
+    assert (status, error) == ("passed", "")
+    out = nbformat.read(tmp_path / "out" / "run.ipynb", as_version=4)
+    assert out.cells[1].outputs[0]["text"] == f"{kernel_dir}\n", "the kernel runs in the folder it was given"

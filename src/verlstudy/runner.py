@@ -297,14 +297,17 @@ def execute_with_papermill(
     start = time.perf_counter()
     status, error = "passed", ""
     try:
+        # Lessons run in threads: papermill's `cwd=` would chdir the whole process, so another thread
+        # could read or write relative paths, or start its kernel, in the wrong folder. Absolute paths,
+        # and the kernel's folder given to nbclient directly, keep each run to itself.
         papermill.execute_notebook(
-            str(source),
-            str(target),
+            str(Path(source).resolve()),
+            str(Path(target).resolve()),
             parameters=dict(parameters),
             kernel_name=KERNEL_NAME,
             progress_bar=False,
             log_output=False,
-            cwd=str(cwd),
+            resources={"metadata": {"path": str(Path(cwd).resolve())}},
             execution_timeout=timeout_s,
             request_save_on_cell_execute=False,
             extra_arguments=KERNEL_ARGS,
