@@ -2,9 +2,13 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# The CPU build of torch for CI and laptops; on a GPU box install your torch first and set CONSTRAINTS=
+# The CPU build of torch for CI and laptops: pinned in constraints.txt and taken from PyTorch's CPU wheel
+# index when that is reachable (PyPI's torch for Linux is the multi-GB CUDA build). On a GPU box, install
+# your torch into .venv first and run `make setup CONSTRAINTS= TORCH_INDEX=`.
 CONSTRAINTS ?= constraints.txt
 PIP_CONSTRAINT := $(if $(CONSTRAINTS),-c $(CONSTRAINTS),)
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+LAB_DIR ?= notebooks
 STAMP := $(VENV)/.installed
 WORKERS ?= 2
 export TQDM_DISABLE := 1
@@ -16,6 +20,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 $(STAMP): pyproject.toml $(CONSTRAINTS) requirements-upstream.txt
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --retries 2 $(PIP_CONSTRAINT) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),) torch
 	$(BIN)/python -m pip install -q $(PIP_CONSTRAINT) -e ".[dev]"
 	$(BIN)/python -m pip install -q --no-deps -r requirements-upstream.txt
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (verlstudy)" >/dev/null
@@ -36,10 +41,10 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -n $(WORKERS) -m "not course_run and not slow" tests
 
-## JupyterLab for learners (kept out of the test path: it slows every nbformat import)
+## JupyterLab for learners (kept out of the test path: it slows every nbformat import); LAB_DIR=student in a workshop
 lab: setup
 	$(BIN)/python -m pip install -q $(PIP_CONSTRAINT) -e ".[dev,lab]"
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab $(LAB_DIR)/
 
 ## compare each lesson's helper with upstream verl's own function (record the version with RECORD=--record)
 verify-upstream: setup
@@ -49,13 +54,14 @@ lint: setup
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 
-## the student edition (solutions replaced by stubs) in student/
+## the student edition (solutions replaced by stubs) in student/; notebooks a learner changed need FORCE=1
 student: setup
-	$(BIN)/verlstudy student --out student
+	$(BIN)/verlstudy student --out student $(if $(FORCE),--force,)
 
 ## run the course, then render it to HTML in site/ (open site/index.html)
 site: course
 	$(BIN)/verlstudy site --from build/executed --out site
 
+## build outputs only: student/ may hold a learner's work, remove it by hand
 clean:
-	rm -rf build student site
+	rm -rf build site

@@ -77,3 +77,16 @@ def test_doctor_says_how_to_get_verl_and_when_it_is_not_the_verified_version():
     assert verl_status("0.10.0", {"00": "0.9.1", "01": "0.10.0", "02": "0.9.1"}) == (
         "0.10.0; lessons 00, 02 were verified against another verl: run `verlstudy verify-upstream`"
     )
+
+
+@pytest.mark.slow
+def test_a_run_with_its_own_out_keeps_its_report_there_and_leaves_the_course_build_alone(tmp_path, capsys):
+    from verlstudy import course
+
+    course_report = course.project_root() / "build" / "report.md"
+    before = course_report.read_text() if course_report.exists() else None
+    out = tmp_path / "mine"
+    assert main(["run", "00", "--out", str(out), "--no-floor"]) == 0
+    assert (out / "00_start_here.ipynb").exists()
+    assert "| 00_start_here | passed |" in (out / "report.md").read_text()
+    assert (course_report.read_text() if course_report.exists() else None) == before

@@ -1,6 +1,7 @@
 """The install story: conda and pip list the same packages, CI runs exactly the README's test command."""
 
 import re
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -35,10 +36,24 @@ def test_versions_are_ranges_not_pins():
         assert "==" not in requirement, requirement
 
 
-def test_ci_gets_the_cpu_build_of_torch_through_the_makefile():
+def test_setup_installs_the_pinned_cpu_torch_before_anything_can_pull_the_cuda_one(tmp_path):
     assert "torch==2.13.0" in (ROOT / "constraints.txt").read_text()
-    makefile = (ROOT / "Makefile").read_text()
-    assert "CONSTRAINTS ?= constraints.txt" in makefile and "$(PIP_CONSTRAINT)" in makefile
+    dry_run = subprocess.run(
+        ["make", "-n", "-B", "setup", f"VENV={tmp_path / 'venv'}"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    installs = [line for line in dry_run if "pip install" in line]
+    torch_step, project_step = installs[0], installs[1]
+    assert torch_step.endswith(" torch") and "-c constraints.txt" in torch_step
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in torch_step
+    assert '-e ".[dev]"' in project_step and "-c constraints.txt" in project_step
+    gpu = subprocess.run(
+        ["make", "-n", "-B", "setup", f"VENV={tmp_path / 'venv'}", "CONSTRAINTS=", "TORCH_INDEX="],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "whl/cpu" not in gpu and "-c " not in gpu, "a GPU user can keep the torch they installed"
 
 
 def _readme_commands() -> list[str]:

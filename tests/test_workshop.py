@@ -97,6 +97,20 @@ def test_output_folder_that_is_a_file_is_refused(tmp_path, capsys):
     assert main(["student", "99", "--out", str(tmp_path / "s")]) == 2
 
 
+def test_a_learners_edited_notebook_is_never_overwritten_silently(tmp_path, capsys):
+    out = tmp_path / "student"
+    assert main(["student", "00", "--out", str(out)]) == 0
+    assert main(["student", "00", "--out", str(out)]) == 0, "an untouched edition may be rewritten"
+    mine = out / LESSON0.notebook.name
+    mine.write_text(mine.read_text().replace("NotImplementedError", "NotImplementedError  # my try", 1))
+    capsys.readouterr()
+    assert main(["student", "00", "--out", str(out)]) == 2
+    assert f"({LESSON0.notebook.name}): a learner's work?" in capsys.readouterr().err
+    assert "# my try" in mine.read_text(), "nothing was written"
+    assert main(["student", "00", "--out", str(out), "--force"]) == 0
+    assert "# my try" not in mine.read_text()
+
+
 def _solution_lines(lesson):
     """Statement lines of every solution body (what must not leak into the student edition)."""
     lines = set()

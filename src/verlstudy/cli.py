@@ -43,7 +43,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from e
     if args.device is not None:
         params["device"] = args.device
-    out = Path(args.out)
+    # without --out, the course's own build/ folder wherever you run from; a custom --out keeps its report inside
+    out = Path(args.out) if args.out else course.project_root() / "build" / "executed"
+    if args.report:
+        report_path = Path(args.report)
+    else:
+        report_path = out / "report.md" if args.out else course.project_root() / "build" / "report.md"
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a folder")
     for lesson in lessons:
@@ -66,7 +71,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     if bar is not None:
         bar.close()
     report = runner.report_markdown(results, floor)
-    report_path = Path(args.report)
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.write_text(report)
     print(report, end="")
@@ -153,7 +157,7 @@ def cmd_student(args: argparse.Namespace) -> int:
     from verlstudy import workshop
 
     try:
-        written = workshop.write_student_edition(Path(args.out), course.select_lessons(args.lessons))
+        written = workshop.write_student_edition(Path(args.out), course.select_lessons(args.lessons), force=args.force)
     except ValueError as e:
         raise UsageError(str(e)) from e
     print(f"student edition: {len(written)} notebooks in {args.out}")
@@ -209,12 +213,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="execute lessons with papermill and report")
     run.add_argument("lessons", nargs="*", help="lesson numbers (default: all)")
-    run.add_argument("-p", "--parameter", action="append", default=[], metavar="NAME=VALUE")
-    run.add_argument("--device", choices=DEVICE_CHOICES, default=None)
-    run.add_argument("--workers", type=int, default=2)
-    run.add_argument("--out", default="build/executed")
-    run.add_argument("--report", default="build/report.md")
-    run.add_argument("--junit", default=None, metavar="FILE")
+    run.add_argument(
+        "-p", "--parameter", action="append", default=[], metavar="NAME=VALUE", help="override a notebook parameter"
+    )
+    run.add_argument("--device", choices=DEVICE_CHOICES, default=None, help="sets every lesson's `device` parameter")
+    run.add_argument("--workers", type=int, default=2, help="notebooks executed at once (default 2)")
+    run.add_argument("--out", default=None, help="folder for the executed notebooks (default: build/executed)")
+    run.add_argument(
+        "--report", default=None, help="markdown report (default: build/report.md, or OUT/report.md with --out)"
+    )
+    run.add_argument("--junit", default=None, metavar="FILE", help="also write a JUnit XML file")
     run.add_argument("--no-floor", action="store_true", help="skip the floor notebook (no timing baseline)")
     run.set_defaults(func=cmd_run)
 
@@ -229,7 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     student = sub.add_parser("student", help="write the student edition (solutions replaced by stubs)")
     student.add_argument("lessons", nargs="*")
-    student.add_argument("--out", required=True)
+    student.add_argument("--out", required=True, help="folder to write (learners work here)")
+    student.add_argument("--force", action="store_true", help="overwrite notebooks a learner has changed")
     student.set_defaults(func=cmd_student)
 
     site = sub.add_parser("site", help="render executed lessons to HTML with an index")

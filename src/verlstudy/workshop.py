@@ -112,8 +112,16 @@ def _write_all(out: Path, files: dict[str, str]) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def write_student_edition(out: Path, lessons: Sequence[Lesson] | None = None) -> list[Path]:
-    """Write the student edition of the lessons (default: all) into `out`; return the written paths."""
+class WouldOverwriteWork(ValueError):
+    """The output folder holds student notebooks that differ from a fresh edition: a learner's work, maybe."""
+
+
+def write_student_edition(out: Path, lessons: Sequence[Lesson] | None = None, *, force: bool = False) -> list[Path]:
+    """Write the student edition of the lessons (default: all) into `out`; return the written paths.
+
+    A notebook already in `out` that differs from what would be written (a learner ran or edited it)
+    is never overwritten silently: without `force` nothing is written and the error names the files.
+    """
     out = Path(out)
     _check_out_dir(out)
     lessons = list(lessons) if lessons else list(course.LESSONS)
@@ -121,6 +129,12 @@ def write_student_edition(out: Path, lessons: Sequence[Lesson] | None = None) ->
     for lesson in lessons:
         nb = student_notebook(nbformat.read(lesson.notebook, as_version=4), lesson)
         files[lesson.notebook.name] = nbformat.writes(nb)
+    edited = sorted(name for name, text in files.items() if (out / name).exists() and (out / name).read_text() != text)
+    if edited and not force:
+        raise WouldOverwriteWork(
+            f"{out} already holds {len(edited)} notebook(s) that differ from a fresh student edition "
+            f"({', '.join(edited)}): a learner's work? Choose another --out, or pass --force to overwrite them"
+        )
     _write_all(out, files)
     return [out / name for name in files]
 
