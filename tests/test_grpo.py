@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verlstudy.claims import check_exercise
+from verlstudy.claims import ExerciseFailure, check_exercise
 from verlstudy.grpo import (
     LOG_RATIO_CLAMP,
     bandit_problem,
@@ -385,6 +385,23 @@ class TestExerciseCheckers:
         check_exercise("7.3", check_advantages, no_epsilon)
         out = capsys.readouterr().out
         assert "unbiased std" in out and "add epsilon" in out
+
+    def test_plain_python_without_epsilon_gets_the_epsilon_hint_not_a_crash(self, capsys):
+        def no_epsilon(rewards):
+            mean = sum(rewards) / len(rewards)
+            std = (sum((r - mean) ** 2 for r in rewards) / (len(rewards) - 1)) ** 0.5
+            return [(r - mean) / std for r in rewards]  # ZeroDivisionError on a constant group
+
+        with pytest.raises(ExerciseFailure, match=r"\[1\.0, 1\.0, 1\.0, 1\.0\] raised ZeroDivisionError.*add epsilon"):
+            check_advantages(no_epsilon)
+        check_exercise("7.3", check_advantages, no_epsilon)
+        out = capsys.readouterr().out
+        assert out.startswith("exercise 7.3: not yet right:") and "add epsilon=1e-06" in out
+        assert "your code raised" not in out
+
+    def test_a_zero_division_on_a_varied_group_is_reported_as_the_learners_crash(self, capsys):
+        check_exercise("7.3", check_advantages, lambda rewards: [r / 0 for r in rewards])
+        assert "your code raised ZeroDivisionError" in capsys.readouterr().out
 
     def test_stubs_are_not_attempted_yet(self, capsys):
         def stub(*args):

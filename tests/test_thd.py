@@ -488,3 +488,12 @@ def test_check_minimal_alignment_accepts_the_reference_and_explains_wrong_answer
         check_minimal_alignment(lambda tp, cp: tp * cp)
     check_exercise("4.3", check_minimal_alignment, _stub)
     assert exercise_results()["4.3"] == "not attempted yet"
+
+
+def test_check_minimal_alignment_hints_at_cp_1_when_lcm_has_no_cp_branch() -> None:
+    import math
+
+    with pytest.raises(ExerciseFailure, match=r"fn\(tp=1, cp=1\) gave 2; expected 1: without context parallelism"):
+        check_minimal_alignment(lambda tp, cp: math.lcm(2 * cp, tp * cp))
+    with pytest.raises(ExerciseFailure, match="only SP's tp matters"):
+        check_minimal_alignment(lambda tp, cp: tp * cp * 2)

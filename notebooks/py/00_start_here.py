@@ -122,7 +122,7 @@ with expect_error(AssertionError):
 
 # %% tags=["solution", "exercise-0.1"]
 def seeded_sample(seed: int, n: int) -> torch.Tensor:
-    """n standard-normal draws from a private generator seeded with `seed`."""
+    """Return `n` standard-normal draws (a tensor), the same for the same `seed`, leaving the global stream alone."""
     generator = torch.Generator().manual_seed(seed)
     return torch.randn(n, generator=generator)
 

@@ -241,8 +241,11 @@ claim("slope of #6699's quoted memory figures", upstream_slope, expected=0.27, r
 # (different S, H, dtype, depth) and compares your number with the measured slope.
 
 # %% tags=["solution", "exercise-1.1"]
-def predict_leak(seq_len, hidden, itemsize):
-    """Bytes kept per micro-batch: receive buffer + its gradient + the per-token stored output."""
+def predict_leak(seq_len: int, hidden: int, itemsize: int) -> int:
+    """Return the bytes one leaking micro-batch leaves alive on the last pipeline stage, as an int.
+
+    `seq_len` is S (tokens per micro-batch), `hidden` is H, `itemsize` the bytes per element of the dtype.
+    """
     return 2 * seq_len * hidden * itemsize + seq_len * itemsize
 
 
@@ -258,7 +261,10 @@ check_exercise("1.1", pl.check_leak_prediction, predict_leak)
 
 # %% tags=["solution", "exercise-1.2"]
 def find_growth_site(tracker, run_micro_batch):
-    """Name the function whose allocations survive each micro-batch (after a warm-up one)."""
+    """Return the name (a str) of the function that allocates what keeps growing.
+
+    Each call of `run_micro_batch` (no arguments) runs one more micro-batch inside the active `tracker`.
+    """
     run_micro_batch()
     mark = tracker.mark()
     run_micro_batch()

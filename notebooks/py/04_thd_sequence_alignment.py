@@ -250,7 +250,10 @@ with expect_error(RuntimeError, match="Expected target size"):
 
 # %% tags=["solution", "exercise-4.1"]
 def my_aligned_length(length: int, tp: int, cp: int) -> int:
-    """Return `length` rounded up to a multiple of tp*cp*2 (cp > 1) or tp (cp == 1)."""
+    """Return the padded length for a sequence of `length` tokens under TP size `tp` and CP size `cp`.
+
+    The result is an int: the smallest multiple of the TP/CP alignment that is >= `length`.
+    """
     align = tp * cp * 2 if cp > 1 else tp
     return length + (align - length % align) % align
 
@@ -265,7 +268,10 @@ check_exercise("4.1", check_aligned_length, my_aligned_length)
 
 # %% tags=["solution", "exercise-4.2"]
 def my_zigzag_positions(seq_len: int, cp: int, rank: int) -> list[int]:
-    """Return the positions of chunks `rank` and `2*cp-1-rank` of `2*cp` equal chunks."""
+    """Return, in sequence order, the token positions (ints) that zigzag CP rank `rank` holds.
+
+    `seq_len` is the sequence length (a multiple of 2*cp), `cp` the number of CP ranks, `rank` in [0, cp).
+    """
     if cp == 1:
         return list(range(seq_len))
     chunk = seq_len // (2 * cp)
@@ -283,7 +289,10 @@ check_exercise("4.2", check_zigzag_positions, my_zigzag_positions)
 
 # %% tags=["solution", "exercise-4.3"]
 def my_minimal_align(tp: int, cp: int) -> int:
-    """Return the least L > 0 with L % (2*cp) == 0 and L % (tp*cp) == 0 (cp > 1), or tp without CP."""
+    """Return the least length multiple (an int > 0) that both the zigzag CP split and the SP scatter accept.
+
+    `tp` is the tensor-parallel size, `cp` the context-parallel size (cp == 1: no context parallelism).
+    """
     import math
 
     return math.lcm(2 * cp, tp * cp) if cp > 1 else tp
@@ -295,12 +304,31 @@ extra = {(t, c): align_size(t, c) // minimal_align_size(t, c) for t in (1, 2, 4,
 print("upstream align / least align:", extra)
 claim("upstream's product is a multiple of the least alignment", all(
     align_size(t, c) % minimal_align_size(t, c) == 0 for t in range(1, 9) for c in range(1, 5)))
+claim("with CP (TP 1..8, CP 2..4): product = 2 x least for even TP, = least for odd TP", all(
+    align_size(t, c) == (2 if t % 2 == 0 else 1) * minimal_align_size(t, c) for t in range(1, 9) for c in range(2, 5)))
+claim("upstream's alignment at TP=2, CP=2", align_size(2, 2), expected=8)
+claim("least alignment at TP=2, CP=2", minimal_align_size(2, 2), expected=4)
 
 # %% [markdown]
-# For even TP the product is twice the least (e.g. TP=2, CP=2: 8 vs 4), so upstream sometimes pads a few
-# tokens more than needed. That costs at most `align - 1` tokens per batch and keeps the rule the same as
-# `preprocess_packed_seqs`; it is a choice, not a bug.
-#
+# For even TP the product is twice the least (e.g. TP=2, CP=2: 8 vs 4); for odd TP the two are equal.
+# So upstream sometimes pads more than needed. The padding adds *columns* to the `[B, L]` rectangle, so
+# it lands in every row: aligning the longest length adds up to `align - 1` padded positions per
+# sequence row, up to `B * (align - 1)` per batch, and the product costs up to `align - least` columns
+# (`B * (align - least)` positions) more than the least would. For a batch of 3 sequences, like section
+# 1's, at TP=2, CP=2 that is up to 21 alignment pads, of which up to 12 are the product's extra. Upstream
+# keeps it for the same rule as `preprocess_packed_seqs`: a choice, not a bug.
+
+# %%
+rows, up, least = len(lengths), align_size(2, 2), minimal_align_size(2, 2)
+longest_lengths = range(1, 4 * up + 1)  # every remainder modulo the alignment, several times over
+most_pads = max(rows * padding_needed(n, 2, 2) for n in longest_lengths)
+most_extra = max(rows * (aligned_length(n, 2, 2) - -(-n // least) * least) for n in longest_lengths)
+print(f"B={rows}, TP=2, CP=2: up to {most_pads} alignment pads per batch, up to {most_extra} beyond the least")
+assert (most_pads, most_extra) == (rows * (up - 1), rows * (up - least))  # the bounds are reached
+claim("alignment pads per batch of 3 at TP=2, CP=2, at most: B * (align - 1)", most_pads, expected=21)
+claim("pads beyond the least per batch of 3 at TP=2, CP=2, at most: B * (align - least)", most_extra, expected=12)
+
+# %% [markdown]
 # ## On an accelerator
 # With a GPU the jagged batch and the toy model move to CUDA; the padding, the sharded forward and the
 # two paths must give the same log-probs as on the CPU.

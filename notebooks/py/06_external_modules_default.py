@@ -245,7 +245,11 @@ check_exercise("6.1", check_parse_modules, parse_modules)
 
 # %% tags=["solution", "exercise-6.2"]
 def will_be_patched(imports: list[str], env_value: str | None) -> bool:
-    """True iff the adaptor is imported (directly, or by toyverl reading the variable) before toylib.model."""
+    """Return whether `toylib.model.forward()` ends up patched (a bool).
+
+    `imports` lists the modules in the order the process imports them; `env_value` is the value of
+    VERL_USE_EXTERNAL_MODULES, or None when it is unset.
+    """
     named = [m.strip() for m in (env_value or "").split(",")]
     for module in imports:
         if module == "toylib_adaptor" or (module == "toyverl" and "toylib_adaptor" in named):

@@ -372,7 +372,10 @@ check_exercise("7.2", check_token_loss, my_token_loss)
 
 # %% tags=["solution", "exercise-7.3"]
 def my_advantages(rewards: list[float]) -> list[float]:
-    """Return (r - mean) / (unbiased std + 1e-6) for each reward of one group."""
+    """Return GRPO's normalised advantage of each reward, in order, as a list of floats.
+
+    `rewards` holds the rewards of one prompt's group of responses (at least two of them).
+    """
     n = len(rewards)
     mean = sum(rewards) / n
     std = (sum((r - mean) ** 2 for r in rewards) / (n - 1)) ** 0.5

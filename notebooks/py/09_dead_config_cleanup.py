@@ -316,7 +316,7 @@ import ast
 
 
 def attribute_reads(source: str) -> set[str]:
-    """Names of the attributes that `source` reads (ast.Attribute nodes in an ast.Load context)."""
+    """Return the set of attribute names that the Python code `source` reads (not those it only assigns)."""
     return {n.attr for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)}
 
 

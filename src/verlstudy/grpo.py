@@ -406,7 +406,15 @@ def check_advantages(fn: Callable[[list[float]], list[float]]) -> str:
     cases = ([1.0, 0.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [0.2, 0.9, 0.4])
     for rewards in cases:
         want = group_advantages(torch.tensor([rewards])).squeeze(0).tolist()
-        got = fn(list(rewards))
+        try:
+            got = fn(list(rewards))
+        except ZeroDivisionError as e:
+            if len(set(rewards)) != 1:
+                raise
+            raise ExerciseFailure(
+                f"rewards {rewards} raised ZeroDivisionError: when every reward is equal the std is 0; "
+                f"add epsilon={GRPO_EPSILON} to the std before dividing"
+            ) from e
         if isinstance(got, torch.Tensor):
             got = got.tolist()
         if not isinstance(got, list | tuple) or len(got) != len(rewards):

@@ -497,7 +497,9 @@ def check_minimal_alignment(fn: Callable[[int, int], int]) -> str:
         if got == want:
             continue
         hint = f"expected {want}"
-        if got == align_size(tp, cp):
+        if cp == 1:
+            hint += ": without context parallelism (cp == 1) there is no zigzag split, so only SP's tp matters"
+        elif got == align_size(tp, cp):
             hint += ": that is upstream's product tp*cp*2; it works, but for even tp a smaller multiple does too"
         elif cp > 1 and got == tp * cp:
             hint += ": each rank's tp*cp part is fine for SP, but the zigzag split also needs 2*cp whole chunks"
