@@ -4,7 +4,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # The CPU build of torch for CI and laptops: pinned in constraints.txt and taken from PyTorch's CPU wheel
 # index when that is reachable (PyPI's torch for Linux is the multi-GB CUDA build). On a GPU box, install
-# your torch into .venv first and run `make setup CONSTRAINTS= TORCH_INDEX=`.
+# your torch into .venv first and run `make setup CONSTRAINTS= TORCH_INDEX=`. Only torch itself comes from that
+# index (--no-deps); its dependencies come with the project's, from the default index.
 CONSTRAINTS ?= constraints.txt
 PIP_CONSTRAINT := $(if $(CONSTRAINTS),-c $(CONSTRAINTS),)
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
@@ -20,7 +21,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 $(STAMP): pyproject.toml $(CONSTRAINTS) requirements-upstream.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --retries 2 $(PIP_CONSTRAINT) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),) torch
+	$(BIN)/python -m pip install -q --retries 1 --no-deps $(PIP_CONSTRAINT) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),) torch
 	$(BIN)/python -m pip install -q $(PIP_CONSTRAINT) -e ".[dev]"
 	$(BIN)/python -m pip install -q --no-deps -r requirements-upstream.txt
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (verlstudy)" >/dev/null

@@ -43,7 +43,7 @@ def test_setup_installs_the_pinned_cpu_torch_before_anything_can_pull_the_cuda_o
     ).stdout.splitlines()
     installs = [line for line in dry_run if "pip install" in line]
     torch_step, project_step = installs[0], installs[1]
-    assert torch_step.endswith(" torch") and "-c constraints.txt" in torch_step
+    assert torch_step.endswith(" torch") and "-c constraints.txt" in torch_step and "--no-deps" in torch_step
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in torch_step
     assert '-e ".[dev]"' in project_step and "-c constraints.txt" in project_step
     gpu = subprocess.run(
