@@ -1,4 +1,84 @@
 # Kernels started by nbval and papermill inherit this process's environment: make it quiet and deterministic.
-from verlstudy.runner import quiet_kernel_env
+from verlstudy.course.twins import quiet_kernel_env
 
 quiet_kernel_env()
+
+
+# ---------------------------------------------------------------- checkers are tests: shared test helpers
+
+import importlib  # noqa: E402
+import inspect  # noqa: E402
+import pkgutil  # noqa: E402
+from collections.abc import Callable, Iterable  # noqa: E402
+
+import pytest  # noqa: E402
+
+from verlstudy.kit.exercises import ExerciseFailure, find_checker  # noqa: E402
+
+
+def mechanism_callables(package: str, exclude: Iterable[str] = ()) -> dict[str, Callable]:
+    """Every public function and class defined in `package`'s modules other than checks.py (and kit, common)."""
+    excluded = set(exclude)
+    found: dict[str, Callable] = {}
+    roots = [package, "verlstudy.kit", "verlstudy.common"]
+    for root in roots:
+        pkg = importlib.import_module(root)
+        for info in pkgutil.iter_modules(pkg.__path__):
+            if info.name == "checks":
+                continue
+            module = importlib.import_module(f"{root}.{info.name}")
+            for name, obj in vars(module).items():
+                qualified = f"{root}.{info.name}.{name}"
+                if name.startswith("_") or name in excluded or qualified in excluded:
+                    continue
+                if (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == module.__name__:
+                    found[qualified] = obj
+    return found
+
+
+def verdict_of(exercise_id: str, *answer: object) -> str:
+    """What check_exercise would say, without printing: 'correct', or the failure's message."""
+    try:
+        find_checker(exercise_id)(*answer)
+    except ExerciseFailure as e:
+        return f"not yet right: {e}"
+    except Exception as e:  # noqa: BLE001 - any crash of a candidate is a fail, which is what we want
+        return f"raised {type(e).__name__}: {e}"
+    return "correct"
+
+
+@pytest.fixture
+def assert_wrong():
+    """assert_wrong("2.1", answer, mentions="grad_fn"): the checker rejects it and its message names the mistake."""
+
+    def check(exercise_id: str, *answer: object, mentions: str | tuple[str, ...]) -> str:
+        verdict = verdict_of(exercise_id, *answer)
+        assert verdict.startswith("not yet right: "), f"exercise {exercise_id} accepted a wrong answer: {verdict}"
+        words = (mentions,) if isinstance(mentions, str) else mentions
+        assert any(w.lower() in verdict.lower() for w in words), f"message should name the mistake ({words}): {verdict}"
+        return verdict
+
+    return check
+
+
+@pytest.fixture
+def assert_mechanism_does_not_pass():
+    """assert_mechanism_does_not_pass("4.1", "verlstudy.lessons.l04_thd", answer=lambda fn: (fn,)).
+
+    Hands every public function and class of the lesson's mechanism modules (and of kit and common)
+    to the checker; none may score "correct". `exclude` names callables that must not be called
+    blindly (they start processes), with the reason in the test.
+    """
+
+    def check(
+        exercise_id: str,
+        package: str,
+        answer: Callable[[Callable], tuple] = lambda fn: (fn,),
+        exclude: Iterable[str] = (),
+    ) -> int:
+        candidates = mechanism_callables(package, exclude)
+        passed = [name for name, fn in candidates.items() if verdict_of(exercise_id, *answer(fn)) == "correct"]
+        assert not passed, f"exercise {exercise_id} is passed by the library's own {passed}: the answer is importable"
+        return len(candidates)
+
+    return check

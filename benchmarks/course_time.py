@@ -13,14 +13,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from verlstudy import course, runner
+from verlstudy.course import registry, runner
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    lessons = list(course.LESSONS)
+    lessons = list(registry.LESSONS)
     with tempfile.TemporaryDirectory() as tmp:
         floor = runner.run_one(None, Path(tmp) / "floor")  # alone, on an idle machine
         start = time.perf_counter()

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from verlstudy.trees import count_new_tensors, detach_tree, detach_tree_always
+from verlstudy.common.trees import count_new_tensors, detach_tree, detach_tree_always
 
 
 class DetachCounter(TorchDispatchMode):

@@ -1,7 +1,7 @@
 """Benchmark: what the AllocationTracker costs, as a ratio to the same pipeline run untracked.
 
 Runs lesson 01's toy pipeline (leaking, one thread) for a number of micro-batches with and without
-`verlstudy.memtrace.AllocationTracker`, takes the median of several repeats, and reports the ratio,
+`verlstudy.common.memtrace.AllocationTracker`, takes the median of several repeats, and reports the ratio,
 the ops seen and the tracker's cost per allocation. The tracker walks a Python stack only for ops
 that allocate, so the ratio falls as the model's ops get bigger (`--hidden`).
 
@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 import torch
 
-from verlstudy import pipeline as pl
-from verlstudy.memtrace import AllocationTracker
+from verlstudy.common.memtrace import AllocationTracker
+from verlstudy.lessons.l01_memory_leak import pipeline as pl
 
 
 def _median_seconds(fn: Callable[[], object], repeat: int) -> float:

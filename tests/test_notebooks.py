@@ -6,10 +6,10 @@ import re
 import nbformat
 import pytest
 
-from verlstudy import course, runner
-from verlstudy.hygiene import unstable_fragments
+from verlstudy.course import registry, runner
+from verlstudy.kit.hygiene import unstable_fragments
 
-LESSONS = course.LESSONS
+LESSONS = registry.LESSONS
 EXERCISE_TAG = re.compile(r"^exercise-(\d+)\.(\d+)$")
 
 
@@ -26,9 +26,9 @@ def _tags(cell):
 
 
 def test_registry_and_notebooks_folder_agree():
-    on_disk = {p.stem for p in (course.project_root() / "notebooks").glob("*.ipynb")}
+    on_disk = {p.stem for p in (registry.project_root() / "notebooks").glob("*.ipynb")}
     assert on_disk == {lesson.stem for lesson in LESSONS}
-    twins = {p.stem for p in (course.project_root() / "notebooks" / "py").glob("*.py")}
+    twins = {p.stem for p in (registry.project_root() / "notebooks" / "py").glob("*.py")}
     assert twins == on_disk
 
 
@@ -115,7 +115,7 @@ class TestNotebook:
     def test_has_one_optional_upstream_comparison_cell(self, lesson):
         code = _code(_read(lesson))
         cells = [c for c in code if "upstream_check(" in c.source]
-        assert len(cells) == 1, "one cell runs verlstudy.verify.upstream_check"
+        assert len(cells) == 1, "one cell runs verlstudy.course.verify.upstream_check"
         assert f'upstream_check("{lesson.code}")' in cells[0].source
         assert "nbval-ignore-output" in _tags(cells[0]), "its output names the installed verl version"
 

@@ -20,13 +20,14 @@ seed = 0
 n_draws = 4
 
 # %%
-from verlstudy import course
-from verlstudy.claims import check_exercise, claim, claims_table, expect_error, reset_claims
-from verlstudy.devices import pick_device, skip_unless
-from verlstudy.hygiene import check_seeded_sample, check_unstable_detector, sanitize, unstable_fragments
-from verlstudy.params import check_int
-from verlstudy.plots import bar_plot
-from verlstudy.seeding import seed_everything
+from verlstudy.course.registry import registry as course
+from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
+from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.kit.hygiene import check_seeded_sample, check_unstable_detector, sanitize, unstable_fragments
+from verlstudy.kit.params import check_int
+from verlstudy.kit.plots import bar_plot
+from verlstudy.kit.seeding import seed_everything
 
 dev = pick_device(device)
 seed_everything(check_int("seed", seed, minimum=0))
@@ -36,7 +37,7 @@ print(f"running on {dev.type}")
 
 # %% [markdown]
 # ## The course map
-# The registry in `verlstudy.course` is the one list of lessons: `verlstudy list` prints it, the runner
+# The registry in `verlstudy.course.registry` is the one list of lessons: `verlstudy list` prints it, the runner
 # executes it, and the tests check that it and `notebooks/` agree.
 
 # %%
@@ -64,7 +65,7 @@ claim("minutes in the whole course", sum(minutes.values()), expected=400)
 # this cell is tagged `nbval-ignore-output`: nbval runs it but does not compare what it prints.
 
 # %% tags=["nbval-ignore-output"]
-from verlstudy.cli import doctor_checks
+from verlstudy.course.cli import doctor_checks
 
 for ok, line in doctor_checks():
     print(f"[{'OK' if ok else 'FAIL'}] {line}")
@@ -127,8 +128,8 @@ def seeded_sample(seed: int, n: int) -> torch.Tensor:
     return torch.randn(n, generator=generator)
 
 
-# %%
-check_exercise("0.1", check_seeded_sample, seeded_sample)
+# %% tags=["checker", "exercise-0.1"]
+check_exercise("0.1", seeded_sample)
 
 # %% [markdown]
 # **0.2** Write `find_unstable(text)` returning the fragments of `text` that would differ between two
@@ -152,8 +153,8 @@ def find_unstable(text: str) -> list[str]:
     return [m.group(0) for pattern in patterns for m in re.finditer(pattern, text)]
 
 
-# %%
-check_exercise("0.2", check_unstable_detector, find_unstable)
+# %% tags=["checker", "exercise-0.2"]
+check_exercise("0.2", find_unstable)
 
 # %% [markdown]
 # ## Optional: an accelerator cell
@@ -173,9 +174,9 @@ if skip_unless("cuda"):
 # the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
 
 # %% tags=["nbval-ignore-output"]
-from verlstudy.verify import upstream_check
+from verlstudy.lessons.l00_start_here.upstream import upstream_check
 
-upstream_check("00")
+upstream_check()
 
 # %% [markdown]
 # ## Takeaways

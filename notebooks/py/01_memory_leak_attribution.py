@@ -23,8 +23,8 @@
 # `verl/workers/engine/megatron/transformer_impl.py` (`output["model_output"] = detach_tree(...)`);
 # `verl/workers/engine/base.py::infer_batch` (forward only runs under `torch.no_grad()`); Megatron's
 # `megatron/core/pipeline_parallel/p2p_communication.py::create_tensor_recv_prev` and
-# `schedules.py` (`forward_data_store`). Everything here is our own code, in `verlstudy.memtrace`,
-# `verlstudy.pipeline` and `verlstudy.dist`.
+# `schedules.py` (`forward_data_store`). Everything here is our own code, in `verlstudy.common.memtrace`,
+# `verlstudy.lessons.l01_memory_leak.pipeline` and `verlstudy.common.dist`.
 #
 # Facts checked against verl 0.9.1
 
@@ -41,15 +41,16 @@ from pathlib import Path
 
 import torch
 
-from verlstudy import pipeline as pl
-from verlstudy.claims import check_exercise, claim, claims_table, expect_error, reset_claims
-from verlstudy.course import project_root
-from verlstudy.devices import pick_device, skip_unless
-from verlstudy.dist import run_local
-from verlstudy.memtrace import AllocationTracker, bytes_per_step, snapshot_top_sites
-from verlstudy.params import check_choice, check_int
-from verlstudy.plots import bar_plot, line_plot
-from verlstudy.seeding import seed_everything
+from verlstudy.lessons.l01_memory_leak import pipeline as pl
+from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
+from verlstudy.kit.resources import data_dir
+from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.common.dist import run_local
+from verlstudy.common.memtrace import AllocationTracker, bytes_per_step, snapshot_top_sites
+from verlstudy.kit.params import check_choice, check_int
+from verlstudy.kit.plots import bar_plot, line_plot
+from verlstudy.kit.seeding import seed_everything
 
 dev = pick_device(device)
 seed = seed_everything(check_int("seed", seed, minimum=0))
@@ -63,7 +64,7 @@ print(cfg)
 
 # %% [markdown]
 # ## 1. Symptom: live memory grows with every micro-batch
-# The toy pipeline keeps upstream's structure (see `verlstudy.pipeline`): two stages; stage 1 receives
+# The toy pipeline keeps upstream's structure (see `verlstudy.lessons.l01_memory_leak.pipeline`): two stages; stage 1 receives
 # its input into a fresh `create_tensor_recv_prev` buffer with `requires_grad=True`; the last stage's
 # `loss_func` returns `(loss, {"model_output": log_probs})` with **per-token** log-probs (S values,
 # like verl's); the schedule appends that dict to `forward_data_store` once per micro-batch and only
@@ -166,7 +167,7 @@ claim("retained bytes do not depend on depth", controls["2 layers/stage"] == con
 # %% [markdown]
 # ## 5. The asymmetry: two real ranks, only the last stage grows
 # Now the same stages run as two `torch.distributed` gloo processes on loopback (one stage per rank,
-# 1F1B order, `send`/`recv` into a fresh receive buffer), launched by `verlstudy.dist.run_local`
+# 1F1B order, `send`/`recv` into a fresh receive buffer), launched by `verlstudy.common.dist.run_local`
 # (forked ranks, short timeouts, always reaped). Each rank measures its live bytes at the end of
 # mini-batches of 1, 2 and 3 micro-batches. Only the last stage stores outputs, so only it should grow;
 # stage 0 holds at most its in-flight micro-batches: O(pipeline depth), not O(micro-batches).
@@ -188,7 +189,7 @@ claim("gloo: same losses as the single-process schedule", ranks[1]["losses"] == 
 
 # %% [markdown]
 # ## 6. The fix: detach what is stored
-# verl's fix calls `detach_tree` (here `verlstudy.trees.detach_tree`, lesson 02) on `model_output`
+# verl's fix calls `detach_tree` (here `verlstudy.common.trees.detach_tree`, lesson 02) on `model_output`
 # where each engine stores it: a tensor that requires grad is detached (same data, no `grad_fn`),
 # anything else comes back as is. Backward is unaffected because it runs on the separately returned,
 # still-attached loss. The stored outputs keep their own S x itemsize bytes per micro-batch and nothing
@@ -249,8 +250,8 @@ def predict_leak(seq_len: int, hidden: int, itemsize: int) -> int:
     return 2 * seq_len * hidden * itemsize + seq_len * itemsize
 
 
-# %%
-check_exercise("1.1", pl.check_leak_prediction, predict_leak)
+# %% tags=["checker", "exercise-1.1"]
+check_exercise("1.1", predict_leak)
 
 # %% [markdown]
 # **1.2 Find a planted leak.** With the fix applied, a pipeline can still grow: someone added a "debug"
@@ -271,8 +272,8 @@ def find_growth_site(tracker, run_micro_batch):
     return tracker.top_sites(1, since=mark)[0].function
 
 
-# %%
-check_exercise("1.2", pl.check_growth_site, find_growth_site)
+# %% tags=["checker", "exercise-1.2"]
+check_exercise("1.2", find_growth_site)
 
 # %% [markdown]
 # ## 10. The same view from a CUDA memory snapshot
@@ -282,7 +283,7 @@ check_exercise("1.2", pl.check_growth_site, find_growth_site)
 # pipeline's tracker (see its README), not recorded on a GPU:
 
 # %%
-fixture = project_root() / "data" / "memory" / "pipeline_leak_snapshot.pickle"
+fixture = data_dir() / "memory" / "pipeline_leak_snapshot.pickle"
 snap_sites = snapshot_top_sites(fixture, n=3)
 for site in snap_sites:
     print(f"{site.bytes:>8} B  x{site.count}  {site.function}")
@@ -318,9 +319,9 @@ if skip_unless("cuda"):
 # the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
 
 # %% tags=["nbval-ignore-output"]
-from verlstudy.verify import upstream_check
+from verlstudy.lessons.l01_memory_leak.upstream import upstream_check
 
-upstream_check("01")
+upstream_check()
 
 # %% [markdown]
 # ## Takeaways

@@ -42,29 +42,27 @@ from collections import namedtuple
 
 import torch
 
-from verlstudy import astcheck
-from verlstudy.claims import check_exercise, claim, claims_table, expect_error, reset_claims
-from verlstudy.course import project_root
-from verlstudy.devices import pick_device, skip_unless
-from verlstudy.memtrace import bytes_per_step
-from verlstudy.params import check_float, check_int
-from verlstudy.plots import line_plot
-from verlstudy.seeding import seed_everything
-from verlstudy.trees import (
+from verlstudy.lessons.l02_detach import astcheck
+from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
+from verlstudy.kit.resources import data_dir
+from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.common.memtrace import bytes_per_step
+from verlstudy.kit.params import check_float, check_int
+from verlstudy.kit.plots import line_plot
+from verlstudy.kit.seeding import seed_everything
+from verlstudy.lessons.l02_detach.trees import (
     ContractError,
     TinyCheckpointedLM,
     assert_detached,
     check_detach_tree,
     check_forward_step,
     check_train_step,
-    count_new_tensors,
-    detach_tree,
-    detach_tree_always,
-    grad_attached_paths,
     policy_step,
     saved_input_lifetime,
     train_bandit,
 )
+from verlstudy.common.trees import count_new_tensors, detach_tree, detach_tree_always, grad_attached_paths
 
 dev = pick_device(device)
 seed = seed_everything(check_int("seed", seed, minimum=0))
@@ -173,7 +171,7 @@ claim(f"new tensors for {n_leaves} already-detached leaves, always-detach", new_
 # target action). The loss has two terms, as verl's actor loss does: a policy-gradient term and a
 # KL penalty against the frozen reference, with verl's `low_var_kl` (k3) estimator. In this engine
 # the KL term is computed beside the forward from the live log-probs, and the policy-gradient term
-# reads the `model_output` dict (see `verlstudy.trees.policy_step`):
+# reads the `model_output` dict (see `verlstudy.lessons.l02_detach.trees.policy_step`):
 #
 # ```python
 # kl = low_var_kl(log_probs, ref_log_probs).mean()
@@ -290,14 +288,14 @@ claim("unwrapped: the held output keeps the saved input alive", lifetimes[False]
 
 # %% [markdown]
 # ## 5 · The static check: every call site wraps what it stores
-# The weakref test pins the mechanism; an AST check pins the call sites. `verlstudy.astcheck` finds
+# The weakref test pins the mechanism; an AST check pins the call sites. `verlstudy.lessons.l02_detach.astcheck` finds
 # every place a value is stored under `"model_output"` (dict entry, subscript assignment,
 # `dict(model_output=...)`, `setdefault`) and reports those not wrapped in `detach_tree(...)`,
 # following a variable back to its assignment. Our four example engines in `data/engines/` mirror
 # upstream's four call-site shapes; one of them is deliberately unwrapped.
 
 # %%
-engine_dir = project_root() / "data" / "engines"
+engine_dir = data_dir() / "engines"
 sources = {name: (engine_dir / f"{name}_engine.py").read_text() for name in astcheck.UPSTREAM_ENGINES}
 report = astcheck.check_sources(sources)
 for name, stores in report.items():
@@ -380,8 +378,8 @@ def my_detach_tree(obj):
     return obj
 
 
-# %%
-check_exercise("2.1", check_detach_tree, my_detach_tree)
+# %% tags=["checker", "exercise-2.1"]
+check_exercise("2.1", my_detach_tree)
 
 # %% [markdown]
 # **Exercise 2.2.** Write an engine step `forward_step(policy, micro_batch, loss_function)` that
@@ -398,8 +396,8 @@ def forward_step(policy, micro_batch, loss_function):
     return loss, {"model_output": detach_tree(model_output), "metrics": metrics}
 
 
-# %%
-check_exercise("2.2", check_forward_step, forward_step)
+# %% tags=["checker", "exercise-2.2"]
+check_exercise("2.2", forward_step)
 
 # %% [markdown]
 # ## 7 · On a GPU
@@ -435,9 +433,9 @@ if skip_unless("cuda"):
 # the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
 
 # %% tags=["nbval-ignore-output"]
-from verlstudy.verify import upstream_check
+from verlstudy.lessons.l02_detach.upstream import upstream_check
 
-upstream_check("02")
+upstream_check()
 
 # %% [markdown]
 # ## Takeaways

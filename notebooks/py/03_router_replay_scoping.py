@@ -37,7 +37,7 @@
 #   `verl/utils/config.py::_validate_router_replay_config` (R2 rejected with `bypass_mode=True`).
 # - `verl/utils/megatron_utils.py::get_hf_config_attr`: the text-branch config walk.
 #
-# Everything below runs a toy router on the CPU; the code is this course's own, in `verlstudy.router_replay`.
+# Everything below runs a toy router on the CPU; the code is this course's own, in `verlstudy.lessons.l03_router_replay.router_replay`.
 #
 # Facts checked against verl 0.9.1.
 
@@ -58,14 +58,19 @@ import time
 
 import torch
 
-from verlstudy import router_replay as rr
-from verlstudy.claims import check_exercise, claim, claims_table, expect_error, reset_claims
-from verlstudy.devices import pick_device, skip_unless
-from verlstudy.dist import run_local
-from verlstudy.params import check_float, check_int
-from verlstudy.plots import bar_plot
-from verlstudy.router_replay import ReplayController, RevertedReplayController, TinyMoE
-from verlstudy.seeding import seed_everything
+from verlstudy.lessons.l03_router_replay import router_replay as rr
+from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
+from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.common.dist import run_local
+from verlstudy.kit.params import check_float, check_int
+from verlstudy.kit.plots import bar_plot
+from verlstudy.lessons.l03_router_replay.router_replay import (
+    ReplayController,
+    RevertedReplayController,
+    TinyMoE,
+)
+from verlstudy.kit.seeding import seed_everything
 
 dev = pick_device(device)
 n_tokens = check_int("n_tokens", n_tokens, minimum=8, maximum=4096)
@@ -261,7 +266,7 @@ claim("the uint8 view round trip is bit-exact", torch.equal(rr.from_wire(rr.to_w
       upstream="pp_gather: NCCL has no int16, payloads travel as uint8 views")
 
 # %% [markdown]
-# Now on real gloo ranks on this machine (`verlstudy.dist.run_local`), one rank per stage. Each stage
+# Now on real gloo ranks on this machine (`verlstudy.common.dist.run_local`), one rank per stage. Each stage
 # passes its slice of a seeded route map; the stage with 0 MoE layers passes a `(B, S, 0, topk)` map.
 
 # %%
@@ -385,8 +390,8 @@ def stack_by_layer(pairs: list[tuple[int, torch.Tensor]]) -> torch.Tensor:
     return torch.stack([routes.to(torch.int16) for _, routes in sorted(pairs, key=lambda p: p[0])], dim=1)
 
 
-# %%
-check_exercise("3.1", rr.check_stack_by_layer, stack_by_layer)
+# %% tags=["checker", "exercise-3.1"]
+check_exercise("3.1", stack_by_layer)
 
 # %% [markdown]
 # **3.2** Write the wire format of `pp_gather`: `to_wire(routes, max_layers)` turns int16 routes
@@ -407,8 +412,8 @@ def from_wire(payload: torch.Tensor, layer_count: int) -> torch.Tensor:
     return payload[:, :, :layer_count].contiguous().view(torch.int16)
 
 
-# %%
-check_exercise("3.2", rr.check_wire_roundtrip, to_wire, from_wire)
+# %% tags=["checker", "exercise-3.2"]
+check_exercise("3.2", to_wire, from_wire)
 
 # %% [markdown]
 # **3.3** Write `find_text_attr(config, name)`: the text config first (`get_text_config()` if the config has
@@ -439,8 +444,8 @@ def find_text_attr(config: object, name: str) -> object:
     raise AttributeError(f"{type(config).__name__} has no nested {name}")
 
 
-# %%
-check_exercise("3.3", rr.check_text_config_attr, find_text_attr)
+# %% tags=["checker", "exercise-3.3"]
+check_exercise("3.3", find_text_attr)
 
 # %% [markdown]
 # ## On an accelerator
@@ -473,9 +478,9 @@ if skip_unless("cuda"):
 # the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
 
 # %% tags=["nbval-ignore-output"]
-from verlstudy.verify import upstream_check
+from verlstudy.lessons.l03_router_replay.upstream import upstream_check
 
-upstream_check("03")
+upstream_check()
 
 # %% [markdown]
 # ## Takeaways

@@ -27,7 +27,7 @@
 # - Megatron-LM `megatron/core/tensor_parallel/mappings.py::_split_along_first_dim`: asserts "First
 #   dimension of the tensor should be divisible by tensor parallel size".
 #
-# Facts checked against verl 0.9.1. All code here is our own (`verlstudy.thd`).
+# Facts checked against verl 0.9.1. All code here is our own (`verlstudy.lessons.l04_thd.thd`).
 
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu": where the toy model of section 5 runs
@@ -41,12 +41,13 @@ vocab_size = 32
 import torch
 import torch.nn.functional as F
 
-from verlstudy.claims import check_exercise, claim, claims_table, expect_error, reset_claims
-from verlstudy.devices import pick_device, skip_unless
-from verlstudy.params import check_int
-from verlstudy.plots import line_plot
-from verlstudy.seeding import seed_everything
-from verlstudy.thd import (
+from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
+from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.kit.params import check_int
+from verlstudy.kit.plots import line_plot
+from verlstudy.kit.seeding import seed_everything
+from verlstudy.lessons.l04_thd.thd import (
     TinyLM,
     align_size,
     aligned_length,
@@ -258,8 +259,8 @@ def my_aligned_length(length: int, tp: int, cp: int) -> int:
     return length + (align - length % align) % align
 
 
-# %%
-check_exercise("4.1", check_aligned_length, my_aligned_length)
+# %% tags=["checker", "exercise-4.1"]
+check_exercise("4.1", my_aligned_length)
 
 # %% [markdown]
 # **4.2** Write `my_zigzag_positions(seq_len, cp, rank)`: the token positions (in order) that zigzag CP
@@ -279,8 +280,8 @@ def my_zigzag_positions(seq_len: int, cp: int, rank: int) -> list[int]:
     return list(range(first * chunk, (first + 1) * chunk)) + list(range(second * chunk, (second + 1) * chunk))
 
 
-# %%
-check_exercise("4.2", check_zigzag_positions, my_zigzag_positions)
+# %% tags=["checker", "exercise-4.2"]
+check_exercise("4.2", my_zigzag_positions)
 
 # %% [markdown]
 # **4.3** Upstream pads to `tp*cp*2`. Is that the *least* length multiple that both the zigzag split and
@@ -298,8 +299,8 @@ def my_minimal_align(tp: int, cp: int) -> int:
     return math.lcm(2 * cp, tp * cp) if cp > 1 else tp
 
 
-# %%
-check_exercise("4.3", check_minimal_alignment, my_minimal_align)
+# %% tags=["checker", "exercise-4.3"]
+check_exercise("4.3", my_minimal_align)
 extra = {(t, c): align_size(t, c) // minimal_align_size(t, c) for t in (1, 2, 4, 8) for c in (2, 4)}
 print("upstream align / least align:", extra)
 claim("upstream's product is a multiple of the least alignment", all(
@@ -355,9 +356,9 @@ if skip_unless("cuda"):
 # the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
 
 # %% tags=["nbval-ignore-output"]
-from verlstudy.verify import upstream_check
+from verlstudy.lessons.l04_thd.upstream import upstream_check
 
-upstream_check("04")
+upstream_check()
 
 # %% [markdown]
 # ## Takeaways

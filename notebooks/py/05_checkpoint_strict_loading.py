@@ -49,7 +49,7 @@ import csv
 
 import torch
 
-from verlstudy.checkpoint import (
+from verlstudy.lessons.l05_checkpoint.checkpoint import (
     MTP_PREFIX,
     CheckpointMismatchError,
     TinyLMWithMTP,
@@ -60,13 +60,14 @@ from verlstudy.checkpoint import (
     load_state_dict_audited,
     output_change,
 )
-from verlstudy.claims import check_exercise, claim, claims_table, expect_error, reset_claims
-from verlstudy.course import project_root
-from verlstudy.deps import ref_naming_problem
-from verlstudy.devices import pick_device, skip_unless
-from verlstudy.params import check_int
-from verlstudy.plots import bar_plot
-from verlstudy.seeding import seed_everything
+from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
+from verlstudy.kit.resources import data_dir
+from verlstudy.common.pins import ref_naming_problem
+from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.kit.params import check_int
+from verlstudy.kit.plots import bar_plot
+from verlstudy.kit.seeding import seed_everything
 
 dev = pick_device(device)
 vocab = check_int("vocab", vocab, minimum=2, maximum=4096)
@@ -239,10 +240,10 @@ with expect_error(ValueError, match="empty pattern"):
 # to `blob/core_r0.14.0`), which can move on after the release, so `core_r0.18.0` there may clone something
 # other than the tagged release. The table is `data/checkpoint/glm5_2_recipe_refs.csv`, taken from the
 # recipe's header (whose column is headed "Branch" for all of them; the `kind` column is ours); each ref is
-# checked with `verlstudy.deps.ref_naming_problem` (lesson 08 checks refs across whole files).
+# checked with `verlstudy.common.pins.ref_naming_problem` (lesson 08 checks refs across whole files).
 
 # %%
-with open(project_root() / "data" / "checkpoint" / "glm5_2_recipe_refs.csv", newline="") as f:
+with open(data_dir() / "checkpoint" / "glm5_2_recipe_refs.csv", newline="") as f:
     refs = list(csv.DictReader(f))
 problems = {row["repo"]: ref_naming_problem(row["repo"], row["ref"], row["kind"]) for row in refs}
 print(f"| {'repository':<28} | {'ref':<16} | {'kind':<6} | commit  | naming |")
@@ -263,7 +264,7 @@ claim(
 claim("every ref fits its repository's naming scheme", all(p is None for p in problems.values()))
 
 # %% [markdown]
-# The naming rule lives in `verlstudy.deps` (lesson 08). Swap the letter and it says what was meant:
+# The naming rule lives in `verlstudy.common.pins` (lesson 08). Swap the letter and it says what was meant:
 
 # %%
 swaps = (("NVIDIA/Megatron-LM", "core_r0.18.0"), ("Ascend/MindSpeed", "core_v0.18.0"))
@@ -284,8 +285,8 @@ def matches_module(key: str, pattern: str) -> bool:
     return key == module or key.startswith(module + ".")
 
 
-# %%
-check_exercise("5.1", check_prefix_matcher, matches_module)
+# %% tags=["checker", "exercise-5.1"]
+check_exercise("5.1", matches_module)
 
 # %% [markdown]
 # **5.2** Write `silently_missing(model, state_dict, allowed)`: load `state_dict` into `model` with plain
@@ -299,8 +300,8 @@ def silently_missing(model: torch.nn.Module, state_dict: dict, allowed: tuple[st
     return sorted(k for k in result.missing_keys if not any(matches_module(k, p) for p in allowed))
 
 
-# %%
-check_exercise("5.2", check_missing_audit, silently_missing)
+# %% tags=["checker", "exercise-5.2"]
+check_exercise("5.2", silently_missing)
 
 # %% [markdown]
 # ## On an accelerator
@@ -326,9 +327,9 @@ if skip_unless("cuda"):
 # the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
 
 # %% tags=["nbval-ignore-output"]
-from verlstudy.verify import upstream_check
+from verlstudy.lessons.l05_checkpoint.upstream import upstream_check
 
-upstream_check("05")
+upstream_check()
 
 # %% [markdown]
 # ## Takeaways

@@ -44,9 +44,10 @@ seed = 0
 import importlib
 import tempfile
 
-from verlstudy.claims import check_exercise, claim, claims_table, expect_error, reset_claims
-from verlstudy.course import project_root
-from verlstudy.deps import (
+from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
+from verlstudy.kit.resources import data_dir
+from verlstudy.common.pins import (
     env_settings,
     file_kind,
     image_env_settings,
@@ -56,8 +57,8 @@ from verlstudy.deps import (
     read_files,
     ref_drift,
 )
-from verlstudy.devices import pick_device, skip_unless
-from verlstudy.modules_env import (
+from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.lessons.l06_external_modules.modules_env import (
     ADAPTOR,
     ENV_VAR,
     TOY_SOURCES,
@@ -74,8 +75,8 @@ from verlstudy.modules_env import (
     split_like_verl_091,
     write_toy_packages,
 )
-from verlstudy.params import check_float, check_int
-from verlstudy.seeding import seed_everything
+from verlstudy.kit.params import check_float, check_int
+from verlstudy.kit.seeding import seed_everything
 
 dev = pick_device(device)
 timeout_s = check_float("timeout_s", timeout_s, minimum=1.0, maximum=120.0)
@@ -158,7 +159,7 @@ claim("patched iff the adaptor is imported before the library (all 5 processes)"
 # only. Our fixture files in `data/deps/` model the state after #7827 (written here, not copied):
 
 # %%
-files = read_files(project_root() / "data" / "deps")
+files = read_files(data_dir() / "deps")
 settings = [s for name, text in files.items() for s in env_settings(text, file_kind(name), name) if s.name == ENV_VAR]
 for s in settings:
     print(f"{s.file}:{s.line}: {s.name}={s.value} (scope: {s.scope})")
@@ -206,7 +207,7 @@ claim("the worker test fails under the image default and passes with the explici
 # ## The same PRs, the other half: one ref, pinned in three files
 # The Ascend stack's refs were written separately into the Dockerfiles, install scripts and CI workflows;
 # #7827 also corrected the Megatron-LM ref to the tag `core_v0.18.0`. In our fixtures the Dockerfile got the
-# correction and the install script did not. `verlstudy.deps` parses every `git clone --branch`,
+# correction and the install script did not. `verlstudy.common.pins` parses every `git clone --branch`,
 # `git checkout`, `pip install name==v`, `pip install git+URL@ref` and `actions/checkout` ref out of the
 # three files (lesson 08 builds on this):
 
@@ -234,8 +235,8 @@ def parse_modules(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-# %%
-check_exercise("6.1", check_parse_modules, parse_modules)
+# %% tags=["checker", "exercise-6.1"]
+check_exercise("6.1", parse_modules)
 
 # %% [markdown]
 # **6.2** Write `will_be_patched(imports, env_value)`: given the order in which a process imports
@@ -259,8 +260,8 @@ def will_be_patched(imports: list[str], env_value: str | None) -> bool:
     return False
 
 
-# %%
-check_exercise("6.2", check_predict_patched, will_be_patched)
+# %% tags=["checker", "exercise-6.2"]
+check_exercise("6.2", will_be_patched)
 
 # %% [markdown]
 # ## On an Ascend machine
@@ -283,9 +284,9 @@ if skip_unless("npu"):
 # the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
 
 # %% tags=["nbval-ignore-output"]
-from verlstudy.verify import upstream_check
+from verlstudy.lessons.l06_external_modules.upstream import upstream_check
 
-upstream_check("06")
+upstream_check()
 
 # %% [markdown]
 # ## Takeaways

@@ -29,7 +29,7 @@
 # - `verl/workers/config/rollout.py`: with expert parallelism, rollout `ep == tp * dp`.
 # - `verl/trainer/ppo/ray_trainer.py`: `ppo_mini_batch_size` counts prompts and is multiplied by `rollout.n`.
 #
-# Facts checked against verl 0.9.1. All code here is our own (`verlstudy.parallel`, `verlstudy.grpo`);
+# Facts checked against verl 0.9.1. All code here is our own (`verlstudy.lessons.l07_grpo_recipe.parallel`, `verlstudy.lessons.l07_grpo_recipe.grpo`);
 # `tests/test_grpo.py` compares our loss and advantages with upstream's functions when verl is installed.
 
 # %% tags=["parameters"]
@@ -42,10 +42,11 @@ robustness_seeds = 4  # extra seeds the clip-higher result is re-checked on (1..
 # %%
 import torch
 
-from verlstudy.claims import check_exercise, claim, claims_table, expect_error, reset_claims
-from verlstudy.course import project_root
-from verlstudy.devices import pick_device, skip_unless
-from verlstudy.grpo import (
+from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
+from verlstudy.kit.resources import data_dir
+from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.lessons.l07_grpo_recipe.grpo import (
     bandit_problem,
     check_advantages,
     check_token_loss,
@@ -57,8 +58,8 @@ from verlstudy.grpo import (
     steps_until_below,
     train_bandit,
 )
-from verlstudy.params import check_int
-from verlstudy.parallel import (
+from verlstudy.kit.params import check_int
+from verlstudy.lessons.l07_grpo_recipe.parallel import (
     BatchPlan,
     ParallelLayout,
     RolloutLayout,
@@ -68,8 +69,8 @@ from verlstudy.parallel import (
     parse_pipeline_layout,
     pipeline_bubble_fraction,
 )
-from verlstudy.plots import bar_plot, line_plot
-from verlstudy.seeding import seed_everything
+from verlstudy.kit.plots import bar_plot, line_plot
+from verlstudy.kit.seeding import seed_everything
 
 dev = pick_device(device)
 seed = seed_everything(check_int("seed", seed, minimum=0))
@@ -85,7 +86,7 @@ reset_claims()
 # started, or worse, runs with a layout nobody meant.
 
 # %%
-recipe = load_recipe(project_root() / "data" / "recipes" / "glm52_grpo_7788.yaml")
+recipe = load_recipe(data_dir() / "recipes" / "glm52_grpo_7788.yaml")
 for section in ("cluster", "train", "rollout", "batch", "algorithm"):
     print(f"{section:<9}", ", ".join(f"{k}={v}" for k, v in recipe[section].items()))
 
@@ -344,8 +345,8 @@ def my_dp_sizes(world: int, tp: int, pp: int, cp: int, ep: int, etp: int) -> tup
     return world // (tp * cp * pp), world // (etp * ep * pp)
 
 
-# %%
-check_exercise("7.1", check_dp_sizes, my_dp_sizes)
+# %% tags=["checker", "exercise-7.1"]
+check_exercise("7.1", my_dp_sizes)
 with expect_error(ValueError, match="not divisible"):
     ParallelLayout(nodes=32, devices_per_node=16, tp=8, pp=8, cp=1, ep=64, etp=2)
 
@@ -363,8 +364,8 @@ def my_token_loss(ratio: float, advantage: float, clip_low: float, clip_high: fl
     return loss
 
 
-# %%
-check_exercise("7.2", check_token_loss, my_token_loss)
+# %% tags=["checker", "exercise-7.2"]
+check_exercise("7.2", my_token_loss)
 
 # %% [markdown]
 # **7.3** Write `my_advantages(rewards)` for one group (a list of floats): GRPO's normalised
@@ -382,8 +383,8 @@ def my_advantages(rewards: list[float]) -> list[float]:
     return [(r - mean) / (std + 1e-6) for r in rewards]
 
 
-# %%
-check_exercise("7.3", check_advantages, my_advantages)
+# %% tags=["checker", "exercise-7.3"]
+check_exercise("7.3", my_advantages)
 
 # %% [markdown]
 # ## On an accelerator
@@ -405,9 +406,9 @@ if skip_unless("cuda"):
 # the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
 
 # %% tags=["nbval-ignore-output"]
-from verlstudy.verify import upstream_check
+from verlstudy.lessons.l07_grpo_recipe.upstream import upstream_check
 
-upstream_check("07")
+upstream_check()
 
 # %% [markdown]
 # ## Takeaways

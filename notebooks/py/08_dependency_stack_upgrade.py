@@ -42,37 +42,39 @@ seed = 0
 # %%
 from collections import Counter
 
-from verlstudy.claims import check_exercise, claim, claims_table, reset_claims
-from verlstudy.course import project_root
-from verlstudy.deps import (
+from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.claims import claim, claims_table, reset_claims
+from verlstudy.kit.resources import data_dir
+from verlstudy.lessons.l08_dependency_stack.manifests import (
     StackManifest,
-    check_fix_ref,
-    check_pip_line,
     load_manifest,
     manifest_mismatches,
     manifest_pins,
     manifest_problems,
-    naming_problems,
-    pins_in_files,
-    pins_table,
-    read_files,
-    ref_drift,
-    ref_naming_problem,
     render_dockerfile,
     render_install_script,
     render_workflow,
     tree_problems,
     upgrade_diff,
 )
-from verlstudy.devices import pick_device, skip_unless
-from verlstudy.params import check_int
-from verlstudy.plots import bar_plot
-from verlstudy.seeding import seed_everything
+from verlstudy.lessons.l08_dependency_stack.checks import check_fix_ref, check_pip_line
+from verlstudy.common.pins import (
+    naming_problems,
+    pins_in_files,
+    pins_table,
+    read_files,
+    ref_drift,
+    ref_naming_problem,
+)
+from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.kit.params import check_int
+from verlstudy.kit.plots import bar_plot
+from verlstudy.kit.seeding import seed_everything
 
 dev = pick_device(device)
 seed_everything(check_int("seed", seed, minimum=0))
 reset_claims()
-stacks = project_root() / "data" / "stacks"
+stacks = data_dir() / "stacks"
 # The lesson is about this one upgrade (#7604, then #7827): fixed, not parameters, since every claim is about it.
 old_manifest, new_manifest = "ascend_megatron_0.16.toml", "ascend_megatron_0.18.toml"
 print(f"running on {dev.type}; manifests: {', '.join(sorted(p.name for p in stacks.glob('*.toml')))}")
@@ -126,7 +128,7 @@ claim("the old files pin Megatron-LM to the branch core_r0.16.0",
 # %% [markdown]
 # ## Symptom: the same upgrade, edited by hand in four files
 # `data/stacks/hand_edited/` holds the upgrade as it looks when each file is edited separately: two image
-# Dockerfiles, an install script and a CI workflow. `verlstudy.deps` finds every pin in them
+# Dockerfiles, an install script and a CI workflow. `verlstudy.common.pins` finds every pin in them
 # (`git clone --branch`, `git checkout`, `pip install name==v`, `pip install git+URL@ref`, `actions/checkout`
 # with `repository`/`ref`), following `ARG`s, shell variables and workflow `env:` blocks:
 
@@ -225,13 +227,13 @@ def fix_ref(repo: str, ref: str) -> str:
     return ref
 
 
-# %%
-check_exercise("8.1", check_fix_ref, fix_ref)
+# %% tags=["checker", "exercise-8.1"]
+check_exercise("8.1", fix_ref)
 
 # %% [markdown]
 # **8.2** Write `pip_line(manifest)`: one shell command, `pip install ...`, that pins every component of a
 # manifest: `name==version` for a `pypi:` package, `git+URL@ref` for a git repository. The checker parses your
-# command back with `verlstudy.deps` and compares it with both manifests.
+# command back with `verlstudy.common.pins` and compares it with both manifests.
 
 # %% tags=["solution", "exercise-8.2"]
 def pip_line(manifest: StackManifest) -> str:
@@ -240,8 +242,8 @@ def pip_line(manifest: StackManifest) -> str:
     return "pip install " + " ".join(args)
 
 
-# %%
-check_exercise("8.2", check_pip_line, pip_line, [old, new])
+# %% tags=["checker", "exercise-8.2"]
+check_exercise("8.2", pip_line, [old, new])
 
 # %% [markdown]
 # ## On an Ascend machine
@@ -267,9 +269,9 @@ if skip_unless("npu"):
 # the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
 
 # %% tags=["nbval-ignore-output"]
-from verlstudy.verify import upstream_check
+from verlstudy.lessons.l08_dependency_stack.upstream import upstream_check
 
-upstream_check("08")
+upstream_check()
 
 # %% [markdown]
 # ## Takeaways

@@ -34,7 +34,7 @@
 #   wheel; a pre-commit hook regenerates and runs `git diff --exit-code`, per the PR).
 #
 # Here the same shapes live in a small package written for this course, `data/engine_config/` (dataclasses,
-# YAML, an engine, the generated file), and the config system is `verlstudy.configs`.
+# YAML, an engine, the generated file), and the config system is `verlstudy.lessons.l09_dead_config.configs`.
 #
 # Facts checked against verl 0.9.1 (and 0.9.0 for the state before the fix).
 
@@ -51,20 +51,21 @@ from pathlib import Path
 
 import torch
 
-from verlstudy import configs
-from verlstudy.claims import check_exercise, claim, claims_table, expect_error, reset_claims
-from verlstudy.course import project_root
-from verlstudy.devices import pick_device, skip_unless
-from verlstudy.params import check_int
-from verlstudy.plots import bar_plot
-from verlstudy.seeding import seed_everything
+from verlstudy.lessons.l09_dead_config import configs
+from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
+from verlstudy.kit.resources import data_dir
+from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.kit.params import check_int
+from verlstudy.kit.plots import bar_plot
+from verlstudy.kit.seeding import seed_everything
 
 dev = pick_device(device)
 hidden = check_int("hidden", hidden, minimum=1, maximum=4096)
 diff_context = check_int("diff_context", diff_context, minimum=0, maximum=10)
 seed_everything(check_int("seed", seed, minimum=0))
 reset_claims()
-PKG = project_root() / "data" / "engine_config"
+PKG = data_dir() / "engine_config"
 print(f"running on {dev.type}")
 
 # %% [markdown]
@@ -320,8 +321,8 @@ def attribute_reads(source: str) -> set[str]:
     return {n.attr for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)}
 
 
-# %%
-check_exercise("9.1", configs.check_attribute_reads, attribute_reads)
+# %% tags=["checker", "exercise-9.1"]
+check_exercise("9.1", attribute_reads)
 
 # %% [markdown]
 # **9.2** The check that catches half-done removal 1 before anyone starts a job: write
@@ -349,8 +350,8 @@ def yaml_only_keys(cls: type, data: dict, prefix: str = "") -> list[str]:
     return sorted(out)
 
 
-# %%
-check_exercise("9.2", configs.check_yaml_only_keys, yaml_only_keys)
+# %% tags=["checker", "exercise-9.2"]
+check_exercise("9.2", yaml_only_keys)
 
 # %% [markdown]
 # ## Optional: on a GPU, the bytes really leave the device
@@ -383,9 +384,9 @@ if skip_unless("cuda"):
 # the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
 
 # %% tags=["nbval-ignore-output"]
-from verlstudy.verify import upstream_check
+from verlstudy.lessons.l09_dead_config.upstream import upstream_check
 
-upstream_check("09")
+upstream_check()
 
 # %% [markdown]
 # ## Takeaways

@@ -1,3 +1,3 @@
-from verlstudy.cli import main
+from verlstudy.course.cli import main
 
 raise SystemExit(main())

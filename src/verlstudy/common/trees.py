@@ -1,0 +1,111 @@
+"""Detaching nested engine outputs, and walking their tensor leaves: lessons 01 and 02 both use these.
+
+`detach_tree` follows upstream's `verl/workers/engine/utils.py::detach_tree` (verl PR #7874, checked
+against verl 0.9.1); the code here is written for this course:
+
+- a tensor is detached only if it requires grad; otherwise the *same object* comes back, so a tree of
+  already-detached leaves costs no new tensor (no throwaway TensorImpl per key per micro-batch);
+- dict -> a new plain ``dict`` (dict subclasses such as OrderedDict come back as ``dict``, as upstream);
+- list / tuple -> the same type, rebuilt recursively;
+- namedtuple -> the same namedtuple, rebuilt field by field. This is a deliberate difference from
+  upstream, whose ``type(obj)(generator)`` raises TypeError for a namedtuple of two or more fields and
+  silently stores the generator object in a one-field namedtuple;
+- anything else (ints, strings, None, numpy arrays, ...) is returned unchanged;
+- the input is never mutated; jagged nested tensors (``layout=torch.jagged``) are tensors and are
+  detached whole, keeping their offsets.
+
+Cyclic containers are not supported (as upstream): they recurse until RecursionError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TypeVar
+
+import torch
+
+T = TypeVar("T")
+
+
+def is_namedtuple(obj: object) -> bool:
+    """True for instances of `collections.namedtuple` / `typing.NamedTuple` classes."""
+    return isinstance(obj, tuple) and hasattr(type(obj), "_fields") and hasattr(type(obj), "_make")
+
+
+def detach_tree(obj: T) -> T:
+    """Return `obj` with every grad-requiring tensor detached; see the module docstring for the rules."""
+    if isinstance(obj, torch.Tensor):
+        # Already detached: hand back the same object, creating nothing.
+        return obj.detach() if obj.requires_grad else obj  # type: ignore[return-value]
+    if isinstance(obj, dict):
+        return {k: detach_tree(v) for k, v in obj.items()}  # type: ignore[return-value]
+    if is_namedtuple(obj):
+        return type(obj)._make(detach_tree(v) for v in obj)  # type: ignore[attr-defined,no-any-return]
+    if isinstance(obj, list | tuple):
+        return type(obj)(detach_tree(v) for v in obj)  # type: ignore[return-value]
+    return obj
+
+
+def detach_tree_always(obj: T) -> T:
+    """The naive variant, for comparison only: detaches *every* tensor, even already-detached ones.
+
+    Each call creates one new tensor object per leaf; the outputs are equal to `detach_tree`'s.
+    """
+    if isinstance(obj, torch.Tensor):
+        return obj.detach()  # type: ignore[return-value]
+    if isinstance(obj, dict):
+        return {k: detach_tree_always(v) for k, v in obj.items()}  # type: ignore[return-value]
+    if is_namedtuple(obj):
+        return type(obj)._make(detach_tree_always(v) for v in obj)  # type: ignore[attr-defined,no-any-return]
+    if isinstance(obj, list | tuple):
+        return type(obj)(detach_tree_always(v) for v in obj)  # type: ignore[return-value]
+    return obj
+
+
+def check_name(name: object) -> str:
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty string naming the object (e.g. 'model_output'), got {name!r}")
+    return name
+
+
+def _key_path(parent: str, key: object) -> str:
+    # Identifier-like string keys read as attributes, like upstream's `model_output.log_probs`.
+    if isinstance(key, str) and key.isidentifier():
+        return f"{parent}.{key}"
+    return f"{parent}[{key!r}]"
+
+
+def _walk(obj: object, path: str) -> Iterator[tuple[str, object]]:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _walk(v, _key_path(path, k))
+    elif is_namedtuple(obj):
+        for field, v in zip(type(obj)._fields, obj, strict=True):  # type: ignore[attr-defined]
+            yield from _walk(v, f"{path}.{field}")
+    elif isinstance(obj, list | tuple):
+        for i, v in enumerate(obj):
+            yield from _walk(v, f"{path}[{i}]")
+    else:
+        yield path, obj
+
+
+def tensor_leaves(obj: object, name: str = "obj") -> list[tuple[str, torch.Tensor]]:
+    """Every tensor leaf of `obj` with its path, in traversal order (dicts in insertion order)."""
+    check_name(name)
+    return [(p, v) for p, v in _walk(obj, name) if isinstance(v, torch.Tensor)]
+
+
+def grad_attached_paths(obj: object, name: str = "obj") -> list[str]:
+    """Paths (like ``model_output.log_probs[2]``) of tensor leaves that still require grad."""
+    return [p for p, t in tensor_leaves(obj, name) if t.requires_grad]
+
+
+def count_new_tensors(before: object, after: object) -> int:
+    """How many tensor leaves of `after` are new objects rather than the same leaf of `before`.
+
+    The two trees must have the same shape (as `detach_tree` guarantees); a mismatch is a ValueError.
+    """
+    old, new = tensor_leaves(before), tensor_leaves(after)
+    if [p for p, _ in old] != [p for p, _ in new]:
+        raise ValueError("before and after must have the same tree structure (same tensor leaf paths)")
+    return sum(a is not b for (_, a), (_, b) in zip(old, new, strict=True))

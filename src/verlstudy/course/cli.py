@@ -1,0 +1,275 @@
+"""The `verlstudy` command: list, run, doctor, refresh, and the workshop (student, site, plan) and upstream commands."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import importlib.util
+import platform
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from verlstudy.course import registry
+
+DEVICE_CHOICES = ("auto", "cpu", "cuda", "npu")  # the same as verlstudy.kit.devices, without importing torch
+
+
+class UsageError(Exception):
+    """A bad lesson number, parameter or option: one line for the user, exit code 2."""
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    print(registry.course_map())
+    return 0
+
+
+def _progress(total: int):
+    """A tqdm bar on a terminal, nothing in CI or in a pipe."""
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="notebook", leave=False)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from verlstudy.course import runner
+
+    try:
+        lessons = registry.select_lessons(args.lessons)
+        params = dict(runner.parse_parameter(p) for p in args.parameter)
+    except ValueError as e:
+        raise UsageError(str(e)) from e
+    if args.device is not None:
+        params["device"] = args.device
+    # without --out, the course's own build/ folder wherever you run from; a custom --out keeps its report inside
+    out = Path(args.out) if args.out else registry.project_root() / "build" / "executed"
+    if args.report:
+        report_path = Path(args.report)
+    else:
+        report_path = out / "report.md" if args.out else registry.project_root() / "build" / "report.md"
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a folder")
+    for lesson in lessons:
+        if not lesson.notebook.exists():
+            raise UsageError(f"lesson {lesson.code} is registered but {lesson.notebook.name} does not exist")
+        try:
+            runner.check_parameter_names(lesson, params)
+        except ValueError as e:
+            raise UsageError(str(e)) from e
+    bar = _progress(len(lessons) + (0 if args.no_floor else 1))
+
+    def done(result: runner.RunResult) -> None:
+        if bar is not None:
+            bar.set_postfix_str(result.name)
+            bar.update(1)
+
+    results, floor = runner.run_lessons(
+        lessons, out, params, workers=args.workers, with_floor=not args.no_floor, on_done=done
+    )
+    if bar is not None:
+        bar.close()
+    report = runner.report_markdown(results, floor)
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    report_path.write_text(report)
+    print(report, end="")
+    if args.junit:
+        junit = Path(args.junit)
+        junit.parent.mkdir(parents=True, exist_ok=True)
+        junit.write_text(runner.junit_xml(results))
+    bad = [r for r in results if r.status == "bad parameter"]
+    if bad:
+        # one clear line, the way a usage error reads
+        print(f"verlstudy run: bad parameter for lesson {bad[0].lesson.code}: {bad[0].error}", file=sys.stderr)
+        return 2
+    return 0 if all(r.status == "passed" for r in results) else 1
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def verl_status(installed: str | None, verified: dict[str, str]) -> str:
+    """The doctor's verl line: installed or not, and whether it is the version the lessons were checked against."""
+    if not installed:
+        return "not installed (upstream cells skip; `pip install --no-deps -r requirements-upstream.txt` adds it)"
+    behind = sorted(code for code, version in verified.items() if version != installed)
+    if not behind:
+        return installed
+    lessons = ", ".join(behind)
+    return f"{installed}; lessons {lessons} were verified against another verl: run `verlstudy verify-upstream`"
+
+
+def doctor_checks() -> list[tuple[bool, str]]:
+    """(ok, line) for each thing the course needs, and informational lines for optional things."""
+    checks: list[tuple[bool, str]] = []
+    py_ok = sys.version_info >= (3, 11)
+    checks.append((py_ok, f"Python {platform.python_version()} (needs >= 3.11)"))
+    for package in ("torch", "numpy", "matplotlib", "papermill", "nbval", "nbformat", "jupytext", "ipykernel"):
+        version = _version(package)
+        checks.append((version is not None, f"{package} {version or 'not installed'}"))
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec("python3")
+        checks.append((True, f"kernel 'python3' registered ({spec.display_name})"))
+    except NoSuchKernel:
+        checks.append((False, "kernel 'python3' not registered: run `python -m ipykernel install --sys-prefix`"))
+    from verlstudy.kit import devices
+
+    found = devices.visible_accelerators()
+    checks.append((True, f"accelerators visible: {', '.join(found) if found else 'none (CPU only; GPU cells skip)'}"))
+    checks.append((True, "optional verl: " + verl_status(_version("verl"), registry.upstream_verified_versions())))
+    missing = [lesson.code for lesson in registry.LESSONS if not lesson.notebook.exists()]
+    checks.append((not missing, f"notebooks: {len(registry.LESSONS) - len(missing)}/{len(registry.LESSONS)} present"))
+    return checks
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    checks = doctor_checks()
+    for ok, line in checks:
+        print(f"[{'OK' if ok else 'FAIL'}] {line}")
+    return 0 if all(ok for ok, _ in checks) else 1
+
+
+def cmd_refresh(args: argparse.Namespace) -> int:
+    from verlstudy.course import runner
+
+    try:
+        lessons = registry.select_lessons(args.lessons)
+    except ValueError as e:
+        raise UsageError(str(e)) from e
+    if not args.lessons:
+        raise UsageError("name the lessons to refresh, e.g. `verlstudy refresh 01` (refreshing rewrites outputs)")
+    for lesson in lessons:
+        changes = runner.refresh(lesson, source=args.source)
+        print(f"{lesson.stem}: {len(changes)} change(s)")
+        for change in changes:
+            print(f"  {change}")
+    return 0
+
+
+def cmd_student(args: argparse.Namespace) -> int:
+    from verlstudy.course import student
+
+    try:
+        written = student.write_student_edition(Path(args.out), registry.select_lessons(args.lessons), force=args.force)
+    except ValueError as e:
+        raise UsageError(str(e)) from e
+    print(f"student edition: {len(written)} notebooks in {args.out}")
+    return 0
+
+
+def cmd_site(args: argparse.Namespace) -> int:
+    from verlstudy.course import site
+
+    source = Path(args.from_dir) if args.from_dir else None
+    try:
+        written = site.build_site(Path(args.out), source, registry.select_lessons(args.lessons))
+    except (ValueError, FileNotFoundError) as e:
+        raise UsageError(str(e)) from e
+    print(f"site: {len(written)} pages in {args.out} (open {Path(args.out) / 'index.html'})")
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from verlstudy.course import plan
+
+    try:
+        lessons = registry.select_lessons(args.lessons)
+        codes = {lesson.code for lesson in lessons}
+        breaks = [] if args.no_breaks else [b for b in plan.DAY_BREAKS if b[0] in codes]
+        print(plan.day_plan(start=args.start, breaks=breaks, lessons=lessons))
+    except ValueError as e:
+        raise UsageError(str(e)) from e
+    return 0
+
+
+def cmd_verify_upstream(args: argparse.Namespace) -> int:
+    from verlstudy.course import verify
+    from verlstudy.kit import upstream
+
+    try:
+        rows = verify.verify_all(cases=args.cases, seed=args.seed)
+    except upstream.VerlNotInstalled as e:
+        raise UsageError(str(e)) from e
+    print(verify.table(rows))
+    differ = [r for r in rows if r.status == "differ"]
+    agree = [r for r in rows if r.status == "agree"]
+    print(f"\n{len(agree)} agree, {len(differ)} differ, {len(rows) - len(agree) - len(differ)} not comparable")
+    if args.record and not differ:
+        path = verify.record(rows)
+        print(f"recorded the verified verl version in {path.relative_to(registry.project_root())}")
+    return 1 if differ else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="verlstudy", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="the course map").set_defaults(func=cmd_list)
+
+    run = sub.add_parser("run", help="execute lessons with papermill and report")
+    run.add_argument("lessons", nargs="*", help="lesson numbers (default: all)")
+    run.add_argument(
+        "-p", "--parameter", action="append", default=[], metavar="NAME=VALUE", help="override a notebook parameter"
+    )
+    run.add_argument("--device", choices=DEVICE_CHOICES, default=None, help="sets every lesson's `device` parameter")
+    run.add_argument("--workers", type=int, default=2, help="notebooks executed at once (default 2)")
+    run.add_argument("--out", default=None, help="folder for the executed notebooks (default: build/executed)")
+    run.add_argument(
+        "--report", default=None, help="markdown report (default: build/report.md, or OUT/report.md with --out)"
+    )
+    run.add_argument("--junit", default=None, metavar="FILE", help="also write a JUnit XML file")
+    run.add_argument("--no-floor", action="store_true", help="skip the floor notebook (no timing baseline)")
+    run.set_defaults(func=cmd_run)
+
+    sub.add_parser("doctor", help="[OK]/[FAIL] environment check").set_defaults(func=cmd_doctor)
+
+    refresh = sub.add_parser("refresh", help="re-execute lessons and store their reference outputs")
+    refresh.add_argument("lessons", nargs="*")
+    refresh.add_argument(
+        "--source", choices=("py", "ipynb"), default="py", help="build cells from the twin or the ipynb"
+    )
+    refresh.set_defaults(func=cmd_refresh)
+
+    student_cmd = sub.add_parser("student", help="write the student edition (solutions replaced by stubs)")
+    student_cmd.add_argument("lessons", nargs="*")
+    student_cmd.add_argument("--out", required=True, help="folder to write (learners work here)")
+    student_cmd.add_argument("--force", action="store_true", help="overwrite notebooks a learner has changed")
+    student_cmd.set_defaults(func=cmd_student)
+
+    site_cmd = sub.add_parser("site", help="render executed lessons to HTML with an index")
+    site_cmd.add_argument("lessons", nargs="*")
+    site_cmd.add_argument("--out", required=True)
+    site_cmd.add_argument("--from", dest="from_dir", default=None, help="executed notebooks (default: the stored ones)")
+    site_cmd.set_defaults(func=cmd_site)
+
+    plan_cmd = sub.add_parser("plan", help="a workshop day's timetable from the registry (docs/facilitator.md)")
+    plan_cmd.add_argument("lessons", nargs="*", help="lesson numbers (default: all)")
+    plan_cmd.add_argument("--start", default="09:00", help="start time, HH:MM (default 09:00)")
+    plan_cmd.add_argument("--no-breaks", action="store_true", help="leave out the breaks and lunch")
+    plan_cmd.set_defaults(func=cmd_plan)
+
+    check = sub.add_parser("verify-upstream", help="compare each lesson's helper with upstream verl's function")
+    check.add_argument("--cases", type=int, default=300, help="generated cases per comparison")
+    check.add_argument("--seed", type=int, default=0)
+    check.add_argument("--record", action="store_true", help="write data/upstream_verified.json when all agree")
+    check.set_defaults(func=cmd_verify_upstream)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "workers", 1) < 1:
+        print("verlstudy: --workers must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        return int(args.func(args))
+    except UsageError as e:
+        print(f"verlstudy {args.command}: {e}", file=sys.stderr)
+        return 2

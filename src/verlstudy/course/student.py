@@ -1,0 +1,125 @@
+"""The student edition, from the one source the tests check.
+
+Every cell tagged `solution` keeps its function signatures and docstrings, and each body becomes
+`raise NotImplementedError("exercise N.M")`; the checker cell after it (tagged `checker` and
+`exercise-N.M`) is found by its tags. The checkers then print "not attempted".
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import nbformat
+
+from verlstudy.course import registry
+from verlstudy.course.files import WouldOverwriteWork, check_out_dir, write_all
+from verlstudy.course.registry import Lesson
+
+EXERCISE_TAG = re.compile(r"^exercise-(\d+)\.(\d+)$")
+
+
+class MalformedExercise(ValueError):
+    """A solution cell that the student edition cannot turn into a stub (named, with the reason)."""
+
+
+def _exercise_id(cell: nbformat.NotebookNode, where: str, lesson: Lesson) -> str:
+    tags = cell.metadata.get("tags", [])
+    found = [m for t in tags if (m := EXERCISE_TAG.match(t))]
+    if len(found) != 1:
+        raise MalformedExercise(f"{where}: a 'solution' cell needs exactly one tag 'exercise-N.M', has {tags}")
+    number, part = found[0].groups()
+    if int(number) != lesson.number:
+        raise MalformedExercise(f"{where}: tag exercise-{number}.{part} belongs to lesson {number}, not {lesson.code}")
+    return f"{number}.{part}"
+
+
+def stub_source(source: str, exercise_id: str, where: str = "solution cell") -> str:
+    """Keep imports, signatures and docstrings; replace each function body with NotImplementedError."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        raise MalformedExercise(f"{where}: does not parse ({e.msg}, line {e.lineno})") from e
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    others = [n for n in tree.body if not isinstance(n, ast.FunctionDef | ast.Import | ast.ImportFrom)]
+    if not functions or others:
+        raise MalformedExercise(f"{where}: a solution cell may only define functions (and import)")
+    lines = source.splitlines()
+    out: list[str] = []
+    cursor = 0
+    for fn in functions:
+        body_start = fn.body[0].lineno - 1
+        doc = ast.get_docstring(fn, clean=False)
+        keep_until = fn.body[0].end_lineno if doc is not None else body_start
+        out += lines[cursor:keep_until]
+        indent = " " * fn.body[0].col_offset
+        out.append(f'{indent}raise NotImplementedError("exercise {exercise_id}")')
+        cursor = fn.end_lineno or keep_until
+    out += [line for line in lines[cursor:] if not line.strip()]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def student_notebook(nb: nbformat.NotebookNode, lesson: Lesson) -> nbformat.NotebookNode:
+    """The student edition of one lesson's notebook (a new notebook; the input is not changed)."""
+    nb = nbformat.from_dict(nb)
+    code_index = 0
+    exercises = 0
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        code_index += 1
+        tags = cell.metadata.get("tags", [])
+        if "solution" not in tags:
+            continue
+        where = f"{lesson.notebook.name}, code cell {code_index - 1}"
+        exercise_id = _exercise_id(cell, where, lesson)
+        cell.source = stub_source(cell.source, exercise_id, where)
+        cell.metadata["tags"] = ["exercise" if t == "solution" else t for t in tags]
+        cell.outputs, cell.execution_count = [], None
+        checker = next((c for c in nb.cells[i + 1 :] if c.cell_type == "code"), None)
+        checker_tags = checker.metadata.get("tags", []) if checker is not None else []
+        if "checker" not in checker_tags or f"exercise-{exercise_id}" not in checker_tags:
+            raise MalformedExercise(
+                f"{where}: exercise {exercise_id} needs a checker cell right after it, tagged "
+                f"'checker' and 'exercise-{exercise_id}'"
+            )
+        checker.outputs, checker.execution_count = [], None
+        exercises += 1
+    if exercises == 0:
+        raise MalformedExercise(f"{lesson.notebook.name}: no cell tagged 'solution' (every lesson has exercises)")
+    return nb
+
+
+def write_student_edition(out: Path, lessons: Sequence[Lesson] | None = None, *, force: bool = False) -> list[Path]:
+    """Write the student edition of the lessons (default: all) into `out`; return the written paths.
+
+    A notebook already in `out` that differs from what would be written (a learner ran or edited it)
+    is never overwritten silently: without `force` nothing is written and the error names the files.
+    """
+    out = Path(out)
+    check_out_dir(out)
+    lessons = list(lessons) if lessons else list(registry.LESSONS)
+    files = {}
+    for lesson in lessons:
+        nb = student_notebook(nbformat.read(lesson.notebook, as_version=4), lesson)
+        files[lesson.notebook.name] = nbformat.writes(nb)
+    edited = sorted(name for name, text in files.items() if (out / name).exists() and (out / name).read_text() != text)
+    if edited and not force:
+        raise WouldOverwriteWork(
+            f"{out} already holds {len(edited)} notebook(s) that differ from a fresh student edition "
+            f"({', '.join(edited)}): a learner's work? Choose another --out, or pass --force to overwrite them"
+        )
+    write_all(out, files)
+    return [out / name for name in files]
+
+
+def exercise_ids(lesson: Lesson) -> list[str]:
+    """The exercise ids ('N.M') of a lesson, in notebook order, read from its solution cells' tags."""
+    nb = nbformat.read(lesson.notebook, as_version=4)
+    return [
+        _exercise_id(cell, f"{lesson.stem} cell {i}", lesson)
+        for i, cell in enumerate(nb.cells)
+        if "solution" in cell.metadata.get("tags", [])
+    ]

@@ -1,0 +1,182 @@
+"""Notebooks and their jupytext twins, executing in place, and `refresh` (a lesson's reference outputs).
+
+Kernels get a quiet, deterministic environment (no progress bars, no torch log lines, one thread)
+so that what nbval compares is the lesson's own output.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nbformat
+
+from verlstudy.course.registry import Lesson
+from verlstudy.kit.records import RECORD_MIME
+
+KERNEL_NAME = "python3"
+KERNELSPEC = {"name": KERNEL_NAME, "display_name": "Python 3 (ipykernel)", "language": "python"}
+QUIET_ENV = {
+    "TQDM_DISABLE": "1",
+    "TORCH_CPP_LOG_LEVEL": "ERROR",
+    "OMP_NUM_THREADS": "1",
+    "PYTHONHASHSEED": "0",
+    "PYTHONWARNINGS": "ignore::DeprecationWarning",
+    "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+}
+CELL_METADATA_DROP = ("execution", "papermill", "collapsed", "scrolled", "jp-MarkdownHeadingCollapsed")
+# ipykernel 7 warns on every start that loopback TCP is unencrypted; it is noise on a local run
+KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
+FLOOR_SOURCE = "import torch\nimport matplotlib.pyplot as plt"
+
+
+def quiet_kernel_env() -> None:
+    """Set the kernel environment in this process; kernels started from here inherit it."""
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+
+
+# ---------------------------------------------------------------- notebooks <-> twins
+
+
+def read_twin(path: Path) -> nbformat.NotebookNode:
+    """Read a jupytext py:percent twin as a notebook with stable cell ids and our kernelspec."""
+    import jupytext
+
+    nb = jupytext.read(path)
+    return normalise(nb)
+
+
+def normalise(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Drop run-to-run metadata (papermill, timings), set the kernelspec, number cell ids stably."""
+    nb.metadata.pop("papermill", None)
+    nb.metadata.pop("widgets", None)
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata.setdefault("language_info", {"name": "python"})
+    jt = nb.metadata.get("jupytext")
+    if isinstance(jt, dict):
+        # the pairing is a repo-wide setting (jupytext.toml); per-notebook copies only drift
+        for key in ("text_representation", "formats", "notebook_metadata_filter", "cell_metadata_filter"):
+            jt.pop(key, None)
+        if not jt:
+            nb.metadata.pop("jupytext")
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"c{i:02d}"
+        for key in CELL_METADATA_DROP:
+            cell.metadata.pop(key, None)
+        if cell.cell_type == "code":
+            tags = [t for t in cell.metadata.get("tags", []) if t != "injected-parameters"]
+            if tags:
+                cell.metadata["tags"] = tags
+            else:
+                cell.metadata.pop("tags", None)
+            cell.outputs = coalesce_streams(cell.get("outputs", []))
+            for out in cell.outputs:
+                out.get("metadata", {}).pop("execution", None)
+    nb.nbformat, nb.nbformat_minor = 4, 5
+    return nb
+
+
+def coalesce_streams(outputs: list) -> list:
+    """Merge consecutive stdout (or stderr) chunks: how a print is split depends on flush timing."""
+    merged: list = []
+    for out in outputs:
+        prev = merged[-1] if merged else None
+        if (
+            out.get("output_type") == "stream"
+            and prev is not None
+            and prev.get("output_type") == "stream"
+            and prev.get("name") == out.get("name")
+        ):
+            prev["text"] = prev["text"] + out["text"]
+        else:
+            merged.append(out)
+    return merged
+
+
+def twin_text(nb: nbformat.NotebookNode) -> str:
+    """The py:percent text jupytext writes for a notebook (what the twin must contain)."""
+    import jupytext
+
+    # no header: the jupytext version and kernelspec would make the twin differ between machines
+    return jupytext.writes(nb, fmt={"extension": ".py", "format_name": "percent", "notebook_metadata_filter": "-all"})
+
+
+# ---------------------------------------------------------------- executing
+
+
+def execute_in_place(nb: nbformat.NotebookNode, cwd: Path, timeout_s: int = 600) -> nbformat.NotebookNode:
+    """Execute every cell in a fresh kernel (nbclient, no timing metadata); raise on the first error."""
+    from nbclient import NotebookClient
+
+    quiet_kernel_env()
+    client = NotebookClient(
+        nb,
+        timeout=timeout_s,
+        kernel_name=KERNEL_NAME,
+        resources={"metadata": {"path": str(cwd)}},
+        record_timing=False,
+        shutdown_kernel="immediate",
+        extra_arguments=KERNEL_ARGS,
+    )
+    client.execute()
+    return nb
+
+
+def _output_text(cell: nbformat.NotebookNode) -> str:
+    parts = []
+    for out in coalesce_streams([dict(o) for o in cell.get("outputs", [])]):
+        if "text" in out:
+            parts.append(out["text"])
+        for mime, value in sorted(out.get("data", {}).items()):
+            if mime.startswith("text/") or mime in ("application/json", RECORD_MIME):
+                parts.append(f"{mime}:{value}")
+            else:
+                parts.append(f"{mime}:<binary>")
+        if out.get("output_type") == "error":
+            parts.append(f"{out.get('ename')}: {out.get('evalue')}")
+    return "\n".join(parts)
+
+
+def changed_cells(old: nbformat.NotebookNode | None, new: nbformat.NotebookNode) -> list[str]:
+    """Describe which code cells' text outputs differ between two versions of a notebook."""
+    new_code = [c for c in new.cells if c.cell_type == "code"]
+    if old is None:
+        return [f"new notebook: {len(new_code)} code cells"]
+    old_code = [c for c in old.cells if c.cell_type == "code"]
+    changes = []
+    for i, cell in enumerate(new_code):
+        before = old_code[i] if i < len(old_code) else None
+        if before is None:
+            changes.append(f"code cell {i}: added")
+        elif _output_text(before) != _output_text(cell):
+            first = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
+            changes.append(f"code cell {i} ({first[:60]}): output changed")
+    if len(old_code) > len(new_code):
+        changes.append(f"{len(old_code) - len(new_code)} code cells removed")
+    return changes
+
+
+def refresh(lesson: Lesson, source: str = "py") -> list[str]:
+    """Re-execute a lesson in a fresh kernel, write its .ipynb (outputs kept) and normalised twin.
+
+    `source="py"` builds the cells from the jupytext twin (the file people edit); `source="ipynb"`
+    from the notebook (after editing in Jupyter without jupytext). Returns the list of changes.
+    """
+    if source not in ("py", "ipynb"):
+        raise ValueError(f"source must be 'py' or 'ipynb', got {source!r}")
+    path = lesson.twin if source == "py" else lesson.notebook
+    if not path.exists():
+        raise FileNotFoundError(f"lesson {lesson.code} has no {source} source yet: {path.name} is missing")
+    old = nbformat.read(lesson.notebook, as_version=4) if lesson.notebook.exists() else None
+    nb = read_twin(path) if source == "py" else normalise(nbformat.read(path, as_version=4))
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    execute_in_place(nb, lesson.notebook.parent)
+    nb = normalise(nb)
+    nbformat.validate(nb)
+    nbformat.write(nb, lesson.notebook)
+    lesson.twin.parent.mkdir(parents=True, exist_ok=True)
+    lesson.twin.write_text(twin_text(nb))
+    return changed_cells(old, nb)

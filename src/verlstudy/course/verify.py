@@ -1,0 +1,67 @@
+"""`verlstudy verify-upstream`: each lesson's helper against upstream's own function, on generated cases.
+
+A lesson re-implements an upstream mechanism in small form; this keeps the two the same as verl
+moves. Each lesson provides its comparisons in its own `upstream.py` (`COMPARISONS`, or
+`NOT_COMPARABLE` saying why there is no single function to call); this module loops over the
+registry, so a new lesson is verified without editing this file.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+
+from verlstudy.course import registry
+from verlstudy.kit import upstream
+from verlstudy.kit.upstream import Comparison
+
+
+def lesson_rows(lesson: registry.Lesson, cases: int = 300, seed: int = 0) -> list[Comparison]:
+    """The comparison rows of one lesson (a 'not comparable' row where it has no upstream function)."""
+    part = lesson.import_part("upstream")
+    if part is None:
+        raise LookupError(f"lesson {lesson.code} has no upstream.py: add COMPARISONS or NOT_COMPARABLE to it")
+    comparisons = getattr(part, "COMPARISONS", ())
+    if comparisons:
+        return [compare(cases, seed) for compare in comparisons]
+    not_comparable = getattr(part, "NOT_COMPARABLE", None)
+    if not_comparable is None:
+        raise LookupError(f"{part.__name__} defines neither COMPARISONS nor NOT_COMPARABLE")
+    return [not_comparable.row(upstream.verl_version())]
+
+
+def verify_all(cases: int = 300, seed: int = 0) -> list[Comparison]:
+    """Every lesson's rows, in course order."""
+    if isinstance(cases, bool) or not isinstance(cases, int) or cases < 1:
+        raise ValueError(f"cases must be an integer >= 1 (generated inputs per comparison), got {cases!r}")
+    return [row for lesson in registry.LESSONS for row in lesson_rows(lesson, cases, seed)]
+
+
+def table(rows: list[Comparison]) -> str:
+    lines = ["| lesson | upstream | verl | cases | result | detail |", "| --- | --- | --- | ---: | --- | --- |"]
+    lines += [f"| {r.lesson} | {r.upstream} | {r.version} | {r.cases} | {r.status} | {r.detail} |" for r in rows]
+    return "\n".join(lines)
+
+
+def record(rows: list[Comparison], path: Path | None = None) -> Path:
+    """Write the verified verl version per lesson (every comparable row agreed) to data/upstream_verified.json."""
+    if any(r.status == "differ" for r in rows):
+        raise ValueError("not recording: some lessons differ from upstream")
+    path = path or registry.data_dir() / "upstream_verified.json"
+    data = {}
+    for lesson in registry.LESSONS:
+        mine = [r for r in rows if r.lesson == lesson.code]
+        compared = [r for r in mine if r.status == "agree"]
+        how = (
+            f"compared with verlstudy verify-upstream on {sum(r.cases for r in compared)} cases"
+            if compared
+            else "facts read from the verl source (no single upstream function to compare)"
+        )
+        data[lesson.code] = {
+            "verl_version": mine[0].version if mine else upstream.verl_version(),
+            "how": how,
+            "on": date.today().isoformat(),
+        }
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    return path

@@ -1,0 +1,1 @@
+"""What every lesson uses: checked claims, exercises by id, parameters, devices, seeding, plots, upstream loading."""

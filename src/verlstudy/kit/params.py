@@ -1,0 +1,59 @@
+"""One validation helper for everything: a notebook's papermill parameters and every helper's arguments.
+
+A bad value gets a TypeError/ValueError that names it (`parameter steps=0 ...` in a notebook,
+`argument topk=0 ...` in a helper) and says what is allowed.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+
+
+def check_choice(name: str, value: object, allowed: Iterable[object], *, kind: str = "parameter") -> object:
+    """Return `value` if it is one of `allowed`, else ValueError naming the parameter."""
+    allowed = tuple(allowed)
+    if value not in allowed:
+        raise ValueError(f"{kind} {name}={value!r} is not allowed; choose one of {', '.join(repr(a) for a in allowed)}")
+    return value
+
+
+def check_int(
+    name: str, value: object, *, minimum: int | None = None, maximum: int | None = None, kind: str = "parameter"
+) -> int:
+    """Return `value` if it is an int within [minimum, maximum], else a clear TypeError/ValueError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{kind} {name} must be an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        lo = "-inf" if minimum is None else minimum
+        hi = "inf" if maximum is None else maximum
+        raise ValueError(f"{kind} {name}={value} is out of range; allowed: {lo} <= {name} <= {hi}")
+    return value
+
+
+def check_float(
+    name: str,
+    value: object,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    kind: str = "parameter",
+) -> float:
+    """Return `value` as a float if it is a real number within [minimum, maximum]."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{kind} {name} must be a number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{kind} {name}={value} is not a finite number; NaN and infinity are not allowed")
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        lo = "-inf" if minimum is None else minimum
+        hi = "inf" if maximum is None else maximum
+        raise ValueError(f"{kind} {name}={value} is out of range; allowed: {lo} <= {name} <= {hi}")
+    return value
+
+
+def positive_int(name: str, value: object) -> int:
+    """A helper's argument that must be an int >= 1 (sizes, counts, ranks per group)."""
+    return check_int(name, value, minimum=1, kind="argument")

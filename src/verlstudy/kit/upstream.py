@@ -1,0 +1,226 @@
+"""Loading single functions from the installed verl source, without importing verl itself.
+
+verl's package imports need Ray, Megatron, transformers and more. The functions a lesson re-implements
+are small and pure, so we parse the upstream file, take only the named top-level definitions (and
+the same-file helpers they call), strip annotations (they name heavy types), and run them in a
+namespace where the caller supplies the few collaborators (e.g. Megatron's `mpu`).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import dis
+import importlib.metadata
+import importlib.util
+import types
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class UpstreamError(Exception):
+    """Base class: something about the upstream source is not as this lesson expects."""
+
+
+class VerlNotInstalled(UpstreamError, ImportError):
+    """The optional `verl` package is absent."""
+
+
+class UpstreamMoved(UpstreamError, LookupError):
+    """A file or a function the lesson cites is no longer where it was."""
+
+
+class MissingCollaborator(UpstreamError, NameError):
+    """An upstream function needs a name the caller did not supply."""
+
+
+def verl_root() -> Path:
+    """The folder of the installed `verl` package (found without importing it)."""
+    spec = importlib.util.find_spec("verl")
+    if spec is None or not spec.submodule_search_locations:
+        raise VerlNotInstalled(
+            "verl is not installed: `make setup` installs it, or `pip install --no-deps -r requirements-upstream.txt`"
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def verl_version() -> str:
+    try:
+        return importlib.metadata.version("verl")
+    except importlib.metadata.PackageNotFoundError as e:
+        raise VerlNotInstalled("verl is not installed (no package metadata)") from e
+
+
+def upstream_source(relative: str) -> tuple[str, str]:
+    """(source text, display name) of a file inside the verl package, e.g. 'workers/engine/utils.py'."""
+    path = verl_root() / relative
+    if not path.is_file():
+        raise UpstreamMoved(f"verl {verl_version()} has no file verl/{relative}: it moved or was removed")
+    return path.read_text(), f"verl/{relative}"
+
+
+def _top_level(tree: ast.Module) -> dict[str, ast.stmt]:
+    """Name -> defining statement for top-level functions, classes and simple assignments."""
+    found: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found[node.name] = node
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    found[target.id] = node
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            found[node.target.id] = node
+    return found
+
+
+def _names_used(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+class _StripAnnotations(ast.NodeTransformer):
+    """Annotations name heavy upstream types (PretrainedConfig, TensorDict); behaviour never needs them."""
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        self.generic_visit(node)
+        node.returns = None
+        for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg, node.args.kwarg]:
+            if arg is not None:
+                arg.annotation = None
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.stmt:
+        if node.value is None:
+            return ast.Pass()
+        return ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node)
+
+
+def _global_loads(code: types.CodeType) -> set[str]:
+    names = {ins.argval for ins in dis.get_instructions(code) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_loads(const)
+    return names
+
+
+def load_from_source(
+    source: str, names: Iterable[str], provided: Mapping[str, object] | None = None, filename: str = "<upstream>"
+) -> dict[str, Callable[..., object]]:
+    """Compile the named top-level functions of `source` (plus the same-file definitions they use).
+
+    `provided` supplies every other global they read (modules like `torch`, or stand-ins like a
+    fake `mpu`). Raises UpstreamMoved if a name is not defined at top level, MissingCollaborator
+    naming the first global that is neither defined in the file, supplied, nor a builtin.
+    """
+    names = list(names)
+    if not names or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"names must be a non-empty list of function names, got {names!r}")
+    provided = dict(provided or {})
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as e:
+        raise UpstreamError(
+            f"{filename} does not parse (line {e.lineno}: {e.msg}); is this verl version supported?"
+        ) from e
+    defined = _top_level(tree)
+    missing = [n for n in names if n not in defined]
+    if missing:
+        raise UpstreamMoved(f"{filename} defines no top-level {', '.join(missing)}: it moved or was renamed")
+    wanted: list[str] = []
+    queue = list(names)
+    while queue:  # same-file helpers the named functions use, transitively
+        name = queue.pop()
+        if name in wanted or name in provided:
+            continue
+        wanted.append(name)
+        queue += sorted(_names_used(defined[name]) & defined.keys())
+    chosen_ids = {id(defined[n]) for n in wanted}
+    chosen = [_StripAnnotations().visit(node) for node in tree.body if id(node) in chosen_ids]
+    namespace: dict[str, object] = {"__name__": f"upstream:{filename}", **provided}
+    available = set(namespace) | set(dir(builtins)) | set(wanted)
+    for node in chosen:
+        single = ast.fix_missing_locations(ast.Module(body=[node], type_ignores=[]))
+        absent = sorted(_global_loads(compile(single, filename, "exec")) - available)
+        if absent:
+            label = getattr(node, "name", None) or ast.unparse(node).split("=")[0].strip()
+            raise MissingCollaborator(
+                f"{filename}::{label} needs {', '.join(repr(a) for a in absent)}, which the caller did not supply"
+            )
+    module = ast.fix_missing_locations(ast.Module(body=chosen, type_ignores=[]))
+    code = compile(module, filename, "exec")
+    exec(code, namespace)
+    return {name: namespace[name] for name in names}  # type: ignore[misc]
+
+
+def load_upstream(
+    relative: str, names: Iterable[str], provided: Mapping[str, object] | None = None
+) -> dict[str, Callable[..., object]]:
+    """Load named functions from the installed verl, e.g. load_upstream('workers/engine/utils.py', ['detach_tree'])."""
+    source, filename = upstream_source(relative)
+    return load_from_source(source, names, provided, filename)
+
+
+# ---------------------------------------------------------------- comparisons, as every lesson reports them
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One lesson helper checked against upstream's own function on generated cases."""
+
+    lesson: str
+    upstream: str
+    version: str
+    cases: int
+    status: str  # "agree" | "differ" | "not comparable"
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class NotComparable:
+    """Why a lesson has no single upstream function to call (it needs a cluster, configs, or is a file)."""
+
+    lesson: str
+    upstream: str
+    why: str
+
+    def row(self, version: str) -> Comparison:
+        return Comparison(self.lesson, self.upstream, version, 0, "not comparable", self.why)
+
+
+SKIP_LINE = "[skip] verl is not installed: the comparison with upstream runs in `make test` (verify-upstream)"
+
+
+def verl_available() -> bool:
+    """True when the verl package's source can be read (installed, with or without its dependencies)."""
+    try:
+        verl_root()
+    except VerlNotInstalled:
+        return False
+    return True
+
+
+def report_check(lesson: str, runs: Sequence[Callable[[], Comparison]]) -> None:
+    """A lesson's upstream cell: run each comparison and print one line each, or one skip line without verl.
+
+    Raises AssertionError when upstream differs, so a notebook run against a newer verl stops at the
+    lesson whose facts moved.
+    """
+    if not verl_available():
+        print(SKIP_LINE)
+        return
+    for run in runs:
+        row = run()
+        print(f"[upstream] verl {row.version}: {row.upstream}: {row.status} on {row.cases} cases")
+        if row.status != "agree":
+            raise AssertionError(f"lesson {lesson}: upstream differs: {row.detail}")
+
+
+def report_not_comparable(entry: NotComparable) -> None:
+    """A lesson's upstream cell where there is nothing to call: one line saying why."""
+    if not verl_available():
+        print(SKIP_LINE)
+        return
+    print(f"[upstream] verl {verl_version()}: {entry.upstream}: not comparable ({entry.why})")

@@ -1,0 +1,1 @@
+"""Lesson 00: how the course runs and checks itself."""

@@ -1,0 +1,1 @@
+"""Lesson 01: attributing a per-micro-batch memory leak (verl #7874)."""

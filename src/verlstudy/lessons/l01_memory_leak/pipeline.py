@@ -1,0 +1,696 @@
+"""A toy pipeline-parallel schedule that keeps the structure behind verl #7874's memory leak.
+
+What is kept from Megatron + verl (names follow upstream so stack traces read the same):
+
+- `create_tensor_recv_prev`: every micro-batch, a stage > 0 receives its input into a *fresh*
+  buffer allocated with `requires_grad=True` (megatron/core/pipeline_parallel/p2p_communication.py);
+- the last stage's `loss_func` returns `(loss, {"model_output": log_probs})`, where `log_probs` is
+  per token (S values) like verl's, and the schedule appends that dict to `forward_data_store`
+  once per micro-batch; the store is consumed only after the whole mini-batch
+  (megatron/core/pipeline_parallel/schedules.py, verl/workers/engine/utils.py::postprocess_batch_func);
+- backward runs on the separately returned live loss, then sends the receive buffer's gradient back;
+- `forward_only` runs under `torch.no_grad()`, as verl's `infer_batch` does (verl/workers/engine/base.py);
+- `detach_outputs=True` is the fix: the stored dict goes through `verlstudy.common.trees.detach_tree`.
+
+If `model_output` still has a `grad_fn`, it pins the micro-batch's graph; after backward the graph's
+saved activations are freed, but its leaves are not: the receive buffer and its `.grad` stay alive
+as long as the stored output does. `run_pipeline` runs the stages one after another in one process;
+`gloo_pipeline_worker` runs the same stages as real ranks (stage per rank, 1F1B order, send/recv).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import pickle
+import re
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from torch.autograd import Variable
+from torch.utils._python_dispatch import _disable_current_modes
+
+from verlstudy.common.memtrace import AllocationTracker, Site, bytes_per_step, snapshot_from_tracker
+from verlstudy.common.trees import detach_tree
+from verlstudy.kit.exercises import ExerciseFailure
+
+DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+PLANTED_LEAKS: tuple[str, ...] = ("activation_log", "score_cache")
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Sizes of the toy pipeline: S tokens per micro-batch, hidden H, vocabulary, depth, stages."""
+
+    seq_len: int = 64
+    hidden: int = 32
+    vocab: int = 48
+    layers_per_stage: int = 1
+    pp_size: int = 2
+    dtype: str = "float32"
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        for name, lo, hi in (
+            ("seq_len", 1, 1 << 16),
+            ("hidden", 1, 1 << 14),
+            ("vocab", 2, 1 << 17),
+            ("layers_per_stage", 1, 64),
+            ("pp_size", 1, 8),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"PipelineConfig.{name} must be an int, got {type(value).__name__} {value!r}")
+            if not lo <= value <= hi:
+                raise ValueError(f"PipelineConfig.{name}={value} is out of range; allowed {lo}..{hi}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"PipelineConfig.dtype={self.dtype!r} is not allowed; choose one of {tuple(DTYPES)}")
+        if not isinstance(self.device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
+            raise ValueError(f"PipelineConfig.device must be 'cpu' or 'cuda', got {self.device!r}")
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element of `dtype` (4 for float32, 2 for bfloat16)."""
+        return torch.empty((), dtype=self.torch_dtype).element_size()
+
+
+class Layer(nn.Module):
+    """A residual MLP block, h + tanh(W h): enough depth to have saved activations."""
+
+    def __init__(self, hidden: int) -> None:
+        super().__init__()
+        self.proj = nn.Linear(hidden, hidden)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return h + torch.tanh(self.proj(h))
+
+
+class ToyPipelineModel(nn.Module):
+    """Embedding -> `pp_size` stages of `layers_per_stage` layers -> LM head, split by stage."""
+
+    def __init__(self, config: PipelineConfig, seed: int = 0) -> None:
+        super().__init__()
+        if not isinstance(config, PipelineConfig):
+            raise TypeError(f"config must be a PipelineConfig, got {type(config).__name__}")
+        self.config = config
+        gen_state = torch.random.get_rng_state()
+        torch.manual_seed(seed)  # every rank builds identical weights from the same seed
+        self.embed = nn.Embedding(config.vocab, config.hidden)
+        self.stages = nn.ModuleList(
+            nn.Sequential(*(Layer(config.hidden) for _ in range(config.layers_per_stage)))
+            for _ in range(config.pp_size)
+        )
+        self.head = nn.Linear(config.hidden, config.vocab, bias=False)
+        torch.random.set_rng_state(gen_state)
+        self.to(device=config.device, dtype=config.torch_dtype)
+
+
+def make_micro_batches(config: PipelineConfig, num_micro_batches: int, seed: int = 0) -> list[torch.Tensor]:
+    """`num_micro_batches` token sequences of length S+1 (inputs and next-token labels)."""
+    if isinstance(num_micro_batches, bool) or not isinstance(num_micro_batches, int) or num_micro_batches < 1:
+        raise ValueError(f"num_micro_batches must be an int >= 1, got {num_micro_batches!r}")
+    gen = torch.Generator().manual_seed(seed)
+    return [
+        torch.randint(0, config.vocab, (config.seq_len + 1,), generator=gen).to(config.device)
+        for _ in range(num_micro_batches)
+    ]
+
+
+# -- the pieces, named as upstream names them --------------------------------------------------
+
+
+def create_tensor_recv_prev(shape: Sequence[int], dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:
+    """A fresh receive buffer for the previous stage's activations, as Megatron allocates it."""
+    return torch.empty(tuple(shape), dtype=dtype, device=device, requires_grad=True)
+
+
+def stage_forward(
+    model: ToyPipelineModel, stage: int, h: torch.Tensor, planted_leak: str | None = None
+) -> torch.Tensor:
+    """Run one stage's layers (and the embedding on stage 0, given token ids)."""
+    if stage == 0:
+        h = model.embed(h)
+    for layer in model.stages[stage]:
+        h = layer(h)
+        if planted_leak == "activation_log":
+            record_activation_stats(h)
+    return h
+
+
+_ACTIVATION_LOG: list[torch.Tensor] = []
+_SCORE_CACHE: list[torch.Tensor] = []
+
+
+def record_activation_stats(h: torch.Tensor) -> None:
+    """A planted leak (for exercise 1.2): a "debug log" that keeps every activation it is shown."""
+    _ACTIVATION_LOG.append(h.detach().clone())
+
+
+def cache_scores(logits: torch.Tensor) -> None:
+    """A second planted leak: a "score cache" that keeps every micro-batch's logits."""
+    _SCORE_CACHE.append(logits.detach().clone())
+
+
+def clear_planted_leaks() -> None:
+    """Drop what the planted leaks hold (the tests and the notebook call it between runs)."""
+    _ACTIVATION_LOG.clear()
+    _SCORE_CACHE.clear()
+
+
+def loss_func(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, dict[str, Any]]:
+    """Mean next-token NLL, and the per-token log-probs (S values) as `model_output`."""
+    log_probs = torch.log_softmax(logits, dim=-1).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
+    loss = -log_probs.mean()
+    return loss, {"model_output": log_probs}
+
+
+def last_stage_step(
+    model: ToyPipelineModel, h: torch.Tensor, labels: torch.Tensor, planted_leak: str | None = None
+) -> tuple[torch.Tensor, dict[str, Any]]:
+    """The last stage's layers, the LM head and `loss_func`."""
+    h = stage_forward(model, model.config.pp_size - 1, h, planted_leak)
+    logits = model.head(h)
+    if planted_leak == "score_cache":
+        cache_scores(logits)
+    return loss_func(logits, labels)
+
+
+def store_output(forward_data_store: list[Any], output: dict[str, Any], detach_outputs: bool) -> None:
+    """Append one micro-batch's output dict; the fix detaches it first (verl's four engine sites)."""
+    forward_data_store.append(detach_tree(output) if detach_outputs else output)
+
+
+def backward_step(output_tensor: torch.Tensor, output_tensor_grad: torch.Tensor | None) -> None:
+    """Backward from a stage's output: the loss on the last stage, else with the received gradient."""
+    if output_tensor_grad is None:
+        torch.autograd.backward(output_tensor)  # the last stage: a scalar loss
+        return
+    if output_tensor_grad.shape != output_tensor.shape:
+        raise ValueError(
+            f"output_tensor_grad has shape {tuple(output_tensor_grad.shape)}, "
+            f"expected the output's shape {tuple(output_tensor.shape)}"
+        )
+    # Same as torch.autograd.backward(output_tensor, grad_tensors=output_tensor_grad), whose argument
+    # check imports sympy on first use (seconds per process): call the autograd engine directly.
+    Variable._execution_engine.run_backward(
+        (output_tensor,), (output_tensor_grad,), False, False, (), allow_unreachable=True, accumulate_grad=True
+    )
+
+
+def p2p_copy(t: torch.Tensor) -> torch.Tensor:
+    """In one process, "sending" a tensor to the next stage is a copy into a fresh buffer."""
+    with torch.no_grad():
+        return t.detach().clone()
+
+
+# -- the single-process schedule ---------------------------------------------------------------
+
+
+@dataclass
+class PipelineRun:
+    """What `run_pipeline` leaves behind: the store (still alive), losses, samples and grads."""
+
+    forward_data_store: list[Any]
+    losses: list[float]
+    live_bytes: list[int]  # tracker's live bytes after each micro-batch
+    marks: list[int]  # tracker mark at the start of each micro-batch
+    grads: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    @property
+    def slope(self) -> float:
+        """Bytes retained per micro-batch: least-squares slope of `live_bytes`."""
+        if len(self.live_bytes) < 2:
+            raise ValueError("slope needs a run with a tracker and at least 2 micro-batches")
+        return bytes_per_step(self.live_bytes)
+
+
+def _run_micro_batch(
+    model: ToyPipelineModel,
+    tokens: torch.Tensor,
+    store: list[Any],
+    forward_only: bool,
+    detach_outputs: bool,
+    planted_leak: str | None,
+) -> float:
+    cfg = model.config
+    inputs, labels = tokens[:-1], tokens[1:]
+    # Forward through every stage; a stage > 0 reads its input from a fresh receive buffer.
+    stage_outputs: list[torch.Tensor] = []
+    recv_buffers: list[torch.Tensor] = []
+    h = inputs
+    for stage in range(cfg.pp_size - 1):
+        h = stage_forward(model, stage, h, planted_leak)
+        stage_outputs.append(h)
+        recv = create_tensor_recv_prev((cfg.seq_len, cfg.hidden), cfg.torch_dtype, cfg.device)
+        with torch.no_grad():  # the p2p receive writes into the buffer outside autograd
+            recv.copy_(h)
+        recv_buffers.append(recv)
+        h = recv
+    loss, output = last_stage_step(model, h, labels, planted_leak)
+    store_output(store, output, detach_outputs)
+    if not forward_only:
+        backward_step(loss, None)
+        for stage in range(cfg.pp_size - 2, -1, -1):
+            # The next stage sends back the gradient of its receive buffer.
+            backward_step(stage_outputs[stage], p2p_copy(recv_buffers[stage].grad))  # type: ignore[arg-type]
+    return float(loss.detach())
+
+
+def run_pipeline(
+    config: PipelineConfig,
+    num_micro_batches: int,
+    *,
+    forward_only: bool = False,
+    detach_outputs: bool = False,
+    planted_leak: str | None = None,
+    tracker: AllocationTracker | None = None,
+    seed: int = 0,
+    model: ToyPipelineModel | None = None,
+) -> PipelineRun:
+    """Run one mini-batch of `num_micro_batches` through all stages in this process.
+
+    With a tracker, records its live bytes after every micro-batch (and a mark before each).
+    The returned run keeps `forward_data_store` alive, as the engine does until the mini-batch ends.
+    """
+    if not isinstance(config, PipelineConfig):
+        raise TypeError(f"config must be a PipelineConfig, got {type(config).__name__}")
+    if planted_leak is not None and planted_leak not in PLANTED_LEAKS:
+        raise ValueError(f"planted_leak must be None or one of {PLANTED_LEAKS}, got {planted_leak!r}")
+    if tracker is not None and not isinstance(tracker, AllocationTracker):
+        raise TypeError(f"tracker must be an AllocationTracker or None, got {type(tracker).__name__}")
+    model = model if model is not None else ToyPipelineModel(config, seed)
+    batches = make_micro_batches(config, num_micro_batches, seed + 1)
+    run = PipelineRun([], [], [], [])
+    grad_mode = torch.no_grad() if forward_only else nullcontext()
+    with tracker if tracker is not None else nullcontext(), grad_mode:
+        for tokens in batches:
+            run.marks.append(tracker.mark() if tracker is not None else 0)
+            run.losses.append(
+                _run_micro_batch(model, tokens, run.forward_data_store, forward_only, detach_outputs, planted_leak)
+            )
+            if tracker is not None:
+                run.live_bytes.append(tracker.live_bytes())
+    run.grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+    return run
+
+
+def predicted_leak_bytes(config: PipelineConfig) -> dict[str, int]:
+    """What one leaking micro-batch keeps alive on the last stage, by name (bytes)."""
+    s, h, isz = config.seq_len, config.hidden, config.itemsize
+    if config.pp_size == 1:
+        return {"model_output (per-token log-probs)": s * isz}
+    return {
+        "receive buffer (create_tensor_recv_prev)": s * h * isz,
+        "its gradient (backward_step)": s * h * isz,
+        "model_output (per-token log-probs)": s * isz,
+    }
+
+
+# Which function the tracker names for each part of `predicted_leak_bytes` (same order).
+LEAK_PART_SITES: dict[str, str] = {
+    "receive buffer (create_tensor_recv_prev)": "create_tensor_recv_prev",
+    "its gradient (backward_step)": "backward_step",
+    "model_output (per-token log-probs)": "loss_func",
+}
+
+
+def predicted_leak_sites(config: PipelineConfig) -> dict[str, int]:
+    """`predicted_leak_bytes` keyed by the function the tracker should name for each part."""
+    return {LEAK_PART_SITES[part]: nbytes for part, nbytes in predicted_leak_bytes(config).items()}
+
+
+def consume_store(forward_data_store: list[Any]) -> torch.Tensor:
+    """The end of the mini-batch: merge the stored per-token outputs in order, then empty the store.
+
+    Like `postprocess_batch_func`, the merge keeps whatever autograd link the stored outputs have
+    (a leaking store's graphs stay pinned by the merged tensor until it is dropped too).
+    """
+    if not isinstance(forward_data_store, list) or not forward_data_store:
+        raise ValueError("forward_data_store must be a non-empty list of per-micro-batch output dicts")
+    outputs = []
+    for i, item in enumerate(forward_data_store):
+        value = item.get("model_output") if isinstance(item, dict) else None
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"forward_data_store[{i}] must be a dict holding a 'model_output' tensor")
+        outputs.append(value)
+    merged = torch.cat(outputs)
+    forward_data_store.clear()
+    return merged
+
+
+def graph_leaves(tensor: torch.Tensor) -> list[torch.Tensor]:
+    """The leaf tensors (parameters, receive buffers) that `tensor`'s autograd graph still reaches.
+
+    Walks `grad_fn.next_functions` to the AccumulateGrad nodes; each holds its leaf tensor strongly,
+    which is how a stored output with a `grad_fn` keeps a receive buffer (and its `.grad`) alive.
+    """
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"tensor must be a torch.Tensor, got {type(tensor).__name__}")
+    leaves: list[torch.Tensor] = []
+    seen: set[int] = set()
+    stack = [tensor.grad_fn] if tensor.grad_fn is not None else []
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            leaves.append(variable)
+        stack.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
+    return leaves
+
+
+class ResidencyError(AssertionError):
+    """Stored outputs keep more than their own bytes per micro-batch: something pins a graph."""
+
+
+def assert_flat_residency(config: PipelineConfig, num_micro_batches: int = 4, *, detach_outputs: bool = True) -> int:
+    """The guard: per micro-batch, only the stored outputs' own bytes (S x itemsize) may stay alive.
+
+    Returns the measured bytes per micro-batch; raises ResidencyError naming the top extra site.
+    """
+    slope, sites, _ = measure_slope(config, num_micro_batches, detach_outputs=detach_outputs)
+    allowed = config.seq_len * config.itemsize
+    if slope != allowed:
+        extra = [s for s in sites if s.function != "loss_func"]
+        top = extra[0].label() if extra else "unknown"
+        raise ResidencyError(
+            f"{slope:g} bytes stay alive per micro-batch, the stored outputs need {allowed}; top other site: {top}"
+        )
+    return int(slope)
+
+
+# -- 1F1B over real ranks ----------------------------------------------------------------------
+
+
+def one_f_one_b_order(pp_size: int, rank: int, num_micro_batches: int) -> list[tuple[str, int]]:
+    """The 1F1B order of ("F", i) / ("B", i) steps on pipeline `rank`: warm-up, steady state, cool-down."""
+    for name, value, lo in (("pp_size", pp_size, 1), ("num_micro_batches", num_micro_batches, 1), ("rank", rank, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+            raise ValueError(f"{name} must be an int >= {lo}, got {value!r}")
+    if rank >= pp_size:
+        raise ValueError(f"rank must be < pp_size={pp_size}, got {rank}")
+    warmup = min(pp_size - rank - 1, num_micro_batches)
+    order = [("F", i) for i in range(warmup)]
+    for i in range(num_micro_batches - warmup):
+        order += [("F", warmup + i), ("B", i)]
+    order += [("B", i) for i in range(num_micro_batches - warmup, num_micro_batches)]
+    return order
+
+
+def _untracked() -> Any:
+    # Communication ops only write into existing buffers (nothing to record): run them outside the
+    # tracker, so blocking send/recv never goes through Python dispatch.
+    return _disable_current_modes()
+
+
+def _rank_mini_batch(
+    model: ToyPipelineModel, rank: int, batches: list[torch.Tensor], detach_outputs: bool
+) -> tuple[list[Any], list[float]]:
+    import torch.distributed as dist
+
+    cfg = model.config
+    last = rank == cfg.pp_size - 1
+    shape = (cfg.seq_len, cfg.hidden)
+    store: list[Any] = []
+    losses: list[float] = []
+    in_flight: dict[int, tuple[torch.Tensor, torch.Tensor | None]] = {}  # i -> (output, recv buffer)
+    sends: list[Any] = []
+    for kind, i in one_f_one_b_order(cfg.pp_size, rank, len(batches)):
+        if kind == "F":
+            inputs, labels = batches[i][:-1], batches[i][1:]
+            recv = None
+            if rank == 0:
+                h = stage_forward(model, 0, inputs)
+            else:
+                recv = create_tensor_recv_prev(shape, cfg.torch_dtype, cfg.device)
+                with _untracked():
+                    dist.recv(recv, src=rank - 1)
+                h = recv if last else stage_forward(model, rank, recv)
+            if last:
+                loss, output = last_stage_step(model, h, labels)
+                store_output(store, output, detach_outputs)
+                losses.append(float(loss.detach()))
+                in_flight[i] = (loss, recv)
+            else:
+                with _untracked():
+                    sends.append(dist.isend(h.detach(), dst=rank + 1))
+                in_flight[i] = (h, recv)
+        else:
+            out, recv = in_flight.pop(i)
+            grad = None
+            if not last:
+                grad = torch.empty(shape, dtype=cfg.torch_dtype, device=cfg.device)
+                with _untracked():
+                    dist.recv(grad, src=rank + 1)
+            backward_step(out, grad)
+            if recv is not None:
+                with _untracked():
+                    sends.append(dist.isend(recv.grad, dst=rank - 1))  # type: ignore[arg-type]
+        # Forget finished sends so their tensors are not kept until the end of the mini-batch.
+        sends = [w for w in sends if not w.is_completed()]
+    for work in sends:
+        work.wait()
+    return store, losses
+
+
+def gloo_pipeline_worker(
+    rank: int,
+    world_size: int,
+    config: PipelineConfig,
+    micro_batch_counts: Sequence[int],
+    detach_outputs: bool = False,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """One pipeline stage per gloo rank; for each micro-batch count, live bytes at the mini-batch's end.
+
+    Returns {"rank", "end_bytes": {count: bytes}, "slope", "top_sites" (growth of the largest run),
+    "losses" (last stage only)}. Runs under `verlstudy.common.dist.run_local`.
+    """
+    if config.pp_size != world_size:
+        raise ValueError(f"config.pp_size={config.pp_size} must equal world_size={world_size} (a stage per rank)")
+    model = ToyPipelineModel(config, seed)
+    counts = [int(c) for c in micro_batch_counts]
+    end_bytes: dict[int, int] = {}
+    sites: list[Site] = []
+    losses: list[float] = []
+    for count in counts:
+        model.zero_grad(set_to_none=True)
+        batches = make_micro_batches(config, count, seed + 1)
+        tracker = AllocationTracker()
+        with tracker:
+            store, losses = _rank_mini_batch(model, rank, batches, detach_outputs)
+        end_bytes[count] = tracker.live_bytes()
+        if count == max(counts):
+            sites = tracker.top_sites(3)
+        del store
+    return {
+        "rank": rank,
+        "end_bytes": end_bytes,
+        "slope": bytes_per_step([end_bytes[c] for c in counts], counts),
+        "top_sites": sites,
+        "losses": losses,
+    }
+
+
+# -- measuring, in one call per experiment -----------------------------------------------------
+
+
+def measure_slope(
+    config: PipelineConfig,
+    num_micro_batches: int,
+    *,
+    forward_only: bool = False,
+    detach_outputs: bool = False,
+    planted_leak: str | None = None,
+    seed: int = 0,
+) -> tuple[float, list[Site], PipelineRun]:
+    """Bytes retained per micro-batch, and the sites of what the last micro-batch left alive."""
+    clear_planted_leaks()
+    tracker = AllocationTracker()
+    run = run_pipeline(
+        config,
+        num_micro_batches,
+        forward_only=forward_only,
+        detach_outputs=detach_outputs,
+        planted_leak=planted_leak,
+        tracker=tracker,
+        seed=seed,
+    )
+    sites = tracker.top_sites(5, since=run.marks[-1])
+    clear_planted_leaks()
+    return run.slope, sites, run
+
+
+# Upstream's control figures, as the digest of PR #7874 reports them (unverified; a real model's sizes).
+UPSTREAM_CONTROLS: dict[str, str] = {
+    "forward only": "0.76 MiB per micro-batch (digest, unverified)",
+    "PP=1": "0.31 MiB per micro-batch (digest, unverified)",
+}
+
+
+def measure_controls(
+    config: PipelineConfig, num_micro_batches: int = 4, *, layers: Sequence[int] = (2, 4), seed: int = 0
+) -> dict[str, int]:
+    """Bytes retained per micro-batch: the leaking run, forward only, PP=1 and deeper stages.
+
+    Keys: "leak (PP=<pp>, <L> layer/stage)", "forward only", "PP=1", then "<L> layers/stage" per `layers`.
+    """
+    if not isinstance(config, PipelineConfig):
+        raise TypeError(f"config must be a PipelineConfig, got {type(config).__name__}")
+    depths = list(layers)
+    if any(isinstance(d, bool) or not isinstance(d, int) for d in depths):
+        raise TypeError(f"layers must be ints (layers per stage), got {depths!r}")
+
+    def slope(cfg: PipelineConfig, **kwargs: Any) -> int:
+        return int(measure_slope(cfg, num_micro_batches, seed=seed, **kwargs)[0])
+
+    controls = {
+        f"leak (PP={config.pp_size}, {config.layers_per_stage} layer/stage)": slope(config),
+        "forward only": slope(config, forward_only=True),
+        "PP=1": slope(config_with(config, pp_size=1)),
+    }
+    for depth in depths:
+        controls[f"{depth} layers/stage"] = slope(config_with(config, layers_per_stage=depth))
+    return controls
+
+
+def controls_table(controls: dict[str, int], upstream: dict[str, str] | None = None) -> str:
+    """A markdown table of bytes per micro-batch, with upstream's quoted figures beside ours."""
+    if not isinstance(controls, dict) or not controls:
+        raise ValueError("controls must be a non-empty dict of run name -> bytes per micro-batch")
+    quoted = UPSTREAM_CONTROLS if upstream is None else upstream
+    rows = ["| run | ours: bytes per micro-batch | upstream (quoted, theirs) |", "| --- | ---: | --- |"]
+    rows += [f"| {name} | {nbytes} | {quoted.get(name, '-')} |" for name, nbytes in controls.items()]
+    return "\n".join(rows)
+
+
+# -- exercise checkers ---------------------------------------------------------------------------
+
+_PREDICTION_CASES = (
+    PipelineConfig(seq_len=16, hidden=8, vocab=16),
+    PipelineConfig(seq_len=24, hidden=40, vocab=16, dtype="bfloat16"),
+    PipelineConfig(seq_len=8, hidden=64, vocab=16, layers_per_stage=3),
+)
+
+
+def check_leak_prediction(predict: Callable[[int, int, int], int]) -> str:
+    """Exercise 1.1: `predict(seq_len, hidden, itemsize)` must equal the measured leak per micro-batch."""
+    for cfg in _PREDICTION_CASES:
+        s, h, isz = cfg.seq_len, cfg.hidden, cfg.itemsize
+        measured, _, _ = measure_slope(cfg, 3)
+        got = predict(s, h, isz)
+        if isinstance(got, bool) or not isinstance(got, numbers.Real) or math.isnan(got):
+            raise ExerciseFailure(f"predict({s}, {h}, {isz}) returned {got!r}; return a number of bytes")
+        if got == measured:
+            continue
+        where = f"for seq_len={s}, hidden={h}, itemsize={isz} you predict {got:g} bytes, measured {measured:g}"
+        if got == s * h * isz:
+            hint = "that is the receive buffer alone: its .grad stays attached to it and is kept too"
+        elif got == 2 * s * h * isz:
+            hint = "buffer and gradient are right; the stored model_output (S per-token values) is kept as well"
+        elif got == s * h * isz + s * isz:
+            hint = "you are missing the receive buffer's gradient"
+        elif got in (2 * s * h * 4 + s * 4, 2 * s * h * 2 + s * 2) and got != 2 * s * h * isz + s * isz:
+            hint = "use the itemsize you are given, not a fixed 4 or 2 bytes"
+        elif got > measured:
+            hint = "after backward the saved activations are freed; only the graph's leaves survive"
+        else:
+            hint = "count the receive buffer, its gradient and the stored per-token output"
+        raise ExerciseFailure(f"{where}: {hint}")
+    return f"matches the measured slope in {len(_PREDICTION_CASES)} configurations"
+
+
+def _growth_scenarios() -> list[tuple[str, dict[str, Any], str]]:
+    cfg = PipelineConfig(seq_len=32, hidden=16, vocab=48)
+    return [
+        ("score cache planted, fix applied", {"config": cfg, "planted_leak": "score_cache"}, "cache_scores"),
+        (
+            "activation log planted, fix applied",
+            {"config": cfg, "planted_leak": "activation_log"},
+            "record_activation_stats",
+        ),
+        ("fix applied, nothing planted", {"config": cfg, "planted_leak": None}, "loss_func"),
+    ]
+
+
+class MicroBatchRunner:
+    """Runs one more micro-batch of a pipeline (with the fix applied) each time it is called.
+
+    The store and any planted leak persist between calls, as in a mini-batch; exercise 1.2 gets one.
+    """
+
+    def __init__(self, config: PipelineConfig, planted_leak: str | None, seed: int = 0) -> None:
+        self.model = ToyPipelineModel(config, seed)
+        self.planted_leak = planted_leak
+        self.store: list[Any] = []
+        self._batches = make_micro_batches(config, 8, seed + 1)
+        self._next = 0
+
+    def __call__(self) -> None:
+        tokens = self._batches[self._next % len(self._batches)]
+        self._next += 1
+        _run_micro_batch(self.model, tokens, self.store, False, True, self.planted_leak)
+
+
+def check_growth_site(find: Callable[[AllocationTracker, Callable[[], None]], str]) -> str:
+    """Exercise 1.2: `find(tracker, run_micro_batch)` must name the function whose allocations grow."""
+    for title, spec, expected in _growth_scenarios():
+        clear_planted_leaks()
+        runner = MicroBatchRunner(spec["config"], spec["planted_leak"])
+        tracker = AllocationTracker()
+        try:
+            with tracker:
+                got = find(tracker, runner)
+        finally:
+            clear_planted_leaks()
+        if not isinstance(got, str):
+            raise ExerciseFailure(f"{title}: return the function name as a string, got {type(got).__name__}")
+        if got != expected:
+            hint = (
+                "one-off allocations of the first micro-batch (parameter gradients) are not growth: "
+                "run a micro-batch, take tracker.mark(), run another, then look at top_sites(since=mark)"
+                if got in ("backward_step", "stage_forward")
+                else "group what was allocated after a mark and is still alive by function: the largest is the leak"
+            )
+            raise ExerciseFailure(f"{title}: you named {got!r}; {hint}")
+    return "named the growing site in all 3 scenarios"
+
+
+def config_with(config: PipelineConfig, **changes: Any) -> PipelineConfig:
+    """A copy of `config` with some fields changed (validated again)."""
+    return replace(config, **changes)
+
+
+def leak_snapshot(config: PipelineConfig | None = None, num_micro_batches: int = 4, seed: int = 0) -> dict[str, Any]:
+    """What survives a leaking mini-batch, written in the CUDA snapshot format (constructed on CPU).
+
+    Micro-batches 2.. only (the first one makes one-off allocations), so `num_micro_batches` >= 2.
+    """
+    if isinstance(num_micro_batches, bool) or not isinstance(num_micro_batches, int) or num_micro_batches < 2:
+        raise ValueError(f"num_micro_batches must be an int >= 2 (the first one is skipped), got {num_micro_batches!r}")
+    config = config if config is not None else PipelineConfig()
+    tracker = AllocationTracker()
+    run = run_pipeline(config, num_micro_batches, tracker=tracker, seed=seed)
+    snapshot = snapshot_from_tracker(tracker, since=run.marks[1])  # skip the first micro-batch's one-offs
+    del run
+    return snapshot
+
+
+def write_leak_snapshot(path: str | Path) -> Path:
+    """Write `leak_snapshot()` as a pickle, the file format `torch.cuda.memory._dump_snapshot` uses."""
+    path = Path(path)
+    if path.suffix != ".pickle":
+        raise ValueError(f"path must end in .pickle, got {path.name}")
+    path.write_bytes(pickle.dumps(leak_snapshot(), protocol=4))
+    return path

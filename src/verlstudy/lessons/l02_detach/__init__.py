@@ -1,0 +1,1 @@
+"""Lesson 02: detach_tree and the detach-placement trap (verl #7874, #6699)."""

@@ -1,0 +1,120 @@
+"""Lesson 02's comparison with upstream verl's own functions, on generated cases (`verlstudy verify-upstream`)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import torch
+
+from verlstudy.common.trees import detach_tree
+from verlstudy.kit import upstream
+from verlstudy.kit.upstream import Comparison, report_check
+from verlstudy.lessons.l02_detach.astcheck import check_sources, upstream_engine_files
+
+
+def _random_tree(rng: random.Random, depth: int) -> object:
+    kind = rng.choice(["dict", "list", "tuple", "grad", "grad", "plain", "int", "str", "none", "jagged"])
+    if depth <= 0 and kind in ("dict", "list", "tuple"):
+        kind = "grad"
+    if kind == "dict":
+        return {f"k{i}": _random_tree(rng, depth - 1) for i in range(rng.randint(0, 3))}
+    if kind in ("list", "tuple"):
+        items = [_random_tree(rng, depth - 1) for _ in range(rng.randint(0, 3))]
+        return items if kind == "list" else tuple(items)
+    if kind == "grad":
+        leaf = torch.randn(rng.randint(1, 4), requires_grad=True)
+        return leaf if rng.random() < 0.3 else leaf * 2  # a leaf, or an output with a graph behind it
+    if kind == "plain":
+        return torch.randn(rng.randint(1, 4))
+    if kind == "jagged":
+        parts = [torch.randn(rng.randint(1, 4), requires_grad=rng.random() < 0.5) for _ in range(2)]
+        return torch.nested.as_nested_tensor(parts, layout=torch.jagged)
+    return {"int": rng.randint(0, 9), "str": "log_probs", "none": None}[kind]
+
+
+def _same_result(original: object, ours: object, theirs: object) -> str | None:
+    """None when ours and upstream's outputs agree on type, identity, grad-ness and values."""
+    if type(ours) is not type(theirs):
+        return f"types differ: {type(ours).__name__} vs {type(theirs).__name__}"
+    if isinstance(ours, torch.Tensor):
+        if (ours is original) != (theirs is original):
+            return "one returned the same tensor object, the other a new one"
+        if ours.requires_grad != theirs.requires_grad:
+            return f"requires_grad differs: {ours.requires_grad} vs {theirs.requires_grad}"
+        if ours.is_nested:
+            same = torch.equal(ours.values(), theirs.values()) and torch.equal(ours.offsets(), theirs.offsets())
+        else:
+            same = torch.equal(ours, theirs)
+        return None if same else "tensor values differ"
+    if isinstance(ours, dict):
+        if list(ours) != list(theirs):  # type: ignore[arg-type]
+            return "dict keys differ"
+        for key in ours:
+            problem = _same_result(original[key], ours[key], theirs[key])  # type: ignore[index]
+            if problem:
+                return f"[{key!r}] {problem}"
+        return None
+    if isinstance(ours, list | tuple):
+        if len(ours) != len(theirs):  # type: ignore[arg-type]
+            return "lengths differ"
+        for i, (o, a, b) in enumerate(zip(original, ours, theirs, strict=True)):  # type: ignore[call-overload]
+            problem = _same_result(o, a, b)
+            if problem:
+                return f"[{i}] {problem}"
+        return None
+    return None if ours is theirs or ours == theirs else f"leaf differs: {ours!r} vs {theirs!r}"
+
+
+def compare_detach_tree(cases: int = 300, seed: int = 0, ours: Callable[[object], object] | None = None) -> Comparison:
+    ours = ours or detach_tree
+    theirs = upstream.load_upstream("workers/engine/utils.py", ["detach_tree"], {"torch": torch})["detach_tree"]
+    rng = random.Random(seed)
+    for i in range(cases):
+        tree = _random_tree(rng, depth=3)
+        problem = _same_result(tree, ours(tree), theirs(tree))
+        if problem:
+            return Comparison(
+                "02",
+                "verl/workers/engine/utils.py::detach_tree",
+                upstream.verl_version(),
+                i + 1,
+                "differ",
+                f"case {i}: {problem}",
+            )
+    return Comparison(
+        "02",
+        "verl/workers/engine/utils.py::detach_tree",
+        upstream.verl_version(),
+        cases,
+        "agree",
+        "namedtuples excluded: upstream's type(obj)(generator) raises TypeError on them; ours rebuilds",
+    )
+
+
+def check_engine_call_sites(cases: int = 0, seed: int = 0) -> Comparison:
+    """Every `model_output` store in upstream's four engines wraps detach_tree (cases and seed unused)."""
+    files = upstream_engine_files(upstream.verl_root())
+    report = check_sources({name: path.read_text() for name, path in files.items()})
+    stores = [store for found in report.values() for store in found]
+    unwrapped = [f"{name}: {s.describe()}" for name, found in report.items() for s in found if not s.wrapped]
+    name = "workers/engine/*/transformer_impl.py model_output stores"
+    if len(files) != 4 or not stores or unwrapped:
+        detail = unwrapped[0] if unwrapped else f"found {len(files)} engine files, {len(stores)} stores"
+        return Comparison("02", name, upstream.verl_version(), len(stores), "differ", detail)
+    return Comparison(
+        "02",
+        name,
+        upstream.verl_version(),
+        len(stores),
+        "agree",
+        f"all {len(stores)} stores in {len(files)} engines wrap detach_tree",
+    )
+
+
+COMPARISONS = (compare_detach_tree, check_engine_call_sites)
+
+
+def upstream_check(cases: int = 50) -> None:
+    """The lesson's upstream cell: one line per comparison, a skip line without verl; raises if upstream differs."""
+    report_check("02", [lambda: compare_detach_tree(cases), check_engine_call_sites])

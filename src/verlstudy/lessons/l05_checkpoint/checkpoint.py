@@ -1,0 +1,330 @@
+"""Loading a checkpoint that is allowed to lack some weights, without letting any other weight slip through.
+
+verl PR #7836 set `actor_rollout_ref.actor.checkpoint.strict=False` in the GLM-5.2 recipe because the
+model's multi-token-prediction (MTP) layers are unused in training and rollout and are left out of the
+exported Hugging Face weights. Plain `strict=False` forgets *which* keys may be absent: any other missing
+weight keeps its random initialisation and nothing fails. `load_state_dict_audited` names the prefixes
+that may be missing (or unexpected), fails on everything else, and returns a report of what happened.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from verlstudy.kit.exercises import ExerciseFailure
+
+MTP_PREFIX = "mtp."
+
+
+class CheckpointMismatchError(ValueError):
+    """A state dict does not fit a model outside the allowed patterns; lists every offending key."""
+
+    def __init__(
+        self,
+        missing: tuple[str, ...],
+        unexpected: tuple[str, ...],
+        shape_mismatches: tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...],
+    ) -> None:
+        self.missing = missing
+        self.unexpected = unexpected
+        self.shape_mismatches = shape_mismatches
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} missing key(s) not allowed: {', '.join(missing)}")
+        if unexpected:
+            parts.append(f"{len(unexpected)} unexpected key(s) not allowed: {', '.join(unexpected)}")
+        for key, want, got in shape_mismatches:
+            parts.append(f"shape mismatch for {key}: model has {list(want)}, checkpoint has {list(got)}")
+        super().__init__("checkpoint does not fit the model: " + "; ".join(parts))
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """What an audited load did: every key of model and checkpoint ends up in exactly one group."""
+
+    loaded: tuple[str, ...]
+    missing_allowed: tuple[str, ...]
+    unexpected_allowed: tuple[str, ...]
+    missing_denied: tuple[str, ...] = ()
+    unexpected_denied: tuple[str, ...] = ()
+    shape_mismatches: tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...] = ()
+    unused_patterns: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing outside the allowed patterns is missing, unexpected or the wrong shape."""
+        return not (self.missing_denied or self.unexpected_denied or self.shape_mismatches)
+
+    def summary(self) -> str:
+        """A few stable lines: counts, then the keys left at their initial values."""
+        lines = [
+            f"loaded {len(self.loaded)} tensors; missing (allowed) {len(self.missing_allowed)}; "
+            f"unexpected (allowed) {len(self.unexpected_allowed)}",
+        ]
+        if self.missing_allowed:
+            lines.append("  left at initial values: " + ", ".join(self.missing_allowed))
+        if self.unexpected_allowed:
+            lines.append("  ignored from checkpoint: " + ", ".join(self.unexpected_allowed))
+        if self.unused_patterns:
+            lines.append("  patterns that matched nothing: " + ", ".join(self.unused_patterns))
+        if not self.ok:
+            lines.append(
+                f"  NOT OK: missing {len(self.missing_denied)}, unexpected {len(self.unexpected_denied)}, "
+                f"shape mismatches {len(self.shape_mismatches)}"
+            )
+        return "\n".join(lines)
+
+    def raise_if_not_ok(self) -> None:
+        """Raise CheckpointMismatchError listing every key outside the allowed patterns."""
+        if not self.ok:
+            raise CheckpointMismatchError(self.missing_denied, self.unexpected_denied, self.shape_mismatches)
+
+
+def check_patterns(name: str, patterns: object) -> tuple[str, ...]:
+    """Validate a collection of prefix patterns (e.g. `("mtp.",)`) and return it as a tuple.
+
+    A bare string is refused (it would be read as one pattern per character), as are non-strings and
+    the empty pattern, which would allow every key.
+    """
+    if isinstance(patterns, str | bytes):
+        raise TypeError(f"{name} must be a tuple or list of prefix strings, e.g. ({patterns!r},); got a bare string")
+    if not isinstance(patterns, Iterable):
+        raise TypeError(f"{name} must be a tuple or list of prefix strings, got {type(patterns).__name__}")
+    result = []
+    for pattern in patterns:
+        if not isinstance(pattern, str):
+            raise TypeError(f"{name} holds {type(pattern).__name__} {pattern!r}; every pattern must be a string")
+        if not pattern.strip(". "):
+            raise ValueError(f"{name} holds the empty pattern {pattern!r}, which would allow every key; name a module")
+        result.append(pattern)
+    return tuple(result)
+
+
+def matches_prefix(key: str, pattern: str) -> bool:
+    """True when `key` is `pattern` or lies inside the module it names.
+
+    Matching stops at module boundaries: "mtp" and "mtp." both match "mtp.proj.weight", but neither
+    matches "mtp_norm.weight", a different module that merely shares the first letters.
+    """
+    if not isinstance(key, str) or not isinstance(pattern, str):
+        raise TypeError(f"key and pattern must be strings, got {type(key).__name__} and {type(pattern).__name__}")
+    module = pattern.rstrip(".")
+    return key == module or key.startswith(module + ".")
+
+
+def _matching(keys: Iterable[str], patterns: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    allowed, denied = [], []
+    for key in keys:
+        (allowed if any(matches_prefix(key, p) for p in patterns) else denied).append(key)
+    return allowed, denied
+
+
+def audit_state_dict(
+    expected: Mapping[str, torch.Tensor],
+    given: Mapping[str, torch.Tensor],
+    allow_missing: Iterable[str] = (),
+    allow_unexpected: Iterable[str] = (),
+) -> LoadReport:
+    """Compare a model's state dict (`expected`) with a checkpoint (`given`) key by key; never raises on content.
+
+    Keys in both with equal shapes are `loaded`; keys only in the model are missing (allowed when a
+    pattern of `allow_missing` covers them); keys only in the checkpoint are unexpected (allowed under
+    `allow_unexpected`). A shape mismatch is never allowed: no pattern can make a wrong-sized tensor fit.
+    """
+    allow_missing = check_patterns("allow_missing", allow_missing)
+    allow_unexpected = check_patterns("allow_unexpected", allow_unexpected)
+    for label, mapping in (("expected", expected), ("given", given)):
+        if not isinstance(mapping, Mapping):
+            raise TypeError(f"{label} must be a mapping of key -> tensor (a state dict), got {type(mapping).__name__}")
+    shapes_given = {k: tuple(v.shape) for k, v in given.items()}
+    loaded, mismatches = [], []
+    for key, tensor in expected.items():
+        if key in shapes_given:
+            if tuple(tensor.shape) == shapes_given[key]:
+                loaded.append(key)
+            else:
+                mismatches.append((key, tuple(tensor.shape), shapes_given[key]))
+    missing_allowed, missing_denied = _matching([k for k in expected if k not in given], allow_missing)
+    unexpected_allowed, unexpected_denied = _matching([k for k in given if k not in expected], allow_unexpected)
+    # A pattern that matched nothing is often a typo ("mpt."): report it rather than pass silently.
+    unused = tuple(p for p in allow_missing if not any(matches_prefix(k, p) for k in missing_allowed)) + tuple(
+        p for p in allow_unexpected if not any(matches_prefix(k, p) for k in unexpected_allowed)
+    )
+    return LoadReport(
+        loaded=tuple(loaded),
+        missing_allowed=tuple(missing_allowed),
+        unexpected_allowed=tuple(unexpected_allowed),
+        missing_denied=tuple(missing_denied),
+        unexpected_denied=tuple(unexpected_denied),
+        shape_mismatches=tuple(mismatches),
+        unused_patterns=unused,
+    )
+
+
+def load_state_dict_audited(
+    model: nn.Module,
+    state_dict: Mapping[str, torch.Tensor],
+    allow_missing: Iterable[str] = (),
+    allow_unexpected: Iterable[str] = (),
+) -> LoadReport:
+    """Load `state_dict` into `model`, allowing only the named prefixes to be missing or unexpected.
+
+    Raises CheckpointMismatchError (a ValueError) listing every key outside the patterns and every
+    shape mismatch, before any weight is copied, so a failed load leaves the model untouched.
+    Returns the LoadReport otherwise; the allowed-missing weights keep their initial values.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    report = audit_state_dict(model.state_dict(), state_dict, allow_missing, allow_unexpected)
+    report.raise_if_not_ok()
+    fitting = {k: state_dict[k] for k in report.loaded}
+    result = model.load_state_dict(fitting, strict=False)
+    # torch must agree with the audit: what it left missing is exactly what the patterns allowed.
+    if sorted(result.missing_keys) != sorted(report.missing_allowed) or result.unexpected_keys:
+        raise RuntimeError(
+            f"audit and torch disagree: torch missing {result.missing_keys}, unexpected {result.unexpected_keys}"
+        )
+    return report
+
+
+class TinyLMWithMTP(nn.Module):
+    """A tiny next-token model with an extra multi-token-prediction head (`mtp.*`) that forward() never uses.
+
+    Like GLM-5.2's MTP layers, the head predicts a token further ahead; training and rollout here use
+    only the main path, so the head's weights do not matter for the outputs.
+    """
+
+    def __init__(self, vocab: int = 32, hidden: int = 16, n_layers: int = 2) -> None:
+        super().__init__()
+        for name, value, low in (("vocab", vocab, 2), ("hidden", hidden, 1), ("n_layers", n_layers, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+        self.embed = nn.Embedding(vocab, hidden)
+        self.layers = nn.ModuleList(nn.Linear(hidden, hidden) for _ in range(n_layers))
+        self.head = nn.Linear(hidden, vocab, bias=False)
+        self.mtp = nn.ModuleDict({"proj": nn.Linear(2 * hidden, hidden), "head": nn.Linear(hidden, vocab)})
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embed(tokens)
+        for layer in self.layers:
+            x = x + torch.tanh(layer(x))
+        return self.head(x)
+
+    def forward_mtp(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits for the token two steps ahead (the MTP path; the lesson never needs it)."""
+        x = self.embed(tokens)
+        for layer in self.layers:
+            x = x + torch.tanh(layer(x))
+        return self.mtp["head"](torch.tanh(self.mtp["proj"](torch.cat([x, self.embed(tokens)], dim=-1))))
+
+
+def export_without(model: nn.Module, drop: Iterable[str] = (MTP_PREFIX,)) -> dict[str, torch.Tensor]:
+    """The model's weights as an exporter that leaves out the `drop` prefixes would write them (cloned)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    drop = check_patterns("drop", drop)
+    return {k: v.detach().clone() for k, v in model.state_dict().items() if not any(matches_prefix(k, p) for p in drop)}
+
+
+def save_and_reload(state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Serialise a state dict with torch.save and read it back (in memory: no temp paths in outputs)."""
+    if not isinstance(state_dict, Mapping):
+        raise TypeError(f"state_dict must be a mapping of key -> tensor, got {type(state_dict).__name__}")
+    buffer = io.BytesIO()
+    torch.save(dict(state_dict), buffer)
+    buffer.seek(0)
+    return torch.load(buffer, weights_only=True)
+
+
+def export_roundtrip(model: nn.Module, drop: Iterable[str] = (MTP_PREFIX,)) -> dict[str, torch.Tensor]:
+    """Export `model` without the `drop` prefixes, save it and load it back: what a resume would read."""
+    return save_and_reload(export_without(model, drop))
+
+
+def output_change(a: nn.Module, b: nn.Module, tokens: torch.Tensor) -> tuple[float, float]:
+    """How far two models' outputs on `tokens` differ: (max |logit difference|, fraction of argmax tokens changed)."""
+    if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long:
+        raise TypeError("tokens must be a torch.long tensor of token ids")
+    with torch.no_grad():
+        la, lb = a(tokens), b(tokens)
+    if la.shape != lb.shape:
+        raise ValueError(f"the models' outputs have different shapes: {tuple(la.shape)} vs {tuple(lb.shape)}")
+    max_diff = float((la - lb).abs().max())
+    changed = float((la.argmax(-1) != lb.argmax(-1)).float().mean())
+    return max_diff, changed
+
+
+# --- exercise checkers -------------------------------------------------------------------------------------
+
+
+def check_prefix_matcher(fn: Callable[[str, str], bool]) -> str:
+    """Exercise 5.1: `fn(key, pattern)` must match a whole module name, not a string prefix."""
+    if not callable(fn):
+        raise ExerciseFailure(f"pass your function itself, not {type(fn).__name__}")
+    cases = [
+        ("mtp.proj.weight", "mtp.", True, "a key inside the module"),
+        ("mtp.proj.weight", "mtp", True, "the pattern written without its trailing dot"),
+        ("mtp", "mtp", True, "the pattern naming the key itself"),
+        ("mtp_norm.weight", "mtp", False, "a different module that starts with the same letters"),
+        ("layers.1.weight", "layers.1", True, "a numbered submodule"),
+        ("layers.10.weight", "layers.1", False, "layers.10 is not inside layers.1"),
+        ("head.weight", "mtp.", False, "an unrelated key"),
+        ("model.mtp.proj.weight", "mtp.", False, "a key where 'mtp' is not the first module"),
+    ]
+    for key, pattern, want, why in cases:
+        got = fn(key, pattern)
+        if not isinstance(got, bool):
+            raise ExerciseFailure(f"return a bool; for ({key!r}, {pattern!r}) you returned {type(got).__name__}")
+        if got != want:
+            hint = (
+                "compare whole module names: strip the trailing dot, then test key == module or "
+                "key.startswith(module + '.')"
+                if not want
+                else "a pattern may be written with or without its trailing dot"
+            )
+            raise ExerciseFailure(f"({key!r}, {pattern!r}) -> {got}, expected {want} ({why}); hint: {hint}")
+    return f"{len(cases)} cases"
+
+
+def check_missing_audit(fn: Callable[[nn.Module, Mapping[str, torch.Tensor], tuple[str, ...]], list[str]]) -> str:
+    """Exercise 5.2: `fn(model, state_dict, allowed)` returns the sorted missing keys no pattern allows."""
+    if not callable(fn):
+        raise ExerciseFailure(f"pass your function itself, not {type(fn).__name__}")
+    torch.manual_seed(0)
+    source = TinyLMWithMTP(vocab=8, hidden=4, n_layers=3)
+    full = {k: v.clone() for k, v in source.state_dict().items()}
+    cases = [
+        ("the faithful export without MTP", export_without(source), (MTP_PREFIX,), []),
+        (
+            "an export that also lost layers.1",
+            export_without(source, (MTP_PREFIX, "layers.1")),
+            (MTP_PREFIX,),
+            ["layers.1.bias", "layers.1.weight"],
+        ),
+        ("a complete checkpoint", full, (MTP_PREFIX,), []),
+        (
+            "no pattern allowed at all",
+            export_without(source),
+            (),
+            sorted(k for k in full if k.startswith(MTP_PREFIX)),
+        ),
+    ]
+    for label, state, allowed, want in cases:
+        target = TinyLMWithMTP(vocab=8, hidden=4, n_layers=3)
+        got = fn(target, dict(state), allowed)
+        if not isinstance(got, list):
+            raise ExerciseFailure(f"return a list of key names; for {label} you returned {type(got).__name__}")
+        if got != want:
+            if set(got) == set(want):
+                hint = "sort the keys"
+            elif any(k.startswith(MTP_PREFIX) for k in got) and allowed:
+                hint = "leave out keys that an allowed pattern covers (they may be missing)"
+            else:
+                hint = "load with strict=False and look at the result's missing_keys"
+            raise ExerciseFailure(f"for {label} you returned {got}, expected {want}; hint: {hint}")
+    return f"{len(cases)} cases"

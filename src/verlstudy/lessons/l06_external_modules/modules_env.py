@@ -1,0 +1,323 @@
+"""External modules loaded by an environment variable, and why that acts only in some processes.
+
+Lesson 06 (verl #7827, #7886). verl 0.9.1's `verl/__init__.py` reads `VERL_USE_EXTERNAL_MODULES`
+at import time, splits it on commas and imports each module (`verl/utils/import_utils.py::
+import_external_libs`); Ascend set it to `megatron_adaptor`, which patches Megatron. Such a patch
+acts only in a process that imports verl, and only if verl comes before the library it patches.
+
+This module writes a throwaway package trio to a folder (a library `toylib`, a patch module
+`toylib_adaptor` and a verl-like `toyverl` whose `__init__` runs the hook) and runs short scripts in
+fresh Python subprocesses (`python -I -S`, no torch, no network, bounded time) to see which processes
+end up patched.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from verlstudy.kit.exercises import ExerciseFailure
+
+ENV_VAR = "VERL_USE_EXTERNAL_MODULES"
+LIBRARY = "toylib.model"  # the module whose behaviour the patch is meant to change
+ADAPTOR = "toylib_adaptor"
+HOOK_PACKAGE = "toyverl"
+_MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+class ExternalModuleError(ImportError):
+    """A module named in the environment variable could not be imported."""
+
+
+def parse_module_list(value: str) -> list[str]:
+    """Module names from a comma-separated value: blanks around names and empty entries are ignored.
+
+    Each name must be a dotted Python identifier ('megatron_adaptor', 'pkg.sub'); anything else is a
+    ValueError naming the entry, so a typo fails at parse time rather than as a confusing import error.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{ENV_VAR} value must be a string, got {type(value).__name__} {value!r}")
+    names = [part.strip() for part in value.split(",")]
+    names = [n for n in names if n]
+    for n in names:
+        if not _MODULE_NAME.fullmatch(n):
+            raise ValueError(f"{ENV_VAR} entry {n!r} is not a module name (expected dotted identifiers, e.g. 'a.b')")
+    return names
+
+
+def split_like_verl_091(value: str) -> list[str]:
+    """What verl 0.9.1 hands to `import_external_libs`: `value.split(",")` when non-empty, no stripping.
+
+    Kept to show the difference: 'a, b' gives ' b' (an import of a name with a leading space fails)
+    and 'a,' gives '' (importlib raises 'Empty module name').
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"value must be a string, got {type(value).__name__}")
+    return value.split(",") if value else []
+
+
+def import_external_modules(value: str | None = None, *, environ: Mapping[str, str] | None = None) -> list[str]:
+    """Import every module named in `value` (default: the `VERL_USE_EXTERNAL_MODULES` variable).
+
+    Returns the names imported, in order. A module that cannot be imported raises
+    ExternalModuleError naming it and the variable it came from.
+    """
+    if value is None:
+        env = os.environ if environ is None else environ
+        value = env.get(ENV_VAR, "")
+    names = parse_module_list(value)
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            raise ExternalModuleError(f"{ENV_VAR} names module {name!r}, which cannot be imported: {e}") from e
+    return names
+
+
+# ---------------------------------------------------------------- the throwaway packages
+
+TOY_SOURCES: dict[str, str] = {
+    "toylib/__init__.py": '"""Stands in for megatron.core: a library with an attention op and a model."""\n',
+    "toylib/ops.py": 'def attention() -> str:\n    return "vanilla"\n',
+    # The model binds `attention` when it is imported, as library modules do with `from x import y`.
+    "toylib/model.py": "from toylib.ops import attention\n\n\ndef forward() -> str:\n    return attention()\n",
+    "toylib_adaptor.py": (
+        '"""Stands in for megatron_adaptor: replaces toylib.ops.attention with a device kernel."""\n'
+        "import toylib.ops\n\n\ndef npu_attention() -> str:\n"
+        '    return "patched"\n\n\ntoylib.ops.attention = npu_attention\n'
+    ),
+    # The same rule as import_external_modules, in three lines of stdlib so a child starts in ~0.1 s.
+    "toyverl/__init__.py": (
+        '"""Stands in for verl: reads the variable at import, as verl/__init__.py does (blanks stripped)."""\n'
+        "import importlib\nimport os\n\n"
+        f'for _name in os.environ.get("{ENV_VAR}", "").split(","):\n'
+        "    if _name.strip():\n"
+        "        importlib.import_module(_name.strip())\n"
+    ),
+}
+
+
+def write_toy_packages(folder: str | Path) -> Path:
+    """Write toylib, toylib_adaptor and toyverl into `folder` (which must exist); return the folder."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise ValueError(f"folder {str(root)!r} must be an existing directory (e.g. a tempfile.TemporaryDirectory)")
+    for rel, text in TOY_SOURCES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+# ---------------------------------------------------------------- the experiments
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One process: what it imports, in order, with the variable set or not, and maybe a worker child."""
+
+    name: str
+    imports: tuple[str, ...]
+    env_value: str | None  # VERL_USE_EXTERNAL_MODULES for the process; None = unset
+    worker_imports: tuple[str, ...] | None = None  # a child process it launches (inherits its environment)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"Experiment name must be a non-empty string, got {self.name!r}")
+        for label, mods in (("imports", self.imports), ("worker_imports", self.worker_imports or ())):
+            if isinstance(mods, str) or not all(isinstance(m, str) and _MODULE_NAME.fullmatch(m) for m in mods):
+                raise ValueError(f"Experiment {self.name!r}: {label} must be a tuple of module names, got {mods!r}")
+        if self.env_value is not None and not isinstance(self.env_value, str):
+            raise TypeError(f"Experiment {self.name!r}: env_value must be a string or None")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    experiment: Experiment
+    backend: str  # what toylib.model.forward() returned in the process
+    worker_backend: str | None
+    torch_imported: bool  # children must stay cheap: they never import torch
+
+    @property
+    def patched(self) -> bool:
+        return self.backend == "patched"
+
+    @property
+    def worker_patched(self) -> bool | None:
+        return None if self.worker_backend is None else self.worker_backend == "patched"
+
+
+def _script(root: str, imports: Sequence[str], worker: Sequence[str] | None, timeout_s: float) -> str:
+    lines = [
+        "import importlib, sys",
+        f"sys.path[:0] = [{root!r}]",
+        f"for name in {list(imports)!r}:",
+        "    importlib.import_module(name)",
+        f"from {LIBRARY} import forward",
+        "report = [forward(), str('torch' in sys.modules)]",
+    ]
+    if worker is not None:
+        code = _script(root, worker, None, timeout_s)
+        lines += [
+            "import os, subprocess",
+            # The worker inherits this process's environment, variable included, like a vLLM worker.
+            f"out = subprocess.run([sys.executable, '-I', '-S', '-c', {code!r}], env=dict(os.environ),",
+            f"                     capture_output=True, text=True, timeout={timeout_s!r}, check=True)",
+            "report += out.stdout.split()",
+        ]
+    lines.append("print(' '.join(report))")
+    return "\n".join(lines) + "\n"
+
+
+def _child_env(env_value: str | None) -> dict[str, str]:
+    # A minimal environment: a variable set in the notebook's own shell must not leak into the experiment.
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1"}
+    if env_value is not None:
+        env[ENV_VAR] = env_value
+    return env
+
+
+def run_experiments(experiments: Sequence[Experiment], folder: str | Path, timeout_s: float = 10.0) -> list[Outcome]:
+    """Run each experiment in a fresh `python -I -S` subprocess (all at once) and report what it saw.
+
+    `folder` holds the toy packages (see write_toy_packages). The processes start together and share
+    one deadline, `timeout_s` after the start: one still running then raises TimeoutError naming its
+    experiment, and a child that fails raises RuntimeError with its last error line. Each process
+    leads its own process group, so a worker it launched is stopped with it (no orphans left behind).
+    """
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s <= 120:
+        raise ValueError(f"timeout_s must be a number in (0, 120] seconds, got {timeout_s!r}")
+    if not experiments or not all(isinstance(e, Experiment) for e in experiments):
+        raise TypeError("experiments must be a non-empty sequence of Experiment")
+    root = Path(folder)
+    if not (root / "toylib").is_dir():
+        raise ValueError("folder does not hold the toy packages: call write_toy_packages(folder) first")
+    procs = []
+    for exp in experiments:
+        code = _script(str(root), exp.imports, exp.worker_imports, float(timeout_s))
+        cmd = [sys.executable, "-I", "-S", "-c", code]
+        procs.append(subprocess.Popen(cmd, env=_child_env(exp.env_value), cwd=root, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      start_new_session=True))  # fmt: skip
+    deadline = time.monotonic() + timeout_s
+    outcomes = []
+    try:
+        for exp, proc in zip(experiments, procs, strict=True):
+            try:
+                out, err = proc.communicate(timeout=max(deadline - time.monotonic(), 0.01))
+            except subprocess.TimeoutExpired as e:
+                raise TimeoutError(f"experiment {exp.name!r} did not finish within {timeout_s} s") from e
+            if proc.returncode != 0:
+                last = (err.strip().splitlines() or ["(no error output)"])[-1]
+                raise RuntimeError(f"experiment {exp.name!r} failed: {last}")
+            words = out.split()  # "backend torch_imported [worker_backend worker_torch_imported]"
+            worker = words[2] if len(words) == 4 else None
+            outcomes.append(Outcome(exp, words[0], worker, "True" in words[1::2]))
+    finally:
+        for proc in procs:  # never leave a child (or its worker) behind, whatever went wrong above
+            if proc.poll() is None:
+                _kill_group(proc)
+    return outcomes
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    """Stop a still-running experiment and every process in its group (the worker it started)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the child leads its own group: start_new_session=True
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.communicate()
+
+
+def lesson_experiments(adaptor: str = ADAPTOR) -> tuple[Experiment, ...]:
+    """The lesson's processes: the image default (#7827) in three situations, no default (#7886), and
+    an explicit import of the adaptor at each entry point."""
+    return (
+        Experiment("image default, verl imported first", (HOOK_PACKAGE, LIBRARY), adaptor),
+        Experiment("image default, library imported first", (LIBRARY, HOOK_PACKAGE), adaptor),
+        Experiment("image default, worker never imports verl", (HOOK_PACKAGE, LIBRARY), adaptor, (LIBRARY,)),
+        Experiment("no default (after #7886)", (HOOK_PACKAGE, LIBRARY), None),
+        Experiment("explicit import at every entry point", (adaptor, LIBRARY), None, (adaptor, LIBRARY)),
+    )
+
+
+def predict_patched(imports: Sequence[str], env_value: str | None) -> bool:
+    """The rule the experiments show: the library is patched iff the adaptor is imported before the
+    library's model module, either directly or through the verl-like hook reading the variable."""
+    names = parse_module_list(env_value) if env_value else []
+    for name in imports:
+        if name == ADAPTOR or (name == HOOK_PACKAGE and ADAPTOR in names):
+            return True
+        if name == LIBRARY:
+            return False
+    return False  # the script imports the library last; nothing patched it before
+
+
+def outcomes_table(outcomes: Sequence[Outcome]) -> str:
+    """The experiments as a Markdown table: process, variable, import order, patched, worker patched."""
+    rows = ["| process | variable | import order | patched | worker patched |", "| --- | --- | --- | --- | --- |"]
+    for o in outcomes:
+        e = o.experiment
+        env = "unset" if e.env_value is None else f"{ENV_VAR}={e.env_value}"
+        worker = "-" if o.worker_patched is None else ("yes" if o.worker_patched else "no")
+        rows.append(f"| {e.name} | {env} | {' -> '.join(e.imports)} | {'yes' if o.patched else 'no'} | {worker} |")
+    return "\n".join(rows)
+
+
+# ---------------------------------------------------------------- exercise checkers
+
+
+def check_parse_modules(fn: Callable[[str], list[str]]) -> str:
+    """Exercise 6.1: a parser of the variable that ignores blanks and empty entries."""
+    cases = {
+        "megatron_adaptor": ["megatron_adaptor"],
+        "": [],
+        "a,b": ["a", "b"],
+        " a , b ": ["a", "b"],
+        "a,,b,": ["a", "b"],
+        "pkg.sub, other": ["pkg.sub", "other"],
+    }
+    for value, want in cases.items():
+        got = fn(value)
+        if list(got) != want:
+            hint = "strip blanks around each name" if " " in value else "drop empty entries between commas"
+            if value == "":
+                hint = "an empty variable names no modules: return []"
+            raise ExerciseFailure(f"for {value!r} you returned {got!r}, expected {want!r}: {hint}")
+    return f"{len(cases)} values parsed"
+
+
+def check_predict_patched(fn: Callable[[Sequence[str], str | None], bool]) -> str:
+    """Exercise 6.2: predict whether a process ends up patched from its import order and the variable."""
+    cases = [
+        ((HOOK_PACKAGE, LIBRARY), ADAPTOR),
+        ((LIBRARY, HOOK_PACKAGE), ADAPTOR),
+        ((HOOK_PACKAGE, LIBRARY), None),
+        ((LIBRARY,), ADAPTOR),
+        ((ADAPTOR, LIBRARY), None),
+        ((LIBRARY, ADAPTOR), None),
+        ((HOOK_PACKAGE, LIBRARY), f"other_module, {ADAPTOR}"),
+        (("toylib.ops", HOOK_PACKAGE, LIBRARY), ADAPTOR),
+    ]
+    for imports, env in cases:
+        want = predict_patched(imports, env)
+        got = fn(imports, env)
+        if not isinstance(got, bool):
+            raise ExerciseFailure(f"return a bool, got {type(got).__name__} {got!r}")
+        if got != want:
+            if LIBRARY in imports[:1]:
+                hint = "the library binds `attention` when it is imported: a patch after that comes too late"
+            elif env is None or ADAPTOR not in (env or ""):
+                hint = "the hook imports only the modules the variable names; unset means nothing"
+            else:
+                hint = "importing the hook package first patches the library before its model is imported"
+            raise ExerciseFailure(f"imports {' -> '.join(imports)} with variable {env!r}: you said {got}: {hint}")
+    return f"{len(cases)} processes predicted"

@@ -1,0 +1,1 @@
+"""Lesson 08: a dependency-stack upgrade as data (verl #7604)."""

@@ -1,0 +1,132 @@
+"""verlstudy.common.dist: local gloo ranks that always come back, with stable error text."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import re
+import time
+
+import pytest
+import torch
+
+from verlstudy.common import dist
+from verlstudy.common.dist import DistributedRunError, RankOutcome, run_local, stable_message
+
+
+def _not_importable(rank: int, world_size: int) -> int:
+    return rank
+
+
+def test_two_ranks_all_reduce_returns_results_in_rank_order() -> None:
+    results = run_local(dist.all_reduce_rank_sum, 2, 0.5)
+    assert len(results) == 2
+    for t in results:
+        assert isinstance(t, torch.Tensor)
+        assert torch.equal(t, torch.full((2,), 1.5))  # 0.5 * (1 + 2)
+
+
+def test_single_rank_and_rank_values() -> None:
+    assert run_local(dist.raise_on_rank, 1, 5) == [0]
+    assert run_local(dist.raise_on_rank, 3, 7) == [0, 1, 2]
+
+
+def test_a_raising_rank_becomes_distributed_run_error_with_stable_text() -> None:
+    with pytest.raises(DistributedRunError) as info:
+        run_local(dist.raise_on_rank, 2, 1, timeout_s=20)
+    err = info.value
+    assert isinstance(err, RuntimeError)
+    assert str(err) == "rank 1: ValueError: rank 1 was told to fail (bad_rank=1)"
+    assert err.outcomes == [
+        RankOutcome(0, True, 0),
+        RankOutcome(1, False, None, "ValueError", "rank 1 was told to fail (bad_rank=1)"),
+    ]
+    assert "ValueError" in err.tracebacks[1] and "raise_on_rank" in err.tracebacks[1]
+
+
+def test_a_hanging_rank_is_killed_after_timeout_and_reported() -> None:
+    start = time.monotonic()
+    with pytest.raises(DistributedRunError) as info:
+        run_local(dist.hang_on_rank, 2, 1, 60.0, timeout_s=1.5)
+    elapsed = time.monotonic() - start
+    assert elapsed < 10, f"run_local took {elapsed:.1f} s; the hanging rank must be killed at timeout_s"
+    assert str(info.value) == "rank 1: TimeoutError: did not finish within timeout_s=1.5 s (killed)"
+    assert info.value.outcomes[0] == RankOutcome(0, True, 0)
+    assert not mp.active_children(), "no child process may be left behind"
+
+
+def test_the_partner_of_a_failed_rank_fails_instead_of_hanging() -> None:
+    start = time.monotonic()
+    with pytest.raises(DistributedRunError) as info:
+        run_local(dist.raise_on_rank_then_all_reduce, 2, 1, timeout_s=20, collective_timeout_s=3)
+    assert time.monotonic() - start < 15
+    failed = {o.rank for o in info.value.outcomes if not o.ok}
+    assert 1 in failed
+    text = str(info.value)
+    assert "rank 1: ValueError: rank 1 raised instead of joining the all_reduce" in text
+    assert not re.search(r":\d|0x[0-9a-f]|/\w", text), text
+
+
+def test_no_children_left_after_success() -> None:
+    run_local(dist.all_reduce_rank_sum, 2)
+    assert not mp.active_children()
+
+
+@pytest.mark.parametrize("world_size", [0, 9, -1])
+def test_world_size_out_of_range(world_size: int) -> None:
+    with pytest.raises(ValueError, match="world_size must be between 1 and 8"):
+        run_local(dist.all_reduce_rank_sum, world_size)
+
+
+@pytest.mark.parametrize("world_size", [2.0, "2", True])
+def test_world_size_wrong_type(world_size: object) -> None:
+    with pytest.raises(TypeError, match="world_size must be an int"):
+        run_local(dist.all_reduce_rank_sum, world_size)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda rank, world_size: rank, _not_importable.__get__(1), print.__call__, 3],
+)
+def test_fn_must_be_an_importable_module_level_function(fn: object) -> None:
+    with pytest.raises(TypeError, match="fn"):
+        run_local(fn, 2)  # type: ignore[arg-type]
+
+
+def test_nested_function_is_rejected_with_a_hint() -> None:
+    def inner(rank: int, world_size: int) -> int:
+        return rank
+
+    with pytest.raises(TypeError, match="module-level function"):
+        run_local(inner, 2)
+
+
+@pytest.mark.parametrize("name", ["timeout_s", "collective_timeout_s"])
+@pytest.mark.parametrize("value", [0, -1.0, float("nan")])
+def test_timeouts_must_be_positive(name: str, value: float) -> None:
+    with pytest.raises(ValueError, match=name):
+        run_local(dist.all_reduce_rank_sum, 2, **{name: value})
+
+
+def test_timeouts_must_be_numbers() -> None:
+    with pytest.raises(TypeError, match="timeout_s"):
+        run_local(dist.all_reduce_rank_sum, 2, timeout_s="3")  # type: ignore[arg-type]
+
+
+def test_stable_message_strips_ports_pids_addresses_and_paths() -> None:
+    raw = (
+        "[../third_party/gloo/gloo/transport/tcp/pair.cc:534] Read error [127.0.0.1]:41235: "
+        "Connection reset by peer (pid 4242, object at 0x7f3a2b1c) in /tmp/tmpab12/file.py\nsecond line"
+    )
+    assert stable_message(raw) == (
+        "Read error 127.0.0.1:<port>: Connection reset by peer (pid <pid>, object at 0x?) in <path>"
+    )
+    assert stable_message("") == ""
+    with pytest.raises(TypeError):
+        stable_message(3)  # type: ignore[arg-type]
+
+
+def test_free_port_is_loopback_only() -> None:
+    port = dist.free_port()
+    assert 0 < port < 65536
+    with pytest.raises(ValueError, match="loopback"):
+        dist.free_port("0.0.0.0")

@@ -1,0 +1,92 @@
+"""The command line: list, doctor, and one clear line with exit 2 for every usage error."""
+
+import pytest
+
+from verlstudy.course.cli import doctor_checks, main, verl_status
+
+
+def test_list_prints_the_course_map(capsys):
+    assert main(["list"]) == 0
+    assert "lessons," in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "42"], "verlstudy run: unknown lesson '42'; known lessons: 00, 01"),
+        (
+            ["run", "00", "-p", "sed=1"],
+            "verlstudy run: lesson 00 has no parameter 'sed'; its parameters are: device, n_draws, seed",
+        ),
+        (["run", "00", "-p", "seed"], "verlstudy run: parameter 'seed' must look like name=value"),
+        (["refresh"], "verlstudy refresh: name the lessons to refresh"),
+        (["plan", "42"], "verlstudy plan: unknown lesson '42'; known lessons: 00, 01"),
+        (["plan", "--start", "9am"], "verlstudy plan: start must be a time of day 'HH:MM' (24-hour), got '9am'"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(capsys, argv, message):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1
+
+
+def test_bad_workers_and_bad_device_exit_2(capsys):
+    assert main(["run", "00", "--workers", "0"]) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "00", "--device", "tpu"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'tpu'" in capsys.readouterr().err
+
+
+def test_out_that_is_a_file_is_rejected(tmp_path, capsys):
+    target = tmp_path / "file"
+    target.write_text("x")
+    assert main(["run", "00", "--out", str(target)]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+
+
+def test_doctor_checks_the_essentials():
+    lines = [line for _, line in doctor_checks()]
+    for needed in (
+        "Python",
+        "torch",
+        "papermill",
+        "nbval",
+        "kernel 'python3'",
+        "accelerators visible",
+        "optional verl",
+    ):
+        assert any(line.startswith(needed) for line in lines), needed
+    assert all(ok for ok, line in doctor_checks() if not line.startswith("notebooks:"))
+
+
+def test_plan_prints_the_facilitators_day_and_a_half_day_variant(capsys):
+    from verlstudy.course import student, site, plan
+
+    assert main(["plan"]) == 0
+    assert capsys.readouterr().out.strip() == workshop.day_plan()
+    assert main(["plan", "00", "01", "02", "--start", "13:00", "--no-breaks"]) == 0
+    rows = capsys.readouterr().out.strip().splitlines()[2:]
+    assert [row.split(" | ")[1][:2] for row in rows] == ["00", "01", "02", "Wr"]
+    assert rows[0].startswith("| 13:00-13:15 |") and rows[-1].startswith("| 15:00-15:15 |")
+
+
+def test_doctor_says_how_to_get_verl_and_when_it_is_not_the_verified_version():
+    assert verl_status(None, {"00": "0.9.1"}).startswith("not installed (upstream cells skip; `pip install --no-deps")
+    assert verl_status("0.9.1", {"00": "0.9.1", "01": "0.9.1"}) == "0.9.1"
+    assert verl_status("0.10.0", {"00": "0.9.1", "01": "0.10.0", "02": "0.9.1"}) == (
+        "0.10.0; lessons 00, 02 were verified against another verl: run `verlstudy verify-upstream`"
+    )
+
+
+@pytest.mark.slow
+def test_a_run_with_its_own_out_keeps_its_report_there_and_leaves_the_course_build_alone(tmp_path, capsys):
+    from verlstudy.course import registry
+
+    course_report = registry.project_root() / "build" / "report.md"
+    before = course_report.read_text() if course_report.exists() else None
+    out = tmp_path / "mine"
+    assert main(["run", "00", "--out", str(out), "--no-floor"]) == 0
+    assert (out / "00_start_here.ipynb").exists()
+    assert "| 00_start_here | passed |" in (out / "report.md").read_text()
+    assert (course_report.read_text() if course_report.exists() else None) == before

@@ -1,0 +1,178 @@
+"""The runner: parameters, notebook normalisation, change reports, claims counting, reports."""
+
+import xml.etree.ElementTree as ET
+
+import nbformat
+import pytest
+
+from verlstudy.course import registry, runner
+
+
+def _nb(*sources, tags=None):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    if tags:
+        for i, t in tags.items():
+            nb.cells[i].metadata["tags"] = t
+    return nb
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("seed=3", ("seed", 3)),
+        ("device=cpu", ("device", "cpu")),
+        ("rtol=1e-3", ("rtol", 0.001)),
+        ("flag=True", ("flag", True)),
+        ("name = 'x y'", ("name", "x y")),
+        ("sizes=[1, 2]", ("sizes", [1, 2])),
+    ],
+)
+def test_parse_parameter_reads_python_literals_and_falls_back_to_strings(text, expected):
+    assert runner.parse_parameter(text) == expected
+
+
+@pytest.mark.parametrize(("text", "message"), [("seed", "name=value"), ("1x=3", "not a valid Python name")])
+def test_parse_parameter_rejects_malformed_text(text, message):
+    with pytest.raises(ValueError, match=message):
+        runner.parse_parameter(text)
+
+
+def test_notebook_parameters_reads_the_tagged_cell(tmp_path):
+    path = tmp_path / "n.ipynb"
+    nbformat.write(_nb("device = 'auto'\nseed: int = 0\nsizes = (1, 2)", "x = 1", tags={0: ["parameters"]}), path)
+    assert runner.notebook_parameters(path) == {"device": "auto", "seed": 0, "sizes": (1, 2)}
+    nbformat.write(_nb("x = 1"), path)
+    with pytest.raises(ValueError, match="exactly one cell tagged 'parameters', found 0"):
+        runner.notebook_parameters(path)
+
+
+def test_unknown_parameter_names_the_lessons_parameters():
+    with pytest.raises(ValueError, match="lesson 00 has no parameter 'sed'; its parameters are: device, n_draws, seed"):
+        runner.check_parameter_names(registry.get_lesson(0), {"sed": 1})
+
+
+def test_normalise_drops_run_to_run_metadata_and_numbers_cell_ids():
+    nb = _nb("x = 1", "y = 2", tags={1: ["injected-parameters"]})
+    nb.metadata["papermill"] = {"duration": 1.0}
+    nb.cells[0].metadata["execution"] = {"iopub.status.busy": "2026-12-02T00:00"}
+    nb.cells[0].metadata["papermill"] = {"duration": 0.1}
+    out = runner.normalise(nb)
+    assert "papermill" not in out.metadata and out.metadata["kernelspec"]["name"] == "python3"
+    assert [c.id for c in out.cells] == ["c00", "c01"]
+    assert all(set(c.metadata) <= {"tags"} for c in out.cells)
+    assert "tags" not in out.cells[1].metadata
+
+
+def test_twin_text_round_trips_tags_without_a_version_header():
+    nb = runner.normalise(_nb("seed = 0", "print(seed)", tags={0: ["parameters"]}))
+    text = runner.twin_text(nb)
+    assert text.startswith('# %% tags=["parameters"]')
+    assert "jupytext_version" not in text
+
+
+def test_changed_cells_names_cells_whose_text_output_differs():
+    old = _nb("print(1)", "print(2)")
+    new = _nb("print(1)", "print(2)", "print(3)")
+    old.cells[1].outputs = [nbformat.v4.new_output("stream", text="2\n")]
+    new.cells[1].outputs = [nbformat.v4.new_output("stream", text="3\n")]
+    assert runner.changed_cells(old, new) == ["code cell 1 (print(2)): output changed", "code cell 2: added"]
+    assert runner.changed_cells(None, new) == ["new notebook: 3 code cells"]
+
+
+def test_count_claims_reads_the_last_claims_table():
+    nb = _nb("claims_table()")
+    nb.cells[0].outputs = [nbformat.v4.new_output("stream", text="| a | - | 1 | yes |\n\n3/4 claims reproduced\n")]
+    assert runner.count_claims(nb) == (3, 4)
+    assert runner.count_claims(_nb("x")) == (0, 0)
+
+
+def test_a_failure_in_the_validation_cell_is_a_bad_parameter():
+    nb = _nb("device = 'auto'", "device = 'tpu'", "check(device)", tags={0: ["parameters"], 1: ["injected-parameters"]})
+    nb.cells[2].outputs = [
+        nbformat.v4.new_output("error", ename="ValueError", evalue="device='tpu' is not allowed", traceback=[])
+    ]
+    assert runner._bad_parameter_message(nb) == "device='tpu' is not allowed"
+    nb.cells[2].outputs[0]["ename"] = "RuntimeError"
+    assert runner._bad_parameter_message(nb) is None
+
+
+def _results():
+    floor = runner.RunResult(None, "passed", 6.0)
+    ok = runner.RunResult(registry.get_lesson(0), "passed", 8.5, 5, 5)
+    bad = runner.RunResult(registry.get_lesson(1), "failed", 3.0, error="ClaimError: claim 'x' does not hold")
+    return [ok, bad], floor
+
+
+def test_report_has_a_row_per_lesson_with_seconds_beyond_the_floor():
+    results, floor = _results()
+    text = runner.report_markdown(results, floor)
+    assert "| 00_start_here | passed | 8.5 | +2.5 | 3 | 5/5 |" in text
+    assert "1 passed, 1 failed" in text and "- 01_memory_leak_attribution: ClaimError" in text
+
+
+def test_junit_has_one_case_per_lesson_and_marks_failures():
+    results, _ = _results()
+    suite = ET.fromstring(runner.junit_xml(results))
+    assert suite.get("tests") == "2" and suite.get("failures") == "1"
+    cases = suite.findall("testcase")
+    assert [c.get("name") for c in cases] == ["00_start_here", "01_memory_leak_attribution"]
+    assert cases[1].find("failure") is not None and cases[0].find("failure") is None
+
+
+def test_run_lessons_rejects_bad_workers():
+    with pytest.raises(ValueError, match="workers must be a positive integer"):
+        runner.run_lessons([], runner.project_notebooks_dir(), workers=0)
+
+
+@pytest.mark.slow
+def test_execute_in_place_runs_a_fresh_kernel_and_keeps_counts():
+    nb = _nb("x = 6 * 7", "print(x)")
+    runner.execute_in_place(nb, runner.project_notebooks_dir())
+    assert [c.execution_count for c in nb.cells] == [1, 2]
+    assert nb.cells[1].outputs[0]["text"] == "42\n"
+    assert all("execution" not in c.metadata for c in nb.cells)
+
+
+def test_split_prints_are_merged_so_refreshes_do_not_flap():
+    nb = _nb("print(1); print(2)")
+    nb.cells[0].outputs = [
+        nbformat.v4.new_output("stream", text="1"),
+        nbformat.v4.new_output("stream", text="\n2\n"),
+        nbformat.v4.new_output("stream", name="stderr", text="w\n"),
+    ]
+    out = runner.normalise(nb).cells[0].outputs
+    assert [(o["name"], o["text"]) for o in out] == [("stdout", "1\n2\n"), ("stderr", "w\n")]
+
+
+def test_mime_order_does_not_count_as_a_change():
+    old, new = _nb("fig"), _nb("fig")
+    old.cells[0].outputs = [nbformat.v4.new_output("display_data", data={"image/png": "AA", "text/plain": "<Figure>"})]
+    new.cells[0].outputs = [nbformat.v4.new_output("display_data", data={"text/plain": "<Figure>", "image/png": "AA"})]
+    assert runner.changed_cells(old, new) == []
+
+
+@pytest.mark.slow
+def test_papermill_runs_leave_the_process_folder_alone(tmp_path, monkeypatch):
+    """Lessons run in threads: a chdir in one run would send another run's relative paths astray."""
+    import os
+
+    kernel_dir = tmp_path / "kernel_here"
+    kernel_dir.mkdir()
+    nbformat.write(_nb("import os", "print(os.getcwd())"), tmp_path / "in.ipynb")
+    monkeypatch.chdir(tmp_path)
+
+    real_chdir = os.chdir
+
+    def only_to_where_we_are(path):  # papermill's file handler re-enters the current folder; that is harmless
+        if runner.Path(path).resolve() != tmp_path.resolve():
+            raise AssertionError(f"the process folder was changed to {path}")
+        real_chdir(path)
+
+    monkeypatch.setattr(os, "chdir", only_to_where_we_are)
+    status, error, _ = runner.execute_with_papermill(
+        runner.Path("in.ipynb"), runner.Path("out/run.ipynb"), {}, kernel_dir, timeout_s=60
+    )
+    assert (status, error) == ("passed", "")
+    out = nbformat.read(tmp_path / "out" / "run.ipynb", as_version=4)
+    assert out.cells[1].outputs[0]["text"] == f"{kernel_dir}\n", "the kernel runs in the folder it was given"

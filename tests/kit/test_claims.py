@@ -1,0 +1,133 @@
+"""claim / expect_error / claims_table / check_exercise: the lesson's honesty helpers, as a specification."""
+
+import pytest
+
+from verlstudy.kit.claims import ClaimError, claim, claims_table, expect_error, recorded_claims, reset_claims
+from verlstudy.kit.exercises import ExerciseFailure, check_exercise, exercise_results
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    reset_claims()
+    yield
+    reset_claims()
+
+
+def test_claim_within_tolerance_prints_one_stable_line(capsys):
+    claim("retained bytes per micro-batch", 4096.0, expected=4096, rtol=0.01, upstream="0.31 MiB (GPU)", unit="B")
+    assert capsys.readouterr().out == (
+        "[claim] retained bytes per micro-batch: 4096 B (expected 4096 B) | upstream: 0.31 MiB (GPU)\n"
+    )
+
+
+def test_claim_outside_tolerance_raises_and_records_nothing():
+    with pytest.raises(ClaimError, match="ours 5000, expected 4096"):
+        claim("retained", 5000, expected=4096, rtol=0.1)
+    assert recorded_claims() == []
+
+
+def test_float_formatting_is_rounded_so_nbval_sees_a_stable_string(capsys):
+    claim("ratio", 1 / 3, expected=0.3333, atol=1e-4)
+    assert "0.3333 (expected 0.3333)" in capsys.readouterr().out
+
+
+def test_yes_no_claim_needs_a_bool():
+    claim("slope is zero", True)
+    with pytest.raises(ClaimError):
+        claim("slope is zero", False)
+    with pytest.raises(TypeError, match="must be a bool"):
+        claim("a figure without expected", 3.0)
+
+
+def test_nan_never_matches():
+    with pytest.raises(ClaimError):
+        claim("nan", float("nan"), expected=float("nan"), atol=1.0)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(TypeError, match="name"):
+        claim("", 1, expected=1)
+    with pytest.raises(ValueError, match="rtol"):
+        claim("x", 1, expected=1, rtol=-1)
+    with pytest.raises(TypeError, match="upstream"):
+        claim("x", 1, expected=1, upstream=3)
+
+
+def test_rerunning_a_cell_replaces_the_claim_instead_of_duplicating_it():
+    claim("x", 1, expected=1)
+    claim("x", 1, expected=1)
+    assert len(recorded_claims()) == 1
+
+
+def test_claims_table_lists_every_claim_and_the_count(capsys):
+    claim("a", 1, expected=1, upstream="1 on GPU")
+    claim("b", True)
+    capsys.readouterr()
+    claims_table()
+    out = capsys.readouterr().out
+    assert "| a | 1 on GPU | 1 | yes |" in out
+    assert out.rstrip().endswith("2/2 claims reproduced")
+
+
+def test_claims_table_without_claims_is_an_error():
+    with pytest.raises(ValueError, match="no claims"):
+        claims_table()
+
+
+def test_expect_error_prints_the_message(capsys):
+    with expect_error(ValueError):
+        raise ValueError("device='tpu' is not allowed")
+    assert capsys.readouterr().out == "expected ValueError: device='tpu' is not allowed\n"
+
+
+def test_expect_error_fails_when_nothing_is_raised():
+    with pytest.raises(AssertionError, match="nothing was raised"), expect_error(KeyError):
+        pass
+
+
+def test_expect_error_lets_other_exceptions_through():
+    with pytest.raises(TypeError), expect_error(ValueError):
+        raise TypeError("not the one we expected")
+
+
+def test_expect_error_match_checks_the_message():
+    with pytest.raises(AssertionError, match="mentioning 'tp'"), expect_error(ValueError, match="tp"):
+        raise ValueError("cp is wrong")
+    with pytest.raises(TypeError, match="exception class"), expect_error("ValueError"):  # type: ignore[arg-type]
+        pass
+
+
+def _checker(fn):
+    if fn(2) != 4:
+        raise ExerciseFailure("square(2) should be 4")
+    return "all cases right"
+
+
+def _stub(x):
+    raise NotImplementedError("exercise 9.1")
+
+
+@pytest.mark.parametrize(
+    ("answer", "line", "verdict"),
+    [
+        (lambda x: x * x, "exercise 9.1: correct: all cases right", "correct"),
+        (lambda x: x + 1, "exercise 9.1: not yet right: square(2) should be 4", "not yet right"),
+        (_stub, "exercise 9.1: not attempted yet", "not attempted yet"),
+        (
+            lambda x: x / 0,
+            "exercise 9.1: your code raised ZeroDivisionError: division by zero (in <lambda>)",
+            "not yet right",
+        ),
+    ],
+)
+def test_check_exercise_reports_each_verdict_in_one_line(capsys, answer, line, verdict):
+    check_exercise("9.1", _checker, answer)
+    assert capsys.readouterr().out.strip() == line
+    assert exercise_results()["9.1"] == verdict
+
+
+def test_check_exercise_rejects_bad_arguments():
+    with pytest.raises(TypeError, match="exercise_id"):
+        check_exercise(9, _checker, abs)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="callable"):
+        check_exercise("9.1", "not a checker", abs)  # type: ignore[arg-type]

@@ -1,0 +1,33 @@
+"""Parameter validation: a bad papermill value names the parameter and what is allowed."""
+
+import pytest
+
+from verlstudy.kit.params import check_choice, check_float, check_int
+
+
+def test_check_choice_accepts_an_allowed_value_and_names_the_rest():
+    assert check_choice("mode", "R2", ("disabled", "R2", "R3")) == "R2"
+    with pytest.raises(ValueError, match=r"parameter mode='R4' is not allowed; choose one of 'disabled', 'R2', 'R3'"):
+        check_choice("mode", "R4", ("disabled", "R2", "R3"))
+
+
+@pytest.mark.parametrize("bad", ["3", 3.0, True, None])
+def test_check_int_rejects_non_integers(bad):
+    with pytest.raises(TypeError, match="parameter n must be an integer"):
+        check_int("n", bad)
+
+
+def test_check_int_range():
+    assert check_int("n", 3, minimum=1, maximum=3) == 3
+    with pytest.raises(ValueError, match="1 <= n <= 3"):
+        check_int("n", 4, minimum=1, maximum=3)
+    with pytest.raises(ValueError, match="-inf <= n <= 0"):
+        check_int("n", 1, maximum=0)
+
+
+def test_check_float():
+    assert check_float("lr", 1, minimum=0.0) == 1.0
+    with pytest.raises(TypeError, match="lr must be a number"):
+        check_float("lr", "0.1")
+    with pytest.raises(ValueError, match="out of range"):
+        check_float("lr", -0.5, minimum=0.0)

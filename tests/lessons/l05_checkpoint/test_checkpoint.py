@@ -1,0 +1,322 @@
+"""verlstudy.lessons.l05_checkpoint.checkpoint: audited strict=False loading (verl #7836), read as a specification."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from torch import nn
+
+from verlstudy.kit.exercises import ExerciseFailure, check_exercise, exercise_results
+from verlstudy.lessons.l05_checkpoint.checkpoint import (
+    MTP_PREFIX,
+    CheckpointMismatchError,
+    LoadReport,
+    TinyLMWithMTP,
+    audit_state_dict,
+    check_missing_audit,
+    check_patterns,
+    check_prefix_matcher,
+    export_roundtrip,
+    export_without,
+    load_state_dict_audited,
+    matches_prefix,
+    output_change,
+    save_and_reload,
+)
+
+MTP_KEYS = ["mtp.proj.weight", "mtp.proj.bias", "mtp.head.weight", "mtp.head.bias"]
+
+
+def make(seed: int, **sizes: int) -> TinyLMWithMTP:
+    torch.manual_seed(seed)
+    return TinyLMWithMTP(**sizes)
+
+
+@pytest.fixture
+def trained() -> TinyLMWithMTP:
+    return make(0)
+
+
+@pytest.fixture
+def fresh() -> TinyLMWithMTP:
+    return make(1)
+
+
+# --- the toy model and its export ---------------------------------------------------------------------------
+
+
+def test_toy_model_keys_and_mtp_unused_by_forward(trained: TinyLMWithMTP) -> None:
+    keys = list(trained.state_dict())
+    assert [k for k in keys if k.startswith(MTP_PREFIX)] == MTP_KEYS
+    tokens = torch.arange(6).reshape(1, 6)
+    before = trained(tokens)
+    with torch.no_grad():
+        for p in trained.mtp.parameters():
+            p.add_(1.0)
+    assert torch.equal(trained(tokens), before), "forward() must not depend on the MTP head"
+    assert trained.forward_mtp(tokens).shape == before.shape
+
+
+@pytest.mark.parametrize(("name", "value"), [("vocab", 1), ("hidden", 0), ("n_layers", True), ("hidden", 2.0)])
+def test_toy_model_rejects_bad_sizes(name: str, value: object) -> None:
+    with pytest.raises(ValueError, match=name):
+        TinyLMWithMTP(**{name: value})
+
+
+def test_export_without_drops_only_the_named_module_and_clones(trained: TinyLMWithMTP) -> None:
+    exported = export_without(trained)
+    assert not any(k.startswith(MTP_PREFIX) for k in exported)
+    assert len(exported) == len(trained.state_dict()) - len(MTP_KEYS)
+    exported["head.weight"].add_(1.0)
+    assert not torch.equal(exported["head.weight"], trained.head.weight), "the export must be a copy"
+
+
+def test_save_and_reload_round_trips_exactly(trained: TinyLMWithMTP) -> None:
+    state = export_without(trained)
+    back = save_and_reload(state)
+    assert list(back) == list(state)
+    assert all(torch.equal(back[k], state[k]) for k in state)
+    assert list(export_roundtrip(trained)) == list(state)
+
+
+def test_save_and_reload_rejects_non_mapping() -> None:
+    with pytest.raises(TypeError, match="state_dict must be a mapping"):
+        save_and_reload([torch.zeros(1)])  # type: ignore[arg-type]
+
+
+# --- patterns ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "pattern", "want"),
+    [
+        ("mtp.proj.weight", "mtp.", True),
+        ("mtp.proj.weight", "mtp", True),
+        ("mtp", "mtp.", True),
+        ("mtp_norm.weight", "mtp", False),
+        ("mtp_norm.weight", "mtp.", False),
+        ("layers.10.weight", "layers.1", False),
+        ("layers.1.weight", "layers.1.", True),
+        ("model.mtp.proj.weight", "mtp.", False),
+    ],
+)
+def test_matches_prefix_respects_module_boundaries(key: str, pattern: str, want: bool) -> None:
+    assert matches_prefix(key, pattern) is want
+
+
+@given(
+    module=st.from_regex(r"[a-z]{1,6}(\.[0-9])?", fullmatch=True), rest=st.from_regex(r"[a-z_]{1,6}", fullmatch=True)
+)
+def test_matches_prefix_property(module: str, rest: str) -> None:
+    assert matches_prefix(f"{module}.{rest}", module)
+    assert matches_prefix(f"{module}.{rest}", module + ".")
+    assert not matches_prefix(f"{module}x.{rest}", module)
+
+
+def test_matches_prefix_rejects_non_strings() -> None:
+    with pytest.raises(TypeError, match="strings"):
+        matches_prefix("a.b", 3)  # type: ignore[arg-type]
+
+
+def test_check_patterns_accepts_tuples_lists_and_empty() -> None:
+    assert check_patterns("allow_missing", ["mtp."]) == ("mtp.",)
+    assert check_patterns("allow_missing", ()) == ()
+
+
+@pytest.mark.parametrize(
+    ("patterns", "exc", "match"),
+    [
+        ("mtp.", TypeError, r"e\.g\. \('mtp\.',\); got a bare string"),
+        (b"mtp.", TypeError, "bare string"),
+        (3, TypeError, "tuple or list"),
+        (("mtp.", 3), TypeError, "every pattern must be a string"),
+        (("",), ValueError, "empty pattern"),
+        ((".",), ValueError, "empty pattern"),
+    ],
+)
+def test_check_patterns_rejects_bad_patterns(patterns: object, exc: type[Exception], match: str) -> None:
+    with pytest.raises(exc, match=match):
+        check_patterns("allow_missing", patterns)
+
+
+def test_loader_rejects_bad_pattern_types_before_touching_the_model(trained: TinyLMWithMTP) -> None:
+    model = make(1)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(TypeError, match="allow_missing"):
+        load_state_dict_audited(model, export_without(trained), allow_missing="mtp.")  # type: ignore[arg-type]
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+# --- the audit -----------------------------------------------------------------------------------------------
+
+
+def test_plain_strict_true_fails_on_the_mtp_export(trained: TinyLMWithMTP, fresh: TinyLMWithMTP) -> None:
+    with pytest.raises(RuntimeError, match=r"mtp\.proj\.weight"):
+        fresh.load_state_dict(export_roundtrip(trained))
+
+
+def test_plain_strict_false_hides_a_missing_real_layer(trained: TinyLMWithMTP, fresh: TinyLMWithMTP) -> None:
+    broken = export_without(trained, (MTP_PREFIX, "layers.1"))
+    result = fresh.load_state_dict(broken, strict=False)  # no error: the danger the lesson shows
+    assert "layers.1.weight" in result.missing_keys
+    max_diff, _ = output_change(trained, fresh, torch.arange(8).reshape(1, 8))
+    assert max_diff > 0
+
+
+def test_audited_load_accepts_only_mtp_and_copies_everything_else(trained: TinyLMWithMTP, fresh: TinyLMWithMTP) -> None:
+    report = load_state_dict_audited(fresh, export_roundtrip(trained), allow_missing=(MTP_PREFIX,))
+    assert report.ok
+    assert report.missing_allowed == tuple(MTP_KEYS)
+    assert report.unexpected_allowed == () and report.unused_patterns == ()
+    assert set(report.loaded) == set(trained.state_dict()) - set(MTP_KEYS)
+    tokens = torch.arange(10).reshape(2, 5)
+    assert output_change(trained, fresh, tokens) == (0.0, 0.0)
+    assert "left at initial values: mtp.proj.weight" in report.summary()
+
+
+def test_audited_load_rejects_a_missing_real_layer_and_lists_every_key(
+    trained: TinyLMWithMTP, fresh: TinyLMWithMTP
+) -> None:
+    before = {k: v.clone() for k, v in fresh.state_dict().items()}
+    broken = export_without(trained, (MTP_PREFIX, "layers.1"))
+    with pytest.raises(CheckpointMismatchError) as info:
+        load_state_dict_audited(fresh, broken, allow_missing=(MTP_PREFIX,))
+    err = info.value
+    assert isinstance(err, ValueError)
+    assert err.missing == ("layers.1.weight", "layers.1.bias")
+    assert "layers.1.weight" in str(err) and "layers.1.bias" in str(err) and "mtp" not in str(err)
+    assert all(torch.equal(before[k], v) for k, v in fresh.state_dict().items()), "failed load must copy nothing"
+
+
+def test_without_patterns_the_audited_loader_is_strict(trained: TinyLMWithMTP, fresh: TinyLMWithMTP) -> None:
+    with pytest.raises(CheckpointMismatchError, match="4 missing key"):
+        load_state_dict_audited(fresh, export_without(trained))
+
+
+def test_unexpected_keys_need_their_own_pattern(trained: TinyLMWithMTP, fresh: TinyLMWithMTP) -> None:
+    state = export_without(trained)
+    state["extra.scale"] = torch.ones(1)
+    with pytest.raises(CheckpointMismatchError, match=r"unexpected key.*extra\.scale"):
+        load_state_dict_audited(fresh, state, allow_missing=(MTP_PREFIX,))
+    with pytest.raises(CheckpointMismatchError, match="unexpected"):
+        load_state_dict_audited(fresh, state, allow_missing=(MTP_PREFIX, "extra"))  # missing != unexpected
+    report = load_state_dict_audited(fresh, state, allow_missing=(MTP_PREFIX,), allow_unexpected=("extra",))
+    assert report.unexpected_allowed == ("extra.scale",)
+
+
+def test_shape_mismatch_is_never_allowed(trained: TinyLMWithMTP) -> None:
+    wider = make(2, vocab=40)
+    state = export_without(trained)
+    with pytest.raises(CheckpointMismatchError) as info:
+        load_state_dict_audited(wider, state, allow_missing=(MTP_PREFIX, "embed", "head"))
+    assert {key for key, _, _ in info.value.shape_mismatches} == {"embed.weight", "head.weight"}
+    assert "model has [40, 16], checkpoint has [32, 16]" in str(info.value)
+
+
+def test_torch_strict_false_still_raises_on_shape_mismatch(trained: TinyLMWithMTP) -> None:
+    with pytest.raises(RuntimeError, match="size mismatch"):
+        make(2, vocab=40).load_state_dict(export_without(trained), strict=False)
+
+
+def test_unused_pattern_is_reported(trained: TinyLMWithMTP, fresh: TinyLMWithMTP) -> None:
+    report = load_state_dict_audited(fresh, export_without(trained), allow_missing=(MTP_PREFIX, "mpt."))
+    assert report.unused_patterns == ("mpt.",)
+    assert "patterns that matched nothing: mpt." in report.summary()
+
+
+def test_audit_state_dict_does_not_raise_on_content_and_reports_not_ok() -> None:
+    expected = {"a.w": torch.zeros(2), "b.w": torch.zeros(3)}
+    given_sd = {"a.w": torch.zeros(2), "c.w": torch.zeros(1)}
+    report = audit_state_dict(expected, given_sd)
+    assert isinstance(report, LoadReport) and not report.ok
+    assert report.missing_denied == ("b.w",) and report.unexpected_denied == ("c.w",)
+    assert "NOT OK" in report.summary()
+    with pytest.raises(CheckpointMismatchError):
+        report.raise_if_not_ok()
+
+
+def test_empty_checkpoint_and_empty_model() -> None:
+    assert audit_state_dict({}, {}).ok
+    report = audit_state_dict({"a.w": torch.zeros(1)}, {}, allow_missing=("a",))
+    assert report.ok and report.missing_allowed == ("a.w",)
+
+
+@pytest.mark.parametrize(("expected", "given_sd"), [([], {}), ({}, [])])
+def test_audit_rejects_non_mappings(expected: object, given_sd: object) -> None:
+    with pytest.raises(TypeError, match="state dict"):
+        audit_state_dict(expected, given_sd)  # type: ignore[arg-type]
+
+
+def test_loader_rejects_non_module() -> None:
+    with pytest.raises(TypeError, match=r"nn\.Module"):
+        load_state_dict_audited({"a": 1}, {})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"nn\.Module"):
+        export_without("model")  # type: ignore[arg-type]
+
+
+def test_output_change_validates_inputs(trained: TinyLMWithMTP) -> None:
+    with pytest.raises(TypeError, match=r"torch\.long"):
+        output_change(trained, trained, torch.zeros(2, 3))
+    with pytest.raises(ValueError, match="different shapes"):
+        output_change(trained, make(3, vocab=40), torch.arange(4).reshape(1, 4))
+
+
+# --- exercise checkers ----------------------------------------------------------------------------------------
+
+
+def reference_matcher(key: str, pattern: str) -> bool:
+    module = pattern.rstrip(".")
+    return key == module or key.startswith(module + ".")
+
+
+def reference_missing_audit(model: nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
+    result = model.load_state_dict(state_dict, strict=False)
+    return sorted(k for k in result.missing_keys if not any(reference_matcher(k, p) for p in allowed))
+
+
+def verdict(exercise_id: str, checker: object, answer: object) -> str:
+    check_exercise(exercise_id, checker, answer)  # type: ignore[arg-type]
+    return exercise_results()[exercise_id]
+
+
+def stub(*args: object) -> object:
+    raise NotImplementedError("exercise")
+
+
+def test_prefix_matcher_checker(capsys: pytest.CaptureFixture[str]) -> None:
+    assert verdict("5.1", check_prefix_matcher, reference_matcher) == "correct"
+    assert verdict("5.1", check_prefix_matcher, stub) == "not attempted yet"
+    with pytest.raises(ExerciseFailure, match=r"mtp_norm\.weight.*module"):
+        check_prefix_matcher(lambda key, pattern: key.startswith(pattern.rstrip(".")))
+    with pytest.raises(ExerciseFailure, match="with or without its trailing dot"):
+        check_prefix_matcher(lambda key, pattern: key.startswith(pattern) and pattern.endswith("."))
+    with pytest.raises(ExerciseFailure, match="return a bool"):
+        check_prefix_matcher(lambda key, pattern: 1)
+    capsys.readouterr()
+    assert verdict("5.1", check_prefix_matcher, lambda key, pattern: key.startswith(pattern)) == "not yet right"
+    assert "not yet right: ('mtp_norm.weight', 'mtp') -> True" in capsys.readouterr().out
+
+
+def test_missing_audit_checker() -> None:
+    assert verdict("5.2", check_missing_audit, reference_missing_audit) == "correct"
+    assert verdict("5.2", check_missing_audit, stub) == "not attempted yet"
+
+    def all_missing(model: nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
+        return sorted(model.load_state_dict(state_dict, strict=False).missing_keys)
+
+    with pytest.raises(ExerciseFailure, match="allowed pattern covers"):
+        check_missing_audit(all_missing)
+
+    def unsorted(model: nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
+        return list(reversed(reference_missing_audit(model, state_dict, allowed)))
+
+    with pytest.raises(ExerciseFailure, match="sort the keys"):
+        check_missing_audit(unsorted)
+
+    with pytest.raises(ExerciseFailure, match="missing_keys"):
+        check_missing_audit(lambda model, state_dict, allowed: [])
+
+    with pytest.raises(ExerciseFailure, match="return a list"):
+        check_missing_audit(lambda model, state_dict, allowed: ())
