@@ -1,19 +1,20 @@
-# Kernels started by nbval and papermill inherit this process's environment: make it quiet and deterministic.
-from verlstudy.course.twins import quiet_kernel_env
+"""Shared by every test: a quiet kernel environment, and the fixtures that make each exercise checker a test."""
 
+import importlib
+import inspect
+import pkgutil
+from collections.abc import Callable, Iterable
+
+import pytest
+
+from verlstudy.course.twins import quiet_kernel_env
+from verlstudy.kit.exercises import ExerciseFailure, find_checker
+
+# Kernels started by nbval and papermill inherit this process's environment: make it quiet and deterministic.
 quiet_kernel_env()
 
 
 # ---------------------------------------------------------------- checkers are tests: shared test helpers
-
-import importlib  # noqa: E402
-import inspect  # noqa: E402
-import pkgutil  # noqa: E402
-from collections.abc import Callable, Iterable  # noqa: E402
-
-import pytest  # noqa: E402
-
-from verlstudy.kit.exercises import ExerciseFailure, find_checker  # noqa: E402
 
 
 def mechanism_callables(package: str, exclude: Iterable[str] = ()) -> dict[str, Callable]:
@@ -42,7 +43,7 @@ def verdict_of(exercise_id: str, *answer: object) -> str:
         find_checker(exercise_id)(*answer)
     except ExerciseFailure as e:
         return f"not yet right: {e}"
-    except Exception as e:  # noqa: BLE001 - any crash of a candidate is a fail, which is what we want
+    except Exception as e:  # any crash of a candidate is a fail, which is what we want
         return f"raised {type(e).__name__}: {e}"
     return "correct"
 

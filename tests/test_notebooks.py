@@ -6,7 +6,7 @@ import re
 import nbformat
 import pytest
 
-from verlstudy.course import registry, runner
+from verlstudy.course import registry, runner, twins
 from verlstudy.kit.hygiene import unstable_fragments
 
 LESSONS = registry.LESSONS
@@ -65,7 +65,7 @@ class TestNotebook:
         assert nb.metadata["kernelspec"]["name"] == "python3"
 
     def test_the_jupytext_twin_is_in_sync(self, lesson):
-        assert lesson.twin.read_text() == runner.twin_text(_read(lesson)), (
+        assert lesson.twin.read_text() == twins.twin_text(_read(lesson)), (
             "notebook and twin differ: edit the twin and run `verlstudy refresh NN`"
         )
 
@@ -115,8 +115,8 @@ class TestNotebook:
     def test_has_one_optional_upstream_comparison_cell(self, lesson):
         code = _code(_read(lesson))
         cells = [c for c in code if "upstream_check(" in c.source]
-        assert len(cells) == 1, "one cell runs verlstudy.course.verify.upstream_check"
-        assert f'upstream_check("{lesson.code}")' in cells[0].source
+        assert len(cells) == 1, "one cell runs the lesson's own upstream_check"
+        assert f"from {lesson.module}.upstream import upstream_check" in cells[0].source
         assert "nbval-ignore-output" in _tags(cells[0]), "its output names the installed verl version"
 
 
@@ -150,3 +150,26 @@ def test_accelerator_cells_only_use_names_defined_before_them(lesson):
             undefined = used - defined - _bound_names(tree)
             assert not undefined, f"accelerator cell {i} uses {sorted(undefined)}, defined nowhere before it"
         defined |= _bound_names(tree)
+
+
+NOTEBOOK_IMPORT = re.compile(r"^\s*(?:from|import)\s+(verlstudy[\w.]*)", re.M)
+
+
+@pytest.mark.parametrize("lesson", registry.LESSONS, ids=lambda lesson: lesson.code)
+def test_a_lesson_notebook_imports_kit_common_and_its_own_lesson_and_no_checks(lesson):
+    allowed = ("verlstudy.kit", "verlstudy.common", lesson.module)
+    modules = {m for cell in _code(_read(lesson)) for m in NOTEBOOK_IMPORT.findall(cell.source)}
+    if lesson.number == 0:  # lesson 00 shows the course registry itself (open: run the CLI instead)
+        allowed += ("verlstudy.course.registry", "verlstudy.course.cli", "verlstudy.course")
+    imported = {m for m in modules if not m.startswith(allowed) or m.endswith(".checks")}
+    assert not imported, f"{lesson.notebook.name} imports {sorted(imported)}"
+
+
+def test_no_mechanism_module_imports_a_checks_module():
+    root = registry.notebooks_dir().parent / "src" / "verlstudy"
+    if not root.is_dir():
+        pytest.skip("runs from a checkout")
+    for path in root.rglob("*.py"):
+        if path.name == "checks.py":
+            continue
+        assert ".checks" not in "".join(NOTEBOOK_IMPORT.findall(path.read_text())), f"{path} imports a checks module"

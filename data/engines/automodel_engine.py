@@ -2,7 +2,7 @@
 
 import torch
 
-from verlstudy import trees
+from verlstudy.common import trees
 
 
 def forward_step(policy, micro_batch, loss_function):

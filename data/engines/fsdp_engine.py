@@ -2,7 +2,7 @@
 
 import torch
 
-from verlstudy.trees import detach_tree
+from verlstudy.common.trees import detach_tree
 
 
 def forward_step(policy, micro_batch, loss_function):

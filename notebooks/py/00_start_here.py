@@ -20,11 +20,11 @@ seed = 0
 n_draws = 4
 
 # %%
-from verlstudy.course.registry import registry as course
+from verlstudy.course import registry as course
 from verlstudy.kit.exercises import check_exercise
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.devices import pick_device, skip_unless
-from verlstudy.kit.hygiene import check_seeded_sample, check_unstable_detector, sanitize, unstable_fragments
+from verlstudy.kit.hygiene import sanitize, unstable_fragments
 from verlstudy.kit.params import check_int
 from verlstudy.kit.plots import bar_plot
 from verlstudy.kit.seeding import seed_everything

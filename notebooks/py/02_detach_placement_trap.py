@@ -55,8 +55,6 @@ from verlstudy.lessons.l02_detach.trees import (
     ContractError,
     TinyCheckpointedLM,
     assert_detached,
-    check_detach_tree,
-    check_forward_step,
     check_train_step,
     policy_step,
     saved_input_lifetime,

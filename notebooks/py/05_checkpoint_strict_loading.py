@@ -53,8 +53,6 @@ from verlstudy.lessons.l05_checkpoint.checkpoint import (
     MTP_PREFIX,
     CheckpointMismatchError,
     TinyLMWithMTP,
-    check_missing_audit,
-    check_prefix_matcher,
     export_roundtrip,
     export_without,
     load_state_dict_audited,

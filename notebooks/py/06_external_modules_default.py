@@ -64,8 +64,6 @@ from verlstudy.lessons.l06_external_modules.modules_env import (
     TOY_SOURCES,
     ExternalModuleError,
     Experiment,
-    check_parse_modules,
-    check_predict_patched,
     import_external_modules,
     lesson_experiments,
     outcomes_table,

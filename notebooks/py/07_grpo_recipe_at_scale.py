@@ -48,8 +48,6 @@ from verlstudy.kit.resources import data_dir
 from verlstudy.kit.devices import pick_device, skip_unless
 from verlstudy.lessons.l07_grpo_recipe.grpo import (
     bandit_problem,
-    check_advantages,
-    check_token_loss,
     entropy,
     group_advantages,
     loss_surface,
@@ -63,7 +61,6 @@ from verlstudy.lessons.l07_grpo_recipe.parallel import (
     BatchPlan,
     ParallelLayout,
     RolloutLayout,
-    check_dp_sizes,
     estimate_train_memory_per_device,
     load_recipe,
     parse_pipeline_layout,

@@ -57,7 +57,6 @@ from verlstudy.lessons.l08_dependency_stack.manifests import (
     tree_problems,
     upgrade_diff,
 )
-from verlstudy.lessons.l08_dependency_stack.checks import check_fix_ref, check_pip_line
 from verlstudy.common.pins import (
     naming_problems,
     pins_in_files,

@@ -10,7 +10,12 @@ import pytest
 import torch
 
 from verlstudy.common import dist
-from verlstudy.common.dist import DistributedRunError, RankOutcome, run_local, stable_message
+from verlstudy.common.dist import (
+    DistributedRunError,
+    RankOutcome,
+    run_local,
+    stable_message,
+)
 
 
 def _not_importable(rank: int, world_size: int) -> int:

@@ -44,7 +44,7 @@ def test_records_new_storages_with_size_and_creating_function() -> None:
     (alloc,) = tracker.live()
     assert alloc.nbytes == 400
     assert alloc.site.function == "allocate_kept"
-    assert alloc.site.file == "tests/test_memtrace.py"
+    assert alloc.site.file == "common/test_memtrace.py"
     assert alloc.frames[1].function == "test_records_new_storages_with_size_and_creating_function"
     assert "aten.zeros" in alloc.op
     del a
@@ -117,7 +117,7 @@ def test_top_sites_groups_by_line_and_orders_by_bytes_then_first_allocation() ->
         late = allocate_other(1)
     sites = tracker.top_sites(5)
     assert [(s.function, s.bytes, s.count) for s in sites] == [("allocate_other", 128, 2), ("allocate_kept", 120, 3)]
-    assert sites[0].label().startswith("allocate_other (tests/test_memtrace.py:")
+    assert sites[0].label().startswith("allocate_other (common/test_memtrace.py:")
     assert tracker.top_sites(1) == sites[:1]
     assert [(s.function, s.bytes) for s in tracker.top_sites(5, since=mark)] == [("allocate_other", 8)]
     assert tracker.live_bytes(since=mark) == 8

@@ -61,10 +61,10 @@ def test_doctor_checks_the_essentials():
 
 
 def test_plan_prints_the_facilitators_day_and_a_half_day_variant(capsys):
-    from verlstudy.course import student, site, plan
+    from verlstudy.course import plan
 
     assert main(["plan"]) == 0
-    assert capsys.readouterr().out.strip() == workshop.day_plan()
+    assert capsys.readouterr().out.strip() == plan.day_plan()
     assert main(["plan", "00", "01", "02", "--start", "13:00", "--no-breaks"]) == 0
     rows = capsys.readouterr().out.strip().splitlines()[2:]
     assert [row.split(" | ")[1][:2] for row in rows] == ["00", "01", "02", "Wr"]

@@ -5,14 +5,14 @@ import re
 
 import pytest
 
-from verlstudy.course import registry, workshop
+from verlstudy.course import plan, registry, student
 
 GUIDE = (registry.project_root() / "docs" / "facilitator.md").read_text()
-PLAN_BLOCK = re.compile(r"<!-- day-plan:[^>]*-->\n(.*?)\n<!-- end day-plan -->", re.S)
+PLAN_BLOCK = re.compile(r"<!-- day-plan:[^>]*-->\n(.*?)\n<!-- end day-plan -->", re.DOTALL)
 
 
 def _section(lesson) -> str:
-    match = re.search(rf"^### {lesson.code} · .*?(?=^### |^## |\Z)", GUIDE, flags=re.M | re.S)
+    match = re.search(rf"^### {lesson.code} · .*?(?=^### |^## |\Z)", GUIDE, flags=re.MULTILINE | re.DOTALL)
     assert match, f"docs/facilitator.md has no '### {lesson.code} · ...' section"
     return match.group(0)
 
@@ -20,21 +20,21 @@ def _section(lesson) -> str:
 def test_the_embedded_day_plan_is_what_the_registry_gives_today():
     block = PLAN_BLOCK.search(GUIDE)
     assert block, "the day plan must sit between the day-plan markers"
-    assert block.group(1) == workshop.day_plan(), "regenerate it with verlstudy.course.workshop.day_plan()"
+    assert block.group(1) == plan.day_plan(), "regenerate it with verlstudy.course.plan.day_plan()"
 
 
 @pytest.mark.parametrize("lesson", registry.LESSONS, ids=lambda lesson: lesson.code)
 def test_every_lesson_has_what_to_project_a_question_and_every_exercise(lesson):
     text = _section(lesson)
     assert "**Project:**" in text and "**Ask" in text
-    named = re.findall(r"^  - \*\*(\d+\.\d+)\*\*", text, flags=re.M)
-    assert named == workshop.exercise_ids(lesson), "one common-mistakes bullet per exercise, in notebook order"
+    named = re.findall(r"^  - \*\*(\d+\.\d+)\*\*", text, flags=re.MULTILINE)
+    assert named == student.exercise_ids(lesson), "one common-mistakes bullet per exercise, in notebook order"
 
 
 class TestDayPlan:
     def test_clock_times_add_up_to_the_registry_minutes_plus_breaks(self):
-        plan = workshop.day_plan(start="08:30", breaks=[("00", "Coffee", 10)], wrap_up_minutes=0)
-        rows = plan.splitlines()[2:]
+        day = plan.day_plan(start="08:30", breaks=[("00", "Coffee", 10)], wrap_up_minutes=0)
+        rows = day.splitlines()[2:]
         assert len(rows) == len(registry.LESSONS) + 1
         assert rows[0].startswith("| 08:30-08:45 | 00 ")
         assert rows[1] == "| 08:45-08:55 | Coffee | 10 |  |"
@@ -43,26 +43,26 @@ class TestDayPlan:
         assert rows[-1].split(" | ")[0].endswith(f"-{end // 60:02d}:{end % 60:02d}")
 
     def test_each_session_starts_when_the_previous_ends(self):
-        spans = [row.split(" | ")[0].lstrip("| ").split("-") for row in workshop.day_plan().splitlines()[2:]]
+        spans = [row.split(" | ")[0].lstrip("| ").split("-") for row in plan.day_plan().splitlines()[2:]]
         assert all(a[1] == b[0] for a, b in itertools.pairwise(spans))
 
     @pytest.mark.parametrize("start", ["9am", "25:00", "09:75", 900])
     def test_a_bad_start_names_the_format(self, start):
         with pytest.raises(ValueError, match="start must be a time of day 'HH:MM'"):
-            workshop.day_plan(start=start)
+            plan.day_plan(start=start)
 
     def test_a_break_after_an_unknown_lesson_is_refused(self):
         with pytest.raises(ValueError, match="after lesson '42', which is not in the plan"):
-            workshop.day_plan(breaks=[("42", "Break", 15)])
+            plan.day_plan(breaks=[("42", "Break", 15)])
 
     def test_break_minutes_must_be_positive_whole_numbers(self):
         with pytest.raises(ValueError, match="positive whole number of minutes, got 0"):
-            workshop.day_plan(breaks=[("01", "Break", 0)])
+            plan.day_plan(breaks=[("01", "Break", 0)])
 
     def test_a_plan_past_midnight_is_refused(self):
         with pytest.raises(ValueError, match="runs past midnight"):
-            workshop.day_plan(start="20:00")
+            plan.day_plan(start="20:00")
 
 
 def test_exercise_ids_are_read_from_the_notebook_tags():
-    assert workshop.exercise_ids(registry.get_lesson(4)) == ["4.1", "4.2", "4.3"]
+    assert student.exercise_ids(registry.get_lesson(4)) == ["4.1", "4.2", "4.3"]

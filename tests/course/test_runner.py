@@ -5,7 +5,9 @@ import xml.etree.ElementTree as ET
 import nbformat
 import pytest
 
-from verlstudy.course import registry, runner
+from verlstudy.course import outcomes, registry, runner, twins
+from verlstudy.kit import records
+from verlstudy.kit.resources import notebooks_dir
 
 
 def _nb(*sources, tags=None):
@@ -57,7 +59,7 @@ def test_normalise_drops_run_to_run_metadata_and_numbers_cell_ids():
     nb.metadata["papermill"] = {"duration": 1.0}
     nb.cells[0].metadata["execution"] = {"iopub.status.busy": "2026-12-02T00:00"}
     nb.cells[0].metadata["papermill"] = {"duration": 0.1}
-    out = runner.normalise(nb)
+    out = twins.normalise(nb)
     assert "papermill" not in out.metadata and out.metadata["kernelspec"]["name"] == "python3"
     assert [c.id for c in out.cells] == ["c00", "c01"]
     assert all(set(c.metadata) <= {"tags"} for c in out.cells)
@@ -65,8 +67,8 @@ def test_normalise_drops_run_to_run_metadata_and_numbers_cell_ids():
 
 
 def test_twin_text_round_trips_tags_without_a_version_header():
-    nb = runner.normalise(_nb("seed = 0", "print(seed)", tags={0: ["parameters"]}))
-    text = runner.twin_text(nb)
+    nb = twins.normalise(_nb("seed = 0", "print(seed)", tags={0: ["parameters"]}))
+    text = twins.twin_text(nb)
     assert text.startswith('# %% tags=["parameters"]')
     assert "jupytext_version" not in text
 
@@ -76,15 +78,35 @@ def test_changed_cells_names_cells_whose_text_output_differs():
     new = _nb("print(1)", "print(2)", "print(3)")
     old.cells[1].outputs = [nbformat.v4.new_output("stream", text="2\n")]
     new.cells[1].outputs = [nbformat.v4.new_output("stream", text="3\n")]
-    assert runner.changed_cells(old, new) == ["code cell 1 (print(2)): output changed", "code cell 2: added"]
-    assert runner.changed_cells(None, new) == ["new notebook: 3 code cells"]
+    assert twins.changed_cells(old, new) == ["code cell 1 (print(2)): output changed", "code cell 2: added"]
+    assert twins.changed_cells(None, new) == ["new notebook: 3 code cells"]
 
 
-def test_count_claims_reads_the_last_claims_table():
-    nb = _nb("claims_table()")
-    nb.cells[0].outputs = [nbformat.v4.new_output("stream", text="| a | - | 1 | yes |\n\n3/4 claims reproduced\n")]
-    assert runner.count_claims(nb) == (3, 4)
-    assert runner.count_claims(_nb("x")) == (0, 0)
+def _record_output(**record):
+    return nbformat.v4.new_output("display_data", data={records.RECORD_MIME: records.encode(record)})
+
+
+def test_count_claims_reads_the_claim_records_not_the_printed_table():
+    nb = _nb("claim(...)", "claims_table()")
+    claim = {"kind": "claim", "name": "a", "ours": "1", "expected": "1", "upstream": "-", "reproduced": True}
+    nb.cells[0].outputs = [_record_output(**claim), _record_output(**{**claim, "name": "b"})]
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="| a | - | 1 | yes |\n\n9/9 claims reproduced\n")]
+    assert outcomes.count_claims(nb) == (2, 2)
+    assert outcomes.count_claims(_nb("x")) == (0, 0)
+    assert [r["cell"] for r in outcomes.notebook_records(nb)] == [0, 0]
+
+
+def test_exercise_verdicts_are_read_from_their_records():
+    nb = _nb("check_exercise('1.1', f)")
+    nb.cells[0].outputs = [_record_output(kind="exercise", id="1.1", verdict="not yet right", message="off by one")]
+    assert outcomes.exercise_verdicts(nb)["1.1"]["verdict"] == "not yet right"
+
+
+def test_a_corrupt_record_names_the_problem():
+    nb = _nb("x")
+    nb.cells[0].outputs = [nbformat.v4.new_output("display_data", data={records.RECORD_MIME: "{not json"})]
+    with pytest.raises(ValueError, match="not valid JSON"):
+        outcomes.notebook_records(nb)
 
 
 def test_a_failure_in_the_validation_cell_is_a_bad_parameter():
@@ -122,13 +144,13 @@ def test_junit_has_one_case_per_lesson_and_marks_failures():
 
 def test_run_lessons_rejects_bad_workers():
     with pytest.raises(ValueError, match="workers must be a positive integer"):
-        runner.run_lessons([], runner.project_notebooks_dir(), workers=0)
+        runner.run_lessons([], notebooks_dir(), workers=0)
 
 
 @pytest.mark.slow
 def test_execute_in_place_runs_a_fresh_kernel_and_keeps_counts():
     nb = _nb("x = 6 * 7", "print(x)")
-    runner.execute_in_place(nb, runner.project_notebooks_dir())
+    twins.execute_in_place(nb, notebooks_dir())
     assert [c.execution_count for c in nb.cells] == [1, 2]
     assert nb.cells[1].outputs[0]["text"] == "42\n"
     assert all("execution" not in c.metadata for c in nb.cells)
@@ -141,7 +163,7 @@ def test_split_prints_are_merged_so_refreshes_do_not_flap():
         nbformat.v4.new_output("stream", text="\n2\n"),
         nbformat.v4.new_output("stream", name="stderr", text="w\n"),
     ]
-    out = runner.normalise(nb).cells[0].outputs
+    out = twins.normalise(nb).cells[0].outputs
     assert [(o["name"], o["text"]) for o in out] == [("stdout", "1\n2\n"), ("stderr", "w\n")]
 
 
@@ -149,7 +171,7 @@ def test_mime_order_does_not_count_as_a_change():
     old, new = _nb("fig"), _nb("fig")
     old.cells[0].outputs = [nbformat.v4.new_output("display_data", data={"image/png": "AA", "text/plain": "<Figure>"})]
     new.cells[0].outputs = [nbformat.v4.new_output("display_data", data={"text/plain": "<Figure>", "image/png": "AA"})]
-    assert runner.changed_cells(old, new) == []
+    assert twins.changed_cells(old, new) == []
 
 
 @pytest.mark.slow

@@ -2,8 +2,13 @@
 
 import pytest
 
+from verlstudy.course import registry, verify
 from verlstudy.course.cli import main
-from verlstudy.course import verify
+from verlstudy.kit.upstream import Comparison
+from verlstudy.lessons.l02_detach import upstream as l02
+from verlstudy.lessons.l04_thd import upstream as l04
+from verlstudy.lessons.l05_checkpoint import upstream as l05
+from verlstudy.lessons.l07_grpo_recipe import upstream as l07
 
 pytest.importorskip("verlstudy.kit.upstream")
 try:
@@ -31,16 +36,14 @@ def test_every_comparable_lesson_agrees_on_at_least_300_cases(capsys):
 
 @needs_verl
 def test_a_planted_difference_is_reported_with_the_first_differing_case(monkeypatch, capsys):
-    import verlstudy.lessons.l04_thd.thd as thd
-
-    real = thd.pad_nested
+    real = l04.pad_nested
 
     def off_by_alignment(ids, pad, tp, cp):  # forgets the cp*2 factor of zigzag context parallelism
         return real(ids, pad, tp, 1)
 
-    row = verify.compare_thd_padding(cases=300, ours=off_by_alignment)
+    row = l04.compare_thd_padding(cases=300, ours=off_by_alignment)
     assert row.status == "differ" and row.detail.startswith("case ") and "cp=" in row.detail
-    monkeypatch.setattr(thd, "pad_nested", off_by_alignment)
+    monkeypatch.setattr(l04, "pad_nested", off_by_alignment)
     assert main(["verify-upstream", "--cases", "50"]) == 1
     assert "| differ |" in capsys.readouterr().out
 
@@ -49,21 +52,21 @@ def test_a_planted_difference_is_reported_with_the_first_differing_case(monkeypa
 def test_a_detach_tree_that_always_copies_is_caught():
     from verlstudy.common.trees import detach_tree_always
 
-    row = verify.compare_detach_tree(cases=300, ours=detach_tree_always)
+    row = l02.compare_detach_tree(cases=300, ours=detach_tree_always)
     assert row.status == "differ" and "same tensor object" in row.detail
 
 
 def test_recording_refuses_when_anything_differs(tmp_path):
-    rows = [verify.Comparison("04", "x", "0.9.1", 3, "differ", "case 2")]
+    rows = [Comparison("04", "x", "0.9.1", 3, "differ", "case 2")]
     with pytest.raises(ValueError, match="some lessons differ"):
         verify.record(rows, tmp_path / "v.json")
 
 
 @needs_verl
 def test_lesson_cell_prints_one_line_per_comparison(capsys):
-    verify.upstream_check("04", cases=20)
-    verify.upstream_check("07", cases=20)
-    verify.upstream_check("05")
+    l04.upstream_check(cases=20)
+    l07.upstream_check(cases=20)
+    l05.upstream_check()
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"[upstream] verl {VERL}: verl/models/mcore/util.py::build_vlm_attn_mask_thd: agree on 20 cases"
     assert lines[1].endswith("core_algos.py::compute_policy_loss_vanilla: agree on 20 cases")
@@ -77,11 +80,24 @@ def test_lesson_cell_skips_in_one_line_without_verl(monkeypatch, capsys):
     def absent():
         raise upstream.VerlNotInstalled("no verl")
 
-    monkeypatch.setattr(upstream, "verl_version", absent)
-    verify.upstream_check("02")
-    assert capsys.readouterr().out.count("\n") == 1
-    with pytest.raises(ValueError, match="unknown lesson '42'"):
-        verify.upstream_check("42")
+    monkeypatch.setattr(upstream, "verl_root", absent)
+    l02.upstream_check()
+    l05.upstream_check()
+    assert capsys.readouterr().out.splitlines() == [upstream.SKIP_LINE] * 2
+
+
+def test_every_lesson_provides_its_upstream_rows_in_its_own_package():
+    for lesson in registry.LESSONS:
+        part = lesson.import_part("upstream")
+        assert part is not None, f"lesson {lesson.code} has no upstream.py"
+        assert bool(getattr(part, "COMPARISONS", ())) != (getattr(part, "NOT_COMPARABLE", None) is not None)
+        assert callable(part.upstream_check)
+
+
+def test_cases_below_one_are_refused_before_anything_runs():
+    for cases in (0, -3, True, 2.5):
+        with pytest.raises(ValueError, match="cases must be an integer >= 1"):
+            verify.verify_all(cases=cases)
 
 
 @needs_verl
@@ -91,7 +107,7 @@ def test_a_policy_loss_without_the_dual_clip_is_caught():
     def no_dual_clip(logp, old, adv, mask, low, high, c):  # c huge: the cap for negative advantages never binds
         return policy_loss(logp, old, adv, mask, low, high, 1e9)
 
-    row = verify.compare_policy_loss(cases=300, ours=no_dual_clip)
+    row = l07.compare_policy_loss(cases=300, ours=no_dual_clip)
     assert row.status == "differ" and row.detail.startswith("case ")
 
 
@@ -101,5 +117,5 @@ def test_group_advantages_with_the_population_std_are_caught():
         centred = rewards - rewards.mean(dim=1, keepdim=True)
         return centred / (rewards.std(dim=1, unbiased=False, keepdim=True) + 1e-6) if scale_by_std else centred
 
-    row = verify.compare_group_advantages(cases=300, ours=population_std)
+    row = l07.compare_group_advantages(cases=300, ours=population_std)
     assert row.status == "differ" and "rewards" in row.detail

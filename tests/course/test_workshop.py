@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from verlstudy.course import registry, runner, workshop
+from verlstudy.course import registry, runner, site, student
 from verlstudy.course.cli import main
 
 LESSON0 = registry.get_lesson(0)
@@ -22,18 +22,27 @@ def circle_area(r: float) -> float:
 '''
 
 
-def _lesson_nb(solution_source=SOLUTION, tags=("solution", "exercise-0.1"), checker='check_exercise("0.1", c, f)'):
+def _lesson_nb(
+    solution_source=SOLUTION,
+    tags=("solution", "exercise-0.1"),
+    checker='check_exercise("0.1", f)',
+    checker_tags=("checker", "exercise-0.1"),
+):
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_markdown_cell("# 00 · t"),
         nbformat.v4.new_code_cell(solution_source, metadata={"tags": list(tags)}),
-        nbformat.v4.new_code_cell(checker, outputs=[nbformat.v4.new_output("stream", text="exercise 0.1: correct\n")]),
+        nbformat.v4.new_code_cell(
+            checker,
+            metadata={"tags": list(checker_tags)},
+            outputs=[nbformat.v4.new_output("stream", text="exercise 0.1: correct\n")],
+        ),
     ]
     return nb
 
 
 def test_stub_keeps_signature_and_docstring_and_raises_with_the_exercise_id():
-    stub = workshop.stub_source(SOLUTION, "0.1")
+    stub = student.stub_source(SOLUTION, "0.1")
     assert 'def circle_area(r: float) -> float:\n    """The area of a circle of radius r."""\n' in stub
     assert 'raise NotImplementedError("exercise 0.1")' in stub
     assert "squared" not in stub and "import math" in stub
@@ -44,16 +53,16 @@ def test_stub_keeps_signature_and_docstring_and_raises_with_the_exercise_id():
 
 
 def test_stub_of_a_function_without_docstring():
-    assert workshop.stub_source("def f(x):\n    return x\n", "3.2") == (
+    assert student.stub_source("def f(x):\n    return x\n", "3.2") == (
         'def f(x):\n    raise NotImplementedError("exercise 3.2")\n'
     )
 
 
 def test_student_notebook_clears_solution_and_checker_outputs_only():
     nb = _lesson_nb()
-    student = workshop.student_notebook(nb, LESSON0)
-    assert student.cells[1].metadata["tags"] == ["exercise", "exercise-0.1"]
-    assert student.cells[2].outputs == [] and student.cells[2].execution_count is None
+    edition = student.student_notebook(nb, LESSON0)
+    assert edition.cells[1].metadata["tags"] == ["exercise", "exercise-0.1"]
+    assert edition.cells[2].outputs == [] and edition.cells[2].execution_count is None
     assert nb.cells[2].outputs, "the input notebook must not be changed"
 
 
@@ -64,12 +73,13 @@ def test_student_notebook_clears_solution_and_checker_outputs_only():
         ({"tags": ("solution", "exercise-3.1")}, "belongs to lesson 3, not 00"),
         ({"solution_source": "x = 1\n"}, "may only define functions"),
         ({"solution_source": "def f(:\n"}, "does not parse"),
-        ({"checker": "print('no checker')"}, "has no checker cell right after it"),
+        ({"checker_tags": ()}, "needs a checker cell right after it"),
+        ({"checker_tags": ("checker", "exercise-0.2")}, "tagged 'checker' and 'exercise-0.1'"),
     ],
 )
 def test_malformed_solution_cells_are_named_clearly(kwargs, message):
-    with pytest.raises(workshop.MalformedExercise, match=message):
-        workshop.student_notebook(_lesson_nb(**kwargs), LESSON0)
+    with pytest.raises(student.MalformedExercise, match=message):
+        student.student_notebook(_lesson_nb(**kwargs), LESSON0)
 
 
 def test_a_malformed_notebook_leaves_nothing_half_written(tmp_path, monkeypatch):
@@ -81,9 +91,9 @@ def test_a_malformed_notebook_leaves_nothing_half_written(tmp_path, monkeypatch)
             return _lesson_nb(tags=("solution",))
         return real_read(path, as_version=as_version)
 
-    monkeypatch.setattr(workshop.nbformat, "read", read)
-    with pytest.raises(workshop.MalformedExercise):
-        workshop.write_student_edition(tmp_path / "out", [good, bad])
+    monkeypatch.setattr(student.nbformat, "read", read)
+    with pytest.raises(student.MalformedExercise):
+        student.write_student_edition(tmp_path / "out", [good, bad])
     assert not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir()] == []
 
@@ -126,7 +136,7 @@ def _solution_lines(lesson):
 
 @pytest.mark.slow
 def test_student_edition_runs_and_reports_every_exercise_not_attempted(tmp_path):
-    written = workshop.write_student_edition(tmp_path / "student")
+    written = student.write_student_edition(tmp_path / "student")
     assert len(written) == len(registry.LESSONS)
     for lesson in registry.LESSONS:
         text = (tmp_path / "student" / lesson.notebook.name).read_text()
@@ -144,7 +154,7 @@ def test_student_edition_runs_and_reports_every_exercise_not_attempted(tmp_path)
             o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if "exercise " in o.get("text", "")
         ]
         verdict_lines = [line for text in verdicts for line in text.splitlines() if line.startswith("exercise ")]
-        assert verdict_lines and all(line.endswith(": not attempted yet") for line in verdict_lines), verdict_lines
+        assert verdict_lines and all(line.endswith(": not attempted") for line in verdict_lines), verdict_lines
 
 
 class _Links(HTMLParser):
@@ -162,7 +172,7 @@ class _Links(HTMLParser):
 
 def test_site_links_resolve_pages_exist_and_figures_are_embedded(tmp_path):
     out = tmp_path / "site"
-    workshop.build_site(out)
+    site.build_site(out)
     index = (out / "index.html").read_text()
     for lesson in registry.LESSONS:
         assert (out / f"{lesson.stem}.html").exists()

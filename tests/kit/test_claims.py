@@ -1,9 +1,15 @@
-"""claim / expect_error / claims_table / check_exercise: the lesson's honesty helpers, as a specification."""
+"""claim / expect_error / claims_table: the lesson's honesty helpers, as a specification."""
 
 import pytest
 
-from verlstudy.kit.claims import ClaimError, claim, claims_table, expect_error, recorded_claims, reset_claims
-from verlstudy.kit.exercises import ExerciseFailure, check_exercise, exercise_results
+from verlstudy.kit.claims import (
+    ClaimError,
+    claim,
+    claims_table,
+    expect_error,
+    recorded_claims,
+    reset_claims,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -95,39 +101,3 @@ def test_expect_error_match_checks_the_message():
         raise ValueError("cp is wrong")
     with pytest.raises(TypeError, match="exception class"), expect_error("ValueError"):  # type: ignore[arg-type]
         pass
-
-
-def _checker(fn):
-    if fn(2) != 4:
-        raise ExerciseFailure("square(2) should be 4")
-    return "all cases right"
-
-
-def _stub(x):
-    raise NotImplementedError("exercise 9.1")
-
-
-@pytest.mark.parametrize(
-    ("answer", "line", "verdict"),
-    [
-        (lambda x: x * x, "exercise 9.1: correct: all cases right", "correct"),
-        (lambda x: x + 1, "exercise 9.1: not yet right: square(2) should be 4", "not yet right"),
-        (_stub, "exercise 9.1: not attempted yet", "not attempted yet"),
-        (
-            lambda x: x / 0,
-            "exercise 9.1: your code raised ZeroDivisionError: division by zero (in <lambda>)",
-            "not yet right",
-        ),
-    ],
-)
-def test_check_exercise_reports_each_verdict_in_one_line(capsys, answer, line, verdict):
-    check_exercise("9.1", _checker, answer)
-    assert capsys.readouterr().out.strip() == line
-    assert exercise_results()["9.1"] == verdict
-
-
-def test_check_exercise_rejects_bad_arguments():
-    with pytest.raises(TypeError, match="exercise_id"):
-        check_exercise(9, _checker, abs)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="callable"):
-        check_exercise("9.1", "not a checker", abs)  # type: ignore[arg-type]

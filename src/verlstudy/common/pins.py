@@ -1,4 +1,4 @@
-"""Version refs as data: parse them out of Dockerfiles, shell scripts and CI workflows, and check them (lessons 05, 06, 08).
+"""Version refs as data: parse them out of Dockerfiles, shell scripts and CI workflows, and check them.
 
 Lessons 06 and 08 (verl #7827, #7886, #7604). An image build, an install script and a CI workflow
 each pin the same repositories by hand, so the pins drift apart, and a ref can follow the wrong

@@ -44,11 +44,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.device is not None:
         params["device"] = args.device
     # without --out, the course's own build/ folder wherever you run from; a custom --out keeps its report inside
-    out = Path(args.out) if args.out else registry.project_root() / "build" / "executed"
+    out = Path(args.out) if args.out else registry.build_root() / "executed"
     if args.report:
         report_path = Path(args.report)
     else:
-        report_path = out / "report.md" if args.out else registry.project_root() / "build" / "report.md"
+        report_path = out / "report.md" if args.out else registry.build_root() / "report.md"
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a folder")
     for lesson in lessons:
@@ -137,7 +137,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
-    from verlstudy.course import runner
+    from verlstudy.course import twins
 
     try:
         lessons = registry.select_lessons(args.lessons)
@@ -146,7 +146,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     if not args.lessons:
         raise UsageError("name the lessons to refresh, e.g. `verlstudy refresh 01` (refreshing rewrites outputs)")
     for lesson in lessons:
-        changes = runner.refresh(lesson, source=args.source)
+        changes = twins.refresh(lesson, source=args.source)
         print(f"{lesson.stem}: {len(changes)} change(s)")
         for change in changes:
             print(f"  {change}")
@@ -161,6 +161,18 @@ def cmd_student(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from e
     print(f"student edition: {len(written)} notebooks in {args.out}")
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from verlstudy.course import learner_copy
+
+    try:
+        report = learner_copy.init_course(Path(args.folder))
+    except ValueError as e:
+        raise UsageError(str(e)) from e
+    print(f"course copied into {args.folder}: {report.summary()}")
+    print(f"next: jupyter lab {Path(args.folder) / 'student'}")
     return 0
 
 
@@ -241,6 +253,10 @@ def build_parser() -> argparse.ArgumentParser:
     student_cmd.add_argument("--out", required=True, help="folder to write (learners work here)")
     student_cmd.add_argument("--force", action="store_true", help="overwrite notebooks a learner has changed")
     student_cmd.set_defaults(func=cmd_student)
+
+    init_cmd = sub.add_parser("init", help="copy the course into a folder you own (never over your edits)")
+    init_cmd.add_argument("folder", help="folder to create or update, e.g. ~/verlstudy")
+    init_cmd.set_defaults(func=cmd_init)
 
     site_cmd = sub.add_parser("site", help="render executed lessons to HTML with an index")
     site_cmd.add_argument("lessons", nargs="*")

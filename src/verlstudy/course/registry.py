@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from verlstudy.kit.resources import course_root, data_dir, notebooks_dir
+from verlstudy.kit.resources import checkout_root, course_root, data_dir, notebooks_dir
 
 UPSTREAM_REPO = "https://github.com/verl-project/verl"
 MAX_BUDGET_S = 6.0  # seconds a lesson may add to the floor notebook (torch + matplotlib import)
@@ -22,6 +22,12 @@ MAX_BUDGET_S = 6.0  # seconds a lesson may add to the floor notebook (torch + ma
 def project_root() -> Path:
     """Where notebooks/ and data/ live: the checkout, or the installed package's bundled copy."""
     return course_root()
+
+
+def build_root() -> Path:
+    """Where `verlstudy run` writes by default: the checkout's build/, or ./verlstudy-build when installed."""
+    root = checkout_root()
+    return root / "build" if root is not None else Path.cwd() / "verlstudy-build"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 
 from verlstudy.course.outcomes import count_claims
-from verlstudy.course.registry import Lesson, project_root
+from verlstudy.course.registry import Lesson
 from verlstudy.course.twins import (
     FLOOR_SOURCE,
     KERNEL_ARGS,
@@ -151,7 +151,8 @@ def run_one(
         target, params, cwd = out_dir / "floor.ipynb", {}, out_dir
     else:
         source, target = lesson.notebook, out_dir / lesson.notebook.name
-        params, cwd = dict(parameters or {}), lesson.notebook.parent
+        # the kernel runs in the output folder: an installed course's notebooks sit in read-only site-packages
+        params, cwd = dict(parameters or {}), out_dir
     status, error, seconds = execute_with_papermill(source, target, params, cwd, timeout_s)
     result = RunResult(lesson, status, seconds, error=error, output=target)
     if target.exists():
@@ -241,7 +242,3 @@ def junit_xml(results: list[RunResult]) -> str:
             failure.text = r.error
         ET.SubElement(case, "system-out").text = f"claims reproduced: {r.claims_reproduced}/{r.claims_total}"
     return ET.tostring(suite, encoding="unicode")
-
-
-def project_notebooks_dir() -> Path:
-    return project_root() / "notebooks"

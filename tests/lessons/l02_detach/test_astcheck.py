@@ -1,4 +1,4 @@
-"""Specification of verlstudy.lessons.l02_detach.astcheck: finding values stored under "model_output" that skip detach_tree."""
+"""Specification of astcheck: finding values stored under "model_output" that skip detach_tree."""
 
 from __future__ import annotations
 

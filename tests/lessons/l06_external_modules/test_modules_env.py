@@ -1,4 +1,4 @@
-"""verlstudy.lessons.l06_external_modules.modules_env: the variable's parser and hook, the toy packages and the subprocess runner."""
+"""modules_env: the variable's parser and hook, the toy packages and the subprocess runner."""
 
 from __future__ import annotations
 
@@ -245,7 +245,7 @@ def _stub(*_args):
 
 
 def verdict(exercise_id, checker, *args):
-    check_exercise(exercise_id, checker, *args)
+    check_exercise(exercise_id, *args)
     return exercise_results()[exercise_id]
 
 
@@ -257,7 +257,7 @@ def test_parse_modules_checker():
         check_parse_modules(lambda v: [p.strip() for p in v.split(",")] if v else [])
     with pytest.raises(ExerciseFailure, match="return \\[\\]"):
         check_parse_modules(split_like_verl_091_but_empty_gives_blank)
-    assert verdict("6.1", check_parse_modules, _stub) == "not attempted yet"
+    assert verdict("6.1", check_parse_modules, _stub) == "not attempted"
 
 
 def split_like_verl_091_but_empty_gives_blank(value: str) -> list[str]:
@@ -274,4 +274,4 @@ def test_predict_patched_checker():
         check_predict_patched(env_is_enough)
     with pytest.raises(ExerciseFailure, match="return a bool"):
         check_predict_patched(lambda imports, env: "yes")
-    assert verdict("6.2", check_predict_patched, _stub) == "not attempted yet"
+    assert verdict("6.2", check_predict_patched, _stub) == "not attempted"

@@ -7,7 +7,10 @@ from verlstudy.kit.upstream import NotComparable, report_not_comparable
 NOT_COMPARABLE = NotComparable(
     lesson="01",
     upstream="megatron 1F1B forward_data_store",
-    why="a pipeline schedule over real ranks and GPU memory; the mechanism is pinned by lesson 02's weakref test and call-site check instead",
+    why=(
+        "a pipeline schedule over real ranks and GPU memory; the mechanism is pinned by lesson 02's "
+        "weakref test and call-site check instead"
+    ),
 )
 COMPARISONS = ()
 

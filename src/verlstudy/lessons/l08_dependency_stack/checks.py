@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from verlstudy.common.pins import parse_pins
-from verlstudy.kit.exercises import ExerciseFailure
+from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.lessons.l08_dependency_stack.manifests import StackManifest, manifest_pins
 
 # ---------------------------------------------------------------- exercise checkers
@@ -21,6 +21,7 @@ FIX_REF_CASES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+@checker("8.1")
 def check_fix_ref(fn: Callable[[str, str], str]) -> str:
     """Exercise 8.1: fix_ref(repo, ref) swaps core_r/core_v only where the repo's scheme asks for it."""
     for repo, ref, want in FIX_REF_CASES:
@@ -34,6 +35,7 @@ def check_fix_ref(fn: Callable[[str, str], str]) -> str:
     return f"{len(FIX_REF_CASES)} refs"
 
 
+@checker("8.2")
 def check_pip_line(fn: Callable[[StackManifest], str], manifests: Sequence[StackManifest]) -> str:
     """Exercise 8.2: pip_line(manifest) is one `pip install` command pinning every component of it."""
     if not manifests:

@@ -1,4 +1,4 @@
-"""Stack manifests: one file that lists every pin, a diff between two of them, and every file rendered from it (lesson 08)."""
+"""Stack manifests (lesson 08): one file that lists every pin, a diff of two, every file rendered from one."""
 
 from __future__ import annotations
 

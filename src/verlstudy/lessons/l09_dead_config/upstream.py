@@ -7,7 +7,10 @@ from verlstudy.kit.upstream import NotComparable, report_not_comparable
 NOT_COMPARABLE = NotComparable(
     lesson="09",
     upstream="verl/workers/config/engine.py::EngineConfig",
-    why="a dataclass tree with verl's base config classes; the removed field is checked with dataclasses.fields in the lesson",
+    why=(
+        "a dataclass tree with verl's base config classes; the removed field is checked with "
+        "dataclasses.fields in the lesson"
+    ),
 )
 COMPARISONS = ()
 

@@ -1,0 +1,89 @@
+"""check_exercise("N.M", answer): checkers found by id, verdicts printed for the learner and recorded as data."""
+
+import json
+
+import pytest
+
+from verlstudy.kit import exercises, records
+from verlstudy.kit.exercises import ExerciseFailure, check_exercise, checker, exercise_results, find_checker
+
+
+@checker("99.1")
+def _square_checker(fn):
+    if fn(2) != 4:
+        raise ExerciseFailure("square(2) should be 4")
+    return "all cases right"
+
+
+def _stub(x):
+    raise NotImplementedError("exercise 99.1")
+
+
+@pytest.mark.parametrize(
+    ("answer", "line", "verdict"),
+    [
+        (lambda x: x * x, "exercise 99.1: correct: all cases right", "correct"),
+        (lambda x: x + 1, "exercise 99.1: not yet right: square(2) should be 4", "not yet right"),
+        (_stub, "exercise 99.1: not attempted", "not attempted"),
+        (
+            lambda x: x / 0,
+            "exercise 99.1: not yet right: your code raised ZeroDivisionError: division by zero (in <lambda>)",
+            "not yet right",
+        ),
+    ],
+)
+def test_check_exercise_prints_one_verdict_line_and_records_it(capsys, answer, line, verdict):
+    assert check_exercise("99.1", answer) is None  # a notebook cell shows no stray return value
+    assert capsys.readouterr().out.strip() == line
+    assert exercise_results()["99.1"] == verdict
+
+
+def test_a_checker_is_found_by_its_lesson_number_in_that_lessons_checks_module():
+    found = find_checker("0.1")
+    assert found.__module__ == "verlstudy.lessons.l00_start_here.checks"
+    assert exercises.lesson_checks_module(0) == "verlstudy.lessons.l00_start_here.checks"
+
+
+@pytest.mark.parametrize(
+    ("exercise_id", "error", "match"),
+    [
+        (9, TypeError, "like '1.2'"),
+        ("2", TypeError, "like '1.2'"),
+        ("0.9", ValueError, "lesson 0 has: 0.1, 0.2"),
+        ("42.1", LookupError, "l42_"),
+    ],
+)
+def test_a_bad_or_unknown_exercise_id_names_what_exists(exercise_id, error, match):
+    with pytest.raises(error, match=match):
+        check_exercise(exercise_id, abs)
+
+
+def test_a_second_checker_for_the_same_id_is_refused():
+    with pytest.raises(ValueError, match="already has a checker"):
+
+        @checker("99.1")
+        def other(fn):
+            return None
+
+
+def test_registered_exercises_lists_a_lessons_ids_in_order():
+    assert exercises.registered_exercises(0) == ["0.1", "0.2"]
+
+
+def test_records_are_stable_json_and_round_trip_through_outputs():
+    record = {"kind": "exercise", "id": "1.2", "verdict": "correct", "message": ""}
+    text = records.encode(record)
+    assert text == records.encode(dict(reversed(record.items())))  # key order never changes the bytes
+    output = {"output_type": "display_data", "data": {records.RECORD_MIME: text}, "metadata": {}}
+    assert list(records.records_in_outputs([output, {"output_type": "stream", "text": "x"}])) == [record]
+    assert json.loads(text) == record
+
+
+def test_a_record_of_unknown_kind_is_refused():
+    with pytest.raises(ValueError, match="kind"):
+        records.encode({"kind": "score"})
+
+
+def test_outside_a_kernel_emit_prints_nothing(capsys):
+    records.emit({"kind": "claim", "name": "x"})
+    assert capsys.readouterr().out == ""

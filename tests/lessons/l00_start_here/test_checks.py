@@ -1,0 +1,47 @@
+"""Lesson 00's checkers: the reference passes; plausible wrong answers fail, each with a message naming the mistake."""
+
+import torch
+
+from verlstudy.kit.exercises import find_checker
+
+
+def seeded_sample(seed, n):
+    return torch.randn(n, generator=torch.Generator().manual_seed(seed))
+
+
+def test_0_1_accepts_a_private_generator():
+    assert "untouched" in find_checker("0.1")(seeded_sample)
+
+
+def test_0_1_rejects_seeding_the_global_rng(assert_wrong):
+    def global_seed(seed, n):
+        torch.manual_seed(seed)
+        return torch.randn(n)
+
+    assert_wrong("0.1", global_seed, mentions="global RNG moved")
+
+
+def test_0_1_rejects_no_seed_at_all(assert_wrong):
+    assert_wrong("0.1", lambda seed, n: torch.randn(n), mentions="different numbers")
+
+
+def test_0_1_rejects_a_constant_seed(assert_wrong):
+    assert_wrong("0.1", lambda seed, n: seeded_sample(0, n), mentions="seed is not used")
+
+
+def test_0_1_rejects_the_wrong_shape(assert_wrong):
+    assert_wrong("0.1", lambda seed, n: seeded_sample(seed, n + 1), mentions="shape")
+
+
+def test_0_2_rejects_a_detector_that_flags_stable_text(assert_wrong):
+    from verlstudy.kit.hygiene import unstable_fragments
+
+    assert_wrong("0.2", lambda t: [f for _, f in unstable_fragments(t)] or ["3 steps"], mentions="stable text")
+
+
+def test_0_2_rejects_a_detector_that_finds_nothing(assert_wrong):
+    assert_wrong("0.2", lambda t: [], mentions="expected")
+
+
+def test_0_2_rejects_a_detector_that_returns_a_string(assert_wrong):
+    assert_wrong("0.2", lambda t: "", mentions="list")
