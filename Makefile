@@ -33,8 +33,9 @@ setup: $(STAMP)
 course: setup
 	$(BIN)/verlstudy run --workers $(WORKERS) --out build/executed --report build/report.md --junit build/junit.xml
 
-## set up, then every test: unit tests and nbval in parallel, then the timed papermill run of the course
+## set up, then every test: the import rule, unit tests and nbval in parallel, then the timed papermill run of the course
 test: setup
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile -m "not course_run" --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg tests notebooks
 	$(BIN)/python -m pytest -m course_run tests
 
@@ -52,6 +53,7 @@ verify-upstream: setup
 	$(BIN)/verlstudy verify-upstream $(RECORD)
 
 lint: setup
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 

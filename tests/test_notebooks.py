@@ -1,12 +1,14 @@
 """Structure of every notebook: what nbval cannot see for itself (unexecuted cells pass silently)."""
 
 import ast
+import inspect
 import re
 
 import nbformat
 import pytest
 
 from verlstudy.course import registry, runner, twins
+from verlstudy.kit.exercises import find_checker, handed_over, registered_exercises
 from verlstudy.kit.hygiene import unstable_fragments
 
 LESSONS = registry.LESSONS
@@ -159,8 +161,6 @@ NOTEBOOK_IMPORT = re.compile(r"^\s*(?:from|import)\s+(verlstudy[\w.]*)", re.M)
 def test_a_lesson_notebook_imports_kit_common_and_its_own_lesson_and_no_checks(lesson):
     allowed = ("verlstudy.kit", "verlstudy.common", lesson.module)
     modules = {m for cell in _code(_read(lesson)) for m in NOTEBOOK_IMPORT.findall(cell.source)}
-    if lesson.number == 0:  # lesson 00 shows the course registry itself (open: run the CLI instead)
-        allowed += ("verlstudy.course.registry", "verlstudy.course.cli", "verlstudy.course")
     imported = {m for m in modules if not m.startswith(allowed) or m.endswith(".checks")}
     assert not imported, f"{lesson.notebook.name} imports {sorted(imported)}"
 
@@ -173,3 +173,32 @@ def test_no_mechanism_module_imports_a_checks_module():
         if path.name == "checks.py":
             continue
         assert ".checks" not in "".join(NOTEBOOK_IMPORT.findall(path.read_text())), f"{path} imports a checks module"
+
+
+def _imported_callables(lesson) -> dict[str, object]:
+    """Every function and class a lesson notebook's `verlstudy` imports make reachable, modules opened one level."""
+    namespace: dict[str, object] = {}
+    for cell in _code(_read(lesson)):
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.ImportFrom | ast.Import):
+                names = [node.module] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                if all((n or "").startswith("verlstudy") for n in names):
+                    exec(compile(ast.Module([node], []), lesson.notebook.name, "exec"), namespace)
+    found = {}
+    for name, value in namespace.items():
+        members = vars(value).items() if inspect.ismodule(value) else [(name, value)]
+        for member_name, member in members:
+            defined_here = str(getattr(member, "__module__", "")).startswith("verlstudy")
+            if callable(member) and defined_here and not member_name.startswith("_"):
+                found[f"{name}.{member_name}" if inspect.ismodule(value) else name] = member
+    return found
+
+
+@pytest.mark.parametrize("lesson", registry.LESSONS, ids=lambda lesson: lesson.code)
+def test_nothing_a_notebook_imports_can_be_handed_in_as_an_answer(lesson):
+    reachable = _imported_callables(lesson)
+    assert "check_exercise" in reachable  # the notebook's one way to its checkers
+    passable = [name for name, fn in reachable.items() if handed_over(fn) is None]
+    assert not passable, f"{lesson.notebook.name} imports {passable}, which a checker would judge as the learner's own"
+    for exercise_id in registered_exercises(lesson.number):
+        assert hasattr(find_checker(exercise_id), "__wrapped__"), f"{exercise_id} is not registered with @checker"

@@ -58,7 +58,7 @@ from verlstudy.lessons.l02_detach.trees import (
     check_train_step,
     policy_step,
     saved_input_lifetime,
-    train_bandit,
+    train_placement_bandit,
 )
 from verlstudy.common.trees import count_new_tensors, detach_tree, detach_tree_always, grad_attached_paths
 
@@ -183,7 +183,7 @@ claim(f"new tensors for {n_leaves} already-detached leaves, always-detach", new_
 # Both placements train from the same seed: same initial policy, same targets, same sampling stream.
 
 # %%
-runs = {p: train_bandit(p, steps=steps, group_size=group_size, lr=lr, kl_coef=kl_coef, seed=seed)
+runs = {p: train_placement_bandit(p, steps=steps, group_size=group_size, lr=lr, kl_coef=kl_coef, seed=seed)
         for p in ("after_loss", "before_loss")}
 step_ids = list(range(steps))
 line_plot(

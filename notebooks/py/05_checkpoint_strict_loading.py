@@ -61,7 +61,7 @@ from verlstudy.lessons.l05_checkpoint.checkpoint import (
 from verlstudy.kit.exercises import check_exercise
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.resources import data_dir
-from verlstudy.common.pins import ref_naming_problem
+from verlstudy.common.refs import ref_naming_problem
 from verlstudy.kit.devices import pick_device, skip_unless
 from verlstudy.kit.params import check_int
 from verlstudy.kit.plots import bar_plot
@@ -238,7 +238,7 @@ with expect_error(ValueError, match="empty pattern"):
 # to `blob/core_r0.14.0`), which can move on after the release, so `core_r0.18.0` there may clone something
 # other than the tagged release. The table is `data/checkpoint/glm5_2_recipe_refs.csv`, taken from the
 # recipe's header (whose column is headed "Branch" for all of them; the `kind` column is ours); each ref is
-# checked with `verlstudy.common.pins.ref_naming_problem` (lesson 08 checks refs across whole files).
+# checked with `verlstudy.common.refs.ref_naming_problem` (lesson 08 checks refs across whole files).
 
 # %%
 with open(data_dir() / "checkpoint" / "glm5_2_recipe_refs.csv", newline="") as f:
@@ -262,7 +262,7 @@ claim(
 claim("every ref fits its repository's naming scheme", all(p is None for p in problems.values()))
 
 # %% [markdown]
-# The naming rule lives in `verlstudy.common.pins` (lesson 08). Swap the letter and it says what was meant:
+# The naming rule lives in `verlstudy.common.refs` (lesson 08). Swap the letter and it says what was meant:
 
 # %%
 swaps = (("NVIDIA/Megatron-LM", "core_r0.18.0"), ("Ascend/MindSpeed", "core_v0.18.0"))

@@ -54,7 +54,7 @@ from verlstudy.lessons.l07_grpo_recipe.grpo import (
     max_prob_after_update,
     policy_loss,
     steps_until_below,
-    train_bandit,
+    train_clip_bandit,
 )
 from verlstudy.kit.params import check_int
 from verlstudy.lessons.l07_grpo_recipe.parallel import (
@@ -282,8 +282,8 @@ bandit = dict(prompts=bandit_prompts, arms=8, correct=4, success=0.7, n=8, epoch
 start_logits, _ = bandit_problem(bandit_prompts, 8, 4, seed, success=0.7)
 favourite_p = torch.softmax(start_logits, dim=-1).max(dim=-1).values.mean().item()
 print(f"start: favourite answer p = {favourite_p:.2f}, entropy {entropy(start_logits).mean().item():.2f} nats")
-symmetric = train_bandit(0.2, 0.2, 10.0, seed=seed, **bandit)
-higher = train_bandit(0.2, 0.28, 10.0, seed=seed, **bandit)
+symmetric = train_clip_bandit(0.2, 0.2, 10.0, seed=seed, **bandit)
+higher = train_clip_bandit(0.2, 0.28, 10.0, seed=seed, **bandit)
 shown = list(range(0, bandit_steps + 1, 5))
 line_plot({"symmetric (0.2, 0.2)": (shown, [symmetric.entropy[i] for i in shown]),
            "clip-higher (0.2, 0.28)": (shown, [higher.entropy[i] for i in shown])},
@@ -308,7 +308,7 @@ claim(f"reward over the last {window} steps: {rewards_end[0]:.3f} vs {rewards_en
 # %%
 finals = {}
 for s in range(seed + 1, seed + 1 + robustness_seeds):
-    pair = [train_bandit(0.2, h, 10.0, seed=s, **bandit).entropy[-1] for h in (0.2, 0.28)]
+    pair = [train_clip_bandit(0.2, h, 10.0, seed=s, **bandit).entropy[-1] for h in (0.2, 0.28)]
     finals[s] = pair
     print(f"seed {s}: final entropy symmetric {pair[0]:.3f}, clip-higher {pair[1]:.3f}")
 claim(f"clip-higher ends with more entropy on all {robustness_seeds} further seeds",

@@ -57,14 +57,8 @@ from verlstudy.lessons.l08_dependency_stack.manifests import (
     tree_problems,
     upgrade_diff,
 )
-from verlstudy.common.pins import (
-    naming_problems,
-    pins_in_files,
-    pins_table,
-    read_files,
-    ref_drift,
-    ref_naming_problem,
-)
+from verlstudy.common.pins import naming_problems, pins_in_files, pins_table, read_files, ref_drift
+from verlstudy.common.refs import ref_naming_problem
 from verlstudy.kit.devices import pick_device, skip_unless
 from verlstudy.kit.params import check_int
 from verlstudy.kit.plots import bar_plot

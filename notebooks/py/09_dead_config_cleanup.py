@@ -34,7 +34,9 @@
 #   wheel; a pre-commit hook regenerates and runs `git diff --exit-code`, per the PR).
 #
 # Here the same shapes live in a small package written for this course, `data/engine_config/` (dataclasses,
-# YAML, an engine, the generated file), and the config system is `verlstudy.lessons.l09_dead_config.configs`.
+# YAML, an engine, the generated file), and the config system is the lesson package
+# `verlstudy.lessons.l09_dead_config`: `loading` (YAML, composition, overrides), `schema` (dataclasses),
+# `golden` (the generated file's check), `field_reads` (the dead-field search), `errors` and `workspace`.
 #
 # Facts checked against verl 0.9.1 (and 0.9.0 for the state before the fix).
 
@@ -51,7 +53,7 @@ from pathlib import Path
 
 import torch
 
-from verlstudy.lessons.l09_dead_config import configs
+from verlstudy.lessons.l09_dead_config import errors, field_reads, golden, loading, schema, workspace
 from verlstudy.kit.exercises import check_exercise
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.resources import data_dir
@@ -76,9 +78,9 @@ print(f"running on {dev.type}")
 # parameter has a gradient buffer, and ask the engine to offload.
 
 # %%
-pkg = configs.import_fresh(PKG)
+pkg = workspace.import_fresh(PKG)
 ROOT = PKG / "conf" / "trainer.yaml"
-actor_cfg = configs.instantiate(configs.compose(ROOT))["actor"]["megatron"]
+actor_cfg = schema.instantiate(loading.compose(ROOT))["actor"]["megatron"]
 print(type(actor_cfg).__name__, {k: getattr(actor_cfg, k) for k in ("param_offload", "grad_offload")})
 
 
@@ -123,14 +125,14 @@ for number, line in enumerate(engine_lines, start=1):
         print(f"engine.py:{number}: {line.strip()}")
 
 # %% [markdown]
-# `configs.dead_fields(sources, McoreEngineConfig)` does that search with `ast` for every field: a read that
+# `field_reads.dead_fields(sources, McoreEngineConfig)` does that search with `ast` for every field: a read that
 # is only *copied* (`self._x = cfg.field`) counts only if the copy is itself read somewhere, followed through
 # chains of copies. It matches attributes by name, whatever object they hang on, so it can miss a dead
 # field whose name is reused elsewhere, but it never calls a read field dead.
 
 # %%
 sources = [PKG / "config.py", PKG / "engine.py"]
-dead = configs.dead_fields(sources, pkg.config.McoreEngineConfig)
+dead = field_reads.dead_fields(sources, pkg.config.McoreEngineConfig)
 for d in dead:
     print(d)
 claim(
@@ -156,7 +158,7 @@ def mentions(path: Path, word: str = "grad_offload") -> list[int]:
 
 for path in (PKG / "config.py", PKG / "conf" / "engine" / "megatron.yaml", GENERATED):
     print(f"{path.relative_to(PKG)}: grad_offload on lines {mentions(path)}")
-defaults = configs.load_yaml(ROOT).data["defaults"]
+defaults = loading.load_yaml(ROOT).data["defaults"]
 engine_blocks = [e for e in defaults if isinstance(e, dict) and next(iter(e)).startswith("engine@")]
 claim(
     "grad_offload lines in the generated config",
@@ -164,8 +166,8 @@ claim(
     expected=len(engine_blocks),
     upstream="3 in verl 0.9.0's _generated_ppo_megatron_trainer.yaml (actor, ref, critic)",
 )
-configs.check_generated(GENERATED, ROOT)
-claim("before the change, the generated file matches a regeneration", configs.generated_diff(GENERATED, ROOT) == "")
+golden.check_generated(GENERATED, ROOT)
+claim("before the change, the generated file matches a regeneration", golden.generated_diff(GENERATED, ROOT) == "")
 
 # %% [markdown]
 # ## Half-done removal 1: the dataclass loses the field, the YAML keeps it
@@ -182,11 +184,11 @@ DOC_EDIT = (
 )
 workdir = tempfile.TemporaryDirectory()
 
-half1 = configs.copy_package(PKG, Path(workdir.name) / "half1")
-configs.replace_once(half1 / "config.py", *FIELD_EDIT)
-half1_pkg = configs.import_fresh(half1)
-half1_tree = configs.compose(half1 / "conf" / "trainer.yaml")
-print("McoreEngineConfig fields now:", len(configs.field_names(half1_pkg.config.McoreEngineConfig)))
+half1 = workspace.copy_package(PKG, Path(workdir.name) / "half1")
+workspace.replace_once(half1 / "config.py", *FIELD_EDIT)
+half1_pkg = workspace.import_fresh(half1)
+half1_tree = loading.compose(half1 / "conf" / "trainer.yaml")
+print("McoreEngineConfig fields now:", len(schema.field_names(half1_pkg.config.McoreEngineConfig)))
 
 # %% [markdown]
 # The first job that starts fails. With a plain `cls(**yaml_block)` (what a loader without a schema check
@@ -194,16 +196,16 @@ print("McoreEngineConfig fields now:", len(configs.field_names(half1_pkg.config.
 
 # %%
 with expect_error(TypeError, match="unexpected keyword argument 'grad_offload'"):
-    configs.instantiate_unchecked(half1_tree.data["actor"]["megatron"])
+    schema.instantiate_unchecked(half1_tree.data["actor"]["megatron"])
 
 # %% [markdown]
 # The strict loader fails at the same point but says where the key is written and what to do. And the
 # golden check does **not** notice this half: the YAML and the generated file still agree with each other.
 
 # %%
-with expect_error(configs.RemovedKeyError, match="engine/megatron.yaml:9"):
-    configs.instantiate(half1_tree)
-half1_diff = configs.generated_diff(half1 / "conf" / "_generated_trainer.yaml", half1 / "conf" / "trainer.yaml")
+with expect_error(errors.RemovedKeyError, match="engine/megatron.yaml:9"):
+    schema.instantiate(half1_tree)
+half1_diff = golden.generated_diff(half1 / "conf" / "_generated_trainer.yaml", half1 / "conf" / "trainer.yaml")
 claim("half-done removal 1: the golden check sees no difference", half1_diff == "")
 
 # %% [markdown]
@@ -212,18 +214,18 @@ claim("half-done removal 1: the golden check sees no difference", half1_diff == 
 # times, for every reader to copy. The golden check fails and shows the diff that regenerating would apply:
 
 # %%
-half2 = configs.copy_package(PKG, Path(workdir.name) / "half2")
-configs.replace_once(half2 / "config.py", *FIELD_EDIT)
-configs.replace_once(half2 / "conf" / "engine" / "megatron.yaml", *YAML_EDIT)
-half2_pkg = configs.import_fresh(half2)
-half2_cfg = configs.instantiate(configs.compose(half2 / "conf" / "trainer.yaml"))["actor"]["megatron"]
+half2 = workspace.copy_package(PKG, Path(workdir.name) / "half2")
+workspace.replace_once(half2 / "config.py", *FIELD_EDIT)
+workspace.replace_once(half2 / "conf" / "engine" / "megatron.yaml", *YAML_EDIT)
+half2_pkg = workspace.import_fresh(half2)
+half2_cfg = schema.instantiate(loading.compose(half2 / "conf" / "trainer.yaml"))["actor"]["megatron"]
 print("loads:", type(half2_cfg).__name__)
 HALF2_GENERATED, HALF2_ROOT = half2 / "conf" / "_generated_trainer.yaml", half2 / "conf" / "trainer.yaml"
-with expect_error(configs.StaleGeneratedConfigError):
-    configs.check_generated(HALF2_GENERATED, HALF2_ROOT, context=diff_context)
+with expect_error(errors.StaleGeneratedConfigError):
+    golden.check_generated(HALF2_GENERATED, HALF2_ROOT, context=diff_context)
 
 # %%
-stale_diff = configs.generated_diff(HALF2_GENERATED, HALF2_ROOT)
+stale_diff = golden.generated_diff(HALF2_GENERATED, HALF2_ROOT)
 removed_lines = [line for line in stale_diff.splitlines() if line.startswith("-") and not line.startswith("---")]
 claim("lines the stale generated file has too many", len(removed_lines), expected=len(engine_blocks))
 
@@ -233,12 +235,12 @@ claim("lines the stale generated file has too many", len(removed_lines), expecte
 # flag that really does the job (verl 0.9.1's wording). Then regenerate and run every check.
 
 # %%
-fixed = configs.copy_package(PKG, Path(workdir.name) / "fixed")
-configs.replace_once(fixed / "config.py", *FIELD_EDIT)
-configs.replace_once(fixed / "engine.py", *ENGINE_EDIT)
-configs.replace_once(fixed / "conf" / "engine" / "megatron.yaml", *YAML_EDIT)
-configs.replace_once(fixed / "conf" / "engine" / "megatron.yaml", *DOC_EDIT)
-configs.write_generated(fixed / "conf" / "trainer.yaml", fixed / "conf" / "_generated_trainer.yaml")
+fixed = workspace.copy_package(PKG, Path(workdir.name) / "fixed")
+workspace.replace_once(fixed / "config.py", *FIELD_EDIT)
+workspace.replace_once(fixed / "engine.py", *ENGINE_EDIT)
+workspace.replace_once(fixed / "conf" / "engine" / "megatron.yaml", *YAML_EDIT)
+workspace.replace_once(fixed / "conf" / "engine" / "megatron.yaml", *DOC_EDIT)
+golden.write_generated(fixed / "conf" / "trainer.yaml", fixed / "conf" / "_generated_trainer.yaml")
 
 for path in sorted(p for p in PKG.rglob("*") if p.suffix in (".py", ".yaml")):
     name = path.relative_to(PKG)
@@ -247,13 +249,13 @@ for path in sorted(p for p in PKG.rglob("*") if p.suffix in (".py", ".yaml")):
         print(f"{name}: -{len(before) - len(after)} lines")
 
 # %%
-fixed_pkg = configs.import_fresh(fixed)
+fixed_pkg = workspace.import_fresh(fixed)
 fixed_cls = fixed_pkg.config.McoreEngineConfig
-fixed_tree = configs.compose(fixed / "conf" / "trainer.yaml")
-fixed_cfg = configs.instantiate(fixed_tree)["actor"]["megatron"]
-fixed_diff = configs.generated_diff(fixed / "conf" / "_generated_trainer.yaml", fixed / "conf" / "trainer.yaml")
-mismatch = configs.yaml_field_mismatches(fixed_cls, configs.load_yaml(fixed / "conf" / "engine" / "megatron.yaml").data)
-fixed_dead = configs.dead_fields([fixed / "config.py", fixed / "engine.py"], fixed_cls)
+fixed_tree = loading.compose(fixed / "conf" / "trainer.yaml")
+fixed_cfg = schema.instantiate(fixed_tree)["actor"]["megatron"]
+fixed_diff = golden.generated_diff(fixed / "conf" / "_generated_trainer.yaml", fixed / "conf" / "trainer.yaml")
+mismatch = schema.yaml_field_mismatches(fixed_cls, loading.load_yaml(fixed / "conf" / "engine" / "megatron.yaml").data)
+fixed_dead = field_reads.dead_fields([fixed / "config.py", fixed / "engine.py"], fixed_cls)
 print(f"loads: {type(fixed_cfg).__name__}; YAML vs dataclass: {mismatch}; dead fields: {fixed_dead}")
 claim("after the removal, YAML and dataclass agree", mismatch == {"yaml_only": [], "dataclass_only": []})
 claim("after the removal, the generated file matches a regeneration", fixed_diff == "")
@@ -263,36 +265,36 @@ claim("dead fields after the removal", len(fixed_dead), expected=0)
 # ## Old user configs: fail loudly, with a way forward
 # Somebody's run file from last month still says `grad_offload: true`. Silently ignoring it would hide that
 # their intent (offload gradients) is now spelled `param_offload`; a bare "unexpected keyword" would not
-# tell them so. The removal table (`configs.REMOVED_KEYS`) turns it into a migration message, with the line:
+# tell them so. The removal table (`errors.REMOVED_KEYS`) turns it into a migration message, with the line:
 
 # %%
 user_yaml = "actor:\n  megatron:\n    grad_offload: true\n    tensor_model_parallel_size: 1\n"
-with expect_error(configs.RemovedKeyError, match="Use 'param_offload' instead"):
-    configs.merge(fixed_tree, configs.parse_yaml(user_yaml, "my_run.yaml"))
-with expect_error(configs.RemovedKeyError, match="removed in verl 0.9.1"):
-    configs.apply_overrides(fixed_tree, ["ref.megatron.grad_offload=true"])
+with expect_error(errors.RemovedKeyError, match="Use 'param_offload' instead"):
+    loading.merge(fixed_tree, loading.parse_yaml(user_yaml, "my_run.yaml"))
+with expect_error(errors.RemovedKeyError, match="removed in verl 0.9.1"):
+    loading.apply_overrides(fixed_tree, ["ref.megatron.grad_offload=true"])
 
 # %% [markdown]
 # A key that never existed is a typo, not a removal: the message suggests the closest valid names.
 
 # %%
-with expect_error(configs.UnknownKeyError, match="did you mean 'param_offload'"):
-    configs.apply_overrides(fixed_tree, ["actor.megatron.param_ofload=true"])
-migrated = configs.apply_overrides(fixed_tree, ["actor.megatron.param_offload=true"])
-migrated_cfg = configs.instantiate(migrated)["actor"]["megatron"]
+with expect_error(errors.UnknownKeyError, match="did you mean 'param_offload'"):
+    loading.apply_overrides(fixed_tree, ["actor.megatron.param_ofload=true"])
+migrated = loading.apply_overrides(fixed_tree, ["actor.megatron.param_offload=true"])
+migrated_cfg = schema.instantiate(migrated)["actor"]["megatron"]
 claim("the migrated override turns on param_offload", migrated_cfg.param_offload)
 
 # %% [markdown]
 # ## Guard: a test that keeps the field gone
 # #7466's kind of test is one line over `dataclasses.fields` (as the PR describes it; the tests shipped in
 # the 0.9.1 wheel do not include it): if a later merge brings the field back (a rebase, a copy-paste from
-# an old branch), CI fails with the reason. `configs.assert_field_removed` is that
+# an old branch), CI fails with the reason. `schema.assert_field_removed` is that
 # test: it passes on the fixed class and fails on the original one.
 
 # %%
-configs.assert_field_removed(fixed_cls, "grad_offload")
+schema.assert_field_removed(fixed_cls, "grad_offload")
 with expect_error(AssertionError, match="has field 'grad_offload' again"):
-    configs.assert_field_removed(pkg.config.McoreEngineConfig, "grad_offload")
+    schema.assert_field_removed(pkg.config.McoreEngineConfig, "grad_offload")
 has_field = [
     "grad_offload" in {f.name for f in dataclasses.fields(cls)} for cls in (pkg.config.McoreEngineConfig, fixed_cls)
 ]
@@ -303,8 +305,8 @@ claim("grad_offload in dataclasses.fields: original yes, fixed no", has_field ==
 
 # %%
 workdir.cleanup()
-pkg = configs.import_fresh(PKG)
-print("original package has grad_offload:", "grad_offload" in configs.field_names(pkg.config.McoreEngineConfig))
+pkg = workspace.import_fresh(PKG)
+print("original package has grad_offload:", "grad_offload" in schema.field_names(pkg.config.McoreEngineConfig))
 
 # %% [markdown]
 # ## Exercises

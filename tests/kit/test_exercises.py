@@ -87,3 +87,53 @@ def test_a_record_of_unknown_kind_is_refused():
 def test_outside_a_kernel_emit_prints_nothing(capsys):
     records.emit({"kind": "claim", "name": "x"})
     assert capsys.readouterr().out == ""
+
+
+# ---------------------------------------------------------------- handing over the library's own code is not an answer
+
+
+def _library_square(x):
+    return x * x
+
+
+_library_square.__module__ = "verlstudy.lessons.l99_demo.mechanism"  # as if the course defined it
+
+
+@checker("99.2", library_answers=[_library_square])
+def _square_checker_with_answer(fn):
+    if fn(3) != 9:
+        raise ExerciseFailure("square(3) should be 9")
+
+
+def test_the_librarys_own_function_is_refused_with_its_name():
+    with pytest.raises(ExerciseFailure, match=r"library's own _library_square .*write it"):
+        find_checker("99.2")(_library_square)
+
+
+def test_a_thin_wrapper_around_the_declared_answer_is_refused():
+    def wrapper(x):
+        return _library_square(x)
+
+    with pytest.raises(ExerciseFailure, match="your wrapper calls the library's own _library_square"):
+        find_checker("99.2")(wrapper)
+
+
+def test_a_partial_or_a_function_of_verl_itself_is_refused():
+    import functools
+
+    from_verl = eval("lambda x: x * x", {"__name__": "upstream:verl/workers/engine/utils.py"})
+    for answer in (functools.partial(_library_square), from_verl):
+        with pytest.raises(ExerciseFailure, match="library's own"):
+            find_checker("99.2")(answer)
+
+
+def test_an_answer_that_uses_other_course_helpers_is_still_judged_on_its_result():
+    helper_module = exercises  # a learner's answer may use kit or lesson helpers that are not the answer
+
+    def own(x):
+        helper_module.EXERCISE_ID.match("1.1")
+        return x * x
+
+    assert find_checker("99.2")(own) is None
+    assert exercises.handed_over(own, [_library_square]) is None
+    assert exercises.handed_over(42) is None

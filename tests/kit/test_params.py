@@ -2,7 +2,7 @@
 
 import pytest
 
-from verlstudy.kit.params import check_choice, check_float, check_int
+from verlstudy.kit.params import check_choice, check_float, check_int, positive_int
 
 
 def test_check_choice_accepts_an_allowed_value_and_names_the_rest():
@@ -31,3 +31,24 @@ def test_check_float():
         check_float("lr", "0.1")
     with pytest.raises(ValueError, match="out of range"):
         check_float("lr", -0.5, minimum=0.0)
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "match"),
+    [
+        (0, ValueError, r"argument tp must be a positive integer \(>= 1\), got 0"),
+        (-3, ValueError, "got -3"),
+        (2.0, TypeError, "argument tp must be a positive integer, got float 2.0"),
+        (True, TypeError, "got bool True"),
+        ("2", TypeError, "got str '2'"),
+    ],
+)
+def test_positive_int_names_the_argument_and_what_is_allowed(value, error, match):
+    with pytest.raises(error, match=match):
+        positive_int("tp", value)
+
+
+def test_positive_int_returns_a_plain_int():
+    import numpy as np
+
+    assert positive_int("tp", np.int64(4)) == 4 and type(positive_int("tp", np.int64(4))) is int

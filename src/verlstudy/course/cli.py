@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import importlib.util
+import json
 import platform
 import sys
 from collections.abc import Sequence
@@ -20,7 +21,10 @@ class UsageError(Exception):
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    print(registry.course_map())
+    if args.json:  # for scripts and lesson 00, which runs the command rather than importing the course
+        print(json.dumps([registry.lesson_record(lesson) for lesson in registry.LESSONS], indent=1))
+    else:
+        print(registry.course_map())
     return 0
 
 
@@ -222,7 +226,9 @@ def cmd_verify_upstream(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="verlstudy", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="the course map").set_defaults(func=cmd_list)
+    listing = sub.add_parser("list", help="the course map")
+    listing.add_argument("--json", action="store_true", help="one JSON record per lesson instead of the table")
+    listing.set_defaults(func=cmd_list)
 
     run = sub.add_parser("run", help="execute lessons with papermill and report")
     run.add_argument("lessons", nargs="*", help="lesson numbers (default: all)")

@@ -179,6 +179,19 @@ def select_lessons(keys: list[str] | tuple[str, ...] | None) -> list[Lesson]:
     return [lesson for lesson in LESSONS if lesson in chosen]
 
 
+def lesson_record(lesson: Lesson) -> dict[str, object]:
+    """One lesson as plain data: what `verlstudy list --json` prints."""
+    return {
+        "code": lesson.code,
+        "title": lesson.title,
+        "package": lesson.module,
+        "prs": list(lesson.prs),
+        "minutes": lesson.minutes,
+        "needs": list(lesson.needs),
+        "notebook": f"{lesson.stem}.ipynb",
+    }
+
+
 def course_map() -> str:
     """The course map as a fixed-width table (what `verlstudy list` prints and lesson 00 shows)."""
     lines = [f"{'NN':<3} {'minutes':>7}  {'needs':<9} {'PR':<22} title"]

@@ -8,11 +8,14 @@ which keeps `kit` free of imports of any lesson.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 import pkgutil
 import re
 import traceback
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from verlstudy.kit import records
@@ -38,16 +41,92 @@ def _check_id(exercise_id: object) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
-def checker(exercise_id: str) -> Callable[[F], F]:
-    """Register the decorated function as the checker of `exercise_id` (used in a lesson's checks.py)."""
+# Where the course's and verl's own code lives: an answer from there is handed over, not written.
+LIBRARY_MODULES = ("verlstudy", "verl", "upstream:")
+
+
+def _is_library(module: object) -> bool:
+    name = module if isinstance(module, str) else ""
+    return any(name == m or name.startswith(m if m.endswith(":") else m + ".") for m in LIBRARY_MODULES)
+
+
+def _unwrap(answer: object) -> object:
+    while True:
+        if isinstance(answer, functools.partial):
+            answer = answer.func
+        elif isinstance(answer, types.MethodType):
+            answer = answer.__func__
+        else:
+            return answer
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names) | set(code.co_freevars)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def _referenced(fn: types.FunctionType) -> list[object]:
+    """The objects `fn`'s code can reach by name: its globals, closure cells and their attributes."""
+    names = _code_names(fn.__code__)
+    values: list[object] = [fn.__globals__[n] for n in sorted(names) if n in fn.__globals__]
+    if fn.__closure__:
+        values += [cell.cell_contents for cell in fn.__closure__ if cell.cell_contents is not None]
+    for value in list(values):  # `pl.aligned_length`: a module alias, then an attribute of it
+        if inspect.ismodule(value):
+            values += [getattr(value, n) for n in sorted(names) if callable(getattr(value, n, None))]
+    return values
+
+
+def handed_over(answer: object, library_answers: Iterable[Callable[..., object]] = ()) -> str | None:
+    """Why `answer` is the library's own mechanism rather than the learner's, or None if it is not.
+
+    An answer is handed over when it is a function of verlstudy or verl itself, or when its code
+    reaches one of `library_answers` (the mechanism functions the exercise asks the learner to
+    write) by name, as a thin wrapper around the course's own function would.
+    """
+    answer = _unwrap(answer)
+    if not callable(answer):
+        return None
+    module = getattr(answer, "__module__", None)
+    name = getattr(answer, "__qualname__", type(answer).__qualname__)
+    if _is_library(module):
+        return f"that is the library's own {name} (from {module}): the exercise asks you to write it"
+    if isinstance(answer, types.FunctionType):
+        banned = {id(_unwrap(f)): f for f in library_answers}
+        for value in _referenced(answer):
+            if id(_unwrap(value)) in banned:
+                used = banned[id(_unwrap(value))]
+                return f"your {answer.__name__} calls the library's own {used.__qualname__}: write it yourself"
+    return None
+
+
+def checker(exercise_id: str, library_answers: Iterable[Callable[..., object]] = ()) -> Callable[[F], F]:
+    """Register the decorated function as the checker of `exercise_id` (used in a lesson's checks.py).
+
+    Before the checker runs, every callable in the answer is refused if it is the library's own
+    code or wraps one of `library_answers` (see `handed_over`), so importing the mechanism is not a
+    way to pass.
+    """
     _check_id(exercise_id)
+    answers = tuple(library_answers)
 
     def register(fn: F) -> F:
-        if exercise_id in _CHECKERS and _CHECKERS[exercise_id] is not fn:
+        @functools.wraps(fn)
+        def guarded(*answer: object, **kwargs: object) -> object:
+            for part in (*answer, *kwargs.values()):
+                reason = handed_over(part, answers)
+                if reason is not None:
+                    raise ExerciseFailure(reason)
+            return fn(*answer, **kwargs)
+
+        if exercise_id in _CHECKERS:
             previous = _CHECKERS[exercise_id]
             if (previous.__module__, previous.__qualname__) != (fn.__module__, fn.__qualname__):
                 raise ValueError(f"exercise {exercise_id} already has a checker: {previous.__qualname__}")
-        _CHECKERS[exercise_id] = fn
+        _CHECKERS[exercise_id] = guarded
         return fn
 
     return register

@@ -56,4 +56,8 @@ def check_float(
 
 def positive_int(name: str, value: object) -> int:
     """A helper's argument that must be an int >= 1 (sizes, counts, ranks per group)."""
-    return check_int(name, value, minimum=1, kind="argument")
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"argument {name} must be a positive integer, got {type(value).__name__} {value!r}")
+    if int(value) < 1:
+        raise ValueError(f"argument {name} must be a positive integer (>= 1), got {value}")
+    return int(value)

@@ -20,7 +20,6 @@ from verlstudy.common.trees import (
     is_namedtuple,
     tensor_leaves,
 )
-from verlstudy.kit.exercises import check_exercise, exercise_results
 from verlstudy.lessons.l02_detach.trees import (
     PLACEMENTS,
     ContractError,
@@ -28,14 +27,12 @@ from verlstudy.lessons.l02_detach.trees import (
     assert_detached,
     assert_nonzero_grad,
     assert_requires_grad,
-    check_detach_tree,
-    check_forward_step,
+    bandit_advantages,
     check_train_step,
-    group_advantages,
     low_var_kl,
     policy_step,
     saved_input_lifetime,
-    train_bandit,
+    train_placement_bandit,
 )
 
 
@@ -348,17 +345,17 @@ def test_low_var_kl_rejects_bad_input() -> None:
 
 
 def test_group_advantages() -> None:
-    adv = group_advantages(torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 1.0]), 3)
+    adv = bandit_advantages(torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 1.0]), 3)
     assert adv.shape == (6,)
     assert torch.allclose(adv.view(2, 3).sum(1), torch.zeros(2), atol=1e-6)
     assert adv[0] > 0 > adv[1] and adv[5] > 0 > adv[3]
-    assert torch.equal(group_advantages(torch.ones(4), 2), torch.zeros(4))
+    assert torch.equal(bandit_advantages(torch.ones(4), 2), torch.zeros(4))
     with pytest.raises(ValueError, match="not a multiple of group_size=3"):
-        group_advantages(torch.ones(4), 3)
+        bandit_advantages(torch.ones(4), 3)
     with pytest.raises(ValueError, match="group_size must be an int >= 2"):
-        group_advantages(torch.ones(4), 1)
+        bandit_advantages(torch.ones(4), 1)
     with pytest.raises(TypeError, match="1-D"):
-        group_advantages(torch.ones(2, 2), 2)
+        bandit_advantages(torch.ones(2, 2), 2)
 
 
 def _bandit_batch() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
@@ -368,7 +365,7 @@ def _bandit_batch() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
     actions = torch.tensor([1, 2, 0, 4, 3, 3])
     with torch.no_grad():
         old = torch.log_softmax(policy(states), -1).gather(-1, actions[:, None]).squeeze(-1)
-    adv = group_advantages(torch.tensor([1.0, 0.0, 0.0, 1.0, 1.0, 0.0]), 2)
+    adv = bandit_advantages(torch.tensor([1.0, 0.0, 0.0, 1.0, 1.0, 0.0]), 2)
     return policy, (states, actions, old, adv, old.clone())
 
 
@@ -395,7 +392,7 @@ def test_policy_step_rejects_unknown_placement() -> None:
 
 
 def test_train_bandit_right_placement_learns_wrong_one_does_not() -> None:
-    right, wrong = train_bandit("after_loss", steps=10), train_bandit("before_loss", steps=10)
+    right, wrong = train_placement_bandit("after_loss", steps=10), train_placement_bandit("before_loss", steps=10)
     assert right.losses[0] == wrong.losses[0]
     assert all(g == 0.0 for g in wrong.grad_norms)
     assert wrong.param_change == 0.0 and right.param_change > 0.0
@@ -403,7 +400,7 @@ def test_train_bandit_right_placement_learns_wrong_one_does_not() -> None:
     assert right.rewards[-1] > right.rewards[0]
     assert max(abs(a - b) for a, b in zip(right.losses, wrong.losses, strict=True)) < 1e-3
     with pytest.raises(ValueError, match="steps must be a positive int"):
-        train_bandit("after_loss", steps=0)
+        train_placement_bandit("after_loss", steps=0)
 
 
 def test_checkpoint_saved_input_is_freed_with_the_loss_only_when_detached() -> None:
@@ -420,78 +417,6 @@ def test_tiny_model_embedding_is_frozen_but_its_output_requires_grad() -> None:
     model = TinyCheckpointedLM()
     assert not model.embed.weight.requires_grad
     assert model.embed(torch.tensor([1, 2])).requires_grad
-
-
-# --- exercise checkers -----------------------------------------------------------------------
-
-
-def _verdict(exercise_id: str, checker: object, answer: object) -> str:
-    check_exercise(exercise_id, answer)
-    return exercise_results()[exercise_id]
-
-
-def _mutating_detach(obj: object) -> object:
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            obj[k] = _mutating_detach(v)
-        return dict(obj)
-    if isinstance(obj, list):
-        obj[:] = [_mutating_detach(v) for v in obj]
-        return list(obj)
-    return detach_tree(obj)
-
-
-def _stub(*_args: object) -> object:
-    raise NotImplementedError("exercise 2.1")
-
-
-def test_check_detach_tree_reference_passes() -> None:
-    assert _verdict("2.1", check_detach_tree, detach_tree) == "correct"
-
-
-@pytest.mark.parametrize(
-    ("wrong", "hint"),
-    [
-        (detach_tree_always, "the *same object*"),
-        (_mutating_detach, "the input was mutated"),
-        (lambda obj: obj, "return a new dict"),
-        (lambda obj: {k: list(v) if isinstance(v, tuple) else v for k, v in detach_tree(obj).items()}, "tuples stay"),
-    ],
-)
-def test_check_detach_tree_wrong_answers_get_hints(wrong: object, hint: str, capsys: pytest.CaptureFixture) -> None:
-    assert _verdict("2.1", check_detach_tree, wrong) == "not yet right"
-    assert hint in capsys.readouterr().out
-
-
-def test_checkers_report_stubs_as_not_attempted() -> None:
-    assert _verdict("2.1", check_detach_tree, _stub) == "not attempted"
-    assert _verdict("2.2", check_forward_step, _stub) == "not attempted"
-
-
-def _step(placement: str) -> object:
-    def forward_step(policy: torch.nn.Module, micro_batch: dict, loss_function: object) -> object:
-        logits = policy(micro_batch["states"])
-        lp = torch.log_softmax(logits, -1).gather(-1, micro_batch["actions"][:, None]).squeeze(-1)
-        model_output = {"log_probs": lp}
-        if placement == "before":
-            model_output = detach_tree(model_output)
-        loss, metrics = loss_function(model_output, micro_batch)
-        stored = model_output if placement in ("before", "never") else detach_tree(model_output)
-        return loss, {"model_output": stored, "metrics": metrics}
-
-    return forward_step
-
-
-def test_check_forward_step(capsys: pytest.CaptureFixture) -> None:
-    assert _verdict("2.2", check_forward_step, _step("after")) == "correct"
-    assert _verdict("2.2", check_forward_step, _step("never")) == "not yet right"
-    assert "output.model_output.log_probs still require grad" in capsys.readouterr().out
-    assert _verdict("2.2", check_forward_step, _step("before")) == "not yet right"
-    assert "loss does not require grad" in capsys.readouterr().out
-    assert _verdict("2.2", check_forward_step, lambda *a: None) == "not yet right"
-    assert "return a pair" in capsys.readouterr().out
-    with pytest.raises(TypeError, match="pass your function itself"):
-        check_forward_step(3)
 
 
 def test_benchmark_counts_detach_ops_like_the_identity_count() -> None:

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from verlstudy.kit.exercises import ExerciseFailure, check_exercise, exercise_results
 from verlstudy.lessons.l06_external_modules.modules_env import (
     ADAPTOR,
     ENV_VAR,
@@ -18,8 +16,6 @@ from verlstudy.lessons.l06_external_modules.modules_env import (
     TOY_SOURCES,
     Experiment,
     ExternalModuleError,
-    check_parse_modules,
-    check_predict_patched,
     import_external_modules,
     lesson_experiments,
     outcomes_table,
@@ -235,43 +231,3 @@ def test_outcomes_table_has_one_row_per_process(toy_folder):
         f"| image default, worker never imports verl | {ENV_VAR}={ADAPTOR} | toyverl -> toylib.model | yes | no |"
     )
     assert lines[3] == "| no default (after #7886) | unset | toyverl -> toylib.model | no | - |"
-
-
-# ---------------------------------------------------------------- exercise checkers
-
-
-def _stub(*_args):
-    raise NotImplementedError("exercise")
-
-
-def verdict(exercise_id, checker, *args):
-    check_exercise(exercise_id, *args)
-    return exercise_results()[exercise_id]
-
-
-def test_parse_modules_checker():
-    assert verdict("6.1", check_parse_modules, parse_module_list) == "correct"
-    with pytest.raises(ExerciseFailure, match="strip blanks"):
-        check_parse_modules(lambda v: [p for p in v.split(",") if p])
-    with pytest.raises(ExerciseFailure, match="drop empty entries"):
-        check_parse_modules(lambda v: [p.strip() for p in v.split(",")] if v else [])
-    with pytest.raises(ExerciseFailure, match="return \\[\\]"):
-        check_parse_modules(split_like_verl_091_but_empty_gives_blank)
-    assert verdict("6.1", check_parse_modules, _stub) == "not attempted"
-
-
-def split_like_verl_091_but_empty_gives_blank(value: str) -> list[str]:
-    return [p.strip() for p in value.split(",")]
-
-
-def test_predict_patched_checker():
-    assert verdict("6.2", check_predict_patched, predict_patched) == "correct"
-
-    def env_is_enough(imports: Sequence[str], env: str | None) -> bool:
-        return bool(env) or ADAPTOR in imports
-
-    with pytest.raises(ExerciseFailure, match="binds `attention` when it is imported"):
-        check_predict_patched(env_is_enough)
-    with pytest.raises(ExerciseFailure, match="return a bool"):
-        check_predict_patched(lambda imports, env: "yes")
-    assert verdict("6.2", check_predict_patched, _stub) == "not attempted"

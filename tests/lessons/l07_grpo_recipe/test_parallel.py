@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verlstudy.kit.exercises import check_exercise, exercise_results
 from verlstudy.lessons.l07_grpo_recipe.parallel import (
     BatchPlan,
     ParallelLayout,
@@ -220,41 +219,6 @@ class TestMemoryEstimate:
         args = (recipe() if args[0] is None else args[0], *args[1:])
         with pytest.raises(exc, match=words):
             estimate_train_memory_per_device(*args, **kwargs)
-
-
-def reference_dp_sizes(world: int, tp: int, pp: int, cp: int, ep: int, etp: int) -> tuple[int, int]:
-    if world % (tp * cp * pp) or world % (etp * ep * pp):
-        raise ValueError("does not divide")
-    return world // (tp * cp * pp), world // (etp * ep * pp)
-
-
-class TestExerciseChecker:
-    def test_the_reference_answer_passes(self, capsys):
-        check_exercise("7.1", reference_dp_sizes)
-        assert capsys.readouterr().out.startswith("exercise 7.1: correct")
-
-    def test_dividing_by_cp_for_experts_gets_the_hint(self, capsys):
-        def wrong(world, tp, pp, cp, ep, etp):
-            if world % (tp * cp * pp) or world % (etp * ep * pp):
-                raise ValueError
-            return world // (tp * cp * pp), world // (etp * ep * pp * cp)
-
-        check_exercise("7.1", wrong)
-        out = capsys.readouterr().out
-        assert "not yet right" in out and "cp does not enter" in out
-
-    def test_forgetting_to_raise_gets_the_hint(self, capsys):
-        check_exercise("7.1", lambda w, tp, pp, cp, ep, etp: (w // (tp * cp * pp), w // (etp * ep * pp)))
-        out = capsys.readouterr().out
-        assert "does not divide, so raise ValueError" in out
-
-    def test_a_stub_is_not_attempted_yet(self, capsys):
-        def stub(*args):
-            raise NotImplementedError("exercise 7.1")
-
-        check_exercise("7.1", stub)
-        assert capsys.readouterr().out.strip() == "exercise 7.1: not attempted"
-        assert exercise_results()["7.1"] == "not attempted"
 
 
 class TestLoadRecipe:

@@ -9,8 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verlstudy.common.pins import (
-    Drift,
-    Pin,
     env_settings,
     file_kind,
     image_env_settings,
@@ -20,12 +18,9 @@ from verlstudy.common.pins import (
     pins_table,
     read_files,
     ref_drift,
-    ref_naming_problem,
-    repo_key,
 )
+from verlstudy.common.refs import Drift, Pin, ref_naming_problem, repo_key
 from verlstudy.course.registry import project_root
-from verlstudy.kit.exercises import ExerciseFailure, check_exercise, exercise_results
-from verlstudy.lessons.l08_dependency_stack.checks import check_fix_ref, check_pip_line
 from verlstudy.lessons.l08_dependency_stack.manifests import (
     Component,
     StackManifest,
@@ -561,55 +556,3 @@ def test_generated_files_round_trip_every_manifest(components):
     m = StackManifest("generated", tuple(Component(*c) for c in components))
     for name, text in _render_all(m).items():
         assert {(p.repo, p.ref) for p in parse_pins(text, file_kind(name), name)} == manifest_pins(m), name
-
-
-# ---------------------------------------------------------------- exercise checkers
-
-
-def _fix_ref(repo: str, ref: str) -> str:
-    problem = ref_naming_problem(repo, ref)
-    if problem is None:
-        return ref
-    return ref.replace("core_r", "core_v") if "core_r" in ref else ref.replace("core_v", "core_r")
-
-
-def _pip_line(m: StackManifest) -> str:
-    args = [f"{c.repo[5:]}=={c.ref}" if c.is_pypi else f"git+{c.repo}@{c.ref}" for c in m.components]
-    return "pip install " + " ".join(args)
-
-
-def _stub(*_args):
-    raise NotImplementedError("exercise")
-
-
-def verdict(exercise_id, checker, *args):
-    check_exercise(exercise_id, *args)
-    return exercise_results()[exercise_id]
-
-
-def test_fix_ref_checker(capsys):
-    assert verdict("8.1", check_fix_ref, _fix_ref) == "correct"
-    with pytest.raises(ExerciseFailure, match="swap r and v"):
-        check_fix_ref(lambda repo, ref: ref)
-    with pytest.raises(ExerciseFailure, match="return it unchanged"):
-        check_fix_ref(lambda repo, ref: ref.replace("core_r", "core_X").replace("core_v", "core_r").replace("X", "v"))
-    assert verdict("8.1", check_fix_ref, _stub) == "not attempted"
-    assert "exercise 8.1: not attempted" in capsys.readouterr().out
-
-
-def test_pip_line_checker():
-    manifests = [
-        load_manifest(DATA / "stacks" / "ascend_megatron_0.18.toml"),
-        load_manifest(DATA / "stacks" / "ascend_megatron_0.16.toml"),
-    ]
-    assert verdict("8.2", check_pip_line, _pip_line, manifests) == "correct"
-    only_pypi = lambda m: "pip install " + " ".join(f"{c.repo[5:]}=={c.ref}" for c in m.components if c.is_pypi)  # noqa: E731
-    with pytest.raises(ExerciseFailure, match="git\\+<repo URL>@<ref>"):
-        check_pip_line(only_pypi, manifests)
-    with pytest.raises(ExerciseFailure, match="starting with 'pip install'"):
-        check_pip_line(lambda m: None, manifests)
-    with pytest.raises(ExerciseFailure, match="does not parse"):
-        check_pip_line(lambda m: "pip install 'a==1", manifests)
-    assert verdict("8.2", check_pip_line, _stub, manifests) == "not attempted"
-    with pytest.raises(ValueError, match="at least one manifest"):
-        check_pip_line(_pip_line, [])

@@ -39,7 +39,7 @@ UNSTABLE_CASES: tuple[str, ...] = (
 )
 
 
-@checker("0.2")
+@checker("0.2", library_answers=[unstable_fragments])
 def check_unstable_detector(find_unstable: Callable[[str], list[str]]) -> str:
     """Exercise 0.2: find_unstable(text) returns the fragments that change between runs."""
     for text in UNSTABLE_CASES:
@@ -48,6 +48,10 @@ def check_unstable_detector(find_unstable: Callable[[str], list[str]]) -> str:
         if not isinstance(got, list):
             raise ExerciseFailure(f"find_unstable should return a list of strings, got {type(got).__name__}")
         if sorted(got) != expected:
-            hint = "stable text must give []" if not expected else f"expected {expected}"
+            extra = sorted(set(got) - set(expected))
+            if extra:
+                hint = f"{extra} is stable text (the same every run), not something that changes"
+            else:
+                hint = f"you missed {sorted(set(expected) - set(got))}; expected {expected}"
             raise ExerciseFailure(f"for {text!r} you found {sorted(got)}; {hint}")
     return f"all {len(UNSTABLE_CASES)} cases right"

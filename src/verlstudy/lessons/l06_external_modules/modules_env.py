@@ -20,11 +20,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from verlstudy.kit.exercises import ExerciseFailure
 
 ENV_VAR = "VERL_USE_EXTERNAL_MODULES"
 LIBRARY = "toylib.model"  # the module whose behaviour the patch is meant to change
@@ -270,54 +268,3 @@ def outcomes_table(outcomes: Sequence[Outcome]) -> str:
         worker = "-" if o.worker_patched is None else ("yes" if o.worker_patched else "no")
         rows.append(f"| {e.name} | {env} | {' -> '.join(e.imports)} | {'yes' if o.patched else 'no'} | {worker} |")
     return "\n".join(rows)
-
-
-# ---------------------------------------------------------------- exercise checkers
-
-
-def check_parse_modules(fn: Callable[[str], list[str]]) -> str:
-    """Exercise 6.1: a parser of the variable that ignores blanks and empty entries."""
-    cases = {
-        "megatron_adaptor": ["megatron_adaptor"],
-        "": [],
-        "a,b": ["a", "b"],
-        " a , b ": ["a", "b"],
-        "a,,b,": ["a", "b"],
-        "pkg.sub, other": ["pkg.sub", "other"],
-    }
-    for value, want in cases.items():
-        got = fn(value)
-        if list(got) != want:
-            hint = "strip blanks around each name" if " " in value else "drop empty entries between commas"
-            if value == "":
-                hint = "an empty variable names no modules: return []"
-            raise ExerciseFailure(f"for {value!r} you returned {got!r}, expected {want!r}: {hint}")
-    return f"{len(cases)} values parsed"
-
-
-def check_predict_patched(fn: Callable[[Sequence[str], str | None], bool]) -> str:
-    """Exercise 6.2: predict whether a process ends up patched from its import order and the variable."""
-    cases = [
-        ((HOOK_PACKAGE, LIBRARY), ADAPTOR),
-        ((LIBRARY, HOOK_PACKAGE), ADAPTOR),
-        ((HOOK_PACKAGE, LIBRARY), None),
-        ((LIBRARY,), ADAPTOR),
-        ((ADAPTOR, LIBRARY), None),
-        ((LIBRARY, ADAPTOR), None),
-        ((HOOK_PACKAGE, LIBRARY), f"other_module, {ADAPTOR}"),
-        (("toylib.ops", HOOK_PACKAGE, LIBRARY), ADAPTOR),
-    ]
-    for imports, env in cases:
-        want = predict_patched(imports, env)
-        got = fn(imports, env)
-        if not isinstance(got, bool):
-            raise ExerciseFailure(f"return a bool, got {type(got).__name__} {got!r}")
-        if got != want:
-            if LIBRARY in imports[:1]:
-                hint = "the library binds `attention` when it is imported: a patch after that comes too late"
-            elif env is None or ADAPTOR not in (env or ""):
-                hint = "the hook imports only the modules the variable names; unset means nothing"
-            else:
-                hint = "importing the hook package first patches the library before its model is imported"
-            raise ExerciseFailure(f"imports {' -> '.join(imports)} with variable {env!r}: you said {got}: {hint}")
-    return f"{len(cases)} processes predicted"

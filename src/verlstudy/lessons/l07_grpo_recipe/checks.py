@@ -1,13 +1,153 @@
-"""Lesson 07's exercise checkers, registered by id: a notebook reaches them only as check_exercise("N.M", answer).
+"""Lesson 07's exercise checkers: 7.1 dp/edp arithmetic, 7.2 verl's per-token clipped loss, 7.3 GRPO advantages.
 
-The checker bodies still live beside the mechanism (moving them and their reference answers here is open work)."""
+A notebook reaches them only as check_exercise("N.M", answer); the mechanism's own loss and
+advantage functions are refused as answers. Each checker names the usual mistake it recognises.
+"""
 
 from __future__ import annotations
 
-from verlstudy.kit.exercises import checker
-from verlstudy.lessons.l07_grpo_recipe.grpo import check_advantages, check_token_loss
-from verlstudy.lessons.l07_grpo_recipe.parallel import check_dp_sizes
+import math
+import numbers
+from collections.abc import Callable
 
-checker("7.1")(check_dp_sizes)
-checker("7.2")(check_token_loss)
-checker("7.3")(check_advantages)
+import torch
+
+from verlstudy.kit.exercises import ExerciseFailure, checker
+from verlstudy.lessons.l07_grpo_recipe.grpo import GRPO_EPSILON, clipped_token_loss, group_advantages, policy_loss
+from verlstudy.lessons.l07_grpo_recipe.parallel import ParallelLayout
+
+_LAYOUT_CASES: tuple[tuple[int, int, int, int, int, int], ...] = (
+    # (world, tp, pp, cp, ep, etp)
+    (512, 8, 8, 1, 64, 1),  # the #7788 recipe
+    (512, 8, 4, 1, 16, 2),
+    (512, 8, 4, 2, 8, 1),  # cp enters dp, not edp: dp 8, edp 16
+    (512, 8, 8, 1, 128, 1),  # experts do not divide: 1*128*8 = 1024 > 512
+    (384, 8, 4, 1, 64, 1),  # dense divides (dp 12), experts do not: 384 % 256 != 0
+    (480, 8, 8, 1, 8, 1),  # 480 % 64 != 0: no whole dp
+    (512, 8, 6, 1, 8, 1),  # 512 % 48 != 0
+)
+
+
+@checker("7.1")
+def check_dp_sizes(fn: Callable[[int, int, int, int, int, int], tuple[int, int]]) -> str:
+    """Exercise checker: `fn(world, tp, pp, cp, ep, etp)` returns (dp, edp) or raises ValueError."""
+    if not callable(fn):
+        raise ExerciseFailure("pass your function itself, e.g. check_dp_sizes(dp_sizes)")
+    for world, tp, pp, cp, ep, etp in _LAYOUT_CASES:
+        args = f"world={world}, tp={tp}, pp={pp}, cp={cp}, ep={ep}, etp={etp}"
+        try:
+            layout = ParallelLayout(nodes=1, devices_per_node=world, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp)
+            want: tuple[int, int] | None = (layout.dp, layout.edp)
+        except ValueError:
+            want = None
+        try:
+            got = fn(world, tp, pp, cp, ep, etp)
+        except ValueError:
+            if want is None:
+                continue
+            raise ExerciseFailure(
+                f"{args} divides (dp={want[0]}, edp={want[1]}) but your function raised ValueError"
+            ) from None
+        if want is None:
+            raise ExerciseFailure(
+                f"{args} does not divide, so raise ValueError; you returned {got!r}. "
+                "hint: check world % (tp*cp*pp) and world % (etp*ep*pp) before dividing"
+            )
+        if not isinstance(got, tuple | list) or len(got) != 2 or tuple(got) != want:
+            hint = "dp = world // (tp*cp*pp); edp = world // (etp*ep*pp)"
+            if isinstance(got, tuple | list) and len(got) == 2 and got[0] == want[0]:
+                hint = "edp counts copies of each expert shard: world // (etp*ep*pp), where cp does not enter"
+            raise ExerciseFailure(f"for {args} you returned {got!r}, expected (dp, edp) = {want}; hint: {hint}")
+    return f"{len(_LAYOUT_CASES)} layouts match"
+
+
+_LOSS_CASES: tuple[tuple[float, float, float, float, float], ...] = (
+    # (ratio, advantage, clip_low, clip_high, clip_c): one case per region of the surface
+    (1.0, 1.0, 0.2, 0.28, 10.0),
+    (1.5, 1.0, 0.2, 0.28, 10.0),  # A > 0, above 1 + clip_high: clipped
+    (1.25, 1.0, 0.2, 0.2, 10.0),  # symmetric clip binds at 1.25, clip-higher would not
+    (1.25, 1.0, 0.2, 0.28, 10.0),
+    (0.5, 1.0, 0.2, 0.28, 10.0),  # A > 0, below 1 - clip_low: unclipped (pessimistic side)
+    (0.5, -1.0, 0.2, 0.28, 10.0),  # A < 0, below 1 - clip_low: clipped
+    (2.0, -1.0, 0.2, 0.28, 10.0),  # A < 0, above 1 + clip_high: unclipped, under the dual cap
+    (20.0, -1.0, 0.2, 0.28, 10.0),  # A < 0, past clip_c: the dual clip caps it
+    (20.0, -1.0, 0.2, 0.28, 3.0),
+    (20.0, 2.0, 0.2, 0.28, 3.0),  # A > 0: the dual clip never applies
+)
+
+
+def _token_loss_variants(ratio: float, adv: float, low: float, high: float, c: float) -> dict[str, float]:
+    """The per-token loss and the typical wrong versions of it, to name the learner's mistake."""
+    unclipped = -adv * ratio
+    pessimistic = max(unclipped, -adv * min(max(ratio, 1 - low), 1 + high))
+    symmetric = max(unclipped, -adv * min(max(ratio, 1 - low), 1 + low))
+    return {
+        "right": min(pessimistic, -adv * c) if adv < 0 else pessimistic,
+        "the dual clip is missing: for A < 0 take min(..., -A*clip_c)": pessimistic,
+        "the dual clip applies only when A < 0": min(pessimistic, -adv * c),
+        "the upper bound is 1 + clip_high, not 1 + clip_low": min(symmetric, -adv * c) if adv < 0 else symmetric,
+        "take the max (the pessimistic term), not the min": min(unclipped, -adv * min(max(ratio, 1 - low), 1 + high)),
+    }
+
+
+@checker("7.2", library_answers=[clipped_token_loss, policy_loss])
+def check_token_loss(fn: Callable[[float, float, float, float, float], float]) -> str:
+    """Exercise checker: `fn(ratio, advantage, clip_low, clip_high, clip_c)` must equal verl's per-token loss."""
+    if not callable(fn):
+        raise ExerciseFailure("pass your function itself, e.g. check_token_loss(token_loss)")
+    for ratio, adv, low, high, c in _LOSS_CASES:
+        want = float(clipped_token_loss(torch.tensor([ratio]), torch.tensor([adv]), low, high, c)[0])
+        got = fn(ratio, adv, low, high, c)
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = float(got)
+        if isinstance(got, bool) or not isinstance(got, numbers.Real):
+            raise ExerciseFailure(f"return one number (a float), got {type(got).__name__} {got!r}")
+        if abs(float(got) - want) > 1e-6:
+            variants = _token_loss_variants(ratio, adv, low, high, c)
+            hint = next(
+                (name for name, v in variants.items() if name != "right" and abs(v - float(got)) < 1e-6),
+                "start from max(-A*r, -A*clip(r, 1-clip_low, 1+clip_high))",
+            )
+            raise ExerciseFailure(
+                f"for ratio={ratio}, A={adv}, clip_low={low}, clip_high={high}, clip_c={c} you returned {got:.4g}, "
+                f"expected {want:.4g}; hint: {hint}"
+            )
+    return f"{len(_LOSS_CASES)} cases match"
+
+
+@checker("7.3", library_answers=[group_advantages])
+def check_advantages(fn: Callable[[list[float]], list[float]]) -> str:
+    """Exercise checker: `fn(rewards_of_one_group)` must return GRPO's normalised advantages."""
+    if not callable(fn):
+        raise ExerciseFailure("pass your function itself, e.g. check_advantages(advantages)")
+    cases = ([1.0, 0.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [0.2, 0.9, 0.4])
+    for rewards in cases:
+        want = group_advantages(torch.tensor([rewards])).squeeze(0).tolist()
+        try:
+            got = fn(list(rewards))
+        except ZeroDivisionError as e:
+            if len(set(rewards)) != 1:
+                raise
+            raise ExerciseFailure(
+                f"rewards {rewards} raised ZeroDivisionError: when every reward is equal the std is 0; "
+                f"add epsilon={GRPO_EPSILON} to the std before dividing"
+            ) from e
+        if isinstance(got, torch.Tensor):
+            got = got.tolist()
+        if not isinstance(got, list | tuple) or len(got) != len(rewards):
+            raise ExerciseFailure(f"for rewards {rewards} return a list of {len(rewards)} advantages, got {got!r}")
+        if any(isinstance(g, float) and math.isnan(g) for g in got):
+            raise ExerciseFailure(
+                f"rewards {rewards} gave NaN: when every reward is equal the std is 0; add epsilon={GRPO_EPSILON}"
+            )
+        if any(abs(float(g) - w) > 1e-4 for g, w in zip(got, want, strict=True)):
+            population = torch.tensor(rewards).std(unbiased=False)
+            hint = "subtract the group mean, then divide by (std + epsilon)"
+            if float(population) > 0:
+                alt = [(r - sum(rewards) / len(rewards)) / (float(population) + GRPO_EPSILON) for r in rewards]
+                if all(abs(a - float(g)) < 1e-4 for a, g in zip(alt, got, strict=True)):
+                    hint = "use the unbiased std (divide by n - 1), as torch.std does by default and verl uses"
+            raise ExerciseFailure(
+                f"for rewards {rewards} you returned {got}, expected {[round(w, 4) for w in want]}; {hint}"
+            )
+    return f"{len(cases)} groups match"

@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-
-from verlstudy.kit.exercises import ExerciseFailure
 
 LOG_RATIO_CLAMP = 20.0  # upstream clamps logp - old_logp to [-20, 20] before exp (overflow guard)
 GRPO_EPSILON = 1e-6  # upstream's default epsilon added to the group std
@@ -268,7 +265,7 @@ def tabular_policy_gradient(
     return grad, float((clipped > unclipped).to(logits.dtype).mean())
 
 
-def train_bandit(
+def train_clip_bandit(
     clip_low: float,
     clip_high: float,
     clip_c: float = 10.0,
@@ -342,95 +339,3 @@ def max_prob_after_update(p_old: float, clip_high: float) -> float:
     if isinstance(clip_high, bool) or not isinstance(clip_high, numbers.Real) or clip_high < 0:
         raise ValueError(f"clip_high must be a number >= 0, got {clip_high!r}")
     return min(1.0, float(p_old) * (1.0 + float(clip_high)))
-
-
-# --- exercise checkers -------------------------------------------------------------------------
-
-_LOSS_CASES: tuple[tuple[float, float, float, float, float], ...] = (
-    # (ratio, advantage, clip_low, clip_high, clip_c): one case per region of the surface
-    (1.0, 1.0, 0.2, 0.28, 10.0),
-    (1.5, 1.0, 0.2, 0.28, 10.0),  # A > 0, above 1 + clip_high: clipped
-    (1.25, 1.0, 0.2, 0.2, 10.0),  # symmetric clip binds at 1.25, clip-higher would not
-    (1.25, 1.0, 0.2, 0.28, 10.0),
-    (0.5, 1.0, 0.2, 0.28, 10.0),  # A > 0, below 1 - clip_low: unclipped (pessimistic side)
-    (0.5, -1.0, 0.2, 0.28, 10.0),  # A < 0, below 1 - clip_low: clipped
-    (2.0, -1.0, 0.2, 0.28, 10.0),  # A < 0, above 1 + clip_high: unclipped, under the dual cap
-    (20.0, -1.0, 0.2, 0.28, 10.0),  # A < 0, past clip_c: the dual clip caps it
-    (20.0, -1.0, 0.2, 0.28, 3.0),
-    (20.0, 2.0, 0.2, 0.28, 3.0),  # A > 0: the dual clip never applies
-)
-
-
-def _token_loss_variants(ratio: float, adv: float, low: float, high: float, c: float) -> dict[str, float]:
-    """The per-token loss and the typical wrong versions of it, to name the learner's mistake."""
-    unclipped = -adv * ratio
-    pessimistic = max(unclipped, -adv * min(max(ratio, 1 - low), 1 + high))
-    symmetric = max(unclipped, -adv * min(max(ratio, 1 - low), 1 + low))
-    return {
-        "right": min(pessimistic, -adv * c) if adv < 0 else pessimistic,
-        "the dual clip is missing: for A < 0 take min(..., -A*clip_c)": pessimistic,
-        "the dual clip applies only when A < 0": min(pessimistic, -adv * c),
-        "the upper bound is 1 + clip_high, not 1 + clip_low": min(symmetric, -adv * c) if adv < 0 else symmetric,
-        "take the max (the pessimistic term), not the min": min(unclipped, -adv * min(max(ratio, 1 - low), 1 + high)),
-    }
-
-
-def check_token_loss(fn: Callable[[float, float, float, float, float], float]) -> str:
-    """Exercise checker: `fn(ratio, advantage, clip_low, clip_high, clip_c)` must equal verl's per-token loss."""
-    if not callable(fn):
-        raise ExerciseFailure("pass your function itself, e.g. check_token_loss(token_loss)")
-    for ratio, adv, low, high, c in _LOSS_CASES:
-        want = float(clipped_token_loss(torch.tensor([ratio]), torch.tensor([adv]), low, high, c)[0])
-        got = fn(ratio, adv, low, high, c)
-        if isinstance(got, torch.Tensor) and got.numel() == 1:
-            got = float(got)
-        if isinstance(got, bool) or not isinstance(got, numbers.Real):
-            raise ExerciseFailure(f"return one number (a float), got {type(got).__name__} {got!r}")
-        if abs(float(got) - want) > 1e-6:
-            variants = _token_loss_variants(ratio, adv, low, high, c)
-            hint = next(
-                (name for name, v in variants.items() if name != "right" and abs(v - float(got)) < 1e-6),
-                "start from max(-A*r, -A*clip(r, 1-clip_low, 1+clip_high))",
-            )
-            raise ExerciseFailure(
-                f"for ratio={ratio}, A={adv}, clip_low={low}, clip_high={high}, clip_c={c} you returned {got:.4g}, "
-                f"expected {want:.4g}; hint: {hint}"
-            )
-    return f"{len(_LOSS_CASES)} cases match"
-
-
-def check_advantages(fn: Callable[[list[float]], list[float]]) -> str:
-    """Exercise checker: `fn(rewards_of_one_group)` must return GRPO's normalised advantages."""
-    if not callable(fn):
-        raise ExerciseFailure("pass your function itself, e.g. check_advantages(advantages)")
-    cases = ([1.0, 0.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [0.2, 0.9, 0.4])
-    for rewards in cases:
-        want = group_advantages(torch.tensor([rewards])).squeeze(0).tolist()
-        try:
-            got = fn(list(rewards))
-        except ZeroDivisionError as e:
-            if len(set(rewards)) != 1:
-                raise
-            raise ExerciseFailure(
-                f"rewards {rewards} raised ZeroDivisionError: when every reward is equal the std is 0; "
-                f"add epsilon={GRPO_EPSILON} to the std before dividing"
-            ) from e
-        if isinstance(got, torch.Tensor):
-            got = got.tolist()
-        if not isinstance(got, list | tuple) or len(got) != len(rewards):
-            raise ExerciseFailure(f"for rewards {rewards} return a list of {len(rewards)} advantages, got {got!r}")
-        if any(isinstance(g, float) and math.isnan(g) for g in got):
-            raise ExerciseFailure(
-                f"rewards {rewards} gave NaN: when every reward is equal the std is 0; add epsilon={GRPO_EPSILON}"
-            )
-        if any(abs(float(g) - w) > 1e-4 for g, w in zip(got, want, strict=True)):
-            population = torch.tensor(rewards).std(unbiased=False)
-            hint = "subtract the group mean, then divide by (std + epsilon)"
-            if float(population) > 0:
-                alt = [(r - sum(rewards) / len(rewards)) / (float(population) + GRPO_EPSILON) for r in rewards]
-                if all(abs(a - float(g)) < 1e-4 for a, g in zip(alt, got, strict=True)):
-                    hint = "use the unbiased std (divide by n - 1), as torch.std does by default and verl uses"
-            raise ExerciseFailure(
-                f"for rewards {rewards} you returned {got}, expected {[round(w, 4) for w in want]}; {hint}"
-            )
-    return f"{len(cases)} groups match"

@@ -17,24 +17,15 @@ from __future__ import annotations
 
 import numbers
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from verlstudy.kit.exercises import ExerciseFailure
+from verlstudy.kit.params import positive_int
 
 _LAYOUT_SYMBOLS = {"E": "embedding", "t": "transformer layer", "m": "MTP layer", "L": "loss head"}
 _TOKEN = re.compile(r"([EtmL])(?:\*(\d+))?")
-
-
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a positive integer, got {type(value).__name__} {value!r}")
-    if int(value) < 1:
-        raise ValueError(f"{name} must be a positive integer (>= 1), got {value}")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -55,8 +46,8 @@ class ParallelLayout:
 
     def __post_init__(self) -> None:
         for name in ("nodes", "devices_per_node", "tp", "pp", "cp", "ep"):
-            object.__setattr__(self, name, _positive_int(name, getattr(self, name)))
-        etp = self.tp if self.etp is None else _positive_int("etp", self.etp)
+            object.__setattr__(self, name, positive_int(name, getattr(self, name)))
+        etp = self.tp if self.etp is None else positive_int("etp", self.etp)
         object.__setattr__(self, "etp", etp)
         world = self.world_size
         dense = self.tp * self.cp * self.pp
@@ -123,7 +114,7 @@ class RolloutLayout:
 
     def __post_init__(self) -> None:
         for name in ("world_size", "tp", "dp", "ep", "pp"):
-            object.__setattr__(self, name, _positive_int(name, getattr(self, name)))
+            object.__setattr__(self, name, positive_int(name, getattr(self, name)))
         if self.world_size % self.devices_per_replica:
             raise ValueError(
                 f"world size {self.world_size} is not divisible by rollout tp*dp*pp = "
@@ -181,8 +172,8 @@ class PipelineLayout:
 
     def check(self, pp: int, num_layers: int) -> None:
         """Raise ValueError unless the layout has `pp` stages and `num_layers` decoder layers."""
-        pp = _positive_int("pp", pp)
-        num_layers = _positive_int("num_layers", num_layers)
+        pp = positive_int("pp", pp)
+        num_layers = positive_int("num_layers", num_layers)
         if self.num_stages != pp:
             raise ValueError(f"layout {self.text!r} has {self.num_stages} stages but pp={pp}")
         if self.num_layers != num_layers:
@@ -259,7 +250,7 @@ class BatchPlan:
 
     def __post_init__(self) -> None:
         for name in ("train_batch_size", "n", "ppo_mini_batch_size", "micro_batch_size", "dp"):
-            object.__setattr__(self, name, _positive_int(name, getattr(self, name)))
+            object.__setattr__(self, name, positive_int(name, getattr(self, name)))
         if self.train_batch_size % self.ppo_mini_batch_size:
             raise ValueError(
                 f"train_batch_size={self.train_batch_size} is not divisible by "
@@ -305,8 +296,8 @@ def pipeline_bubble_fraction(pp: int, micro_batches: int) -> float:
 
     The schedule takes m + pp - 1 slots of which each stage is busy for m (Narayanan et al., 2021).
     """
-    pp = _positive_int("pp", pp)
-    micro_batches = _positive_int("micro_batches", micro_batches)
+    pp = positive_int("pp", pp)
+    micro_batches = positive_int("micro_batches", micro_batches)
     return (pp - 1) / (micro_batches + pp - 1)
 
 
@@ -389,49 +380,3 @@ def load_recipe(path: str | Path) -> dict[str, dict[str, object]]:
         if missing:
             raise ValueError(f"recipe {path.name} section {section!r} lacks {', '.join(missing)}")
     return data
-
-
-# --- exercise checker --------------------------------------------------------------------------
-
-_LAYOUT_CASES: tuple[tuple[int, int, int, int, int, int], ...] = (
-    # (world, tp, pp, cp, ep, etp)
-    (512, 8, 8, 1, 64, 1),  # the #7788 recipe
-    (512, 8, 4, 1, 16, 2),
-    (512, 8, 4, 2, 8, 1),  # cp enters dp, not edp: dp 8, edp 16
-    (512, 8, 8, 1, 128, 1),  # experts do not divide: 1*128*8 = 1024 > 512
-    (384, 8, 4, 1, 64, 1),  # dense divides (dp 12), experts do not: 384 % 256 != 0
-    (480, 8, 8, 1, 8, 1),  # 480 % 64 != 0: no whole dp
-    (512, 8, 6, 1, 8, 1),  # 512 % 48 != 0
-)
-
-
-def check_dp_sizes(fn: Callable[[int, int, int, int, int, int], tuple[int, int]]) -> str:
-    """Exercise checker: `fn(world, tp, pp, cp, ep, etp)` returns (dp, edp) or raises ValueError."""
-    if not callable(fn):
-        raise ExerciseFailure("pass your function itself, e.g. check_dp_sizes(dp_sizes)")
-    for world, tp, pp, cp, ep, etp in _LAYOUT_CASES:
-        args = f"world={world}, tp={tp}, pp={pp}, cp={cp}, ep={ep}, etp={etp}"
-        try:
-            layout = ParallelLayout(nodes=1, devices_per_node=world, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp)
-            want: tuple[int, int] | None = (layout.dp, layout.edp)
-        except ValueError:
-            want = None
-        try:
-            got = fn(world, tp, pp, cp, ep, etp)
-        except ValueError:
-            if want is None:
-                continue
-            raise ExerciseFailure(
-                f"{args} divides (dp={want[0]}, edp={want[1]}) but your function raised ValueError"
-            ) from None
-        if want is None:
-            raise ExerciseFailure(
-                f"{args} does not divide, so raise ValueError; you returned {got!r}. "
-                "hint: check world % (tp*cp*pp) and world % (etp*ep*pp) before dividing"
-            )
-        if not isinstance(got, tuple | list) or len(got) != 2 or tuple(got) != want:
-            hint = "dp = world // (tp*cp*pp); edp = world // (etp*ep*pp)"
-            if isinstance(got, tuple | list) and len(got) == 2 and got[0] == want[0]:
-                hint = "edp counts copies of each expert shard: world // (etp*ep*pp), where cp does not enter"
-            raise ExerciseFailure(f"for {args} you returned {got!r}, expected (dp, edp) = {want}; hint: {hint}")
-    return f"{len(_LAYOUT_CASES)} layouts match"

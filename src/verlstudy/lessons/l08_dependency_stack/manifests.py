@@ -10,16 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verlstudy.common.pins import (
-    _HEX,
-    REF_KINDS,
-    Pin,
-    naming_problems,
-    pins_in_files,
-    ref_drift,
-    ref_naming_problem,
-    repo_key,
-)
+from verlstudy.common.pins import naming_problems, pins_in_files, ref_drift
+from verlstudy.common.refs import COMMIT_HASH, REF_KINDS, Pin, ref_naming_problem, repo_key
 
 # ---------------------------------------------------------------- stack manifests
 
@@ -69,7 +61,7 @@ def _component(raw: object, where: str) -> Component:
         raise ValueError(f"{where}: component {comp.name!r} kind={comp.kind!r}; allowed: {', '.join(REF_KINDS)}")
     if comp.is_pypi != (comp.kind == "version"):
         raise ValueError(f"{where}: component {comp.name!r}: kind 'version' goes with repo 'pypi:<name>' and only then")
-    if comp.kind == "commit" and not _HEX.fullmatch(comp.ref):
+    if comp.kind == "commit" and not COMMIT_HASH.fullmatch(comp.ref):
         raise ValueError(f"{where}: component {comp.name!r}: a commit ref must be 7-40 hex digits, got {comp.ref!r}")
     return comp
 

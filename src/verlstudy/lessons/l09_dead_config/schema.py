@@ -1,0 +1,217 @@
+"""Lesson 09's dataclasses <-> YAML: strict building, instantiation, and the field checks a removal needs.
+
+`build` checks `_target_`, types, unknown and removed keys (errors carry file:line);
+`instantiate_unchecked` is the plain `cls(**yaml_block)` a loader without a schema does;
+`assert_field_removed` is verl #7466's kind of guard test; `yaml_field_mismatches` compares a YAML
+block with its dataclass.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import importlib
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import yaml
+
+from verlstudy.lessons.l09_dead_config.errors import REMOVED_KEYS, ConfigError, Removal, unknown_key_error
+from verlstudy.lessons.l09_dead_config.loading import TARGET_KEY, ConfigTree, KeyPath, dotted
+
+
+def class_path(cls: type) -> str:
+    """The `_target_` string of a class: 'module.QualName'."""
+    if not isinstance(cls, type):
+        raise TypeError(f"class_path takes a class, got {type(cls).__name__}")
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def resolve_target(target: str, *, where: str = "<config>") -> type:
+    """Import the class a `_target_` names; ConfigError saying which part could not be found."""
+    if not isinstance(target, str) or "." not in target:
+        raise ConfigError(f"{where}: _target_ must be a dotted 'module.Class' path, got {target!r}")
+    module_name, _, name = target.rpartition(".")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ConfigError(f"{where}: cannot import module {module_name!r} for _target_ {target!r}: {err}") from None
+    cls = getattr(module, name, None)
+    if not isinstance(cls, type):
+        raise ConfigError(f"{where}: module {module_name!r} has no class {name!r} (from _target_ {target!r})")
+    return cls
+
+
+def _type_name(annotation: Any) -> str:
+    if typing.get_origin(annotation) is None and isinstance(annotation, type):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "")
+
+
+def _convert(value: Any, annotation: Any, path: KeyPath, tree: ConfigTree, removals: Mapping[str, Removal]) -> Any:
+    where = tree.where(path)
+    origin = typing.get_origin(annotation)
+    if annotation is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        arms = typing.get_args(annotation)
+        if value is None and type(None) in arms:
+            return None
+        errors = []
+        for arm in arms:
+            if arm is type(None):
+                continue
+            try:
+                return _convert(value, arm, path, tree, removals)
+            except ConfigError as err:
+                errors.append(str(err))
+        raise ConfigError(f"{where}: {dotted(path)!r} must be {_type_name(annotation)}, got {value!r}")
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        return build(annotation, value, path=path, tree=tree, removals=removals)
+    if value is None:
+        raise ConfigError(f"{where}: {dotted(path)!r} must be {_type_name(annotation)}, got null")
+    checks: dict[Any, Callable[[Any], bool]] = {
+        bool: lambda v: isinstance(v, bool),
+        int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+        float: lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        str: lambda v: isinstance(v, str),
+        list: lambda v: isinstance(v, list),
+        dict: lambda v: isinstance(v, dict),
+    }
+    check = checks.get(origin or annotation)
+    if check is not None and not check(value):
+        raise ConfigError(
+            f"{where}: {dotted(path)!r} must be {_type_name(annotation)}, got {type(value).__name__} {value!r}"
+        )
+    if annotation is float:
+        return float(value)
+    return copy.deepcopy(value)
+
+
+def build(
+    cls: type,
+    data: Mapping[str, Any] | ConfigTree,
+    *,
+    path: KeyPath = (),
+    tree: ConfigTree | None = None,
+    removals: Mapping[str, Removal] = REMOVED_KEYS,
+) -> Any:
+    """Build dataclass `cls` from YAML data, strictly: `_target_` (when present) must name `cls`,
+    every key must be a field (a removed key gets its migration message, a typo the closest names),
+    scalar types must match and nested dataclasses are built too. Errors carry file:line.
+
+    `data` is a ConfigTree (locations known) or a plain mapping; `path` is where it sits in `tree`.
+    """
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        raise TypeError(f"cls must be a dataclass type, got {cls!r}")
+    if isinstance(data, ConfigTree):
+        tree, data = data, (data.get(path) if path else data.data)
+    tree = tree or ConfigTree({}, {})
+    where = tree.where(path)
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: {dotted(path)!r} must be a mapping for {cls.__name__}, got {data!r}")
+    target = data.get(TARGET_KEY)
+    if TARGET_KEY in data:
+        # the block's _target_ line says which file defined it
+        where = tree.where((*path, TARGET_KEY))
+    if target is not None and target != class_path(cls):
+        raise ConfigError(f"{where}: _target_ is {target!r} but this block builds {class_path(cls)!r}")
+    init_fields = [f for f in dataclasses.fields(cls) if f.init]
+    names = [f.name for f in init_fields]
+    for key in data:
+        if key != TARGET_KEY and key not in names:
+            raise unknown_key_error(key, names, where=tree.where((*path, key)), owner=cls.__name__, removals=removals)
+    hints = typing.get_type_hints(cls)
+    kwargs = {
+        f.name: _convert(data[f.name], hints[f.name], (*path, f.name), tree, removals)
+        for f in init_fields
+        if f.name in data
+    }
+    try:
+        return cls(**kwargs)
+    except (ValueError, TypeError, AssertionError) as err:
+        raise ConfigError(f"{where}: {cls.__name__} rejected {dotted(path)!r}: {err}") from err
+
+
+def instantiate(tree: ConfigTree, *, removals: Mapping[str, Removal] = REMOVED_KEYS) -> dict[str, Any]:
+    """Walk a composed config and build every block that has a `_target_` (strictly, with `build`);
+    other mappings stay plain dicts."""
+
+    def walk(node: Any, path: KeyPath) -> Any:
+        if isinstance(node, Mapping):
+            if TARGET_KEY in node:
+                cls = resolve_target(node[TARGET_KEY], where=tree.where((*path, TARGET_KEY)))
+                return build(cls, node, path=path, tree=tree, removals=removals)
+            return {k: walk(v, (*path, k)) for k, v in node.items()}
+        return copy.deepcopy(node)
+
+    return walk(tree.data, ())
+
+
+def instantiate_unchecked(data: Mapping[str, Any]) -> Any:
+    """What a plain `cls(**yaml_block)` does (upstream's path without a schema check): nested
+    `_target_` blocks are built the same way, and an unknown key surfaces as Python's own
+    "unexpected keyword argument" TypeError, with no file, line or way forward."""
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, Mapping):
+            items = {k: walk(v) for k, v in node.items() if k != TARGET_KEY}
+            return resolve_target(node[TARGET_KEY])(**items) if TARGET_KEY in node else items
+        return node
+
+    if not isinstance(data, Mapping) or TARGET_KEY not in data:
+        raise ConfigError("instantiate_unchecked needs a mapping with a _target_")
+    return walk(data)
+
+
+def to_dict(instance: Any) -> dict[str, Any]:
+    """A dataclass instance as YAML-ready data: `_target_` first, then fields in declaration order."""
+    if not dataclasses.is_dataclass(instance) or isinstance(instance, type):
+        raise TypeError(f"to_dict takes a dataclass instance, got {type(instance).__name__}")
+    out: dict[str, Any] = {TARGET_KEY: class_path(type(instance))}
+    for f in dataclasses.fields(instance):
+        value = getattr(instance, f.name)
+        out[f.name] = to_dict(value) if dataclasses.is_dataclass(value) else copy.deepcopy(value)
+    return out
+
+
+def dump_yaml(data: Mapping[str, Any]) -> str:
+    """YAML text in the project's one style: block style, keys in insertion order."""
+    return yaml.safe_dump(dict(data), sort_keys=False, default_flow_style=False, width=100)
+
+
+def field_names(cls: type) -> list[str]:
+    """The dataclass's field names, in order (what `dataclasses.fields` reports)."""
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        raise TypeError(f"field_names takes a dataclass type, got {cls!r}")
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def assert_field_removed(cls: type, name: str, *, removals: Mapping[str, Removal] = REMOVED_KEYS) -> None:
+    """The guard test of verl #7466's kind: fail if a removed field has come back to `cls`."""
+    if name in field_names(cls):
+        reason = removals[name].message() if name in removals else "it is meant to stay removed"
+        raise AssertionError(f"{cls.__name__} has field {name!r} again: {reason}")
+
+
+def yaml_field_mismatches(cls: type, data: Mapping[str, Any], path: KeyPath = ()) -> dict[str, list[str]]:
+    """Compare a YAML block with its dataclass, recursing into dataclass-typed fields:
+    'yaml_only' keys (instantiation will fail) and 'dataclass_only' fields (the YAML is incomplete)."""
+    hints = typing.get_type_hints(cls)
+    out: dict[str, list[str]] = {"yaml_only": [], "dataclass_only": []}
+    names = field_names(cls)
+    for key in data:
+        if key != TARGET_KEY and key not in names:
+            out["yaml_only"].append(dotted((*path, key)))
+    for name in names:
+        if name not in data:
+            out["dataclass_only"].append(dotted((*path, name)))
+            continue
+        sub = hints[name]
+        if isinstance(sub, type) and dataclasses.is_dataclass(sub) and isinstance(data[name], Mapping):
+            nested = yaml_field_mismatches(sub, data[name], (*path, name))
+            for kind in out:
+                out[kind].extend(nested[kind])
+    return out

@@ -1,0 +1,85 @@
+"""Installed, not only cloned: a wheel built from this checkout runs the course from an empty folder.
+
+The wheel is built from a copy of the sources (so the checkout gains no build/ or egg-info), installed
+into a folder of its own without dependencies (the test's environment already has them), and put
+first on PYTHONPATH, so the commands below cannot see the checkout at all.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    work = tmp_path_factory.mktemp("wheel")
+    source = work / "source"
+    for name in ("src", "notebooks", "data"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "wheel", str(source), "--no-deps", "--no-build-isolation", "-w", str(work / "dist")],
+                   check=True, capture_output=True)  # fmt: skip
+    (wheel,) = (work / "dist").glob("verlstudy-*.whl")
+    site = work / "site"
+    subprocess.run([*pip, "install", "--no-deps", "--no-index", "--target", str(site), str(wheel)], check=True)
+    empty = work / "empty"
+    empty.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(site)}
+
+    def verlstudy(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "verlstudy", *args], cwd=empty, env=env, capture_output=True, text=True, check=check
+        )
+
+    return verlstudy, site, empty
+
+
+def test_the_installed_package_is_the_wheels_not_the_checkouts(installed):
+    _, site, empty = installed
+    where = subprocess.run(
+        [sys.executable, "-c", "import verlstudy.kit.resources as r; print(r.__file__); print(r.course_root())"],
+        cwd=empty, env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert Path(where[0]).is_relative_to(site) and Path(where[1]) == site / "verlstudy" / "_course"
+    bundle = site / "verlstudy" / "_course"
+    assert len(list((bundle / "notebooks").glob("*.ipynb"))) == 10 and (bundle / "data" / "stacks").is_dir()
+
+
+def test_list_works_from_an_empty_folder(installed):
+    verlstudy, _, _ = installed
+    assert "10 lessons, 400 minutes in all" in verlstudy("list").stdout
+    assert [entry["code"] for entry in json.loads(verlstudy("list", "--json").stdout)][:3] == ["00", "01", "02"]
+
+
+def test_run_executes_lessons_from_the_wheel(installed, tmp_path):
+    verlstudy, _, _ = installed
+    done = verlstudy("run", "00", "02", "--out", str(tmp_path / "out"), check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    executed = {p.name for p in (tmp_path / "out").glob("*.ipynb")}
+    assert {"00_start_here.ipynb", "02_detach_placement_trap.ipynb"} <= executed
+    assert not executed & {"01_memory_leak_attribution.ipynb", "03_router_replay_scoping.ipynb"}
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "00" in report and "02" in report
+
+
+def test_student_edition_and_a_learners_copy(installed, tmp_path):
+    verlstudy, _, _ = installed
+    verlstudy("student", "--out", str(tmp_path / "student"))
+    assert len(list((tmp_path / "student").glob("*.ipynb"))) == 10
+    mine = tmp_path / "mine"
+    verlstudy("init", str(mine))
+    assert len(list((mine / "notebooks").glob("*.ipynb"))) == 10 and len(list((mine / "student").glob("*.ipynb"))) == 10
+    edited = mine / "student" / "04_thd_sequence_alignment.ipynb"
+    edited.write_text(edited.read_text().replace("NotImplementedError", "NotImplementedError  # my attempt", 1))
+    again = verlstudy("init", str(mine)).stdout
+    assert "kept as you changed them" in again and "my attempt" in edited.read_text()

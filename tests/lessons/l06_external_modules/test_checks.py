@@ -1,0 +1,86 @@
+"""Lesson 06's checkers: the references pass; plausible wrong answers fail, each with a message naming the mistake."""
+
+from collections.abc import Sequence
+
+import pytest
+
+from verlstudy.kit.exercises import ExerciseFailure, check_exercise, exercise_results
+from verlstudy.lessons.l06_external_modules.checks import check_parse_modules, check_predict_patched
+from verlstudy.lessons.l06_external_modules.modules_env import (
+    ADAPTOR,
+    HOOK_PACKAGE,
+    LIBRARY,
+    parse_module_list,
+    predict_patched,
+    split_like_verl_091,
+)
+
+
+def own_parse(value):
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def own_predict(imports, env_value):
+    named = [m.strip() for m in (env_value or "").split(",")]
+    for module in imports:
+        if module == ADAPTOR or (module == HOOK_PACKAGE and ADAPTOR in named):
+            return True
+        if module == LIBRARY:
+            return False
+    return False
+
+
+def _stub(*_args):
+    raise NotImplementedError("exercise")
+
+
+def verdict(exercise_id, checker, *args):
+    check_exercise(exercise_id, *args)
+    return exercise_results()[exercise_id]
+
+
+def test_parse_modules_checker():
+    assert verdict("6.1", check_parse_modules, own_parse) == "correct"
+    with pytest.raises(ExerciseFailure, match="strip blanks"):
+        check_parse_modules(lambda v: [p for p in v.split(",") if p])
+    with pytest.raises(ExerciseFailure, match="drop empty entries"):
+        check_parse_modules(lambda v: [p.strip() for p in v.split(",")] if v else [])
+    with pytest.raises(ExerciseFailure, match="return \\[\\]"):
+        check_parse_modules(split_like_verl_091_but_empty_gives_blank)
+    assert verdict("6.1", check_parse_modules, _stub) == "not attempted"
+
+
+def split_like_verl_091_but_empty_gives_blank(value: str) -> list[str]:
+    return [p.strip() for p in value.split(",")]
+
+
+def test_predict_patched_checker():
+    assert verdict("6.2", check_predict_patched, own_predict) == "correct"
+
+    def env_is_enough(imports: Sequence[str], env: str | None) -> bool:
+        return bool(env) or ADAPTOR in imports
+
+    with pytest.raises(ExerciseFailure, match="binds `attention` when it is imported"):
+        check_predict_patched(env_is_enough)
+    with pytest.raises(ExerciseFailure, match="return a bool"):
+        check_predict_patched(lambda imports, env: "yes")
+    assert verdict("6.2", check_predict_patched, _stub) == "not attempted"
+
+
+def test_splitting_on_commas_as_verl_0_9_1_does_is_a_wrong_answer(assert_wrong):
+    assert_wrong("6.1", lambda value: value.split(","), mentions="names no modules")
+    assert split_like_verl_091("a, b") == ["a", " b"]  # the same mistake as the lesson's model of 0.9.1
+
+
+def test_6_2_rejects_ignoring_the_import_order(assert_wrong):
+    assert_wrong("6.2", lambda imports, env: env is not None and ADAPTOR in env, mentions="too late")
+
+
+def test_the_mechanisms_own_parser_and_predictor_are_refused(assert_wrong):
+    assert_wrong("6.1", parse_module_list, mentions="library's own parse_module_list")
+    assert_wrong("6.2", lambda imports, env: predict_patched(imports, env), mentions="calls the library's own")
+
+
+@pytest.mark.parametrize("exercise_id", ["6.1", "6.2"])
+def test_no_mechanism_function_passes(assert_mechanism_does_not_pass, exercise_id):
+    assert_mechanism_does_not_pass(exercise_id, "verlstudy.lessons.l06_external_modules")

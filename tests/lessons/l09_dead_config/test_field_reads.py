@@ -1,0 +1,92 @@
+"""Specification of field_reads: the AST search for config fields that are copied and never read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from verlstudy.lessons.l09_dead_config import errors, field_reads
+
+PKG = Path(__file__).resolve().parents[3] / "data" / "engine_config"
+
+
+# ---- dead fields --------------------------------------------------------------------------
+
+
+def test_fixture_has_exactly_one_dead_field(pkg):
+    dead = field_reads.dead_fields([PKG / "config.py", PKG / "engine.py"], pkg.config.McoreEngineConfig)
+    assert [d.name for d in dead] == ["grad_offload"]
+    (grad,) = dead
+    assert grad.copied_into == ("self._is_offload_grad",)
+    line = next(i for i, s in enumerate((PKG / "engine.py").read_text().splitlines(), 1) if "_is_offload_grad =" in s)
+    assert grad.sites == (f"engine.py:{line}",)
+    assert str(grad) == f"grad_offload: copied into self._is_offload_grad (engine.py:{line}), which is never read"
+
+
+@dataclass
+class Cfg:
+    a: bool = False
+    b: bool = False
+    c: bool = False
+    d: bool = False
+    e: bool = False
+
+
+def _dead(src: str) -> list[str]:
+    return [d.name for d in field_reads.dead_fields({"m.py": src}, Cfg)]
+
+
+def test_dead_fields_rules():
+    src = """
+class E:
+    def __init__(self, cfg):
+        self._a = cfg.a          # copy, then read below: live
+        self._b = cfg.b          # copy, never read: dead
+        local_c = cfg.c          # local copy, read: live
+        local_d = cfg.d          # local copy, never read: dead
+        print(local_c)
+
+    def go(self):
+        if self._a:
+            return 1
+"""
+    assert _dead(src) == ["b", "d", "e"]
+    dead = field_reads.dead_fields({"m.py": src}, Cfg)
+    assert str(dead[-1]) == "e: never read"
+    assert dead[1].copied_into == ("local_d",)
+
+
+def test_dead_fields_follows_chains_and_other_read_forms():
+    src = """
+def f(cfg, self):
+    self._x = cfg.a
+    self._y = self._x        # chain: a -> _x -> _y, and _y is used
+    use(self._y)
+    use(getattr(cfg, "b"))
+    use(cfg["c"])
+    self._z = cfg.d
+    self._w = self._z        # chain that ends unread: d is dead
+    self._w2: bool = cfg.e   # annotated copy
+    use(self._w2)
+"""
+    assert _dead(src) == ["d"]
+
+
+def test_dead_fields_copy_cycles_terminate():
+    src = "def f(cfg, self):\n    self._p = cfg.a\n    self._q = self._p\n    self._p = self._q\n"
+    assert _dead(src) == ["a", "b", "c", "d", "e"]
+
+
+def test_dead_fields_unpacking_counts_as_a_use():
+    assert "a" not in _dead("x, y = cfg.a\n")
+
+
+def test_dead_fields_bad_input():
+    with pytest.raises(errors.ConfigError, match=r"m\.py:1: cannot parse"):
+        field_reads.dead_fields({"m.py": "def (:\n"}, Cfg)
+    with pytest.raises(TypeError, match="list of paths"):
+        field_reads.dead_fields("m.py", Cfg)
+    with pytest.raises(TypeError, match="dataclass type"):
+        field_reads.dead_fields({"m.py": ""}, int)
