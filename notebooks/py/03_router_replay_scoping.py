@@ -37,7 +37,7 @@
 #   `verl/utils/config.py::_validate_router_replay_config` (R2 rejected with `bypass_mode=True`).
 # - `verl/utils/megatron_utils.py::get_hf_config_attr`: the text-branch config walk.
 #
-# Everything below runs a toy router on the CPU; the code is this course's own, in `verlstudy.lessons.l03_router_replay.router_replay`.
+# Everything below runs a toy router on the CPU; the code is this course's own, in `verlstudy.lessons.l03_router_replay` (modules `moe`, `routes`, `controller`, `pipeline`, `text_config`).
 #
 # Facts checked against verl 0.9.1.
 
@@ -58,19 +58,32 @@ import time
 
 import torch
 
-from verlstudy.lessons.l03_router_replay import router_replay as rr
 from verlstudy.kit.exercises import check_exercise
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.devices import pick_device, skip_unless
 from verlstudy.common.dist import run_local
 from verlstudy.kit.params import check_float, check_int
 from verlstudy.kit.plots import bar_plot
-from verlstudy.lessons.l03_router_replay.router_replay import (
+from verlstudy.kit.seeding import seed_everything
+from verlstudy.lessons.l03_router_replay import pipeline
+from verlstudy.lessons.l03_router_replay.controller import (
     ReplayController,
     RevertedReplayController,
-    TinyMoE,
+    recompute_off_record,
+    record_routes,
+    replay_off_record,
 )
-from verlstudy.kit.seeding import seed_everything
+from verlstudy.lessons.l03_router_replay.moe import TinyMoE, sgd_step
+from verlstudy.lessons.l03_router_replay.routes import (
+    local_stage_routes,
+    model_routers,
+    recorded_routes,
+    rerouted_per_layer,
+    rerouted_tokens,
+    routes_used,
+    stack_routes,
+)
+from verlstudy.lessons.l03_router_replay.text_config import ToyConfig, bfs_config_attr, get_text_config_attr
 
 dev = pick_device(device)
 n_tokens = check_int("n_tokens", n_tokens, minimum=8, maximum=4096)
@@ -115,15 +128,15 @@ print(f"recorded routes: shape {tuple(recorded.shape)} (tokens, layers, topk), {
 
 # %%
 torch.nn.functional.cross_entropy(model(tokens), targets).backward()
-rr.sgd_step(model, lr)
+sgd_step(model, lr)
 with torch.no_grad():
     model(tokens)
-native_routes = rr.routes_used(model)
-native_moved = rr.rerouted_tokens(recorded, native_routes)
+native_routes = routes_used(model)
+native_moved = rerouted_tokens(recorded, native_routes)
 print("update forward:", r2.begin(model, forward_only=False, routes=recorded))
 with torch.no_grad():
     model(tokens)
-replay_moved = rr.rerouted_tokens(recorded, rr.routes_used(model))
+replay_moved = rerouted_tokens(recorded, routes_used(model))
 print(f"tokens routed elsewhere than recorded: native {native_moved}/{n_tokens}, replayed {replay_moved}/{n_tokens}")
 claim(f"one update moves native routing ({native_moved}/{n_tokens} tokens)", native_moved > 0,
       upstream="why R2 exists: update on the routes the samples were drawn with")
@@ -131,7 +144,7 @@ claim("tokens off the record under R2 replay", replay_moved, 0, upstream="REPLAY
 
 # %%
 _ = bar_plot(
-    {f"layer {n}": moved for n, moved in enumerate(rr.rerouted_per_layer(recorded, native_routes), start=1)},
+    {f"layer {n}": moved for n, moved in enumerate(rerouted_per_layer(recorded, native_routes), start=1)},
     title="tokens whose experts changed after one update (native routing)",
     ylabel="tokens",
 )
@@ -146,8 +159,8 @@ half = torch.arange(n_tokens) < n_tokens // 2
 r2.begin(model, forward_only=False, routes=recorded, mask=half)
 with torch.no_grad():
     model(tokens)
-masked = rr.routes_used(model)
-claim("with a mask, tokens of the masked half off the record", rr.rerouted_tokens(recorded[half], masked[half]), 0,
+masked = routes_used(model)
+claim("with a mask, tokens of the masked half off the record", rerouted_tokens(recorded[half], masked[half]), 0,
       upstream="torch.where(replay_mask, replayed, native)")
 claim("with a mask, the other half routes natively", torch.equal(masked[~half].sort(-1).values, native_routes[~half].sort(-1).values))
 
@@ -156,15 +169,15 @@ claim("with a mask, the other half routes natively", torch.equal(masked[~half].s
 # backward, after *later* micro-batches have already been forwarded (1F1B). Every `set_target` also queues
 # the routes, and after its forward a router switches to REPLAY_BACKWARD so that each recompute pops its
 # own micro-batch's routes. Left in REPLAY_FORWARD, the recompute of micro-batch 0 reads micro-batch 1's
-# targets: same shape, no error, wrong experts. `rr.recompute_off_record` records two micro-batches, runs
+# targets: same shape, no error, wrong experts. `recompute_off_record` records two micro-batches, runs
 # their update forwards in order (calling `end` after each, or not), then re-forwards micro-batch 0 as its
 # recompute would: an explicit re-forward standing in for what `torch.utils.checkpoint` does in backward
 # (the unit tests run the real checkpoint and compare gradients).
 
 # %%
 micro_batches = [torch.randint(0, 16, (n_tokens,)) for _ in range(2)]
-fifo_moved = rr.recompute_off_record(r2, model, micro_batches, switch_to_backward=True)
-stuck_moved = rr.recompute_off_record(r2, model, micro_batches, switch_to_backward=False)
+fifo_moved = recompute_off_record(r2, model, micro_batches, switch_to_backward=True)
+stuck_moved = recompute_off_record(r2, model, micro_batches, switch_to_backward=False)
 print(f"recompute of micro-batch 0 off its record: FIFO {fifo_moved}, stuck in REPLAY_FORWARD {stuck_moved}")
 claim("FIFO recompute: tokens off micro-batch 0's record", fifo_moved, 0, upstream="replay_backward_list.pop(0)")
 claim(f"stuck in REPLAY_FORWARD, the recompute silently moves {stuck_moved}/{n_tokens} tokens", stuck_moved > 0,
@@ -193,18 +206,18 @@ claim("disabled + empty registry: the reverted path raises, the fix is a no-op",
 # (upstream: "a model that rebuilds its decoder registers a set it then discards") stays in it, in front.
 # The positional slice then hands the *stale* routers the replay targets, and the live model routes
 # natively, with no error. Model-scoped collection walks the forwarded model and reaches its own routers.
-# (`rr.record_routes` is the R2 old-logprob pass of section 1 in one call; `rr.replay_off_record` runs one
+# (`record_routes` is the R2 old-logprob pass of section 1 in one call; `replay_off_record` runs one
 # update forward replaying the given routes and counts the tokens whose experts left the record.)
 
 # %%
 shared_registry: list = []
 discarded = TinyMoE(**sizes, registry=shared_registry)  # registered first, then thrown away
 live = TinyMoE(**sizes, registry=shared_registry)
-live_routes = rr.record_routes(r2, live, tokens)
+live_routes = record_routes(r2, live, tokens)
 torch.nn.functional.cross_entropy(live(tokens), targets).backward()
-rr.sgd_step(live, lr)
+sgd_step(live, lr)
 reverted = RevertedReplayController("R2", num_layers=3, registry=shared_registry)
-moved = {name: rr.replay_off_record(controller, live, tokens, live_routes)
+moved = {name: replay_off_record(controller, live, tokens, live_routes)
          for name, controller in (("reverted", reverted), ("fix", r2))}
 print(f"registry holds {len(shared_registry)} routers for a 3-layer model; tokens off the record: {moved}")
 claim(f"registry-positional replay silently misses the live routers ({moved['reverted']}/{n_tokens} tokens off)",
@@ -231,10 +244,10 @@ with expect_error(ValueError, match="'disabled', 'R2', 'R3'"):
 
 # %%
 shuffled = TinyMoE(**sizes, layer_numbers=(2, 3, 1), registry=[])
-print("walk order of the routers:", [n for n, _ in rr.model_routers(shuffled)])
-by_layer = rr.record_routes(r2, shuffled, tokens)  # the fix: stacked by layer number
-by_walk = rr.recorded_routes(shuffled, order="walk")  # the bug: stacked in walk order
-mismatch = {name: rr.replay_off_record(r2, shuffled, tokens, routes, reference=by_layer)  # no error either way
+print("walk order of the routers:", [n for n, _ in model_routers(shuffled)])
+by_layer = record_routes(r2, shuffled, tokens)  # the fix: stacked by layer number
+by_walk = recorded_routes(shuffled, order="walk")  # the bug: stacked in walk order
+mismatch = {name: replay_off_record(r2, shuffled, tokens, routes, reference=by_layer)  # no error either way
             for name, routes in (("walk order", by_walk), ("layer order", by_layer))}
 print(f"tokens replayed onto different experts than recorded (weights unchanged): {mismatch}")
 claim(f"walk-ordered stacking silently replays wrong experts ({mismatch['walk order']}/{n_tokens} tokens)",
@@ -247,7 +260,7 @@ claim("layer-ordered stacking: tokens off the record", mismatch["layer order"], 
 
 # %%
 with expect_error(ValueError, match="duplicate layer numbers"):
-    rr.stack_routes([(1, recorded[:, 0]), (2, recorded[:, 1]), (1, recorded[:, 2])])
+    stack_routes([(1, recorded[:, 0]), (2, recorded[:, 1]), (1, recorded[:, 2])])
 
 # %% [markdown]
 # ## 4. The collective: `pp_gather` over pipeline ranks
@@ -261,8 +274,8 @@ with expect_error(ValueError, match="duplicate layer numbers"):
 # %%
 expert_ids = torch.tensor([3, 255, 300, 383], dtype=torch.int16).reshape(1, 1, 1, 4)
 print("value cast .to(uint8):", expert_ids.to(torch.uint8).flatten().tolist())
-print("bit view round trip:  ", rr.from_wire(rr.to_wire(expert_ids, 2), 1).flatten().tolist())
-claim("the uint8 view round trip is bit-exact", torch.equal(rr.from_wire(rr.to_wire(expert_ids, 2), 1), expert_ids),
+print("bit view round trip:  ", pipeline.from_wire(pipeline.to_wire(expert_ids, 2), 1).flatten().tolist())
+claim("the uint8 view round trip is bit-exact", torch.equal(pipeline.from_wire(pipeline.to_wire(expert_ids, 2), 1), expert_ids),
       upstream="pp_gather: NCCL has no int16, payloads travel as uint8 views")
 
 # %% [markdown]
@@ -271,10 +284,10 @@ claim("the uint8 view round trip is bit-exact", torch.equal(rr.from_wire(rr.to_w
 
 # %%
 gather_shape = (2, 3, topk, 384)  # batch, seq, topk, num_experts
-gathered = run_local(rr.pp_gather_worker, len(pp_layer_counts), pp_layer_counts, gather_shape, seed, timeout_s=60)
-full = rr.toy_global_routes(2, 3, sum(pp_layer_counts), topk, 384, seed)
+gathered = run_local(pipeline.pp_gather_worker, len(pp_layer_counts), pp_layer_counts, gather_shape, seed, timeout_s=60)
+full = pipeline.toy_global_routes(2, 3, sum(pp_layer_counts), topk, 384, seed)
 for stage, routes in enumerate(gathered):
-    print(f"stage {stage} owns layers {rr.stage_layer_numbers(pp_layer_counts, stage)}, gathered {tuple(routes.shape)}")
+    print(f"stage {stage} owns layers {pipeline.stage_layer_numbers(pp_layer_counts, stage)}, gathered {tuple(routes.shape)}")
 claim("every rank gets the full map, bit-exact, with a 0-layer stage joining",
       all(torch.equal(g, full) for g in gathered), upstream="review catch: a 0-layer stage joins with (B, S, 0, topk)")
 
@@ -288,10 +301,10 @@ claim("every rank gets the full map, bit-exact, with a 0-layer stage joining",
 # %%
 peers_gave_up = multiprocessing.get_context("fork").Event()
 start = time.monotonic()
-stranded = rr.failed_outcomes(rr.raise_instead_of_joining, 2, [1, 1], gather_shape, seed, 1, peers_gave_up,
-                              timeout_s=30, collective_timeout_s=collective_timeout_s)
+stranded = pipeline.failed_outcomes(pipeline.raise_instead_of_joining, 2, [1, 1], gather_shape, seed, 1, peers_gave_up,
+                                    timeout_s=30, collective_timeout_s=collective_timeout_s)
 stranded_wait = time.monotonic() - start
-print("\n".join(rr.outcome_lines(stranded)))
+print("\n".join(pipeline.outcome_lines(stranded)))
 claim("the joining rank waited out the whole collective timeout", stranded_wait >= collective_timeout_s,
       upstream="review catch: a rank that raises instead of joining hangs the others")
 claim("the joining rank failed with a timeout, not with the real cause", "Timed out" in stranded[0].error_message)
@@ -315,15 +328,15 @@ stages = {
     "routers, all recorded": shuffled,
 }
 for kind, stage_model in stages.items():
-    local = rr.local_stage_routes(stage_model, 1, n_tokens, topk)
+    local = local_stage_routes(stage_model, 1, n_tokens, topk)
     print(f"{kind:<26} -> {tuple(local.shape) if isinstance(local, torch.Tensor) else local}")
 
 # %%
 missing_stage = next(s for s, c in enumerate(pp_layer_counts) if c > 0)
 start = time.monotonic()
-together = rr.failed_outcomes(rr.pp_gather_worker, len(pp_layer_counts), pp_layer_counts, gather_shape, seed,
-                              missing_stage, timeout_s=30, collective_timeout_s=20.0)
-print("\n".join(rr.outcome_lines(together)))
+together = pipeline.failed_outcomes(pipeline.pp_gather_worker, len(pp_layer_counts), pp_layer_counts, gather_shape, seed,
+                                    missing_stage, timeout_s=30, collective_timeout_s=20.0)
+print("\n".join(pipeline.outcome_lines(together)))
 claim(f"every rank raises the same error naming stage {missing_stage}",
       len({(o.error_type, o.error_message) for o in together}) == 1
       and all(f"stage(s) [{missing_stage}]" in o.error_message for o in together))
@@ -339,28 +352,28 @@ claim("every rank raised long before the collective timeout", time.monotonic() -
 # `model_config` deepest first, never other siblings; `None` counts as absent, `0`/`False` are values.
 
 # %%
-text = rr.ToyConfig("Text", hidden_size=4096, tie_word_embeddings=False, first_k_dense_replace=0)
-audio = rr.ToyConfig("Audio", hidden_size=1280, num_mel_bins=128)
-omni = rr.ToyConfig("Omni", hidden_size=1024, text_config=text, audio_config=audio,
-                    code2wav_config=rr.ToyConfig("Code2Wav", num_mel_bins=80))
-print("naive BFS hidden_size:", rr.bfs_config_attr(omni, "hidden_size"), "| text walk:", rr.get_text_config_attr(omni, "hidden_size"))
-print("naive BFS num_mel_bins:", rr.bfs_config_attr(omni, "num_mel_bins"), "(from the audio sibling)")
+text = ToyConfig("Text", hidden_size=4096, tie_word_embeddings=False, first_k_dense_replace=0)
+audio = ToyConfig("Audio", hidden_size=1280, num_mel_bins=128)
+omni = ToyConfig("Omni", hidden_size=1024, text_config=text, audio_config=audio,
+                 code2wav_config=ToyConfig("Code2Wav", num_mel_bins=80))
+print("naive BFS hidden_size:", bfs_config_attr(omni, "hidden_size"), "| text walk:", get_text_config_attr(omni, "hidden_size"))
+print("naive BFS num_mel_bins:", bfs_config_attr(omni, "num_mel_bins"), "(from the audio sibling)")
 with expect_error(AttributeError, match="num_mel_bins"):
-    rr.get_text_config_attr(omni, "num_mel_bins")
-claim("the text walk returns the language model's hidden_size", rr.get_text_config_attr(omni, "hidden_size") == text.hidden_size,
+    get_text_config_attr(omni, "num_mel_bins")
+claim("the text walk returns the language model's hidden_size", get_text_config_attr(omni, "hidden_size") == text.hidden_size,
       upstream="get_hf_config_attr: root 1024, text_config 4096 -> 4096")
-claim("the naive BFS silently returns the root's", rr.bfs_config_attr(omni, "hidden_size") == omni.hidden_size)
-claim("falsy values are kept", (rr.get_text_config_attr(omni, "tie_word_embeddings"), rr.get_text_config_attr(omni, "first_k_dense_replace")) == (False, 0))
+claim("the naive BFS silently returns the root's", bfs_config_attr(omni, "hidden_size") == omni.hidden_size)
+claim("falsy values are kept", (get_text_config_attr(omni, "tie_word_embeddings"), get_text_config_attr(omni, "first_k_dense_replace")) == (False, 0))
 
 # %%
 text.model_config = omni  # a cycle: the text config points back at the root
 with expect_error(AttributeError, match="no nested 'intermediate_size'"):
-    rr.get_text_config_attr(omni, "intermediate_size")
-claim("a cyclic config is walked safely", rr.get_text_config_attr(omni, "hidden_size") == 4096)
+    get_text_config_attr(omni, "intermediate_size")
+claim("a cyclic config is walked safely", get_text_config_attr(omni, "hidden_size") == 4096)
 
 # %% [markdown]
 # ## Guard: the tests that would have caught them
-# `tests/test_router_replay.py` pins each failure mode; the three that would have stopped the revert and
+# `tests/lessons/l03_router_replay/` pins each failure mode; the three that would have stopped the revert and
 # the two review catches, run here in small:
 
 # %%
@@ -368,9 +381,9 @@ guard_registry: list = []
 guards = {
     "replay disabled + empty registry is a no-op": ReplayController("disabled").begin(
         TinyMoE(**sizes, enable_replay=False, registry=guard_registry), forward_only=False) == "none",
-    "routes are collected from the forwarded model": [n for n, _ in rr.model_routers(shuffled)] == [2, 3, 1]
-    and len(rr.model_routers(live)) == 3,
-    "stacking follows layer numbers": torch.equal(rr.stack_routes([(2, by_layer[:, 1]), (1, by_layer[:, 0])]), by_layer[:, :2]),
+    "routes are collected from the forwarded model": [n for n, _ in model_routers(shuffled)] == [2, 3, 1]
+    and len(model_routers(live)) == 3,
+    "stacking follows layer numbers": torch.equal(stack_routes([(2, by_layer[:, 1]), (1, by_layer[:, 0])]), by_layer[:, :2]),
     "a 0-layer stage gathers to the full map": all(torch.equal(g, full) for g in gathered),
 }
 for name, ok in guards.items():
@@ -461,13 +474,13 @@ if skip_unless("cuda"):
         gpu_model(gpu_tokens)
     gpu_routes = r2.end(gpu_model)
     torch.nn.functional.cross_entropy(gpu_model(gpu_tokens), targets.to("cuda")).backward()
-    rr.sgd_step(gpu_model, lr)
+    sgd_step(gpu_model, lr)
     r2.begin(gpu_model, forward_only=False, routes=gpu_routes)
     with torch.no_grad():
         gpu_model(gpu_tokens)
-    print("cuda: tokens off the record under replay:", rr.rerouted_tokens(gpu_routes, rr.routes_used(gpu_model)))
+    print("cuda: tokens off the record under replay:", rerouted_tokens(gpu_routes, routes_used(gpu_model)))
     cuda_ids = expert_ids.to("cuda")
-    print("cuda: uint8 view round trip exact:", torch.equal(rr.from_wire(rr.to_wire(cuda_ids, 2), 1), cuda_ids))
+    print("cuda: uint8 view round trip exact:", torch.equal(pipeline.from_wire(pipeline.to_wire(cuda_ids, 2), 1), cuda_ids))
 
 # %% [markdown]
 # ## Checked against upstream verl

@@ -1,4 +1,4 @@
-"""router_replay: replay actions, opt-in + model-scoped lifecycle, pp_gather, config walk, checkers."""
+"""Lesson 03's mechanism: replay actions, the toy MoE, the opt-in lifecycle, stacking, pp_gather, config walk."""
 
 from __future__ import annotations
 
@@ -12,16 +12,48 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verlstudy.common.dist import DistributedRunError, RankOutcome, run_local
-from verlstudy.kit.exercises import ExerciseFailure, check_exercise, exercise_results
-from verlstudy.lessons.l03_router_replay import router_replay as rr
-from verlstudy.lessons.l03_router_replay.router_replay import (
-    MissingRoutes,
-    ReplayAction,
+from verlstudy.lessons.l03_router_replay.controller import (
     ReplayController,
     RevertedReplayController,
+    check_mode,
+    recompute_off_record,
+    record_routes,
+    replay_off_record,
+)
+from verlstudy.lessons.l03_router_replay.moe import (
+    ReplayAction,
     RouterReplay,
     TinyMoE,
+    sgd_step,
+)
+from verlstudy.lessons.l03_router_replay.pipeline import (
+    GLOO_TIMEOUT_TEXT,
+    failed_outcomes,
+    from_wire,
+    outcome_lines,
+    pp_gather,
+    pp_gather_worker,
+    raise_instead_of_joining,
+    stage_layer_numbers,
+    to_wire,
+    toy_global_routes,
+)
+from verlstudy.lessons.l03_router_replay.routes import (
+    MissingRoutes,
+    local_stage_routes,
+    model_routers,
+    recorded_routes,
+    rerouted_per_layer,
+    rerouted_tokens,
+    routers_by_layer,
+    routes_used,
+    set_replay_targets,
+    stack_routes,
+)
+from verlstudy.lessons.l03_router_replay.text_config import (
     ToyConfig,
+    bfs_config_attr,
+    get_text_config_attr,
 )
 
 SHAPE = (2, 3, 2, 384)  # batch, seq, topk, num_experts (ids above 255: a uint8 cast would corrupt them)
@@ -52,14 +84,14 @@ def _record(model: TinyMoE, tokens: torch.Tensor) -> torch.Tensor:
 
 @pytest.mark.parametrize("mode", ["disabled", "R2", "R3"])
 def test_check_mode_accepts_the_three_modes(mode: str) -> None:
-    assert rr.check_mode(mode) == mode
+    assert check_mode(mode) == mode
 
 
 def test_check_mode_rejects_others_naming_the_allowed_modes() -> None:
     with pytest.raises(ValueError, match=r"'disabled', 'R2', 'R3'"):
-        rr.check_mode("r2")
+        check_mode("r2")
     with pytest.raises(TypeError, match="must be a string"):
-        rr.check_mode(None)
+        check_mode(None)
 
 
 # --- one router's replay state --------------------------------------------------------------------
@@ -147,9 +179,9 @@ def test_tiny_moe_shapes_registration_and_bad_input() -> None:
     registry: list[RouterReplay] = []
     model = _model(registry=registry, layer_numbers=(2, 3, 1))
     assert [r.layer_number for r in registry] == [2, 3, 1]
-    assert [n for n, _ in rr.model_routers(model)] == [2, 3, 1]  # walk order = registration order
+    assert [n for n, _ in model_routers(model)] == [2, 3, 1]  # walk order = registration order
     assert model(_tokens()).shape == (24, 16)
-    assert rr.routes_used(model).shape == (24, 3, 2)
+    assert routes_used(model).shape == (24, 3, 2)
     with pytest.raises(TypeError, match="1-D integer"):
         model(torch.zeros(3))
     with pytest.raises(ValueError, match="distinct"):
@@ -157,9 +189,9 @@ def test_tiny_moe_shapes_registration_and_bad_input() -> None:
     with pytest.raises(ValueError, match="topk=5 must not exceed"):
         TinyMoE(topk=5, num_experts=4, registry=[])
     plain: list[RouterReplay] = []
-    assert rr.model_routers(TinyMoE(enable_replay=False, registry=plain)) == [] and plain == []
+    assert model_routers(TinyMoE(enable_replay=False, registry=plain)) == [] and plain == []
     with pytest.raises(RuntimeError, match="run a forward first"):
-        rr.routes_used(TinyMoE(registry=[]))
+        routes_used(TinyMoE(registry=[]))
 
 
 # --- the lifecycle --------------------------------------------------------------------------------
@@ -170,16 +202,16 @@ def test_replay_reproduces_recorded_experts_after_an_update_while_native_routing
     routes = _record(model, tokens)
     loss = torch.nn.functional.cross_entropy(model(tokens), _tokens(seed=1))
     loss.backward()
-    rr.sgd_step(model, lr=1.0)
+    sgd_step(model, lr=1.0)
     with torch.no_grad():
         model(tokens)
-    assert rr.rerouted_tokens(routes, rr.routes_used(model)) > 0
+    assert rerouted_tokens(routes, routes_used(model)) > 0
     controller = ReplayController("R2")
     assert controller.begin(model, forward_only=False, routes=routes) == "replay"
     model(tokens)
-    assert rr.rerouted_tokens(routes, rr.routes_used(model)) == 0
+    assert rerouted_tokens(routes, routes_used(model)) == 0
     controller.end(model)
-    assert all(r.action is ReplayAction.REPLAY_BACKWARD for _, r in rr.model_routers(model))
+    assert all(r.action is ReplayAction.REPLAY_BACKWARD for _, r in model_routers(model))
 
 
 def test_disabled_is_a_no_op_with_an_empty_or_stale_registry() -> None:
@@ -211,12 +243,12 @@ def test_reverted_controller_fails_on_an_ordinary_job_and_leaks_a_stale_model() 
         new(tokens)
     with pytest.raises(RuntimeError, match=r"captured nothing for layers \[1, 2, 3\]"):
         reverted.end(new)
-    for _, r in rr.model_routers(old):  # the old model's stale record is still sitting there
+    for _, r in model_routers(old):  # the old model's stale record is still sitting there
         r.recorded = old_routes[:, r.layer_number - 1]
     reverted._recording = True
     leaked = reverted.end(new)
     assert leaked is not None and torch.equal(leaked, old_routes)
-    assert rr.rerouted_tokens(own_routes, leaked) > 0
+    assert rerouted_tokens(own_routes, leaked) > 0
 
 
 def test_r2_needs_routes_for_the_update_and_r3_always() -> None:
@@ -270,42 +302,42 @@ def test_recompute_pops_its_own_micro_batch_routes_and_a_stuck_action_gives_wron
 
 def test_record_routes_is_the_r2_old_logprob_pass() -> None:
     model, tokens = _model(), _tokens()
-    routes = rr.record_routes(ReplayController("R2"), model, tokens)
+    routes = record_routes(ReplayController("R2"), model, tokens)
     assert routes.shape == (24, 3, 2) and routes.dtype == torch.int16
-    assert torch.equal(routes, rr.routes_used(model).to(torch.int16))  # what the forward routed natively
-    assert all(r.action is None for _, r in rr.model_routers(model))  # end() disarmed RECORD
+    assert torch.equal(routes, routes_used(model).to(torch.int16))  # what the forward routed natively
+    assert all(r.action is None for _, r in model_routers(model))  # end() disarmed RECORD
     with pytest.raises(ValueError, match="needs an 'R2' controller"):
-        rr.record_routes(ReplayController("R3"), model, tokens)
+        record_routes(ReplayController("R3"), model, tokens)
     with pytest.raises(TypeError, match="ReplayController"):
-        rr.record_routes("R2", model, tokens)  # type: ignore[arg-type]
+        record_routes("R2", model, tokens)  # type: ignore[arg-type]
 
 
 def test_replay_off_record_counts_tokens_off_the_reference() -> None:
     model, tokens = _model(layer_numbers=(2, 3, 1)), _tokens()
     controller = ReplayController("R2")
-    by_layer = rr.record_routes(controller, model, tokens)
-    by_walk = rr.recorded_routes(model, order="walk")
-    assert rr.replay_off_record(controller, model, tokens, by_layer) == 0
-    off = rr.replay_off_record(controller, model, tokens, by_walk, reference=by_layer)
-    assert off == rr.rerouted_tokens(by_layer, by_walk) > 0  # replay followed the (wrong) columns exactly
-    assert all(r.action is ReplayAction.REPLAY_FORWARD for _, r in rr.model_routers(model))
+    by_layer = record_routes(controller, model, tokens)
+    by_walk = recorded_routes(model, order="walk")
+    assert replay_off_record(controller, model, tokens, by_layer) == 0
+    off = replay_off_record(controller, model, tokens, by_walk, reference=by_layer)
+    assert off == rerouted_tokens(by_layer, by_walk) > 0  # replay followed the (wrong) columns exactly
+    assert all(r.action is ReplayAction.REPLAY_FORWARD for _, r in model_routers(model))
     with pytest.raises(ValueError, match="needs replay enabled"):
-        rr.replay_off_record(ReplayController("disabled"), model, tokens, by_layer)
+        replay_off_record(ReplayController("disabled"), model, tokens, by_layer)
 
 
 def test_recompute_off_record_fifo_versus_stuck_in_replay_forward() -> None:
     model, controller = _model(seed=6), ReplayController("R2")
     micro = [_tokens(16, seed=s) for s in (8, 9)]
-    assert rr.recompute_off_record(controller, model, micro, switch_to_backward=True) == 0
-    stuck = rr.recompute_off_record(controller, model, micro, switch_to_backward=False)
-    routes = [rr.record_routes(controller, model, mb) for mb in micro]
-    assert stuck == rr.rerouted_tokens(routes[0], routes[1]) > 0  # it replayed micro-batch 1's targets
+    assert recompute_off_record(controller, model, micro, switch_to_backward=True) == 0
+    stuck = recompute_off_record(controller, model, micro, switch_to_backward=False)
+    routes = [record_routes(controller, model, mb) for mb in micro]
+    assert stuck == rerouted_tokens(routes[0], routes[1]) > 0  # it replayed micro-batch 1's targets
     with pytest.raises(ValueError, match="at least 2 micro-batches"):
-        rr.recompute_off_record(controller, model, micro[:1], switch_to_backward=True)
+        recompute_off_record(controller, model, micro[:1], switch_to_backward=True)
     with pytest.raises(ValueError, match="one length"):
-        rr.recompute_off_record(controller, model, [micro[0], micro[1][:8]], switch_to_backward=True)
+        recompute_off_record(controller, model, [micro[0], micro[1][:8]], switch_to_backward=True)
     with pytest.raises(TypeError, match="token tensors"):
-        rr.recompute_off_record(controller, model, [[1, 2], [3, 4]], switch_to_backward=True)  # type: ignore[list-item]
+        recompute_off_record(controller, model, [[1, 2], [3, 4]], switch_to_backward=True)  # type: ignore[list-item]
 
 
 # --- stacking ---------------------------------------------------------------------------------------
@@ -313,58 +345,67 @@ def test_recompute_off_record_fifo_versus_stuck_in_replay_forward() -> None:
 
 def test_stack_routes_sorts_by_layer_number_and_walk_order_keeps_the_bug() -> None:
     pairs = [(3, torch.full((2, 1), 3)), (1, torch.full((2, 1), 1)), (2, torch.full((2, 1), 2))]
-    assert rr.stack_routes(pairs)[0, :, 0].tolist() == [1, 2, 3]
-    assert rr.stack_routes(pairs, order="walk")[0, :, 0].tolist() == [3, 1, 2]
-    assert rr.stack_routes(pairs).dtype == torch.int16
+    assert stack_routes(pairs)[0, :, 0].tolist() == [1, 2, 3]
+    assert stack_routes(pairs, order="walk")[0, :, 0].tolist() == [3, 1, 2]
+    assert stack_routes(pairs).dtype == torch.int16
 
 
 @pytest.mark.parametrize("order", ["layer", "walk"])
 def test_stack_routes_rejects_duplicates_in_both_orders(order: str) -> None:
     with pytest.raises(ValueError, match="duplicate layer numbers"):
-        rr.stack_routes(
+        stack_routes(
             [(1, torch.zeros(2, 1, dtype=torch.int64)), (1, torch.zeros(2, 1, dtype=torch.int64))], order=order
         )
 
 
 def test_stack_routes_bad_input() -> None:
     with pytest.raises(ValueError, match="empty"):
-        rr.stack_routes([])
+        stack_routes([])
     with pytest.raises(ValueError, match="'layer' or 'walk'"):
-        rr.stack_routes([(1, torch.zeros(2, 1, dtype=torch.int64))], order="random")
+        stack_routes([(1, torch.zeros(2, 1, dtype=torch.int64))], order="random")
     with pytest.raises(TypeError, match="integer tensor"):
-        rr.stack_routes([(1, torch.zeros(2, 1))])
+        stack_routes([(1, torch.zeros(2, 1))])
 
 
 def test_walk_ordered_record_lands_on_the_wrong_layers_silently() -> None:
     model, tokens = _model(layer_numbers=(2, 3, 1)), _tokens()
     routes = _record(model, tokens)
-    walk = rr.recorded_routes(model, order="walk")
+    walk = recorded_routes(model, order="walk")
     controller = ReplayController("R2")
     controller.begin(model, forward_only=False, routes=walk)
     with torch.no_grad():
         model(tokens)  # no error
-    assert rr.rerouted_tokens(routes, rr.routes_used(model)) > 0
+    assert rerouted_tokens(routes, routes_used(model)) > 0
     controller.begin(model, forward_only=False, routes=routes)
     with torch.no_grad():
         model(tokens)
-    assert rr.rerouted_tokens(routes, rr.routes_used(model)) == 0
+    assert rerouted_tokens(routes, routes_used(model)) == 0
+
+
+def test_routers_by_layer_sorts_the_walk_and_rejects_duplicates() -> None:
+    model = _model(layer_numbers=(2, 3, 1))
+    assert [n for n, _ in routers_by_layer(model)] == [1, 2, 3]
+    assert [r for _, r in routers_by_layer(model)] == [r for _, r in sorted(model_routers(model), key=lambda p: p[0])]
+    model.layers[1].router.layer_number = 2  # two routers now claim layer 2
+    with pytest.raises(ValueError, match="duplicate layer numbers"):
+        routers_by_layer(model)
 
 
 def test_set_replay_targets_checks_the_layer_count() -> None:
     with pytest.raises(RuntimeError, match="cover 2 layers but the model has 3"):
-        rr.set_replay_targets(_model(), torch.zeros(4, 2, 2, dtype=torch.int16))
+        set_replay_targets(_model(), torch.zeros(4, 2, 2, dtype=torch.int16))
     with pytest.raises(TypeError, match="integer tensor"):
-        rr.set_replay_targets(_model(), torch.zeros(4, 3, 2))
+        set_replay_targets(_model(), torch.zeros(4, 3, 2))
 
 
 def test_rerouted_tokens_ignores_order_within_k_and_checks_shapes() -> None:
     a = torch.tensor([[[0, 1]], [[2, 3]]])
-    assert rr.rerouted_tokens(a, a.flip(-1)) == 0
-    assert rr.rerouted_tokens(a, torch.tensor([[[0, 1]], [[2, 0]]])) == 1
+    assert rerouted_tokens(a, a.flip(-1)) == 0
+    assert rerouted_tokens(a, torch.tensor([[[0, 1]], [[2, 0]]])) == 1
     with pytest.raises(ValueError, match="shapes differ"):
-        rr.rerouted_tokens(a, a[:1])
+        rerouted_tokens(a, a[:1])
     with pytest.raises(TypeError, match="reference"):
-        rr.rerouted_tokens(a.float(), a)
+        rerouted_tokens(a.float(), a)
 
 
 # --- the wire format ---------------------------------------------------------------------------------
@@ -377,29 +418,29 @@ def test_rerouted_tokens_ignores_order_within_k_and_checks_shapes() -> None:
 )
 def test_wire_roundtrip_is_bit_exact_for_every_int16(values: list[int], extra_layers: int) -> None:
     routes = torch.tensor(values, dtype=torch.int16).reshape(1, 2, 3, 2)
-    payload = rr.to_wire(routes, 3 + extra_layers)
+    payload = to_wire(routes, 3 + extra_layers)
     assert payload.dtype == torch.uint8 and payload.shape == (1, 2, 3 + extra_layers, 4)
     assert int(payload[:, :, 3:].sum()) == 0  # padding is zeros, on the layer dim only
-    assert torch.equal(rr.from_wire(payload, 3), routes)
+    assert torch.equal(from_wire(payload, 3), routes)
 
 
 def test_a_value_cast_would_corrupt_expert_ids_above_255() -> None:
     routes = torch.tensor([300], dtype=torch.int16).reshape(1, 1, 1, 1)
     assert int(routes.to(torch.uint8)) == 44
-    assert int(rr.from_wire(rr.to_wire(routes, 1), 1)) == 300
+    assert int(from_wire(to_wire(routes, 1), 1)) == 300
 
 
 def test_wire_bad_input() -> None:
     with pytest.raises(TypeError, match="int16"):
-        rr.to_wire(torch.zeros(1, 1, 1, 1, dtype=torch.int64), 1)
+        to_wire(torch.zeros(1, 1, 1, 1, dtype=torch.int64), 1)
     with pytest.raises(ValueError, match="max_layers"):
-        rr.to_wire(torch.zeros(1, 1, 2, 1, dtype=torch.int16), 1)
+        to_wire(torch.zeros(1, 1, 2, 1, dtype=torch.int16), 1)
     with pytest.raises(TypeError, match="uint8"):
-        rr.from_wire(torch.zeros(1, 1, 1, 2, dtype=torch.int16), 1)
+        from_wire(torch.zeros(1, 1, 1, 2, dtype=torch.int16), 1)
     with pytest.raises(ValueError, match="layer_count"):
-        rr.from_wire(torch.zeros(1, 1, 1, 2, dtype=torch.uint8), 2)
+        from_wire(torch.zeros(1, 1, 1, 2, dtype=torch.uint8), 2)
     with pytest.raises(ValueError, match="even"):
-        rr.from_wire(torch.zeros(1, 1, 1, 3, dtype=torch.uint8), 1)
+        from_wire(torch.zeros(1, 1, 1, 3, dtype=torch.uint8), 1)
 
 
 # --- pp_gather over real gloo ranks ------------------------------------------------------------------
@@ -407,46 +448,46 @@ def test_wire_bad_input() -> None:
 
 def test_pp_gather_outside_a_process_group_and_bad_input() -> None:
     with pytest.raises(TypeError, match="int16 tensor"):
-        rr.pp_gather(torch.zeros(1, 1, 1, 1))
+        pp_gather(torch.zeros(1, 1, 1, 1))
     with pytest.raises(RuntimeError, match="initialised"):
-        rr.pp_gather(torch.zeros(1, 1, 1, 1, dtype=torch.int16))
+        pp_gather(torch.zeros(1, 1, 1, 1, dtype=torch.int16))
 
 
 def test_stage_layer_numbers() -> None:
-    assert [rr.stage_layer_numbers([2, 0, 1], s) for s in range(3)] == [[1, 2], [], [3]]
+    assert [stage_layer_numbers([2, 0, 1], s) for s in range(3)] == [[1, 2], [], [3]]
     with pytest.raises(ValueError, match="stage"):
-        rr.stage_layer_numbers([1], 1)
+        stage_layer_numbers([1], 1)
     with pytest.raises(ValueError, match="layer_counts"):
-        rr.stage_layer_numbers([1, -1], 0)
+        stage_layer_numbers([1, -1], 0)
 
 
 def test_toy_global_routes_distinct_experts_per_token() -> None:
-    routes = rr.toy_global_routes(2, 3, 4, 2, 384, seed=0)
+    routes = toy_global_routes(2, 3, 4, 2, 384, seed=0)
     assert routes.shape == (2, 3, 4, 2) and routes.dtype == torch.int16
     assert bool((routes[..., 0] != routes[..., 1]).all()) and int(routes.max()) > 255
     with pytest.raises(ValueError, match="topk"):
-        rr.toy_global_routes(1, 1, 1, 3, 2, seed=0)
+        toy_global_routes(1, 1, 1, 3, 2, seed=0)
 
 
 @pytest.mark.parametrize("layer_counts", [[2, 0, 1], [0, 3], [1, 1, 1, 0]])
 def test_pp_gather_with_an_empty_stage_is_bit_exact(layer_counts: list[int]) -> None:
-    results = run_local(rr.pp_gather_worker, len(layer_counts), layer_counts, SHAPE, 7, timeout_s=30)
+    results = run_local(pp_gather_worker, len(layer_counts), layer_counts, SHAPE, 7, timeout_s=30)
     batch, seq, topk, num_experts = SHAPE
-    expected = rr.toy_global_routes(batch, seq, sum(layer_counts), topk, num_experts, 7)
+    expected = toy_global_routes(batch, seq, sum(layer_counts), topk, num_experts, 7)
     for gathered in results:
         assert gathered.dtype == torch.int16
         assert torch.equal(gathered, expected)
 
 
 def test_pp_gather_when_no_stage_has_moe_layers_returns_a_zero_layer_map() -> None:
-    results = run_local(rr.pp_gather_worker, 2, [0, 0], SHAPE, 7, timeout_s=30)
+    results = run_local(pp_gather_worker, 2, [0, 0], SHAPE, 7, timeout_s=30)
     assert [tuple(r.shape) for r in results] == [(2, 3, 0, 2)] * 2
 
 
 def test_a_stage_that_captured_nothing_makes_every_rank_raise_together_fast() -> None:
     start = time.monotonic()
     with pytest.raises(DistributedRunError) as info:
-        run_local(rr.pp_gather_worker, 3, [2, 1, 1], SHAPE, 7, 1, timeout_s=30, collective_timeout_s=20)
+        run_local(pp_gather_worker, 3, [2, 1, 1], SHAPE, 7, 1, timeout_s=30, collective_timeout_s=20)
     assert time.monotonic() - start < 10  # nobody waited out the 20 s collective timeout
     outcomes = info.value.outcomes
     assert [o.error_type for o in outcomes] == ["RuntimeError"] * 3
@@ -458,23 +499,23 @@ def test_a_rank_that_raises_instead_of_joining_strands_the_others_until_the_time
     start = time.monotonic()
     with pytest.raises(DistributedRunError) as info:
         run_local(
-            rr.raise_instead_of_joining, 2, [1, 1], SHAPE, 7, 1, peers_gave_up, timeout_s=30, collective_timeout_s=1.0
+            raise_instead_of_joining, 2, [1, 1], SHAPE, 7, 1, peers_gave_up, timeout_s=30, collective_timeout_s=1.0
         )
     assert time.monotonic() - start >= 1.0  # rank 0 sat in the collective for the whole timeout
-    lines = rr.outcome_lines(info.value.outcomes)
+    lines = outcome_lines(info.value.outcomes)
     assert lines == [
-        f"rank 0: RuntimeError: {rr.GLOO_TIMEOUT_TEXT}",
+        f"rank 0: RuntimeError: {GLOO_TIMEOUT_TEXT}",
         "rank 1: RuntimeError: router replay RECORD captured nothing for layers [2]",
     ]
 
 
 def test_pp_gather_worker_checks_its_arguments() -> None:
     with pytest.raises(DistributedRunError, match="layer_counts has 1 stages but world_size is 2"):
-        run_local(rr.pp_gather_worker, 2, [1], SHAPE, 7, timeout_s=30)
+        run_local(pp_gather_worker, 2, [1], SHAPE, 7, timeout_s=30)
 
 
 def test_outcome_lines_for_ok_ranks() -> None:
-    lines = rr.outcome_lines([RankOutcome(0, True, torch.zeros(2, 3, dtype=torch.int16)), RankOutcome(1, True, 5)])
+    lines = outcome_lines([RankOutcome(0, True, torch.zeros(2, 3, dtype=torch.int16)), RankOutcome(1, True, 5)])
     assert lines == ["rank 0: ok, returned tensor (2, 3) torch.int16", "rank 1: ok, returned 5"]
 
 
@@ -490,22 +531,22 @@ def _omni() -> ToyConfig:
 
 def test_text_branch_wins_over_the_root_and_falsy_values_are_kept() -> None:
     config = _omni()
-    assert rr.get_text_config_attr(config, "hidden_size") == 4096
-    assert rr.get_text_config_attr(config, "tie_word_embeddings") is False
-    assert rr.get_text_config_attr(config, "moe_layer_freq") == 0
+    assert get_text_config_attr(config, "hidden_size") == 4096
+    assert get_text_config_attr(config, "tie_word_embeddings") is False
+    assert get_text_config_attr(config, "moe_layer_freq") == 0
 
 
 def test_naive_root_first_bfs_is_silently_wrong() -> None:
     config = _omni()
-    assert rr.bfs_config_attr(config, "hidden_size") == 1024
-    assert rr.bfs_config_attr(config, "num_mel_bins") == 128  # read from the audio sibling
+    assert bfs_config_attr(config, "hidden_size") == 1024
+    assert bfs_config_attr(config, "num_mel_bins") == 128  # read from the audio sibling
     with pytest.raises(AttributeError, match="has no 'nope' anywhere"):
-        rr.bfs_config_attr(config, "nope")
+        bfs_config_attr(config, "nope")
 
 
 def test_only_siblings_having_it_raises_naming_type_attribute_and_where() -> None:
     with pytest.raises(AttributeError) as info:
-        rr.get_text_config_attr(_omni(), "num_mel_bins")
+        get_text_config_attr(_omni(), "num_mel_bins")
     message = str(info.value)
     assert message.startswith("OmniConfig has no nested 'num_mel_bins' on its text branch")
     assert "audio_config, code2wav_config" in message
@@ -516,19 +557,19 @@ def test_wrapper_branches_are_walked(branch: str) -> None:
     config = ToyConfig(
         "Wrapper", **{branch: ToyConfig("LM", rope_theta=1e6)}, audio_config=ToyConfig("A", rope_theta=1)
     )
-    assert rr.get_text_config_attr(config, "rope_theta") == 1e6
+    assert get_text_config_attr(config, "rope_theta") == 1e6
 
 
 def test_nested_thinker_text_config_deepest_first() -> None:
     thinker = ToyConfig("Thinker", hidden_size=2048, text_config=ToyConfig("Text", hidden_size=3584))
     config = ToyConfig("Omni", thinker_config=thinker, talker_config=ToyConfig("Talker", hidden_size=896))
-    assert rr.get_text_config_attr(config, "hidden_size") == 3584
-    assert rr.bfs_config_attr(config, "hidden_size") == 2048
+    assert get_text_config_attr(config, "hidden_size") == 3584
+    assert bfs_config_attr(config, "hidden_size") == 2048
 
 
 def test_root_value_used_when_the_branch_lacks_it_and_none_counts_as_absent() -> None:
     config = ToyConfig("Root", vocab_size=151936, text_config=ToyConfig("Text", vocab_size=None, hidden_size=8))
-    assert rr.get_text_config_attr(config, "vocab_size") == 151936
+    assert get_text_config_attr(config, "vocab_size") == 151936
 
 
 def test_cycles_are_safe() -> None:
@@ -537,18 +578,18 @@ def test_cycles_are_safe() -> None:
     root.text_config = text
     root.audio_config = ToyConfig("Audio", parent=root, hidden_size=3)
     with pytest.raises(AttributeError, match="only off-branch sub-configs have it"):
-        rr.get_text_config_attr(root, "hidden_size")
+        get_text_config_attr(root, "hidden_size")
     selfish = ToyConfig("Self", hidden_size=None)
     selfish.text_config = selfish
     with pytest.raises(AttributeError, match="SelfConfig has no nested 'hidden_size'"):
-        rr.get_text_config_attr(selfish, "hidden_size")
+        get_text_config_attr(selfish, "hidden_size")
 
 
 def test_plain_objects_without_get_text_config() -> None:
     config = SimpleNamespace(text_config=SimpleNamespace(num_layers=4), num_layers=2)
-    assert rr.get_text_config_attr(config, "num_layers") == 4
+    assert get_text_config_attr(config, "num_layers") == 4
     with pytest.raises(AttributeError, match="SimpleNamespace has no nested 'x'"):
-        rr.get_text_config_attr(config, "x")
+        get_text_config_attr(config, "x")
 
 
 def test_get_text_config_returning_none_falls_back_to_text_config() -> None:
@@ -559,94 +600,18 @@ def test_get_text_config_returning_none_falls_back_to_text_config() -> None:
         def get_text_config(self) -> None:
             return None
 
-    assert rr.get_text_config_attr(Odd(), "hidden_size") == 7
+    assert get_text_config_attr(Odd(), "hidden_size") == 7
 
 
 def test_config_walk_bad_input() -> None:
     with pytest.raises(TypeError, match="attribute name"):
-        rr.get_text_config_attr(_omni(), 3)  # type: ignore[arg-type]
+        get_text_config_attr(_omni(), 3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="valid attribute name"):
-        rr.get_text_config_attr(_omni(), "hidden size")
+        get_text_config_attr(_omni(), "hidden size")
     with pytest.raises(TypeError, match="got None"):
-        rr.get_text_config_attr(None, "hidden_size")
+        get_text_config_attr(None, "hidden_size")
     with pytest.raises(TypeError, match="kind"):
         ToyConfig("")
-
-
-# --- exercise checkers -----------------------------------------------------------------------------------
-
-
-def _stub(*args: object) -> torch.Tensor:
-    raise NotImplementedError("exercise")
-
-
-def _stack_walk_order(pairs: list[tuple[int, torch.Tensor]]) -> torch.Tensor:
-    return torch.stack([r.to(torch.int16) for _, r in pairs], dim=1)
-
-
-def _stack_no_dup_check(pairs: list[tuple[int, torch.Tensor]]) -> torch.Tensor:
-    return torch.stack([r.to(torch.int16) for _, r in sorted(pairs, key=lambda p: p[0])], dim=1)
-
-
-def _to_wire_cast(routes: torch.Tensor, max_layers: int) -> torch.Tensor:
-    payload = torch.zeros(*routes.shape[:2], max_layers, routes.shape[3] * 2, dtype=torch.uint8)
-    payload[:, :, : routes.shape[2], ::2] = routes.to(torch.uint8)
-    return payload
-
-
-def _from_wire_cast(payload: torch.Tensor, layer_count: int) -> torch.Tensor:
-    return payload[:, :, :layer_count, ::2].to(torch.int16)
-
-
-def _to_wire_no_pad(routes: torch.Tensor, max_layers: int) -> torch.Tensor:
-    return routes.contiguous().view(torch.uint8)
-
-
-def _bfs_attr(config: object, name: str) -> object:
-    return rr.bfs_config_attr(config, name)
-
-
-def _truthy_attr(config: object, name: str) -> object:
-    for node in (getattr(config, "text_config", None), config):
-        if node is not None and getattr(node, name, None):
-            return getattr(node, name)
-    raise AttributeError(name)
-
-
-def test_checker_3_1(capsys: pytest.CaptureFixture[str]) -> None:
-    check_exercise("3.1", lambda pairs: rr.stack_routes(pairs))
-    assert exercise_results()["3.1"] == "correct"
-    check_exercise("3.1", _stub)
-    assert exercise_results()["3.1"] == "not attempted"
-    with pytest.raises(ExerciseFailure, match="sort the pairs by layer number"):
-        rr.check_stack_by_layer(_stack_walk_order)
-    with pytest.raises(ExerciseFailure, match="reject duplicates with ValueError"):
-        rr.check_stack_by_layer(_stack_no_dup_check)
-    with pytest.raises(ExerciseFailure, match="int16"):
-        rr.check_stack_by_layer(lambda pairs: rr.stack_routes(pairs).long())
-    assert "exercise 3.1: correct" in capsys.readouterr().out
-
-
-def test_checker_3_2() -> None:
-    check_exercise("3.2", rr.to_wire, rr.from_wire)
-    assert exercise_results()["3.2"] == "correct"
-    check_exercise("3.2", _stub, _stub)
-    assert exercise_results()["3.2"] == "not attempted"
-    with pytest.raises(ExerciseFailure, match=r"not .to\(torch.uint8\)"):
-        rr.check_wire_roundtrip(_to_wire_cast, _from_wire_cast)
-    with pytest.raises(ExerciseFailure, match="zero-pad only the layer dim"):
-        rr.check_wire_roundtrip(_to_wire_no_pad, rr.from_wire)
-
-
-def test_checker_3_3() -> None:
-    check_exercise("3.3", rr.get_text_config_attr)
-    assert exercise_results()["3.3"] == "correct"
-    check_exercise("3.3", _stub)
-    assert exercise_results()["3.3"] == "not attempted"
-    with pytest.raises(ExerciseFailure, match="root 1024 beside text_config 4096: got 1024"):
-        rr.check_text_config_attr(_bfs_attr)
-    with pytest.raises(ExerciseFailure, match="False is a value"):
-        rr.check_text_config_attr(_truthy_attr)
 
 
 def test_missing_routes_message() -> None:
@@ -658,40 +623,40 @@ def test_sgd_step_updates_and_clears_grads() -> None:
     with torch.no_grad():
         model.weight.fill_(1.0)
     model(torch.ones(1, 2)).sum().backward()
-    rr.sgd_step(model, lr=0.5)
+    sgd_step(model, lr=0.5)
     assert model.weight.tolist() == [[0.5, 0.5]] and model.weight.grad is None
     with pytest.raises(ValueError, match="lr must be a positive"):
-        rr.sgd_step(model, lr=0)
+        sgd_step(model, lr=0)
     with pytest.raises(TypeError, match=r"nn\.Module"):
-        rr.sgd_step("model", lr=1.0)  # type: ignore[arg-type]
+        sgd_step("model", lr=1.0)  # type: ignore[arg-type]
 
 
 def test_rerouted_per_layer_counts_each_column() -> None:
     a = torch.tensor([[[0, 1], [2, 3]], [[0, 1], [2, 3]]])
     b = torch.tensor([[[1, 0], [2, 0]], [[0, 2], [3, 2]]])
-    assert rr.rerouted_per_layer(a, b) == [1, 1]
+    assert rerouted_per_layer(a, b) == [1, 1]
     with pytest.raises(ValueError, match="shapes differ"):
-        rr.rerouted_per_layer(a, b[:1])
+        rerouted_per_layer(a, b[:1])
 
 
 def test_failed_outcomes_returns_every_rank_or_asserts() -> None:
     from verlstudy.common import dist
 
-    outcomes = rr.failed_outcomes(dist.raise_on_rank, 2, 1, timeout_s=30)
+    outcomes = failed_outcomes(dist.raise_on_rank, 2, 1, timeout_s=30)
     assert [o.ok for o in outcomes] == [True, False]
     with pytest.raises(AssertionError, match="all 2 ranks returned"):
-        rr.failed_outcomes(dist.raise_on_rank, 2, 5, timeout_s=30)
+        failed_outcomes(dist.raise_on_rank, 2, 5, timeout_s=30)
 
 
 def test_local_stage_routes_three_cases() -> None:
-    empty = rr.local_stage_routes(_model(enable_replay=False), 2, 12, 2)
+    empty = local_stage_routes(_model(enable_replay=False), 2, 12, 2)
     assert isinstance(empty, torch.Tensor) and empty.shape == (2, 12, 0, 2) and empty.dtype == torch.int16
     model = _model(layer_numbers=(4, 3))
-    assert rr.local_stage_routes(model, 2, 12, 2) == MissingRoutes((3, 4))
+    assert local_stage_routes(model, 2, 12, 2) == MissingRoutes((3, 4))
     routes = _record(model, _tokens())
-    local = rr.local_stage_routes(model, 2, 12, 2)
+    local = local_stage_routes(model, 2, 12, 2)
     assert isinstance(local, torch.Tensor) and torch.equal(local, routes.reshape(2, 12, 2, 2))
     with pytest.raises(ValueError, match="do not fit"):
-        rr.local_stage_routes(model, 3, 12, 2)
+        local_stage_routes(model, 3, 12, 2)
     with pytest.raises(ValueError, match="batch"):
-        rr.local_stage_routes(model, 0, 12, 2)
+        local_stage_routes(model, 0, 12, 2)

@@ -1,16 +1,153 @@
-"""Lesson 03's exercise checkers, registered by id: a notebook reaches them only as check_exercise("N.M", answer).
+"""Lesson 03's exercise checkers: 3.1 stacks routes by layer number, 3.2 is pp_gather's wire format,
+3.3 reads a config's text branch.
 
-The checker bodies still live beside the mechanism (moving them and their reference answers here is open work)."""
+A notebook reaches them only as check_exercise("N.M", answer); the mechanism's own `stack_routes`,
+`to_wire`/`from_wire` and config walks are refused as answers.
+"""
 
 from __future__ import annotations
 
-from verlstudy.kit.exercises import checker
-from verlstudy.lessons.l03_router_replay.router_replay import (
-    check_stack_by_layer,
-    check_text_config_attr,
-    check_wire_roundtrip,
-)
+from collections.abc import Callable
+from typing import Any
 
-checker("3.1")(check_stack_by_layer)
-checker("3.2")(check_wire_roundtrip)
-checker("3.3")(check_text_config_attr)
+import torch
+
+from verlstudy.kit.exercises import ExerciseFailure, checker
+from verlstudy.lessons.l03_router_replay.moe import ROUTE_DTYPE
+from verlstudy.lessons.l03_router_replay.pipeline import from_wire, to_wire
+from verlstudy.lessons.l03_router_replay.routes import stack_routes
+from verlstudy.lessons.l03_router_replay.text_config import ToyConfig, bfs_config_attr, get_text_config_attr
+
+
+def _call(fn: Callable[..., Any], *args: Any) -> Any:
+    if not callable(fn):
+        raise ExerciseFailure(f"pass your function itself, got {type(fn).__name__}")
+    return fn(*args)
+
+
+def _raises(expected: type[Exception], fn: Callable[..., Any], *args: Any) -> Exception | None:
+    """The `expected` exception `fn(*args)` raised, None if it returned; any other exception is a failure."""
+    try:
+        _call(fn, *args)
+    except expected as e:
+        return e
+    except RecursionError:
+        raise
+    except Exception as e:
+        raise ExerciseFailure(f"raise {expected.__name__}, not {type(e).__name__} ({e})") from e
+    return None
+
+
+@checker("3.1", library_answers=[stack_routes])
+def check_stack_by_layer(stack_by_layer: Callable[[list[tuple[int, torch.Tensor]]], torch.Tensor]) -> str:
+    """Exercise 3.1: stack (layer_number, routes) pairs met in walk order, by layer number."""
+    gen = torch.Generator().manual_seed(31)
+    per_layer = {n: torch.randint(0, 8, (5, 2), generator=gen) for n in (1, 2, 3, 4)}
+    expected = torch.stack([per_layer[n].to(ROUTE_DTYPE) for n in (1, 2, 3, 4)], dim=1)
+    for walk in ([1, 2, 3, 4], [3, 1, 4, 2], [4, 3, 2, 1]):
+        got = _call(stack_by_layer, [(n, per_layer[n]) for n in walk])
+        if not isinstance(got, torch.Tensor):
+            raise ExerciseFailure(f"return a tensor, got {type(got).__name__}")
+        if got.shape != expected.shape:
+            raise ExerciseFailure(
+                f"for walk order {walk} the shape is {tuple(got.shape)}, expected (tokens, layers, topk) = "
+                f"{tuple(expected.shape)}: stack the per-layer (tokens, topk) routes along dim=1"
+            )
+        if got.dtype != ROUTE_DTYPE:
+            raise ExerciseFailure(f"dtype is {got.dtype}; routes are stored as torch.int16 (`.to(torch.int16)`)")
+        if not torch.equal(got, expected):
+            raise ExerciseFailure(
+                f"for walk order {walk} the columns are not in layer order: sort the pairs by layer number "
+                "before stacking, or replay will hand layer 1's routes to another layer"
+            )
+    duplicates = [(1, per_layer[1]), (2, per_layer[2]), (1, per_layer[3])]
+    if _raises(ValueError, stack_by_layer, duplicates) is None:
+        raise ExerciseFailure("two routers claimed layer 1 and nothing was raised: reject duplicates with ValueError")
+    return "columns follow layer numbers for 3 walk orders, duplicates rejected"
+
+
+@checker("3.2", library_answers=[to_wire, from_wire])
+def check_wire_roundtrip(
+    to_wire_fn: Callable[[torch.Tensor, int], torch.Tensor], from_wire_fn: Callable[[torch.Tensor, int], torch.Tensor]
+) -> str:
+    """Exercise 3.2: int16 routes -> uint8 payload zero-padded on the layer dim -> the same int16 routes."""
+    gen = torch.Generator().manual_seed(32)
+    routes = torch.randint(0, 384, (2, 3, 2, 4), generator=gen).to(ROUTE_DTYPE)
+    routes[0, 0, 0, 0] = 300  # an expert id above 255: a value cast to uint8 would turn it into 44
+    for max_layers in (2, 5):
+        payload = _call(to_wire_fn, routes.clone(), max_layers)
+        if not isinstance(payload, torch.Tensor) or payload.dtype != torch.uint8:
+            raise ExerciseFailure("to_wire must return a torch.uint8 tensor (the bytes gloo/NCCL can send)")
+        if payload.shape != (2, 3, max_layers, 8):
+            raise ExerciseFailure(
+                f"to_wire(routes, {max_layers}) has shape {tuple(payload.shape)}, expected (2, 3, {max_layers}, 8): "
+                "view the int16 bytes as uint8 (last dim doubles), then zero-pad only the layer dim (dim 2)"
+            )
+        if int(payload[:, :, 2:].count_nonzero()):
+            raise ExerciseFailure(
+                f"to_wire(routes, {max_layers}): the padding layers hold nonzero bytes; pad with zeros "
+                "(e.g. new_zeros), so the padding carries no routes and the payload is the same every run"
+            )
+        back = _call(from_wire_fn, payload, 2)
+        if not isinstance(back, torch.Tensor) or back.dtype != ROUTE_DTYPE:
+            raise ExerciseFailure("from_wire must return torch.int16 routes")
+        if back.shape[2:3] != routes.shape[2:3]:
+            raise ExerciseFailure(
+                f"from_wire(payload, 2) has {back.shape[2] if back.dim() > 2 else '?'} layers, expected 2: "
+                "strip the layer padding (keep the first layer_count layers of dim 2)"
+            )
+        if back.shape != routes.shape:
+            raise ExerciseFailure(
+                f"from_wire(payload, 2) has shape {tuple(back.shape)}, expected {tuple(routes.shape)}: view the "
+                "bytes as int16 (two bytes per route, the last dim halves), not .to(torch.int16), a value cast"
+            )
+        if not torch.equal(back, routes):
+            bad = int((back != routes).sum())
+            raise ExerciseFailure(
+                f"{bad} routes changed on the round trip (e.g. expert 300 came back as {int(back[0, 0, 0, 0])}): "
+                "use .view(torch.uint8), a bit reinterpretation, not .to(torch.uint8), a value cast"
+            )
+    return "bit-exact for 2 paddings, expert ids above 255 included"
+
+
+def _text_attr_cases() -> list[tuple[str, object, str, Any, str]]:
+    """(label, config, name, expected, the hint when it goes wrong) for exercise 3.3."""
+    text = ToyConfig("Text", hidden_size=4096, tie_word_embeddings=False, num_experts=0)
+    root = ToyConfig("Omni", hidden_size=1024, text_config=text, audio_config=ToyConfig("Audio", vocab_size=7))
+    return [
+        ("root 1024 beside text_config 4096", root, "hidden_size", 4096, "read the text config before the root"),
+        ("False is a value, not a miss", root, "tie_word_embeddings", False, "test `is not None`, not truthiness"),
+        ("0 is a value, not a miss", root, "num_experts", 0, "test `is not None`, not truthiness"),
+        (
+            "language_config branch",
+            ToyConfig("VL", language_config=ToyConfig("LM", rope_theta=1e6)),
+            "rope_theta",
+            1e6,
+            "walk language_config, thinker_config and model_config too, not only text_config",
+        ),
+    ]
+
+
+@checker("3.3", library_answers=[get_text_config_attr, bfs_config_attr])
+def check_text_config_attr(find_attr: Callable[[object, str], Any]) -> str:
+    """Exercise 3.3: your text-branch lookup must agree with the cases of the lesson."""
+    cases = _text_attr_cases()
+    for label, config, name, expected, hint in cases:
+        try:
+            got = _call(find_attr, config, name)
+        except AttributeError as e:
+            raise ExerciseFailure(f"{label}: raised AttributeError, expected {expected!r} ({hint})") from e
+        if got != expected or type(got) is not type(expected):
+            raise ExerciseFailure(f"{label}: got {got!r}, expected {expected!r} ({hint})")
+    root = cases[0][1]
+    if _raises(AttributeError, find_attr, root, "vocab_size") is None:
+        raise ExerciseFailure("only the audio sibling has vocab_size: raise AttributeError, never read audio_config")
+    loop = ToyConfig("Loop", hidden_size=None)
+    loop.model_config = loop
+    try:
+        missing = _raises(AttributeError, find_attr, loop, "hidden_size")
+    except RecursionError as e:
+        raise ExerciseFailure("a config that contains itself recursed forever: remember the ids you visited") from e
+    if missing is None:
+        raise ExerciseFailure("hidden_size is None everywhere in the cyclic config: raise AttributeError")
+    return f"{len(cases)} lookups right, audio sibling refused, cycle safe"

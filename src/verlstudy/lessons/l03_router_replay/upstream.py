@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from verlstudy.kit import upstream
 from verlstudy.kit.upstream import Comparison, report_check
-from verlstudy.lessons.l03_router_replay.router_replay import get_text_config_attr
+from verlstudy.lessons.l03_router_replay.text_config import get_text_config_attr
 
 _CHILDREN = ("text_config", "language_config", "thinker_config", "model_config", "audio_config", "code2wav_config")
 
