@@ -24,7 +24,7 @@
 # `verl/workers/engine/base.py::infer_batch` (forward only runs under `torch.no_grad()`); Megatron's
 # `megatron/core/pipeline_parallel/p2p_communication.py::create_tensor_recv_prev` and
 # `schedules.py` (`forward_data_store`). Everything here is our own code, in `verlstudy.common.memtrace`,
-# `verlstudy.lessons.l01_memory_leak.pipeline` and `verlstudy.common.dist`.
+# `verlstudy.lessons.l01_memory_leak` (`pipeline`, `measure`, `gloo_ranks`) and `verlstudy.common.dist`.
 #
 # Facts checked against verl 0.9.1
 
@@ -42,6 +42,14 @@ from pathlib import Path
 import torch
 
 from verlstudy.lessons.l01_memory_leak import pipeline as pl
+from verlstudy.lessons.l01_memory_leak.gloo_ranks import gloo_pipeline_worker
+from verlstudy.lessons.l01_memory_leak.measure import (
+    UPSTREAM_CONTROLS,
+    ResidencyError,
+    assert_flat_residency,
+    controls_table,
+    measure_controls,
+)
 from verlstudy.kit.exercises import check_exercise
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.resources import data_dir
@@ -155,13 +163,13 @@ claim("mini-batch end: live bytes once the merged store is dropped", tracker.liv
 # are quoted as upstream's, *unverified*; ours are for this toy's sizes.
 
 # %%
-controls = pl.measure_controls(cfg, 4, layers=(2, 4), seed=seed)  # the slope is exact from 4 micro-batches
+controls = measure_controls(cfg, 4, layers=(2, 4), seed=seed)  # the slope is exact from 4 micro-batches
 bar_plot(controls, title="Bytes retained per micro-batch", ylabel="bytes")
-print(pl.controls_table(controls))
+print(controls_table(controls))
 own = cfg.seq_len * cfg.itemsize
 claim("forward only keeps only the outputs", controls["forward only"], expected=own, unit="B",
-      upstream=pl.UPSTREAM_CONTROLS["forward only"])
-claim("PP=1 keeps only the outputs", controls["PP=1"], expected=own, unit="B", upstream=pl.UPSTREAM_CONTROLS["PP=1"])
+      upstream=UPSTREAM_CONTROLS["forward only"])
+claim("PP=1 keeps only the outputs", controls["PP=1"], expected=own, unit="B", upstream=UPSTREAM_CONTROLS["PP=1"])
 claim("retained bytes do not depend on depth", controls["2 layers/stage"] == controls["4 layers/stage"] == int(leak_slope))
 
 # %% [markdown]
@@ -174,7 +182,7 @@ claim("retained bytes do not depend on depth", controls["2 layers/stage"] == con
 
 # %%
 counts = (1, 2, 3)
-ranks = run_local(pl.gloo_pipeline_worker, 2, cfg, counts, False, seed, timeout_s=60, collective_timeout_s=20)
+ranks = run_local(gloo_pipeline_worker, 2, cfg, counts, False, seed, timeout_s=60, collective_timeout_s=20)
 line_plot(
     {f"rank {r['rank']}": (list(counts), [r["end_bytes"][c] / 1024 for c in counts]) for r in ranks},
     title="Live memory at the end of a mini-batch, per rank (gloo)",
@@ -219,9 +227,9 @@ claim("fix: gradients bit-identical",
 # engine call sites with an AST check: lesson 02).
 
 # %%
-print("with the fix:", pl.assert_flat_residency(cfg, 3), "bytes per micro-batch")
-with expect_error(pl.ResidencyError, match="create_tensor_recv_prev"):
-    pl.assert_flat_residency(cfg, 3, detach_outputs=False)
+print("with the fix:", assert_flat_residency(cfg, 3), "bytes per micro-batch")
+with expect_error(ResidencyError, match="create_tensor_recv_prev"):
+    assert_flat_residency(cfg, 3, detach_outputs=False)
 
 # %% [markdown]
 # ## 8. Reading upstream's own numbers with the same tool

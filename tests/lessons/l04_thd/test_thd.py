@@ -13,16 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verlstudy.kit import upstream
-from verlstudy.kit.exercises import ExerciseFailure, check_exercise, exercise_results
 from verlstudy.lessons.l04_thd.thd import (
     SequenceParallelScatterError,
     TinyLM,
     align_size,
     aligned_length,
     causal_work,
-    check_aligned_length,
-    check_minimal_alignment,
-    check_zigzag_positions,
     cu_seqlens,
     fused_logprobs,
     imbalance,
@@ -69,13 +65,16 @@ def test_align_size_is_tp_without_cp_and_tp_cp_2_with_it(tp: int, cp: int, expec
     assert align_size(tp, cp) == expected
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2", None])
-def test_bad_parallel_sizes_are_rejected_by_name(bad: object) -> None:
-    with pytest.raises(ValueError, match="tp must be a positive integer"):
+@pytest.mark.parametrize(
+    ("bad", "error"),
+    [(0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError), ("2", TypeError), (None, TypeError)],
+)
+def test_bad_parallel_sizes_are_rejected_by_name(bad: object, error: type[Exception]) -> None:
+    with pytest.raises(error, match="tp must be a positive integer"):
         align_size(bad, 1)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="cp must be a positive integer"):
+    with pytest.raises(error, match="cp must be a positive integer"):
         aligned_length(10, 2, bad)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="tp must be a positive integer"):
+    with pytest.raises(error, match="tp must be a positive integer"):
         minimal_align_size(bad, 2)  # type: ignore[arg-type]
 
 
@@ -443,57 +442,3 @@ def test_causal_work_closed_form_matches_counting_positions() -> None:
         causal_work(6, 2, "zigzag")
     with pytest.raises(ValueError, match="split must be"):
         causal_work(8, 2, "ring")  # type: ignore[arg-type]
-
-
-# ---------------------------------------------------------------- exercise checkers
-
-
-def _stub(*args: object) -> int:
-    raise NotImplementedError("exercise")
-
-
-def test_check_aligned_length_accepts_the_reference_and_explains_wrong_answers() -> None:
-    assert "right" in check_aligned_length(aligned_length)
-    with pytest.raises(ExerciseFailure, match="already aligned length needs no padding"):
-        check_aligned_length(lambda n, tp, cp: n + align_size(tp, cp) - n % align_size(tp, cp))
-    with pytest.raises(ExerciseFailure, match="tp\\*cp\\*2"):
-        check_aligned_length(lambda n, tp, cp: aligned_length(n, tp * cp, 1))
-    with pytest.raises(ExerciseFailure, match="you ignored cp"):
-        check_aligned_length(lambda n, tp, cp: aligned_length(n, tp, 1))
-    with pytest.raises(ExerciseFailure, match="should return an int"):
-        check_aligned_length(lambda n, tp, cp: float(n))
-    check_exercise("4.1", _stub)
-    assert exercise_results()["4.1"] == "not attempted"
-
-
-def test_check_zigzag_positions_accepts_the_reference_and_explains_wrong_answers() -> None:
-    assert "right" in check_zigzag_positions(lambda s, cp, r: rank_positions(s, cp, r, "zigzag"))
-    with pytest.raises(ExerciseFailure, match="contiguous split"):
-        check_zigzag_positions(lambda s, cp, r: rank_positions(s, cp, r, "contiguous"))
-    with pytest.raises(ExerciseFailure, match="chunk r and chunk 2\\*cp-1-r"):
-        check_zigzag_positions(lambda s, cp, r: rank_positions(s, cp, (r + 1) % cp, "zigzag"))
-    with pytest.raises(ExerciseFailure, match="should return a list"):
-        check_zigzag_positions(lambda s, cp, r: 3)
-    with pytest.raises(ExerciseFailure, match="sequence order"):
-        check_zigzag_positions(lambda s, cp, r: sorted(rank_positions(s, cp, r).tolist(), reverse=True))
-    check_exercise("4.2", _stub)
-    assert exercise_results()["4.2"] == "not attempted"
-
-
-def test_check_minimal_alignment_accepts_the_reference_and_explains_wrong_answers() -> None:
-    assert "right" in check_minimal_alignment(minimal_align_size)
-    with pytest.raises(ExerciseFailure, match="upstream's product"):
-        check_minimal_alignment(align_size)
-    with pytest.raises(ExerciseFailure, match="2\\*cp whole chunks"):
-        check_minimal_alignment(lambda tp, cp: tp * cp)
-    check_exercise("4.3", _stub)
-    assert exercise_results()["4.3"] == "not attempted"
-
-
-def test_check_minimal_alignment_hints_at_cp_1_when_lcm_has_no_cp_branch() -> None:
-    import math
-
-    with pytest.raises(ExerciseFailure, match=r"fn\(tp=1, cp=1\) gave 2; expected 1: without context parallelism"):
-        check_minimal_alignment(lambda tp, cp: math.lcm(2 * cp, tp * cp))
-    with pytest.raises(ExerciseFailure, match="only SP's tp matters"):
-        check_minimal_alignment(lambda tp, cp: tp * cp * 2)

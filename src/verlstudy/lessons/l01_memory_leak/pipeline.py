@@ -14,30 +14,30 @@ What is kept from Megatron + verl (names follow upstream so stack traces read th
 
 If `model_output` still has a `grad_fn`, it pins the micro-batch's graph; after backward the graph's
 saved activations are freed, but its leaves are not: the receive buffer and its `.grad` stay alive
-as long as the stored output does. `run_pipeline` runs the stages one after another in one process;
-`gloo_pipeline_worker` runs the same stages as real ranks (stage per rank, 1F1B order, send/recv).
+as long as the stored output does. `run_pipeline` runs the stages one after another in one process.
+
+The rest of the lesson builds on this module:
+
+- `gloo_ranks`: the same stages as real gloo ranks (a stage per rank, 1F1B order, send/recv);
+- `measure`: bytes retained per micro-batch, the control runs, the residency guard, and the
+  leak written in the CUDA memory snapshot format.
 """
 
 from __future__ import annotations
 
-import math
 import numbers
-import pickle
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 from torch.autograd import Variable
-from torch.utils._python_dispatch import _disable_current_modes
 
-from verlstudy.common.memtrace import AllocationTracker, Site, bytes_per_step, snapshot_from_tracker
+from verlstudy.common.memtrace import AllocationTracker, bytes_per_step
 from verlstudy.common.trees import detach_tree
-from verlstudy.kit.exercises import ExerciseFailure
 
 DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 PLANTED_LEAKS: tuple[str, ...] = ("activation_log", "score_cache")
@@ -370,258 +370,9 @@ def graph_leaves(tensor: torch.Tensor) -> list[torch.Tensor]:
     return leaves
 
 
-class ResidencyError(AssertionError):
-    """Stored outputs keep more than their own bytes per micro-batch: something pins a graph."""
-
-
-def assert_flat_residency(config: PipelineConfig, num_micro_batches: int = 4, *, detach_outputs: bool = True) -> int:
-    """The guard: per micro-batch, only the stored outputs' own bytes (S x itemsize) may stay alive.
-
-    Returns the measured bytes per micro-batch; raises ResidencyError naming the top extra site.
-    """
-    slope, sites, _ = measure_slope(config, num_micro_batches, detach_outputs=detach_outputs)
-    allowed = config.seq_len * config.itemsize
-    if slope != allowed:
-        extra = [s for s in sites if s.function != "loss_func"]
-        top = extra[0].label() if extra else "unknown"
-        raise ResidencyError(
-            f"{slope:g} bytes stay alive per micro-batch, the stored outputs need {allowed}; top other site: {top}"
-        )
-    return int(slope)
-
-
-# -- 1F1B over real ranks ----------------------------------------------------------------------
-
-
-def one_f_one_b_order(pp_size: int, rank: int, num_micro_batches: int) -> list[tuple[str, int]]:
-    """The 1F1B order of ("F", i) / ("B", i) steps on pipeline `rank`: warm-up, steady state, cool-down."""
-    for name, value, lo in (("pp_size", pp_size, 1), ("num_micro_batches", num_micro_batches, 1), ("rank", rank, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-            raise ValueError(f"{name} must be an int >= {lo}, got {value!r}")
-    if rank >= pp_size:
-        raise ValueError(f"rank must be < pp_size={pp_size}, got {rank}")
-    warmup = min(pp_size - rank - 1, num_micro_batches)
-    order = [("F", i) for i in range(warmup)]
-    for i in range(num_micro_batches - warmup):
-        order += [("F", warmup + i), ("B", i)]
-    order += [("B", i) for i in range(num_micro_batches - warmup, num_micro_batches)]
-    return order
-
-
-def _untracked() -> Any:
-    # Communication ops only write into existing buffers (nothing to record): run them outside the
-    # tracker, so blocking send/recv never goes through Python dispatch.
-    return _disable_current_modes()
-
-
-def _rank_mini_batch(
-    model: ToyPipelineModel, rank: int, batches: list[torch.Tensor], detach_outputs: bool
-) -> tuple[list[Any], list[float]]:
-    import torch.distributed as dist
-
-    cfg = model.config
-    last = rank == cfg.pp_size - 1
-    shape = (cfg.seq_len, cfg.hidden)
-    store: list[Any] = []
-    losses: list[float] = []
-    in_flight: dict[int, tuple[torch.Tensor, torch.Tensor | None]] = {}  # i -> (output, recv buffer)
-    sends: list[Any] = []
-    for kind, i in one_f_one_b_order(cfg.pp_size, rank, len(batches)):
-        if kind == "F":
-            inputs, labels = batches[i][:-1], batches[i][1:]
-            recv = None
-            if rank == 0:
-                h = stage_forward(model, 0, inputs)
-            else:
-                recv = create_tensor_recv_prev(shape, cfg.torch_dtype, cfg.device)
-                with _untracked():
-                    dist.recv(recv, src=rank - 1)
-                h = recv if last else stage_forward(model, rank, recv)
-            if last:
-                loss, output = last_stage_step(model, h, labels)
-                store_output(store, output, detach_outputs)
-                losses.append(float(loss.detach()))
-                in_flight[i] = (loss, recv)
-            else:
-                with _untracked():
-                    sends.append(dist.isend(h.detach(), dst=rank + 1))
-                in_flight[i] = (h, recv)
-        else:
-            out, recv = in_flight.pop(i)
-            grad = None
-            if not last:
-                grad = torch.empty(shape, dtype=cfg.torch_dtype, device=cfg.device)
-                with _untracked():
-                    dist.recv(grad, src=rank + 1)
-            backward_step(out, grad)
-            if recv is not None:
-                with _untracked():
-                    sends.append(dist.isend(recv.grad, dst=rank - 1))  # type: ignore[arg-type]
-        # Forget finished sends so their tensors are not kept until the end of the mini-batch.
-        sends = [w for w in sends if not w.is_completed()]
-    for work in sends:
-        work.wait()
-    return store, losses
-
-
-def gloo_pipeline_worker(
-    rank: int,
-    world_size: int,
-    config: PipelineConfig,
-    micro_batch_counts: Sequence[int],
-    detach_outputs: bool = False,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """One pipeline stage per gloo rank; for each micro-batch count, live bytes at the mini-batch's end.
-
-    Returns {"rank", "end_bytes": {count: bytes}, "slope", "top_sites" (growth of the largest run),
-    "losses" (last stage only)}. Runs under `verlstudy.common.dist.run_local`.
-    """
-    if config.pp_size != world_size:
-        raise ValueError(f"config.pp_size={config.pp_size} must equal world_size={world_size} (a stage per rank)")
-    model = ToyPipelineModel(config, seed)
-    counts = [int(c) for c in micro_batch_counts]
-    end_bytes: dict[int, int] = {}
-    sites: list[Site] = []
-    losses: list[float] = []
-    for count in counts:
-        model.zero_grad(set_to_none=True)
-        batches = make_micro_batches(config, count, seed + 1)
-        tracker = AllocationTracker()
-        with tracker:
-            store, losses = _rank_mini_batch(model, rank, batches, detach_outputs)
-        end_bytes[count] = tracker.live_bytes()
-        if count == max(counts):
-            sites = tracker.top_sites(3)
-        del store
-    return {
-        "rank": rank,
-        "end_bytes": end_bytes,
-        "slope": bytes_per_step([end_bytes[c] for c in counts], counts),
-        "top_sites": sites,
-        "losses": losses,
-    }
-
-
-# -- measuring, in one call per experiment -----------------------------------------------------
-
-
-def measure_slope(
-    config: PipelineConfig,
-    num_micro_batches: int,
-    *,
-    forward_only: bool = False,
-    detach_outputs: bool = False,
-    planted_leak: str | None = None,
-    seed: int = 0,
-) -> tuple[float, list[Site], PipelineRun]:
-    """Bytes retained per micro-batch, and the sites of what the last micro-batch left alive."""
-    clear_planted_leaks()
-    tracker = AllocationTracker()
-    run = run_pipeline(
-        config,
-        num_micro_batches,
-        forward_only=forward_only,
-        detach_outputs=detach_outputs,
-        planted_leak=planted_leak,
-        tracker=tracker,
-        seed=seed,
-    )
-    sites = tracker.top_sites(5, since=run.marks[-1])
-    clear_planted_leaks()
-    return run.slope, sites, run
-
-
-# Upstream's control figures, as the digest of PR #7874 reports them (unverified; a real model's sizes).
-UPSTREAM_CONTROLS: dict[str, str] = {
-    "forward only": "0.76 MiB per micro-batch (digest, unverified)",
-    "PP=1": "0.31 MiB per micro-batch (digest, unverified)",
-}
-
-
-def measure_controls(
-    config: PipelineConfig, num_micro_batches: int = 4, *, layers: Sequence[int] = (2, 4), seed: int = 0
-) -> dict[str, int]:
-    """Bytes retained per micro-batch: the leaking run, forward only, PP=1 and deeper stages.
-
-    Keys: "leak (PP=<pp>, <L> layer/stage)", "forward only", "PP=1", then "<L> layers/stage" per `layers`.
-    """
-    if not isinstance(config, PipelineConfig):
-        raise TypeError(f"config must be a PipelineConfig, got {type(config).__name__}")
-    depths = list(layers)
-    if any(isinstance(d, bool) or not isinstance(d, int) for d in depths):
-        raise TypeError(f"layers must be ints (layers per stage), got {depths!r}")
-
-    def slope(cfg: PipelineConfig, **kwargs: Any) -> int:
-        return int(measure_slope(cfg, num_micro_batches, seed=seed, **kwargs)[0])
-
-    controls = {
-        f"leak (PP={config.pp_size}, {config.layers_per_stage} layer/stage)": slope(config),
-        "forward only": slope(config, forward_only=True),
-        "PP=1": slope(config_with(config, pp_size=1)),
-    }
-    for depth in depths:
-        controls[f"{depth} layers/stage"] = slope(config_with(config, layers_per_stage=depth))
-    return controls
-
-
-def controls_table(controls: dict[str, int], upstream: dict[str, str] | None = None) -> str:
-    """A markdown table of bytes per micro-batch, with upstream's quoted figures beside ours."""
-    if not isinstance(controls, dict) or not controls:
-        raise ValueError("controls must be a non-empty dict of run name -> bytes per micro-batch")
-    quoted = UPSTREAM_CONTROLS if upstream is None else upstream
-    rows = ["| run | ours: bytes per micro-batch | upstream (quoted, theirs) |", "| --- | ---: | --- |"]
-    rows += [f"| {name} | {nbytes} | {quoted.get(name, '-')} |" for name, nbytes in controls.items()]
-    return "\n".join(rows)
-
-
-# -- exercise checkers ---------------------------------------------------------------------------
-
-_PREDICTION_CASES = (
-    PipelineConfig(seq_len=16, hidden=8, vocab=16),
-    PipelineConfig(seq_len=24, hidden=40, vocab=16, dtype="bfloat16"),
-    PipelineConfig(seq_len=8, hidden=64, vocab=16, layers_per_stage=3),
-)
-
-
-def check_leak_prediction(predict: Callable[[int, int, int], int]) -> str:
-    """Exercise 1.1: `predict(seq_len, hidden, itemsize)` must equal the measured leak per micro-batch."""
-    for cfg in _PREDICTION_CASES:
-        s, h, isz = cfg.seq_len, cfg.hidden, cfg.itemsize
-        measured, _, _ = measure_slope(cfg, 3)
-        got = predict(s, h, isz)
-        if isinstance(got, bool) or not isinstance(got, numbers.Real) or math.isnan(got):
-            raise ExerciseFailure(f"predict({s}, {h}, {isz}) returned {got!r}; return a number of bytes")
-        if got == measured:
-            continue
-        where = f"for seq_len={s}, hidden={h}, itemsize={isz} you predict {got:g} bytes, measured {measured:g}"
-        if got == s * h * isz:
-            hint = "that is the receive buffer alone: its .grad stays attached to it and is kept too"
-        elif got == 2 * s * h * isz:
-            hint = "buffer and gradient are right; the stored model_output (S per-token values) is kept as well"
-        elif got == s * h * isz + s * isz:
-            hint = "you are missing the receive buffer's gradient"
-        elif got in (2 * s * h * 4 + s * 4, 2 * s * h * 2 + s * 2) and got != 2 * s * h * isz + s * isz:
-            hint = "use the itemsize you are given, not a fixed 4 or 2 bytes"
-        elif got > measured:
-            hint = "after backward the saved activations are freed; only the graph's leaves survive"
-        else:
-            hint = "count the receive buffer, its gradient and the stored per-token output"
-        raise ExerciseFailure(f"{where}: {hint}")
-    return f"matches the measured slope in {len(_PREDICTION_CASES)} configurations"
-
-
-def _growth_scenarios() -> list[tuple[str, dict[str, Any], str]]:
-    cfg = PipelineConfig(seq_len=32, hidden=16, vocab=48)
-    return [
-        ("score cache planted, fix applied", {"config": cfg, "planted_leak": "score_cache"}, "cache_scores"),
-        (
-            "activation log planted, fix applied",
-            {"config": cfg, "planted_leak": "activation_log"},
-            "record_activation_stats",
-        ),
-        ("fix applied, nothing planted", {"config": cfg, "planted_leak": None}, "loss_func"),
-    ]
+def config_with(config: PipelineConfig, **changes: Any) -> PipelineConfig:
+    """A copy of `config` with some fields changed (validated again)."""
+    return replace(config, **changes)
 
 
 class MicroBatchRunner:
@@ -641,56 +392,3 @@ class MicroBatchRunner:
         tokens = self._batches[self._next % len(self._batches)]
         self._next += 1
         _run_micro_batch(self.model, tokens, self.store, False, True, self.planted_leak)
-
-
-def check_growth_site(find: Callable[[AllocationTracker, Callable[[], None]], str]) -> str:
-    """Exercise 1.2: `find(tracker, run_micro_batch)` must name the function whose allocations grow."""
-    for title, spec, expected in _growth_scenarios():
-        clear_planted_leaks()
-        runner = MicroBatchRunner(spec["config"], spec["planted_leak"])
-        tracker = AllocationTracker()
-        try:
-            with tracker:
-                got = find(tracker, runner)
-        finally:
-            clear_planted_leaks()
-        if not isinstance(got, str):
-            raise ExerciseFailure(f"{title}: return the function name as a string, got {type(got).__name__}")
-        if got != expected:
-            hint = (
-                "one-off allocations of the first micro-batch (parameter gradients) are not growth: "
-                "run a micro-batch, take tracker.mark(), run another, then look at top_sites(since=mark)"
-                if got in ("backward_step", "stage_forward")
-                else "group what was allocated after a mark and is still alive by function: the largest is the leak"
-            )
-            raise ExerciseFailure(f"{title}: you named {got!r}; {hint}")
-    return "named the growing site in all 3 scenarios"
-
-
-def config_with(config: PipelineConfig, **changes: Any) -> PipelineConfig:
-    """A copy of `config` with some fields changed (validated again)."""
-    return replace(config, **changes)
-
-
-def leak_snapshot(config: PipelineConfig | None = None, num_micro_batches: int = 4, seed: int = 0) -> dict[str, Any]:
-    """What survives a leaking mini-batch, written in the CUDA snapshot format (constructed on CPU).
-
-    Micro-batches 2.. only (the first one makes one-off allocations), so `num_micro_batches` >= 2.
-    """
-    if isinstance(num_micro_batches, bool) or not isinstance(num_micro_batches, int) or num_micro_batches < 2:
-        raise ValueError(f"num_micro_batches must be an int >= 2 (the first one is skipped), got {num_micro_batches!r}")
-    config = config if config is not None else PipelineConfig()
-    tracker = AllocationTracker()
-    run = run_pipeline(config, num_micro_batches, tracker=tracker, seed=seed)
-    snapshot = snapshot_from_tracker(tracker, since=run.marks[1])  # skip the first micro-batch's one-offs
-    del run
-    return snapshot
-
-
-def write_leak_snapshot(path: str | Path) -> Path:
-    """Write `leak_snapshot()` as a pickle, the file format `torch.cuda.memory._dump_snapshot` uses."""
-    path = Path(path)
-    if path.suffix != ".pickle":
-        raise ValueError(f"path must end in .pickle, got {path.name}")
-    path.write_bytes(pickle.dumps(leak_snapshot(), protocol=4))
-    return path

@@ -26,7 +26,7 @@ import torch
 from matplotlib.colors import ListedColormap
 from torch import nn
 
-from verlstudy.kit.exercises import ExerciseFailure
+from verlstudy.kit.params import positive_int
 from verlstudy.kit.plots import COLORS, apply_style
 
 # The once-per-process torch log line that jagged tensors can trigger carries a PID and a time.
@@ -45,14 +45,6 @@ class SequenceParallelScatterError(AssertionError, ValueError):
 
 
 # ---------------------------------------------------------------- validation and quiet jagged tensors
-
-
-def _check_positive_int(name: str, value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be a positive integer ({what}), got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive integer ({what}), got {value}")
-    return int(value)
 
 
 def _check_length(name: str, value: object) -> int:
@@ -133,8 +125,8 @@ def cu_seqlens(input_ids: torch.Tensor) -> torch.Tensor:
 
 def align_size(tp: int, cp: int) -> int:
     """The multiple a padded length must reach: `tp * cp * 2` when `cp > 1`, else `tp`."""
-    tp = _check_positive_int("tp", tp, "tensor-parallel size")
-    cp = _check_positive_int("cp", cp, "context-parallel size")
+    tp = positive_int("tp", tp)
+    cp = positive_int("cp", cp)
     return tp * cp * 2 if cp > 1 else tp
 
 
@@ -155,8 +147,8 @@ def minimal_align_size(tp: int, cp: int) -> int:
 
     Upstream uses the product `tp*cp*2`; it differs from this when tp is even (a few extra pads).
     """
-    tp = _check_positive_int("tp", tp, "tensor-parallel size")
-    cp = _check_positive_int("cp", cp, "context-parallel size")
+    tp = positive_int("tp", tp)
+    cp = positive_int("cp", cp)
     return math.lcm(2 * cp, tp * cp) if cp > 1 else tp
 
 
@@ -185,8 +177,8 @@ def pad_nested_unaligned(
     input_ids: torch.Tensor, pad_token_id: int, tp: int = 1, cp: int = 1
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The behaviour before #7702: pad to the longest sequence and ignore tp/cp (the bug, kept to show it)."""
-    _check_positive_int("tp", tp, "tensor-parallel size")
-    _check_positive_int("cp", cp, "context-parallel size")
+    positive_int("tp", tp)
+    positive_int("cp", cp)
     return pad_nested(input_ids, pad_token_id, 1, 1)
 
 
@@ -234,7 +226,7 @@ def sp_scatter(x: torch.Tensor, tp: int, rank: int) -> torch.Tensor:
     """
     if not isinstance(x, torch.Tensor) or x.dim() < 1:
         raise TypeError(f"x must be a tensor [S, B, H] with at least one dim, got {type(x).__name__}")
-    tp = _check_positive_int("tp", tp, "tensor-parallel size")
+    tp = positive_int("tp", tp)
     rank = _check_rank(rank, tp, "tp")
     seq = x.shape[0]
     if seq % tp != 0:
@@ -262,7 +254,7 @@ def _check_seq_dim(x: object, dim: int) -> tuple[torch.Tensor, int]:
 
 def zigzag_chunks(cp: int, rank: int) -> tuple[int, ...]:
     """Which of the `2*cp` sequence chunks a CP rank holds: (r, 2*cp-1-r); (0,) without CP."""
-    cp = _check_positive_int("cp", cp, "context-parallel size")
+    cp = positive_int("cp", cp)
     rank = _check_rank(rank, cp, "cp")
     return (rank, 2 * cp - 1 - rank) if cp > 1 else (0,)
 
@@ -309,7 +301,7 @@ def rank_positions(seq_len: int, cp: int, rank: int, split: Split = "zigzag") ->
     positions = torch.arange(seq_len)
     if split == "zigzag":
         return zigzag_split(positions, cp, rank)
-    cp = _check_positive_int("cp", cp, "context-parallel size")
+    cp = positive_int("cp", cp)
     rank = _check_rank(rank, cp, "cp")
     if seq_len % cp != 0:
         raise ValueError(f"a contiguous split needs the sequence length to divide by cp={cp}, got {seq_len}")
@@ -323,7 +315,7 @@ def causal_work(seq_len: int, cp: int, split: Split) -> list[int]:
     A query at position i attends to i + 1 keys, so a rank's work is the sum of (position + 1).
     """
     seq_len = _check_length("seq_len", seq_len)
-    cp = _check_positive_int("cp", cp, "context-parallel size")
+    cp = positive_int("cp", cp)
     if split not in ("contiguous", "zigzag"):
         raise ValueError(f"split must be 'contiguous' or 'zigzag', got {split!r}")
     n_chunks = 2 * cp if split == "zigzag" and cp > 1 else cp
@@ -356,8 +348,8 @@ def shard_lengths(padded_len: int, tp: int, cp: int) -> list[list[int]]:
     Actually performs the split on a position tensor, so it fails exactly where the real split would.
     """
     padded_len = _check_length("padded_len", padded_len)
-    tp = _check_positive_int("tp", tp, "tensor-parallel size")
-    cp = _check_positive_int("cp", cp, "context-parallel size")
+    tp = positive_int("tp", tp)
+    cp = positive_int("cp", cp)
     positions = torch.arange(padded_len)
     return [[int(sp_scatter(zigzag_split(positions, cp, c), tp, t).numel()) for t in range(tp)] for c in range(cp)]
 
@@ -370,16 +362,16 @@ class TinyLM(nn.Module):
 
     def __init__(self, vocab_size: int, hidden: int) -> None:
         super().__init__()
-        vocab_size = _check_positive_int("vocab_size", vocab_size, "number of token ids")
-        hidden = _check_positive_int("hidden", hidden, "hidden size")
+        vocab_size = positive_int("vocab_size", vocab_size)
+        hidden = positive_int("hidden", hidden)
         self.embed = nn.Embedding(vocab_size, hidden)
         self.mlp = nn.Sequential(nn.LayerNorm(hidden), nn.Linear(hidden, hidden), nn.GELU())
         self.head = nn.Linear(hidden, vocab_size)
 
     def hidden_states(self, padded_ids: torch.Tensor, tp: int = 1, cp: int = 1) -> torch.Tensor:
         """`[B, L]` ids -> `[B, L, H]`, computing the MLP shard by shard over (cp, tp) ranks as Megatron lays it out."""
-        tp = _check_positive_int("tp", tp, "tensor-parallel size")
-        cp = _check_positive_int("cp", cp, "context-parallel size")
+        tp = positive_int("tp", tp)
+        cp = positive_int("cp", cp)
         x = self.embed(padded_ids).transpose(0, 1)  # [S, B, H], Megatron's layout
         cp_parts = []
         for c in range(cp):
@@ -420,88 +412,3 @@ def fused_logprobs(
     h, y = hidden[mask], padded_labels[mask]
     label_logit = (h * model.head.weight[y]).sum(-1) + model.head.bias[y]
     return label_logit - torch.logsumexp(model.head(h), dim=-1)
-
-
-# ---------------------------------------------------------------- exercise checkers
-
-ALIGN_CASES: tuple[tuple[int, int, int], ...] = (
-    (4026, 2, 1),
-    (4027, 2, 1),
-    (4026, 4, 1),
-    (4026, 2, 2),
-    (4026, 1, 2),
-    (4032, 2, 2),
-    (1, 8, 1),
-    (7, 1, 1),
-    (0, 2, 2),
-    (100, 3, 3),
-    (24, 4, 3),
-)
-
-
-def check_aligned_length(fn: Callable[[int, int, int], int]) -> str:
-    """Exercise 4.1: fn(L, tp, cp) is the smallest multiple of the alignment that is >= L."""
-    for length, tp, cp in ALIGN_CASES:
-        want = aligned_length(length, tp, cp)
-        got = fn(length, tp, cp)
-        if isinstance(got, bool) or not isinstance(got, numbers.Integral):
-            raise ExerciseFailure(f"fn({length}, {tp}, {cp}) should return an int, got {type(got).__name__}")
-        if got == want:
-            continue
-        hint = f"expected {want}"
-        if length % align_size(tp, cp) == 0 and got == length + align_size(tp, cp):
-            hint += ": an already aligned length needs no padding; take the remainder modulo the alignment again"
-        elif cp > 1 and got == aligned_length(length, tp * cp, 1):
-            hint += ": with cp > 1 the zigzag split needs 2*cp chunks, so the alignment is tp*cp*2"
-        elif cp > 1 and got == aligned_length(length, tp, 1):
-            hint += ": you ignored cp; each of the 2*cp zigzag chunks must also be whole"
-        elif got < length:
-            hint += ": padding never removes tokens"
-        raise ExerciseFailure(f"fn({length}, tp={tp}, cp={cp}) gave {got}; {hint}")
-    return f"all {len(ALIGN_CASES)} (L, tp, cp) cases right"
-
-
-ZIGZAG_CASES: tuple[tuple[int, int], ...] = ((8, 2), (16, 4), (24, 3), (12, 1))
-
-
-def check_zigzag_positions(fn: Callable[[int, int, int], Sequence[int]]) -> str:
-    """Exercise 4.2: fn(seq_len, cp, rank) lists the positions a zigzag CP rank holds, in order."""
-    for seq_len, cp in ZIGZAG_CASES:
-        for rank in range(cp):
-            want = rank_positions(seq_len, cp, rank, "zigzag").tolist()
-            got = fn(seq_len, cp, rank)
-            if isinstance(got, torch.Tensor):
-                got = got.tolist()
-            if isinstance(got, str) or not isinstance(got, Sequence):
-                raise ExerciseFailure(f"fn({seq_len}, {cp}, {rank}) should return a list of positions, got {got!r}")
-            got = list(got)
-            if got == want:
-                continue
-            hint = f"expected {want}"
-            if cp > 1 and got == rank_positions(seq_len, cp, rank, "contiguous").tolist():
-                hint += ": that is the contiguous split; zigzag cuts 2*cp chunks and pairs chunk r with 2*cp-1-r"
-            elif sorted(got) == want:
-                hint += ": the right positions, but keep them in sequence order"
-            elif cp > 1 and len(got) == len(want):
-                hint += ": rank r holds chunk r and chunk 2*cp-1-r (counting from 0)"
-            raise ExerciseFailure(f"fn(seq_len={seq_len}, cp={cp}, rank={rank}) gave {got}; {hint}")
-    return f"{len(ZIGZAG_CASES)} (seq_len, cp) cases right, so every rank does equal causal work"
-
-
-def check_minimal_alignment(fn: Callable[[int, int], int]) -> str:
-    """Exercise 4.3: fn(tp, cp) is the least length multiple that both zigzag CP and SP accept."""
-    cases = [(tp, cp) for tp in (1, 2, 3, 4, 6, 8) for cp in (1, 2, 3, 4)]
-    for tp, cp in cases:
-        want = minimal_align_size(tp, cp)
-        got = fn(tp, cp)
-        if got == want:
-            continue
-        hint = f"expected {want}"
-        if cp == 1:
-            hint += ": without context parallelism (cp == 1) there is no zigzag split, so only SP's tp matters"
-        elif got == align_size(tp, cp):
-            hint += ": that is upstream's product tp*cp*2; it works, but for even tp a smaller multiple does too"
-        elif cp > 1 and got == tp * cp:
-            hint += ": each rank's tp*cp part is fine for SP, but the zigzag split also needs 2*cp whole chunks"
-        raise ExerciseFailure(f"fn(tp={tp}, cp={cp}) gave {got}; {hint}")
-    return f"{len(cases)} (tp, cp) pairs right"

@@ -1,0 +1,138 @@
+"""The toy pipeline's stages as real ranks: one stage per gloo process, 1F1B order, send/recv.
+
+Built on `pipeline` (the same model, receive buffer, loss and backward step); each rank measures
+its own live bytes at the end of a mini-batch, which shows that only the last stage, the one that
+stores outputs, grows with the number of micro-batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import _disable_current_modes
+
+from verlstudy.common.memtrace import AllocationTracker, Site, bytes_per_step
+from verlstudy.lessons.l01_memory_leak.pipeline import (
+    PipelineConfig,
+    ToyPipelineModel,
+    backward_step,
+    create_tensor_recv_prev,
+    last_stage_step,
+    make_micro_batches,
+    stage_forward,
+    store_output,
+)
+
+# -- 1F1B over real ranks ----------------------------------------------------------------------
+
+
+def one_f_one_b_order(pp_size: int, rank: int, num_micro_batches: int) -> list[tuple[str, int]]:
+    """The 1F1B order of ("F", i) / ("B", i) steps on pipeline `rank`: warm-up, steady state, cool-down."""
+    for name, value, lo in (("pp_size", pp_size, 1), ("num_micro_batches", num_micro_batches, 1), ("rank", rank, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+            raise ValueError(f"{name} must be an int >= {lo}, got {value!r}")
+    if rank >= pp_size:
+        raise ValueError(f"rank must be < pp_size={pp_size}, got {rank}")
+    warmup = min(pp_size - rank - 1, num_micro_batches)
+    order = [("F", i) for i in range(warmup)]
+    for i in range(num_micro_batches - warmup):
+        order += [("F", warmup + i), ("B", i)]
+    order += [("B", i) for i in range(num_micro_batches - warmup, num_micro_batches)]
+    return order
+
+
+def _untracked() -> Any:
+    # Communication ops only write into existing buffers (nothing to record): run them outside the
+    # tracker, so blocking send/recv never goes through Python dispatch.
+    return _disable_current_modes()
+
+
+def _rank_mini_batch(
+    model: ToyPipelineModel, rank: int, batches: list[torch.Tensor], detach_outputs: bool
+) -> tuple[list[Any], list[float]]:
+    import torch.distributed as dist
+
+    cfg = model.config
+    last = rank == cfg.pp_size - 1
+    shape = (cfg.seq_len, cfg.hidden)
+    store: list[Any] = []
+    losses: list[float] = []
+    in_flight: dict[int, tuple[torch.Tensor, torch.Tensor | None]] = {}  # i -> (output, recv buffer)
+    sends: list[Any] = []
+    for kind, i in one_f_one_b_order(cfg.pp_size, rank, len(batches)):
+        if kind == "F":
+            inputs, labels = batches[i][:-1], batches[i][1:]
+            recv = None
+            if rank == 0:
+                h = stage_forward(model, 0, inputs)
+            else:
+                recv = create_tensor_recv_prev(shape, cfg.torch_dtype, cfg.device)
+                with _untracked():
+                    dist.recv(recv, src=rank - 1)
+                h = recv if last else stage_forward(model, rank, recv)
+            if last:
+                loss, output = last_stage_step(model, h, labels)
+                store_output(store, output, detach_outputs)
+                losses.append(float(loss.detach()))
+                in_flight[i] = (loss, recv)
+            else:
+                with _untracked():
+                    sends.append(dist.isend(h.detach(), dst=rank + 1))
+                in_flight[i] = (h, recv)
+        else:
+            out, recv = in_flight.pop(i)
+            grad = None
+            if not last:
+                grad = torch.empty(shape, dtype=cfg.torch_dtype, device=cfg.device)
+                with _untracked():
+                    dist.recv(grad, src=rank + 1)
+            backward_step(out, grad)
+            if recv is not None:
+                with _untracked():
+                    sends.append(dist.isend(recv.grad, dst=rank - 1))  # type: ignore[arg-type]
+        # Forget finished sends so their tensors are not kept until the end of the mini-batch.
+        sends = [w for w in sends if not w.is_completed()]
+    for work in sends:
+        work.wait()
+    return store, losses
+
+
+def gloo_pipeline_worker(
+    rank: int,
+    world_size: int,
+    config: PipelineConfig,
+    micro_batch_counts: Sequence[int],
+    detach_outputs: bool = False,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """One pipeline stage per gloo rank; for each micro-batch count, live bytes at the mini-batch's end.
+
+    Returns {"rank", "end_bytes": {count: bytes}, "slope", "top_sites" (growth of the largest run),
+    "losses" (last stage only)}. Runs under `verlstudy.common.dist.run_local`.
+    """
+    if config.pp_size != world_size:
+        raise ValueError(f"config.pp_size={config.pp_size} must equal world_size={world_size} (a stage per rank)")
+    model = ToyPipelineModel(config, seed)
+    counts = [int(c) for c in micro_batch_counts]
+    end_bytes: dict[int, int] = {}
+    sites: list[Site] = []
+    losses: list[float] = []
+    for count in counts:
+        model.zero_grad(set_to_none=True)
+        batches = make_micro_batches(config, count, seed + 1)
+        tracker = AllocationTracker()
+        with tracker:
+            store, losses = _rank_mini_batch(model, rank, batches, detach_outputs)
+        end_bytes[count] = tracker.live_bytes()
+        if count == max(counts):
+            sites = tracker.top_sites(3)
+        del store
+    return {
+        "rank": rank,
+        "end_bytes": end_bytes,
+        "slope": bytes_per_step([end_bytes[c] for c in counts], counts),
+        "top_sites": sites,
+        "losses": losses,
+    }
