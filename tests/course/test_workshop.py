@@ -188,3 +188,14 @@ def test_site_links_resolve_pages_exist_and_figures_are_embedded(tmp_path):
     figures = sum(page.read_text().count("data:image/png") for page in out.glob("*.html"))
     assert figures >= len(registry.LESSONS)
     assert index.count("<td>yes</td>") >= 3 * len(registry.LESSONS)
+
+
+def test_site_pages_leave_out_the_record_outputs_but_keep_what_readers_see():
+    from verlstudy.course.site import without_records
+    from verlstudy.kit import records
+
+    record = nbformat.v4.new_output("display_data", data={records.RECORD_MIME: records.encode({"kind": "claim"})})
+    text = nbformat.v4.new_output("stream", text="claim: 8 == 8\n")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("claim()", outputs=[text, record])])
+    page = without_records(nb)
+    assert page.cells[0].outputs == [text] and len(nb.cells[0].outputs) == 2  # the executed notebook is untouched

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import html
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,6 +13,7 @@ from verlstudy.course import registry
 from verlstudy.course.files import check_out_dir, write_all
 from verlstudy.course.outcomes import notebook_records
 from verlstudy.course.registry import Lesson
+from verlstudy.kit import records
 
 
 def claims_rows(nb: nbformat.NotebookNode) -> list[tuple[str, str, str, str]]:
@@ -22,12 +24,21 @@ def claims_rows(nb: nbformat.NotebookNode) -> list[tuple[str, str, str, str]]:
     ]
 
 
+def without_records(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of `nb` without the record outputs (data for the tools, not for readers)."""
+    page = copy.deepcopy(nb)
+    for cell in page.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if set(o.get("data", {})) != {records.RECORD_MIME}]
+    return page
+
+
 def render_notebook_html(nb: nbformat.NotebookNode) -> str:
     """A standalone HTML page for an executed notebook, figures embedded as data URIs."""
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(template_name="classic", embed_images=True, exclude_input_prompt=False)
-    body, _ = exporter.from_notebook_node(nb)
+    body, _ = exporter.from_notebook_node(without_records(nb))
     return body
 
 
