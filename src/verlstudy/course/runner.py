@@ -20,6 +20,7 @@ from verlstudy.course.twins import (
     normalise,
     quiet_kernel_env,
 )
+from verlstudy.kit.params import positive_int
 
 # ---------------------------------------------------------------- parameters
 
@@ -179,8 +180,7 @@ def run_lessons(
     Returns (lesson results in course order, floor result). Parameters go to every lesson; a name a
     lesson does not declare is rejected up front.
     """
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    positive_int("workers", workers)
     parameters = dict(parameters or {})
     for lesson in lessons:
         if not lesson.notebook.exists():

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import torch
 
+from verlstudy.kit.params import positive_int
+
 LOG_RATIO_CLAMP = 20.0  # upstream clamps logp - old_logp to [-20, 20] before exp (overflow guard)
 GRPO_EPSILON = 1e-6  # upstream's default epsilon added to the group std
 
@@ -209,8 +211,7 @@ def bandit_problem(
     alive, or collapses onto its favourite, is the exploration question.
     """
     for name, value in (("prompts", prompts), ("arms", arms), ("correct", correct)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        positive_int(name, value)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     if not 2 <= correct < arms:
@@ -288,8 +289,7 @@ def train_clip_bandit(
     multiplies it back, so each prompt's bandit learns the same whatever the number of prompts.
     """
     for name, value in (("n", n), ("steps", steps), ("epochs", epochs)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        positive_int(name, value)
     if n < 2:
         raise ValueError(f"n must be >= 2 so a group has a spread, got {n}")
     if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or lr <= 0:
