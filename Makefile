@@ -11,6 +11,9 @@ PIP_CONSTRAINT := $(if $(CONSTRAINTS),-c $(CONSTRAINTS),)
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 LAB_DIR ?= notebooks
 STAMP := $(VENV)/.installed
+# Earlier verl releases some lessons compare with (04: build_vlm_attn_mask_thd before #7702; 09: the 0.9.0 tree),
+# each unpacked without dependencies into $(VENV)/verl-releases/<version> and read as files, never imported.
+VERL_RELEASES ?= 0.9.0
 WORKERS ?= 2
 export TQDM_DISABLE := 1
 export TORCH_CPP_LOG_LEVEL := ERROR
@@ -24,6 +27,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) requirements-upstream.txt
 	$(BIN)/python -m pip install -q --retries 1 --no-deps $(PIP_CONSTRAINT) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),) torch
 	$(BIN)/python -m pip install -q $(PIP_CONSTRAINT) -e ".[dev]"
 	$(BIN)/python -m pip install -q --no-deps -r requirements-upstream.txt
+	for v in $(VERL_RELEASES); do $(BIN)/python -m pip install -q --no-deps --upgrade --target $(VENV)/verl-releases/$$v verl==$$v || exit 1; done
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (verlstudy)" >/dev/null
 	touch $(STAMP)
 

@@ -77,7 +77,7 @@ def test_lesson_cell_prints_one_line_per_comparison(capsys):
 def test_lesson_cell_skips_in_one_line_without_verl(monkeypatch, capsys):
     from verlstudy.kit import upstream
 
-    def absent():
+    def absent(release=None):
         raise upstream.VerlNotInstalled("no verl")
 
     monkeypatch.setattr(upstream, "verl_root", absent)

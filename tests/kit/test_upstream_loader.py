@@ -81,7 +81,66 @@ def test_absent_verl_gives_an_install_hint(monkeypatch):
 
 
 def test_a_moved_file_is_named(monkeypatch, tmp_path):
-    monkeypatch.setattr(upstream, "verl_root", lambda: tmp_path)
-    monkeypatch.setattr(upstream, "verl_version", lambda: "9.9")
+    monkeypatch.setattr(upstream, "verl_root", lambda release=None: tmp_path)
+    monkeypatch.setattr(upstream, "verl_version", lambda release=None: "9.9")
     with pytest.raises(upstream.UpstreamMoved, match=r"verl 9\.9 has no file verl/workers/engine/utils\.py"):
         upstream.upstream_source("workers/engine/utils.py")
+
+
+# ---------------------------------------------------------------- earlier releases fetched by `make setup`
+
+
+def _fake_release(tmp_path, version: str, source: str = "def answer():\n    return 42\n"):
+    root = tmp_path / version / "verl"
+    (root / "utils").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "utils" / "thing.py").write_text(source)
+    return root
+
+
+def test_an_earlier_release_is_read_from_the_releases_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv(upstream.RELEASES_ENV, str(tmp_path))
+    _fake_release(tmp_path, "0.9.0")
+    loaded = upstream.load_upstream("utils/thing.py", ["answer"], release="0.9.0")
+    assert loaded["answer"]() == 42
+    assert upstream.verl_version("0.9.0") == "0.9.0"
+    assert upstream.upstream_source("utils/thing.py", "0.9.0")[1] == "verl-0.9.0/utils/thing.py"
+
+
+def test_a_release_that_was_not_fetched_says_how_to_fetch_it(tmp_path, monkeypatch):
+    monkeypatch.setenv(upstream.RELEASES_ENV, str(tmp_path))
+    with pytest.raises(upstream.ReleaseNotFetched, match="make setup"):
+        upstream.load_upstream("utils/thing.py", ["answer"], release="0.8.0")
+    assert not upstream.verl_available("0.8.0")
+
+
+@pytest.mark.parametrize("bad", ["0.9", "latest", "", 9])
+def test_a_release_must_be_a_version_number(bad):
+    with pytest.raises(ValueError, match="release must be a verl version"):
+        upstream.verl_root(bad)
+
+
+def test_an_upstream_cell_runs_its_body_when_every_source_is_there(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(upstream.RELEASES_ENV, str(tmp_path))
+    _fake_release(tmp_path, "0.9.0")
+    monkeypatch.setattr(upstream, "verl_available", lambda release=None: release in (None, "0.9.0"))
+    ran = []
+    assert upstream.upstream_cell(lambda: ran.append(1), releases=["0.9.0"]) is True
+    assert ran == [1]
+
+
+def test_an_upstream_cell_prints_one_skip_line_naming_the_missing_release(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(upstream.RELEASES_ENV, str(tmp_path))
+    ran = []
+    if upstream.verl_available():
+        assert upstream.upstream_cell(lambda: ran.append(1), releases=["0.8.0"]) is False
+        assert capsys.readouterr().out.strip() == upstream.skip_line("0.8.0")
+    monkeypatch.setattr(upstream, "verl_available", lambda release=None: False)
+    assert upstream.upstream_cell(lambda: ran.append(1)) is False
+    assert capsys.readouterr().out.strip() == upstream.SKIP_LINE
+    assert ran == []
+
+
+def test_an_upstream_cell_body_must_be_callable():
+    with pytest.raises(TypeError, match="function taking no arguments"):
+        upstream.upstream_cell("detach_tree")  # type: ignore[arg-type]

@@ -13,6 +13,9 @@ import builtins
 import dis
 import importlib.metadata
 import importlib.util
+import os
+import re
+import sys
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,8 +38,35 @@ class MissingCollaborator(UpstreamError, NameError):
     """An upstream function needs a name the caller did not supply."""
 
 
-def verl_root() -> Path:
-    """The folder of the installed `verl` package (found without importing it)."""
+RELEASES_ENV = "VERLSTUDY_VERL_RELEASES"
+_RELEASE = re.compile(r"\d+\.\d+\.\d+")
+
+
+class ReleaseNotFetched(UpstreamError, LookupError):
+    """A second verl release a lesson compares with (e.g. 0.9.0) was not fetched by `make setup`."""
+
+
+def releases_dir() -> Path:
+    """Where `make setup` puts earlier verl releases, one folder each: $VERLSTUDY_VERL_RELEASES or <venv>/verl-releases."""
+    return Path(os.environ.get(RELEASES_ENV) or Path(sys.prefix) / "verl-releases")
+
+
+def _check_release(release: object) -> str:
+    if not isinstance(release, str) or not _RELEASE.fullmatch(release):
+        raise ValueError(f"release must be a verl version like '0.9.0', got {release!r}")
+    return release
+
+
+def verl_root(release: str | None = None) -> Path:
+    """The folder of the installed `verl` package (found without importing it), or of an earlier release."""
+    if release is not None:
+        root = releases_dir() / _check_release(release) / "verl"
+        if not (root / "__init__.py").is_file():
+            raise ReleaseNotFetched(
+                f"verl {release} is not in {releases_dir()}: `make setup` fetches it "
+                f"(pip install --no-deps --target {releases_dir() / release} verl=={release})"
+            )
+        return root
     spec = importlib.util.find_spec("verl")
     if spec is None or not spec.submodule_search_locations:
         raise VerlNotInstalled(
@@ -45,19 +75,23 @@ def verl_root() -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def verl_version() -> str:
+def verl_version(release: str | None = None) -> str:
+    """The installed verl's version, or `release` itself once that release is found on disk."""
+    if release is not None:
+        verl_root(release)
+        return release
     try:
         return importlib.metadata.version("verl")
     except importlib.metadata.PackageNotFoundError as e:
         raise VerlNotInstalled("verl is not installed (no package metadata)") from e
 
 
-def upstream_source(relative: str) -> tuple[str, str]:
+def upstream_source(relative: str, release: str | None = None) -> tuple[str, str]:
     """(source text, display name) of a file inside the verl package, e.g. 'workers/engine/utils.py'."""
-    path = verl_root() / relative
+    path = verl_root(release) / relative
     if not path.is_file():
-        raise UpstreamMoved(f"verl {verl_version()} has no file verl/{relative}: it moved or was removed")
-    return path.read_text(), f"verl/{relative}"
+        raise UpstreamMoved(f"verl {verl_version(release)} has no file verl/{relative}: it moved or was removed")
+    return path.read_text(), f"verl/{relative}" if release is None else f"verl-{release}/{relative}"
 
 
 def _top_level(tree: ast.Module) -> dict[str, ast.stmt]:
@@ -156,10 +190,16 @@ def load_from_source(
 
 
 def load_upstream(
-    relative: str, names: Iterable[str], provided: Mapping[str, object] | None = None
+    relative: str,
+    names: Iterable[str],
+    provided: Mapping[str, object] | None = None,
+    release: str | None = None,
 ) -> dict[str, Callable[..., object]]:
-    """Load named functions from the installed verl, e.g. load_upstream('workers/engine/utils.py', ['detach_tree'])."""
-    source, filename = upstream_source(relative)
+    """Load named functions from the installed verl, e.g. load_upstream('workers/engine/utils.py', ['detach_tree']).
+
+    `release='0.9.0'` reads the earlier release `make setup` fetched instead (see `releases_dir`).
+    """
+    source, filename = upstream_source(relative, release)
     return load_from_source(source, names, provided, filename)
 
 
@@ -193,12 +233,34 @@ class NotComparable:
 SKIP_LINE = "[skip] verl is not installed: the comparison with upstream runs in `make test` (verify-upstream)"
 
 
-def verl_available() -> bool:
+def verl_available(release: str | None = None) -> bool:
     """True when the verl package's source can be read (installed, with or without its dependencies)."""
     try:
-        verl_root()
-    except VerlNotInstalled:
+        verl_root(release)
+    except (VerlNotInstalled, ReleaseNotFetched):
         return False
+    return True
+
+
+def skip_line(release: str | None = None) -> str:
+    """The one line an upstream cell prints when the verl source it needs is absent."""
+    if release is None:
+        return SKIP_LINE
+    return f"[skip] verl {release} was not fetched: `make setup` puts it in <venv>/verl-releases/{release}"
+
+
+def upstream_cell(body: Callable[[], object], *, releases: Sequence[str] = ()) -> bool:
+    """Run a lesson-body cell that calls upstream's own code, or print one skip line when its source is absent.
+
+    `releases` names earlier verl releases the cell also reads (e.g. ['0.9.0']). Returns whether it ran.
+    """
+    if not callable(body):
+        raise TypeError(f"body must be a function taking no arguments, got {type(body).__name__}")
+    for release in [None, *releases]:
+        if not verl_available(release):
+            print(skip_line(release))
+            return False
+    body()
     return True
 
 
