@@ -47,7 +47,7 @@ class ReleaseNotFetched(UpstreamError, LookupError):
 
 
 def releases_dir() -> Path:
-    """Where `make setup` puts earlier verl releases, one folder each: $VERLSTUDY_VERL_RELEASES or <venv>/verl-releases."""
+    """Where `make setup` puts earlier verl releases: $VERLSTUDY_VERL_RELEASES, or <venv>/verl-releases."""
     return Path(os.environ.get(RELEASES_ENV) or Path(sys.prefix) / "verl-releases")
 
 
