@@ -20,12 +20,13 @@ export TORCH_CPP_LOG_LEVEL := ERROR
 export OMP_NUM_THREADS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: setup course test test-fast lab lint student site verify-upstream clean
+.PHONY: setup course test test-fast lab lint lock student site verify-upstream clean
 
-$(STAMP): pyproject.toml $(CONSTRAINTS) requirements-upstream.txt
+$(STAMP): pyproject.toml $(CONSTRAINTS) requirements.lock requirements-upstream.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --retries 1 --no-deps $(PIP_CONSTRAINT) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),) torch
-	$(BIN)/python -m pip install -q $(PIP_CONSTRAINT) -e ".[dev]"
+	$(BIN)/python -m pip install -q --require-hashes --no-deps -r requirements.lock
+	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 	$(BIN)/python -m pip install -q --no-deps -r requirements-upstream.txt
 	for v in $(VERL_RELEASES); do $(BIN)/python -m pip install -q --no-deps --upgrade --target $(VENV)/verl-releases/$$v verl==$$v || exit 1; done
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (verlstudy)" >/dev/null
@@ -35,13 +36,17 @@ setup: $(STAMP)
 
 ## set up, execute every lesson into build/executed/, write build/report.md
 course: setup
-	$(BIN)/verlstudy run --workers $(WORKERS) --out build/executed --report build/report.md --junit build/junit.xml
+	$(BIN)/verlstudy run --workers $(WORKERS) --out build/executed --report build/report.md --junit build/junit.xml --results build/run.json
 
-## set up, then every test: the import rule, unit tests and nbval in parallel, then the timed papermill run of the course
+## set up, then every test: the import rule, unit tests and nbval in parallel (execution 1 of each notebook), then
+## the course run that writes build/report.md and the JUnit files (execution 2), which the course_run tests check
 test: setup
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile -m "not course_run" --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg tests notebooks
-	$(BIN)/python -m pytest -m course_run tests
+	mkdir -p build && rm -f build/executions.log
+	VERLSTUDY_EXECUTION_LOG=$(CURDIR)/build/executions.log $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile -m "not course_run" --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --junitxml=build/junit-tests.xml tests notebooks
+	VERLSTUDY_EXECUTION_LOG=$(CURDIR)/build/executions.log $(BIN)/verlstudy run --device cpu --workers $(WORKERS) --out build/executed --report build/report.md --junit build/junit.xml --results build/run.json
+	VERLSTUDY_EXECUTION_LOG=$(CURDIR)/build/executions.log VERLSTUDY_COURSE_RESULTS=build/run.json $(BIN)/python -m pytest -m course_run --junitxml=build/junit-course-tests.xml tests
+	$(BIN)/python tools/count_executions.py build/executions.log build/junit-tests.xml
 
 ## unit tests only (seconds)
 test-fast: setup
@@ -58,8 +63,8 @@ verify-upstream: setup
 
 lint: setup
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/ruff format --check src tests benchmarks tools
 
 ## the student edition (solutions replaced by stubs) in student/; notebooks a learner changed need FORCE=1
 student: setup
@@ -68,6 +73,11 @@ student: setup
 ## run the course, then render it to HTML in site/ (open site/index.html)
 site: course
 	$(BIN)/verlstudy site --from build/executed --out site
+
+## recompile requirements.lock from pyproject.toml (keeps today's pins; UPGRADE=1 takes the newest allowed)
+lock: setup
+	$(BIN)/python -m pip install -q uv
+	$(BIN)/python tools/lock.py $(if $(UPGRADE),--upgrade,)
 
 ## build outputs only: student/ may hold a learner's work, remove it by hand
 clean:

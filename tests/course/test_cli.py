@@ -42,7 +42,7 @@ def test_out_that_is_a_file_is_rejected(tmp_path, capsys):
     target = tmp_path / "file"
     target.write_text("x")
     assert main(["run", "00", "--out", str(target)]) == 2
-    assert "is not a folder" in capsys.readouterr().err
+    assert "exists and is a file" in capsys.readouterr().err
 
 
 def test_doctor_checks_the_essentials():
@@ -80,9 +80,15 @@ def test_doctor_says_how_to_get_verl_and_when_it_is_not_the_verified_version():
 
 
 @pytest.mark.slow
-def test_a_run_with_its_own_out_keeps_its_report_there_and_leaves_the_course_build_alone(tmp_path, capsys):
-    from verlstudy.course import registry
+def test_a_run_with_its_own_out_keeps_its_report_there_and_leaves_the_course_build_alone(tmp_path, capsys, monkeypatch):
+    from verlstudy.course import registry, runner
 
+    def executed(lesson, out_dir, parameters=None, timeout_s=600):  # the layout, not the lesson, is tested here
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / lesson.notebook.name).write_text("{}")
+        return runner.RunResult(lesson, "passed", 1.0, 3, 3, output=out_dir / lesson.notebook.name)
+
+    monkeypatch.setattr(runner, "run_one", executed)
     course_report = registry.project_root() / "build" / "report.md"
     before = course_report.read_text() if course_report.exists() else None
     out = tmp_path / "mine"

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,15 +62,33 @@ def test_list_works_from_an_empty_folder(installed):
     assert [entry["code"] for entry in json.loads(verlstudy("list", "--json").stdout)][:3] == ["00", "01", "02"]
 
 
-def test_run_executes_lessons_from_the_wheel(installed, tmp_path):
+def test_a_kernel_started_from_the_wheel_runs_lesson_code_on_its_bundled_data(installed, tmp_path):
+    # not a whole lesson: `make test` executes each lesson twice at most (nbval, then the course run)
+    _, site, empty = installed
+    probe = tmp_path / "probe.ipynb"
+    cells = [
+        "from verlstudy.kit.resources import data_dir\nfrom verlstudy.lessons.l02_detach import trees",
+        f"engines = sorted(p.name for p in (data_dir() / 'engines').glob('*'))\n"
+        f"print(trees.__file__.startswith({str(site)!r}), engines[:1])",
+    ]
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), probe)
+    code = (
+        "import sys; from pathlib import Path; from verlstudy.course import runner; "
+        f"print(runner.execute_with_papermill(Path({str(probe)!r}), Path({str(tmp_path / 'out.ipynb')!r}), "
+        f"{{}}, Path({str(empty)!r}))[:2])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=empty, env={**os.environ, "PYTHONPATH": str(site)},
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.stdout.strip() == "('passed', '')", done.stdout + done.stderr
+    printed = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[1].outputs[0]["text"]
+    assert printed.startswith("True ["), printed
+
+
+def test_a_bad_parameter_is_refused_by_the_installed_lesson_before_a_kernel_starts(installed, tmp_path):
     verlstudy, _, _ = installed
-    done = verlstudy("run", "00", "02", "--out", str(tmp_path / "out"), check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    executed = {p.name for p in (tmp_path / "out").glob("*.ipynb")}
-    assert {"00_start_here.ipynb", "02_detach_placement_trap.ipynb"} <= executed
-    assert not executed & {"01_memory_leak_attribution.ipynb", "03_router_replay_scoping.ipynb"}
-    report = (tmp_path / "out" / "report.md").read_text()
-    assert "00" in report and "02" in report
+    done = verlstudy("run", "00", "--out", str(tmp_path / "out"), "-p", "n_draws=0", check=False)
+    assert done.returncode == 2 and "n_draws=0 is out of range" in done.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_student_edition_and_a_learners_copy(installed, tmp_path):

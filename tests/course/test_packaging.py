@@ -42,10 +42,11 @@ def test_setup_installs_the_pinned_cpu_torch_before_anything_can_pull_the_cuda_o
         ["make", "-n", "-B", "setup", f"VENV={tmp_path / 'venv'}"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.splitlines()
     installs = [line for line in dry_run if "pip install" in line]
-    torch_step, project_step = installs[0], installs[1]
+    torch_step, locked_step, project_step = installs[0], installs[1], installs[2]
     assert torch_step.endswith(" torch") and "-c constraints.txt" in torch_step and "--no-deps" in torch_step
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in torch_step
-    assert '-e ".[dev]"' in project_step and "-c constraints.txt" in project_step
+    assert "--require-hashes --no-deps -r requirements.lock" in locked_step, "everything else comes from the lock"
+    assert project_step.endswith("--no-deps --no-build-isolation -e .")
     gpu = subprocess.run(
         ["make", "-n", "-B", "setup", f"VENV={tmp_path / 'venv'}", "CONSTRAINTS=", "TORCH_INDEX="],
         cwd=ROOT,
@@ -86,6 +87,19 @@ def test_the_ci_workflow_runs_the_tests_the_course_and_a_weekly_upstream_check()
     triggers = workflow[True] if True in workflow else workflow["on"]  # YAML 1.1 reads `on` as True
     assert "push" in triggers and triggers["schedule"]
     steps = [step.get("run", "") for step in workflow["jobs"]["test"]["steps"]]
-    assert "make test" in steps and any("verlstudy run --junit" in s for s in steps)
+    assert "make test" in steps
+    assert not any("verlstudy run" in s for s in steps), "make test runs the course once; CI must not run it again"
     newest = " ".join(step.get("run", "") for step in workflow["jobs"]["newest-verl"]["steps"])
     assert "--upgrade verl" in newest and "verify-upstream" in newest
+
+
+def _cache_key(job: dict) -> str:
+    return next(step["with"]["key"] for step in job["steps"] if "actions/cache" in step.get("uses", ""))
+
+
+def test_the_ci_cache_is_keyed_on_the_exact_python_and_the_lock_and_the_weekly_job_has_its_own():
+    jobs = yaml.safe_load((ROOT / ".github/workflows/course.yml").read_text())["jobs"]
+    push, weekly = _cache_key(jobs["test"]), _cache_key(jobs["newest-verl"])
+    for key in (push, weekly):
+        assert "steps.python.outputs.python-version" in key and "requirements.lock" in key
+    assert push.split("-")[0] != weekly.split("-")[0]

@@ -1,11 +1,12 @@
 """The runner: parameters, notebook normalisation, change reports, claims counting, reports."""
 
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import nbformat
 import pytest
 
-from verlstudy.course import outcomes, registry, runner, twins
+from verlstudy.course import outcomes, registry, reports, runner, twins
 from verlstudy.kit import records
 from verlstudy.kit.resources import notebooks_dir
 
@@ -121,25 +122,78 @@ def test_a_failure_in_the_validation_cell_is_a_bad_parameter():
 
 def _results():
     floor = runner.RunResult(None, "passed", 6.0)
-    ok = runner.RunResult(registry.get_lesson(0), "passed", 8.5, 5, 5)
-    bad = runner.RunResult(registry.get_lesson(1), "failed", 3.0, error="ClaimError: claim 'x' does not hold")
+    claims = [{"name": "leak per step", "ours": "3", "expected": "3", "reproduced": True, "cell": 4}]
+    exercises = [
+        {"id": "0.1", "verdict": "correct", "message": "", "cell": 9},
+        {"id": "0.2", "verdict": "not yet right", "message": "off by one", "cell": 11},
+        {"id": "0.3", "verdict": "not attempted", "message": "", "cell": 13},
+    ]
+    ok = runner.RunResult(registry.get_lesson(0), "passed", 8.5, 5, 5, claims=claims, exercises=exercises)
+    bad = runner.RunResult(
+        registry.get_lesson(1),
+        "failed",
+        13.0,
+        error="ClaimError: claim 'x' does not hold",
+        output=Path("build/executed/01.ipynb"),
+        failed_cell=7,
+    )
     return [ok, bad], floor
 
 
 def test_report_has_a_row_per_lesson_with_seconds_beyond_the_floor():
     results, floor = _results()
-    text = runner.report_markdown(results, floor)
-    assert "| 00_start_here | passed | 8.5 | +2.5 | 3 | 5/5 |" in text
+    text = reports.report_markdown(results, floor)
+    assert "| 00_start_here | passed | 8.5 | +2.5 | 3 | 5/5 | 1/3 |" in text
     assert "1 passed, 1 failed" in text and "- 01_memory_leak_attribution: ClaimError" in text
+    assert "(code cell 7)" in text
 
 
-def test_junit_has_one_case_per_lesson_and_marks_failures():
-    results, _ = _results()
-    suite = ET.fromstring(runner.junit_xml(results))
-    assert suite.get("tests") == "2" and suite.get("failures") == "1"
-    cases = suite.findall("testcase")
-    assert [c.get("name") for c in cases] == ["00_start_here", "01_memory_leak_attribution"]
-    assert cases[1].find("failure") is not None and cases[0].find("failure") is None
+def test_report_explains_floor_and_budget_and_flags_a_lesson_over_budget_without_failing_it():
+    results, floor = _results()
+    text = reports.report_markdown(results, floor, out=Path("build/executed"))
+    assert "**floor**" in text and "**budget**" in text
+    assert "+7.0 **over budget**" in text and "Over budget (flagged, not failed): 01_memory_leak_attribution" in text
+    assert "`make lab`" in text and "build/executed" in text
+
+
+def test_an_interrupted_run_says_its_report_is_partial():
+    results, floor = _results()
+    assert reports.report_markdown(results, floor, interrupted=True).startswith("# Course run (interrupted: partial)")
+
+
+def test_junit_has_a_suite_per_lesson_with_a_case_per_claim_and_exercise():
+    results, floor = _results()
+    root = ET.fromstring(reports.junit_xml(results, floor))
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == ["00_start_here", "01_memory_leak_attribution"]
+    names = [c.get("name") for c in suites[0].findall("testcase")]
+    assert names == ["execution", "claim: leak per step", "exercise 0.1", "exercise 0.2", "exercise 0.3"]
+    wrong = suites[0].findall("testcase")[3].find("failure")
+    assert "not yet right (code cell 11)" in wrong.get("message") and "off by one" in wrong.text
+    assert suites[0].findall("testcase")[4].find("skipped") is not None
+    assert root.get("tests") == "6" and root.get("failures") == "2" and root.get("skipped") == "1"
+
+
+def test_a_failed_lesson_names_its_cell_and_executed_notebook_in_junit():
+    results, floor = _results()
+    run = ET.fromstring(reports.junit_xml(results, floor)).findall("testsuite")[1].find("testcase")
+    failure = run.find("failure")
+    assert "code cell 7" in failure.get("message") and "ClaimError" in failure.get("message")
+    assert "build/executed/01.ipynb" in failure.text
+    assert "over budget" in run.find("system-out").text
+
+
+def test_results_file_round_trips(tmp_path):
+    results, floor = _results()
+    (tmp_path / "run.json").write_text(reports.results_json(results, floor))
+    again, floor_again = reports.read_results(tmp_path / "run.json")
+    assert again == results and floor_again == floor
+
+
+def test_a_results_file_that_is_not_one_says_so(tmp_path):
+    (tmp_path / "run.json").write_text("not json")
+    with pytest.raises(ValueError, match="not a results file"):
+        reports.read_results(tmp_path / "run.json")
 
 
 def test_run_lessons_rejects_bad_workers():

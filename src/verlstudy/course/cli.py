@@ -37,6 +37,49 @@ def _progress(total: int):
     return tqdm(total=total, unit="notebook", leave=False)
 
 
+def _run_paths(args: argparse.Namespace) -> tuple[Path, Path, Path | None, Path | None]:
+    """(out, report, junit, results) for `verlstudy run`, checked before any kernel starts."""
+    from verlstudy.course import files
+
+    for flag, value in (
+        ("--out", args.out),
+        ("--report", args.report),
+        ("--junit", args.junit),
+        ("--results", args.results),
+    ):
+        if value is not None and not value.strip():
+            raise UsageError(f"{flag} is empty: name a {'folder' if flag == '--out' else 'file'}")
+    # without --out, the course's own build/ folder wherever you run from; a custom --out keeps its report inside
+    out = Path(args.out) if args.out is not None else registry.build_root() / "executed"
+    if args.report is not None:
+        report = Path(args.report)
+    else:
+        report = out / "report.md" if args.out else registry.build_root() / "report.md"
+    junit = Path(args.junit) if args.junit is not None else None
+    results = Path(args.results) if args.results is not None else None
+    try:
+        files.check_run_out(out, [registry.notebooks_dir(), registry.data_dir()])
+        files.check_report_paths({"--report": report, "--junit": junit, "--results": results})
+    except ValueError as e:
+        raise UsageError(str(e)) from e
+    return out, report, junit, results
+
+
+def _write_reports(args, out, report_path, junit, results_path, results, floor, interrupted=False) -> None:
+    from verlstudy.course import reports
+
+    report = reports.report_markdown(results, floor, interrupted=interrupted, out=out)
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    report_path.write_text(report)
+    print(report, end="")
+    if junit:
+        junit.parent.mkdir(parents=True, exist_ok=True)
+        junit.write_text(reports.junit_xml(results, floor))
+    if results_path:
+        results_path.parent.mkdir(parents=True, exist_ok=True)
+        results_path.write_text(reports.results_json(results, floor, interrupted=interrupted))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from verlstudy.course import runner
 
@@ -46,15 +89,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from e
     if args.device is not None:
+        if "device" in params and params["device"] != args.device:
+            raise UsageError(f"--device {args.device} conflicts with -p device={params['device']}: give one")
         params["device"] = args.device
-    # without --out, the course's own build/ folder wherever you run from; a custom --out keeps its report inside
-    out = Path(args.out) if args.out else registry.build_root() / "executed"
-    if args.report:
-        report_path = Path(args.report)
-    else:
-        report_path = out / "report.md" if args.out else registry.build_root() / "report.md"
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} exists and is not a folder")
+    out, report_path, junit, results_path = _run_paths(args)
     for lesson in lessons:
         if not lesson.notebook.exists():
             raise UsageError(f"lesson {lesson.code} is registered but {lesson.notebook.name} does not exist")
@@ -62,6 +100,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             runner.check_parameter_names(lesson, params)
         except ValueError as e:
             raise UsageError(str(e)) from e
+    if params:  # a bad value is reported before any kernel starts
+        for lesson in lessons:
+            try:
+                runner.validate_parameters(lesson, params)
+            except (ValueError, TypeError) as e:
+                raise UsageError(f"bad parameter for lesson {lesson.code}: {e}") from e
     bar = _progress(len(lessons) + (0 if args.no_floor else 1))
 
     def done(result: runner.RunResult) -> None:
@@ -69,19 +113,19 @@ def cmd_run(args: argparse.Namespace) -> int:
             bar.set_postfix_str(result.name)
             bar.update(1)
 
-    results, floor = runner.run_lessons(
-        lessons, out, params, workers=args.workers, with_floor=not args.no_floor, on_done=done
-    )
+    try:
+        results, floor = runner.run_lessons(
+            lessons, out, params, workers=args.workers, with_floor=not args.no_floor, on_done=done
+        )
+    except runner.Interrupted as stop:
+        if bar is not None:
+            bar.close()
+        _write_reports(args, out, report_path, junit, results_path, stop.results, stop.floor, interrupted=True)
+        print("verlstudy run: interrupted; the report above is partial", file=sys.stderr)
+        return 130
     if bar is not None:
         bar.close()
-    report = runner.report_markdown(results, floor)
-    report_path.parent.mkdir(parents=True, exist_ok=True)
-    report_path.write_text(report)
-    print(report, end="")
-    if args.junit:
-        junit = Path(args.junit)
-        junit.parent.mkdir(parents=True, exist_ok=True)
-        junit.write_text(runner.junit_xml(results))
+    _write_reports(args, out, report_path, junit, results_path, results, floor)
     bad = [r for r in results if r.status == "bad parameter"]
     if bad:
         # one clear line, the way a usage error reads
@@ -242,6 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--report", default=None, help="markdown report (default: build/report.md, or OUT/report.md with --out)"
     )
     run.add_argument("--junit", default=None, metavar="FILE", help="also write a JUnit XML file")
+    run.add_argument(
+        "--results", default=None, metavar="FILE", help="also write the results as JSON (the course_run tests read it)"
+    )
     run.add_argument("--no-floor", action="store_true", help="skip the floor notebook (no timing baseline)")
     run.set_defaults(func=cmd_run)
 

@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 import ast
+import contextlib
+import tempfile
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
-from verlstudy.course.outcomes import count_claims
+from verlstudy.course.outcomes import count_claims, notebook_records
 from verlstudy.course.registry import Lesson
 from verlstudy.course.twins import (
     FLOOR_SOURCE,
     KERNEL_ARGS,
     KERNEL_NAME,
+    log_execution,
     normalise,
     quiet_kernel_env,
 )
 from verlstudy.kit.params import positive_int
+from verlstudy.kit.resources import notebooks_dir
 
 # ---------------------------------------------------------------- parameters
 
@@ -68,23 +72,49 @@ def check_parameter_names(lesson: Lesson, params: Mapping[str, object]) -> None:
             )
 
 
+def validate_parameters(lesson: Lesson, params: Mapping[str, object]) -> None:
+    """Run the lesson's parameter cell, the overrides and its validation cell here, before any kernel starts.
+
+    Every lesson validates its parameters in the cell after the `parameters` cell (kit.params); running
+    those two cells in this process reports a bad value at once. Raises ValueError/TypeError with the
+    lesson's own message.
+    """
+    import contextlib
+    import io
+
+    nb = nbformat.read(lesson.notebook, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    index = next(i for i, c in enumerate(code) if "parameters" in c.metadata.get("tags", []))
+    namespace: dict[str, object] = {"__name__": f"verlstudy_validate_{lesson.code}"}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(code[index].source, f"{lesson.stem}:parameters", "exec"), namespace)
+        namespace.update(params)
+        exec(compile(code[index + 1].source, f"{lesson.stem}:validation", "exec"), namespace)
+
+
 # ---------------------------------------------------------------- running with papermill
 
 
 @dataclass
 class RunResult:
     lesson: Lesson | None  # None for the floor notebook
-    status: str  # "passed" | "failed" | "bad parameter"
+    status: str  # "passed" | "failed" | "bad parameter" | "not run"
     seconds: float
     claims_reproduced: int = 0
     claims_total: int = 0
     error: str = ""
     output: Path | None = None
-    extra: dict[str, object] = field(default_factory=dict)
+    failed_cell: int | None = None  # index among the executed notebook's code cells
+    claims: list[dict[str, object]] = field(default_factory=list)  # name, ours, expected, reproduced, cell
+    exercises: list[dict[str, object]] = field(default_factory=list)  # id, verdict, message, cell
 
     @property
     def name(self) -> str:
         return self.lesson.stem if self.lesson else "floor"
+
+
+CLAIM_KEYS = ("name", "ours", "expected", "reproduced", "cell")
+EXERCISE_KEYS = ("id", "verdict", "message", "cell")
 
 
 def floor_notebook() -> nbformat.NotebookNode:
@@ -116,6 +146,8 @@ def execute_with_papermill(
     from papermill.exceptions import PapermillExecutionError
 
     quiet_kernel_env()
+    course_notebook = Path(source).resolve().parent == notebooks_dir().resolve()
+    log_execution(Path(source).stem if course_notebook else f"other:{Path(source).stem}")
     target.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     status, error = "passed", ""
@@ -138,7 +170,26 @@ def execute_with_papermill(
         )
     except PapermillExecutionError as e:
         status, error = "failed", f"{e.ename}: {e.evalue}"
+    except Exception as e:  # the kernel died, a cell timed out, or the kernel never started: a row, not a crash
+        status, error = "failed", _execution_failure(e, timeout_s)
     return status, error, time.perf_counter() - start
+
+
+def _execution_failure(error: Exception, timeout_s: int) -> str:
+    """One line saying how a run failed outside the notebook's own code."""
+    name = type(error).__name__
+    if name == "DeadKernelError":
+        return "the kernel died (a cell exited the process, or it ran out of memory)"
+    if name == "CellTimeoutError" or isinstance(error, TimeoutError):
+        return f"a cell ran longer than {timeout_s} s and was stopped"
+    return f"{name}: {error}"
+
+
+def _failed_cell(nb: nbformat.NotebookNode) -> int | None:
+    """The index (among code cells) of the first cell with an error output."""
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    failing = (i for i, c in enumerate(code) if any(o.get("output_type") == "error" for o in c.get("outputs", [])))
+    return next(failing, None)
 
 
 def run_one(
@@ -146,20 +197,27 @@ def run_one(
 ) -> RunResult:
     """Execute one lesson (or the floor, for lesson=None) with papermill into out_dir."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    if lesson is None:
-        source = out_dir / "_floor_input.ipynb"
-        nbformat.write(floor_notebook(), source)
-        target, params, cwd = out_dir / "floor.ipynb", {}, out_dir
-    else:
-        source, target = lesson.notebook, out_dir / lesson.notebook.name
-        # the kernel runs in the output folder: an installed course's notebooks sit in read-only site-packages
-        params, cwd = dict(parameters or {}), out_dir
-    status, error, seconds = execute_with_papermill(source, target, params, cwd, timeout_s)
+    if lesson is None:  # the floor runs in a folder of its own: build/executed holds lessons only
+        with tempfile.TemporaryDirectory(prefix="verlstudy-floor-") as tmp:
+            source = Path(tmp) / "floor_input.ipynb"
+            nbformat.write(floor_notebook(), source)
+            status, error, seconds = execute_with_papermill(source, Path(tmp) / "floor.ipynb", {}, Path(tmp), timeout_s)
+        return RunResult(None, status, seconds, error=error)
+    target = out_dir / lesson.notebook.name
+    # the kernel runs in the output folder: an installed course's notebooks sit in read-only site-packages
+    status, error, seconds = execute_with_papermill(lesson.notebook, target, dict(parameters or {}), out_dir, timeout_s)
     result = RunResult(lesson, status, seconds, error=error, output=target)
     if target.exists():
-        nb = nbformat.read(target, as_version=4)
+        try:
+            nb = nbformat.read(target, as_version=4)
+        except Exception as e:  # a run killed while papermill wrote it
+            result.error = result.error or f"the executed notebook {target.name} cannot be read: {e}"
+            return result
         result.claims_reproduced, result.claims_total = count_claims(nb)
+        result.claims = [{k: c[k] for k in CLAIM_KEYS} for c in notebook_records(nb, "claim")]
+        result.exercises = [{k: e[k] for k in EXERCISE_KEYS} for e in notebook_records(nb, "exercise")]
         if status == "failed":
+            result.failed_cell = _failed_cell(nb)
             bad = _bad_parameter_message(nb)
             if bad is not None:
                 result.status, result.error = "bad parameter", bad
@@ -190,55 +248,47 @@ def run_lessons(
     if with_floor:
         jobs.insert(0, None)  # first, so it runs while the machine is as busy as for the lessons
     results: dict[str, RunResult] = {}
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(run_one, job, out_dir, parameters): job for job in jobs}
+    pool = ThreadPoolExecutor(max_workers=workers)
+    futures = {pool.submit(run_one, job, out_dir, parameters): job for job in jobs}
+    try:
         for future in as_completed(futures):
             result = future.result()
             results[result.name] = result
             if on_done:
                 on_done(result)
+    except KeyboardInterrupt:
+        # Ctrl-C: drop the queue, kill the kernels until the running lessons end (as failed), keep what finished
+        pool.shutdown(wait=False, cancel_futures=True)
+        while not all(f.done() for f in futures):
+            kill_kernels()
+            wait(futures, timeout=0.5)
+        for future in futures:
+            if future.done() and not future.cancelled() and future.exception() is None:
+                results.setdefault(future.result().name, future.result())
+        raise Interrupted(_ordered(lessons, results), results.get("floor")) from None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     floor = results.pop("floor", None)
-    ordered = [results[lesson.stem] for lesson in lessons]
-    return ordered, floor
+    return _ordered(lessons, results), floor
 
 
-def report_markdown(results: list[RunResult], floor: RunResult | None) -> str:
-    """The run's report: one row per lesson with status, seconds, seconds beyond the floor, claims."""
-    lines = ["# Course run", ""]
-    if floor is not None:
-        lines.append(f"Floor (a notebook importing torch and matplotlib): {floor.seconds:.1f} s")
-        lines.append("")
-    lines += [
-        "| lesson | status | seconds | beyond floor | budget | claims reproduced |",
-        "| --- | --- | ---: | ---: | ---: | --- |",
-    ]
-    for r in results:
-        beyond = f"{r.seconds - floor.seconds:+.1f}" if floor else "-"
-        budget = f"{r.lesson.budget_s:.0f}" if r.lesson else "-"
-        claims = f"{r.claims_reproduced}/{r.claims_total}" if r.claims_total else "-"
-        lines.append(f"| {r.name} | {r.status} | {r.seconds:.1f} | {beyond} | {budget} | {claims} |")
-    failed = [r for r in results if r.status != "passed"]
-    lines += ["", f"{len(results) - len(failed)} passed, {len(failed)} failed"]
-    for r in failed:
-        lines.append(f"- {r.name}: {r.error}")
-    return "\n".join(lines) + "\n"
+def _ordered(lessons: list[Lesson], results: Mapping[str, RunResult]) -> list[RunResult]:
+    """Results in course order; a lesson that never finished is "not run"."""
+    return [results.get(lesson.stem) or RunResult(lesson, "not run", 0.0, error="interrupted") for lesson in lessons]
 
 
-def junit_xml(results: list[RunResult]) -> str:
-    """JUnit XML with one test case per lesson, for CI systems that collect test reports."""
-    import xml.etree.ElementTree as ET
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a run: carries the results so far so the caller can write a partial report."""
 
-    suite = ET.Element(
-        "testsuite",
-        name="verlstudy",
-        tests=str(len(results)),
-        failures=str(sum(r.status != "passed" for r in results)),
-        time=f"{sum(r.seconds for r in results):.3f}",
-    )
-    for r in results:
-        case = ET.SubElement(suite, "testcase", classname="verlstudy.lessons", name=r.name, time=f"{r.seconds:.3f}")
-        if r.status != "passed":
-            failure = ET.SubElement(case, "failure", message=r.error[:500] or r.status)
-            failure.text = r.error
-        ET.SubElement(case, "system-out").text = f"claims reproduced: {r.claims_reproduced}/{r.claims_total}"
-    return ET.tostring(suite, encoding="unicode")
+    def __init__(self, results: list[RunResult], floor: RunResult | None) -> None:
+        super().__init__("interrupted")
+        self.results, self.floor = results, floor
+
+
+def kill_kernels() -> None:
+    """Kill this process's child processes (the lesson kernels), so a Ctrl-C stops within seconds."""
+    import psutil
+
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):  # it may have exited already
+            child.kill()

@@ -30,6 +30,17 @@ KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
 FLOOR_SOURCE = "import torch\nimport matplotlib.pyplot as plt"
 
 
+EXECUTION_LOG_ENV = "VERLSTUDY_EXECUTION_LOG"
+
+
+def log_execution(name: str) -> None:
+    """Append one line naming an executed notebook to $VERLSTUDY_EXECUTION_LOG (how `make test` counts runs)."""
+    log = os.environ.get(EXECUTION_LOG_ENV)
+    if log:
+        with open(log, "a") as f:
+            f.write(f"{name}\n")
+
+
 def quiet_kernel_env() -> None:
     """Set the kernel environment in this process; kernels started from here inherit it."""
     for key, value in QUIET_ENV.items():
@@ -105,7 +116,9 @@ def twin_text(nb: nbformat.NotebookNode) -> str:
 # ---------------------------------------------------------------- executing
 
 
-def execute_in_place(nb: nbformat.NotebookNode, cwd: Path, timeout_s: int = 600) -> nbformat.NotebookNode:
+def execute_in_place(
+    nb: nbformat.NotebookNode, cwd: Path, timeout_s: int = 600, name: str = "notebook"
+) -> nbformat.NotebookNode:
     """Execute every cell in a fresh kernel (nbclient, no timing metadata); raise on the first error."""
     from nbclient import NotebookClient
 
@@ -119,6 +132,7 @@ def execute_in_place(nb: nbformat.NotebookNode, cwd: Path, timeout_s: int = 600)
         shutdown_kernel="immediate",
         extra_arguments=KERNEL_ARGS,
     )
+    log_execution(name)
     client.execute()
     return nb
 
@@ -173,7 +187,7 @@ def refresh(lesson: Lesson, source: str = "py") -> list[str]:
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    execute_in_place(nb, lesson.notebook.parent)
+    execute_in_place(nb, lesson.notebook.parent, name=lesson.stem)
     nb = normalise(nb)
     nbformat.validate(nb)
     nbformat.write(nb, lesson.notebook)

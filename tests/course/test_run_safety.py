@@ -1,0 +1,137 @@
+"""`verlstudy run` never loses a run or a learner's work: every failure is a row, every output path is checked."""
+
+import json
+import shutil
+import time
+
+import nbformat
+import pytest
+
+from verlstudy.course import cli, files, registry, reports, runner
+
+
+def _notebook(path, *sources):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+# ---------------------------------------------------------------- a failure outside the notebook's code is a row
+
+
+@pytest.mark.slow
+def test_a_kernel_that_dies_is_a_failed_row_not_a_crash(tmp_path):
+    source = _notebook(tmp_path / "dies.ipynb", "print('start')", "import os; os._exit(3)")
+    status, error, _ = runner.execute_with_papermill(source, tmp_path / "out" / "dies.ipynb", {}, tmp_path)
+    assert status == "failed" and "the kernel died" in error
+
+
+@pytest.mark.slow
+def test_a_cell_over_the_timeout_is_a_failed_row(tmp_path):
+    source = _notebook(tmp_path / "slow.ipynb", "import time; time.sleep(30)")
+    start = time.perf_counter()
+    status, error, _ = runner.execute_with_papermill(source, tmp_path / "out" / "slow.ipynb", {}, tmp_path, timeout_s=2)
+    assert status == "failed" and "longer than 2 s" in error
+    assert time.perf_counter() - start < 25
+
+
+def test_ctrl_c_stops_the_queue_and_keeps_what_finished(tmp_path, monkeypatch):
+    started = []
+
+    def fake_run_one(lesson, out_dir, parameters=None, timeout_s=600):
+        started.append(lesson.code)
+        return runner.RunResult(lesson, "passed", 1.0)
+
+    def ctrl_c(result):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run_one", fake_run_one)
+    monkeypatch.setattr(runner, "kill_kernels", lambda: None)
+    lessons = list(registry.LESSONS)
+    with pytest.raises(runner.Interrupted) as stop:
+        runner.run_lessons(lessons, tmp_path, workers=1, with_floor=False, on_done=ctrl_c)
+    statuses = [r.status for r in stop.value.results]
+    assert statuses[0] == "passed" and "not run" in statuses
+    assert len(started) < len(lessons), "queued lessons must not start after Ctrl-C"
+    text = reports.report_markdown(stop.value.results, None, interrupted=True)
+    assert "interrupted: partial" in text and "| not run |" in text
+
+
+def test_ctrl_c_kills_the_kernels_this_process_started():
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        runner.kill_kernels()
+        assert child.wait(timeout=10) != 0
+    finally:
+        child.kill()
+
+
+# ---------------------------------------------------------------- nothing a user wrote is overwritten
+
+
+def test_run_refuses_the_courses_own_notebooks_folder():
+    with pytest.raises(ValueError, match="course's own notebooks/ folder"):
+        files.check_run_out(registry.notebooks_dir(), [registry.notebooks_dir()])
+
+
+def test_run_refuses_a_folder_holding_a_learners_notebook(tmp_path):
+    shutil.copy(registry.get_lesson(2).notebook, tmp_path / "02.ipynb")
+    with pytest.raises(ValueError, match="notebooks a run did not write"):
+        files.check_run_out(tmp_path, [registry.notebooks_dir()])
+
+
+def test_run_accepts_its_own_earlier_output(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["papermill"] = {"parameters": {}}
+    nbformat.write(nb, tmp_path / "02.ipynb")
+    files.check_run_out(tmp_path, [registry.notebooks_dir()])
+
+
+@pytest.mark.parametrize(
+    ("named", "message"),
+    [
+        ({"--report": "lesson.ipynb"}, "is a notebook"),
+        ({"--report": "folder"}, "is a folder"),
+        ({"--report": "r.md", "--junit": "r.md"}, "name the same file"),
+        ({"--junit": "notes.xml"}, "not a report a run wrote"),
+        ({"--report": "afile/r.md"}, "is a file, not a folder"),
+    ],
+)
+def test_report_paths_are_checked_before_any_kernel_starts(tmp_path, named, message):
+    (tmp_path / "notes.xml").write_text("<mine/>")
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(ValueError, match=message):
+        files.check_report_paths({flag: tmp_path / name for flag, name in named.items()})
+
+
+def test_an_earlier_report_may_be_replaced(tmp_path):
+    (tmp_path / "report.md").write_text("# Course run\n")
+    (tmp_path / "junit.xml").write_text("<testsuites/>")
+    files.check_report_paths({"--report": tmp_path / "report.md", "--junit": tmp_path / "junit.xml"})
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "00", "--out", "{notebooks}"], "course's own notebooks/ folder"),
+        (["run", "00", "--report", "{notebooks}/00_start_here.ipynb"], "is a notebook"),
+        (["run", "00", "--device", "cpu", "-p", "device=cuda"], "conflicts with -p device=cuda"),
+        (["run", "00", "--out", ""], "--out is empty"),
+        (["run", "00", "--junit", " "], "--junit is empty"),
+    ],
+)
+def test_the_cli_refuses_with_one_line_and_exit_2(argv, message, capsys):
+    argv = [a.replace("{notebooks}", str(registry.notebooks_dir())) for a in argv]
+    assert cli.main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_results_json_records_an_interrupted_run(tmp_path):
+    data = json.loads(reports.results_json([], None, interrupted=True))
+    assert data["interrupted"] is True
