@@ -5,34 +5,47 @@
 # recipe of [#7788](https://github.com/verl-project/verl/pull/7788).
 #
 # GLM-5.2 has multi-token-prediction (MTP) layers. verl's GLM-5.2 recipe uses them in neither training nor
-# rollout, and they are left out of the exported Hugging Face weights, so the recipe turns the checkpoint's
-# strict key check off: `actor_rollout_ref.actor.checkpoint.strict=False`. That fixes the recipe, but it
-# also switches the check off for every other weight.
+# rollout, and they are left out of the exported Hugging Face weights, so the recipe turns the export's
+# strict check off: `actor_rollout_ref.actor.checkpoint.strict=False`. That fixes the recipe, but it also
+# switches the check off for every other weight.
 #
-# **You will learn** what `strict` checks (the set of weight names, not their values), why `strict=True`
-# fails on an export without MTP, how plain `strict=False` also hides a *real* missing layer, which then
-# keeps its random initial values and changes the model's outputs, and how to load with an *audited*
-# loader that allows only the `mtp.` prefix and fails on anything else. You will also read the recipe's
-# dependency refs: a `core_v0.18.0` tag for NVIDIA Megatron-LM, `core_r0.18.0` branches for the Ascend repos.
+# **Where the flag acts (verl 0.9.1).** `checkpoint.strict` is read in one place:
+# `MegatronCheckpointManager._save_model_as_hf_via_bridge` in
+# `verl/utils/checkpoint/megatron_checkpoint_manager.py` calls
+# `self.bridge.save_hf_weights(self.model, hf_ckpt_path, strict=self.checkpoint_config.strict)` (the
+# Megatron-Bridge branch: no PEFT, `vanilla_mbridge=False`). Its property `should_save_hf_model` is true
+# whenever `"model"` is among the saved contents and `use_dist_checkpointing` is off, so with the recipe's
+# `use_dist_checkpointing=False` *every* checkpoint save goes through that export. The recipe ships with
+# `trainer.save_freq=-1` (no periodic saves), so the flag matters once saving is turned on.
 #
-# **Time:** 30 minutes. **Assumes:** `nn.Module.state_dict()` / `load_state_dict()`.
+# **What the export checks.** Megatron-Bridge's `save_hf_weights` (src/megatron/bridge/models/conversion/
+# auto_bridge.py) streams the model's tensors into `SafeTensorsStateSource.save_generator`
+# (src/megatron/bridge/models/hf_pretrained/state.py), which writes them in the shard layout of the
+# *source* HF checkpoint's `model.safetensors.index.json`. A model built without MTP never yields the
+# source's MTP tensors, so their shards never complete. strict: those shards are not written, and since
+# Megatron-Bridge #4513 (in v0.6.0) the export raises with the count of tensors not written; the recipe
+# pins v0.5.0, which only printed that count. strict=False writes the incomplete shards with what they got.
 #
-# **Upstream files cited** (paths inside verl):
-# - `examples/ascend_extras/grpo_trainer/run_glm5_2_megatron.sh`: the recipe. It sets
-#   `actor_rollout_ref.actor.checkpoint.strict=False` with the comment "MTP layers are unused in both
-#   training/rollout and are omitted from exported HF weights", and its header lists the dependency refs.
-#   The `examples/` folder is not part of the verl 0.9.1 wheel.
-# - `verl/trainer/config/config.py::CheckpointConfig.strict` (default `True`, documented as "Whether to
-#   perform strict validation during weight export") and `verl/trainer/config/actor/actor.yaml`
-#   (`checkpoint.strict: True`).
-# - `verl/utils/checkpoint/megatron_checkpoint_manager.py`: the flag is passed on as
-#   `bridge.save_hf_weights(..., strict=self.checkpoint_config.strict)` (Megatron-Bridge export).
-# - `verl/utils/checkpoint/fsdp_checkpoint_manager.py`: a LoRA-only checkpoint is loaded with
-#   `strict=False` and then *checked*: unexpected keys raise. That is the audited pattern in small.
+# **You will learn** how that export fails, what strict=False writes instead, how it also hides a real
+# missing layer, and how to export (and load) with an *audited* allow-list that names the modules that may
+# be missing and fails on everything else. You will also read the recipe's dependency refs.
 #
-# In verl the flag guards the Megatron-to-HF weight *export*; here we show the same contract (the model's
-# weight names must match the checkpoint's, one to one) with PyTorch's own `load_state_dict(strict=...)` on
-# the CPU. The danger and the fix are the same on both sides.
+# **Time:** 30 minutes. **Assumes:** `nn.Module.state_dict()`, HF sharded checkpoints (an index maps each
+# tensor name to a shard file).
+#
+# **Upstream files cited** (paths inside verl unless named otherwise):
+# - `examples/ascend_extras/grpo_trainer/run_glm5_2_megatron.sh`, the recipe (not in the 0.9.1 wheel; read
+#   at its #7836 state in the fork zhtmike/verl, commit 946020d): `checkpoint.strict=False` with the comment
+#   "MTP layers are unused in both training/rollout and are omitted from exported HF weights",
+#   `use_mbridge=True`, `vanilla_mbridge=False`, `use_dist_checkpointing=False`, `trainer.save_freq=-1`,
+#   and a header pinning NVIDIA-NeMo/Megatron-Bridge `v0.5.0` (fcbb603).
+# - `verl/trainer/config/config.py::CheckpointConfig.strict` (default `True`, "Whether to perform strict
+#   validation during weight export"; `save_contents` defaults to model, optimizer, extra).
+# - `verl/utils/checkpoint/megatron_checkpoint_manager.py`: `should_save_hf_model`,
+#   `_save_model_as_hf_via_bridge`.
+# - Megatron-Bridge v0.5.0: `auto_bridge.py::save_hf_weights`, `state.py::SafeTensorsStateSource.save_generator`
+#   and `_ignore_source_key_prefixes`; `glm_moe_dsa/glm5_bridge.py` sets `provider.mtp_num_layers = None`
+#   (its comment: the HF config has `num_nextn_predict_layers=1`, the bridge has no GLM-5 MTP mappings yet).
 #
 # Facts checked against verl 0.9.1.
 
@@ -40,7 +53,8 @@
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
 vocab = 32  # toy vocabulary
 hidden = 16  # toy hidden size
-n_layers = 2  # residual layers between embedding and head (the danger removes layer 1)
+n_layers = 2  # residual layers between embedding and head (the danger renames layer 1)
+n_shards = 3  # shards of the source HF checkpoint
 n_tokens = 64  # tokens of the probe batch used to compare outputs
 seed = 0
 
@@ -52,15 +66,25 @@ import torch
 from verlstudy.lessons.l05_checkpoint.checkpoint import (
     MTP_PREFIX,
     CheckpointMismatchError,
+    TinyLM,
     TinyLMWithMTP,
-    export_roundtrip,
-    export_without,
     load_state_dict_audited,
     output_change,
 )
+from verlstudy.lessons.l05_checkpoint.export import (
+    ExportAuditError,
+    ExportIncomplete,
+    export_hf_weights,
+    export_hf_weights_audited,
+    load_export,
+    shard_file,
+    source_index,
+)
+from verlstudy.lessons.l05_checkpoint.upstream import CourseBridge, verl_save
 from verlstudy.kit.exercises import check_exercise
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.resources import data_dir
+from verlstudy.kit.upstream import upstream_cell
 from verlstudy.common.refs import ref_naming_problem
 from verlstudy.kit.devices import pick_device, skip_unless
 from verlstudy.kit.params import check_int
@@ -68,166 +92,199 @@ from verlstudy.kit.plots import bar_plot
 from verlstudy.kit.seeding import seed_everything
 
 dev = pick_device(device)
-vocab = check_int("vocab", vocab, minimum=2, maximum=4096)
-hidden = check_int("hidden", hidden, minimum=1, maximum=1024)
-n_layers = check_int("n_layers", n_layers, minimum=2, maximum=16)
-n_tokens = check_int("n_tokens", n_tokens, minimum=1, maximum=100_000)
+vocab = check_int("vocab", vocab, minimum=2, maximum=1024)
+hidden = check_int("hidden", hidden, minimum=1, maximum=256)
+n_layers = check_int("n_layers", n_layers, minimum=2, maximum=8)
+n_shards = check_int("n_shards", n_shards, minimum=1, maximum=4)
+n_tokens = check_int("n_tokens", n_tokens, minimum=1, maximum=4096)
 seed_everything(check_int("seed", seed, minimum=0))
 reset_claims()
 print(f"running on {dev.type}")
 
 # %% [markdown]
-# ## Symptom: the export has no MTP weights, and a strict load refuses it
-# `TinyLMWithMTP` is a next-token model (embedding, residual layers, head) with an extra `mtp` head that
-# `forward()` never calls, as GLM-5.2's MTP layers are unused in this recipe. `trained` stands in for
-# trained weights; `export_roundtrip` writes them the way the exporter does (everything except `mtp.*`),
-# saves them with `torch.save` and reads them back.
+# ## The setting: a released checkpoint with MTP, a trained model without
+# `released` stands in for the HF checkpoint the run started from: it has an `mtp` head. Its index
+# (`source_index`, the course's: cut by tensor count, where HF cuts by bytes) is what the export must
+# match. `trained` is the model as the trainer built it, without MTP (`TinyLM`): as in Megatron-Bridge
+# v0.5.0's GLM-5 bridge, the MTP layers are not built at all. Here it starts from the released weights.
 
 # %%
-trained = TinyLMWithMTP(vocab, hidden, n_layers)
-exported = export_roundtrip(trained, drop=(MTP_PREFIX,))
-model_keys = list(trained.state_dict())
-mtp_keys = [k for k in model_keys if k.startswith(MTP_PREFIX)]
-print(f"model: {len(model_keys)} tensors, of which MTP: {', '.join(mtp_keys)}")
-print(f"export: {len(exported)} tensors")
-claim(
-    "tensors the export leaves out",
-    len(model_keys) - len(exported),
-    expected=len(mtp_keys),
-    upstream="GLM-5.2: MTP layers omitted from exported HF weights",
-)
+released = TinyLMWithMTP(vocab, hidden, n_layers)
+index = source_index(released.state_dict(), n_shards)
+trained = TinyLM(vocab, hidden, n_layers)
+trained.load_state_dict({k: v for k, v in released.state_dict().items() if not k.startswith(MTP_PREFIX)})
+mtp_keys = [k for k in index["weight_map"] if k.startswith(MTP_PREFIX)]
+for file in sorted(set(index["weight_map"].values())):
+    print(f"{file}: {', '.join(k for k, f in index['weight_map'].items() if f == file)}")
+missing_count = len(index["weight_map"]) - len(trained.state_dict())
+claim("source tensors the trained model does not have", missing_count, expected=len(mtp_keys))
 
 # %% [markdown]
-# Resuming (or loading the export into a model built from the full config, MTP head included) with the
-# default `strict=True` stops at once. PyTorch lists every missing name, but only after copying every
-# weight that did match: the refused model is half loaded, so do not keep using it.
+# ## verl's own save path hands `strict` to the export
+# The next cell runs verl's `should_save_hf_model` and `_save_model_as_hf_via_bridge`, cut out of verl's
+# source, on a stand-in manager whose bridge is the course's `CourseBridge` (its `save_hf_weights` runs the
+# course's export below). With the recipe's `use_dist_checkpointing=False` the HF export runs, with verl's
+# `strict`; with `use_dist_checkpointing=True` it does not.
 
 # %%
-fresh = TinyLMWithMTP(vocab, hidden, n_layers)  # a new model: its own random initial values
-with expect_error(RuntimeError, match="Missing key(s)"):
-    fresh.load_state_dict(exported, strict=True)
-claim("torch's refused strict load already copied the matching weights", torch.equal(fresh.head.weight, trained.head.weight))
+def through_verl() -> None:
+    for strict, dist_ckpt in ((True, False), (False, False), (True, True)):
+        bridge = CourseBridge(index)
+        saved = verl_save(bridge, trained, strict=strict, use_dist_checkpointing=dist_ckpt)
+        outcome = type(bridge.calls[0]["outcome"]).__name__ if bridge.calls else "-"
+        print(f"strict={strict!s:<5} use_dist_checkpointing={dist_ckpt!s:<5} HF export: {saved!s:<5} "
+              f"calls: {[(c['method'], c['strict']) for c in bridge.calls]} -> {outcome}")
+        claim(f"verl runs the HF export with strict={strict}, dist ckpt {dist_ckpt}", saved == (not dist_ckpt)
+              and [c["strict"] for c in bridge.calls] == ([strict] if saved else []),
+              upstream="verl 0.9.1 megatron_checkpoint_manager.py::_save_model_as_hf_via_bridge")
+
+
+_ = upstream_cell(through_verl)
 
 # %% [markdown]
-# ## Reproduce: the recipe's fix, and what it also lets through
-# With `strict=False` the load goes through. Because `forward()` never touches the MTP head, the model
-# computes exactly what the trained one does: this is why the recipe's setting is right *for MTP*.
+# ## Symptom: the strict export fails, and counts more than the MTP tensors
+# `export_hf_weights` is the course's reconstruction of `save_generator` (see `export.py` for the facts it
+# carries). With strict, as Megatron-Bridge v0.6.0 does, it raises with the count of source tensors not
+# written. The count includes *real* tensors: they share a shard with MTP tensors, and a shard that never
+# completes is not written at all.
+
+# %%
+with expect_error(ExportIncomplete, match="tensors of the source checkpoint were not written"):
+    export_hf_weights(trained.state_dict(), index, strict=True)
+pinned = export_hf_weights(trained.state_dict(), index, strict=True, bridge="v0.5.0")  # the recipe's pin
+print("\n".join(pinned.log))
+real_lost = [k for k in pinned.unwritten if not k.startswith(MTP_PREFIX)]
+print(f"not written: {len(pinned.unwritten)} = {len(mtp_keys)} MTP + {len(real_lost)} real: {', '.join(real_lost)}")
+mtp_files = {index["weight_map"][k] for k in mtp_keys}
+claim("tensors a strict export leaves unwritten (all of every shard holding MTP)", len(pinned.unwritten),
+      expected=sum(f in mtp_files for f in index["weight_map"].values()),
+      upstream="Megatron-Bridge state.py::save_generator: incomplete shards are not written under strict")
+
+# %% [markdown]
+# Megatron-Bridge v0.5.0, the recipe's pin, does not raise: it prints the count and returns, and the
+# checkpoint on disk lacks those shards. Either way the strict export is not usable for this model.
+#
+# ## Reproduce: the recipe's fix
+# With strict=False the incomplete shards are written with what they got (partial shards), and the new
+# index lists only the tensors written: every tensor the trained model has is in the export.
+
+# %%
+relaxed = export_hf_weights(trained.state_dict(), index, strict=False)
+print(relaxed.summary())
+claim("strict=False writes every tensor the model has", relaxed.written() == sorted(trained.state_dict()),
+      upstream="recipe sets checkpoint.strict=False: MTP omitted from exported HF weights")
+claim("only MTP tensors are left out", list(relaxed.unwritten) == sorted(mtp_keys))
+
+# %% [markdown]
+# ## The danger: strict=False also writes an export that lost a real layer
+# Now a converter that yields layer 1 under another name (`layers.1.linear.*`, say after a module rename).
+# strict stops at the first unknown name; strict=False skips the renamed tensors with a warning line and
+# writes an export without `layers.1`. Nothing fails.
+
+# %%
+renamed = [(k.replace("layers.1.", "layers.1.linear."), v) for k, v in trained.state_dict().items()]
+with expect_error(KeyError, match="layers.1.linear.weight"):
+    export_hf_weights(renamed, index, strict=True)
+broken = export_hf_weights(renamed, index, strict=False)  # no error: the danger
+print("\n".join(broken.log))
+claim("strict=False exports without layers.1", "layers.1.weight" in broken.unwritten)
+
+# %% [markdown]
+# A later load that does not check (strict=False again, or a loader that initialises what is missing)
+# gives `layers.1` random values, and the model's outputs change. The MTP-only export loads faithfully:
 
 # %%
 probe = torch.randint(0, vocab, (1, n_tokens))
-result = fresh.load_state_dict(exported, strict=False)
-print(f"missing keys torch reported: {result.missing_keys}")
-faithful_diff, _ = output_change(trained, fresh, probe)
-claim(
-    "max |logit difference| after strict=False load of the MTP-less export",
-    faithful_diff,
-    expected=0.0,
-    upstream="recipe sets checkpoint.strict=False: MTP unused in training/rollout",
-)
-
-# %% [markdown]
-# Now a second export in which a converter wrote layer 1 under another name (`layers.1.linear.*`, say after
-# a module was renamed). Its weights are in the file, just not where the model looks. Plain `strict=False`
-# still says nothing: `layers.1` keeps its random initial values, the renamed tensors are dropped, and
-# the only trace is a list of names in a return value that the caller never reads.
-
-# %%
-renamed = {k.replace("layers.1.", "layers.1.linear."): v for k, v in exported.items()}
-victim = TinyLMWithMTP(vocab, hidden, n_layers)
-result = victim.load_state_dict(renamed, strict=False)  # no error: the danger
-print(f"missing: {result.missing_keys}")
-print(f"unexpected: {result.unexpected_keys}")
-broken_diff, broken_changed = output_change(trained, victim, probe)
-print(f"max |logit difference| {broken_diff:.3f}; greedy next tokens changed: {broken_changed:.1%}")
-claim("strict=False passes with a real layer missing", "layers.1.weight" in result.missing_keys)
+faithful, victim = TinyLM(vocab, hidden, n_layers), TinyLM(vocab, hidden, n_layers)
+faithful.load_state_dict(load_export(relaxed), strict=False)
+print(f"missing after the broken export: {victim.load_state_dict(load_export(broken), strict=False).missing_keys}")
+faithful_diff, broken_diff = output_change(trained, faithful, probe)[0], output_change(trained, victim, probe)[0]
+claim("max |logit difference| after loading the MTP-less export", faithful_diff, expected=0.0)
 claim("the randomly initialised layer changes the outputs", broken_diff > 0.1)
-
-# %%
-_ = bar_plot(
-    {"MTP left out (faithful)": round(faithful_diff, 3), "layers.1 renamed": round(broken_diff, 3)},
-    title="Max |logit difference| from the trained model after strict=False",
-    ylabel="max |logit diff|",
-)
-
-# %% [markdown]
-# All of that difference comes from the one layer left at its random initial values: copy the trained
-# `layers.1` in, and the outputs match the trained model's exactly.
-
-# %%
-victim.load_state_dict({k: v for k, v in exported.items() if k.startswith("layers.1.")}, strict=False)
-claim("max |logit difference| once layers.1 holds the trained weights", output_change(trained, victim, probe)[0], expected=0.0)
+_ = bar_plot({"MTP left out": round(faithful_diff, 3), "layers.1 renamed": round(broken_diff, 3)},
+             title="Max |logit difference| from the trained model", ylabel="max |logit diff|")
 
 # %% [markdown]
 # ## Root cause
-# `strict` is one bit for the whole key set: on, every name must match; off, no name has to. The recipe
-# needs something in between: "the `mtp.` names may be missing, nothing else". `load_state_dict` does
-# return what it skipped (`missing_keys`, `unexpected_keys`), but only a caller that checks them learns
-# anything. Note also what `strict=False` does *not* relax: a tensor of the wrong shape still fails.
+# `strict` is one bit for the whole source index: on, every source tensor must be written; off, none has
+# to be. The recipe needs something in between: "the MTP tensors may be missing, nothing else".
+# Megatron-Bridge has exactly that mechanism, for MTP: `save_hf_weights` passes
+# `ignored_source_key_prefixes` to `save_generator`, which drops those keys from the expected index. In
+# v0.5.0 it is `("mtp.",)`, set only when a config sets the MTP layer count to 0 and the source has `mtp.*`
+# keys; GLM-5's HF config says 1 while its bridge builds no MTP, so the prefix is not set (the course's
+# reading of why the recipe needed strict=False). v0.6.0 (#4189) also ignores
+# `model.layers.{num_hidden_layers}.`, where GLM-4.x stores its nextn layer, when the built model has no MTP.
+#
+# The prefixes are matched with plain `str.startswith`: the trailing dot is all that keeps `mtp.` from
+# covering a module named `mtp_extra`. Written as `"mtp"`, it silently covers it:
 
 # %%
-wider = TinyLMWithMTP(vocab + 8, hidden, n_layers)  # a config that disagrees with the checkpoint
-with expect_error(RuntimeError, match="size mismatch"):
-    wider.load_state_dict(exported, strict=False)
+extra = {**index["weight_map"], "mtp_extra.scale": shard_file(n_shards, n_shards)}  # a made-up module
+loose = export_hf_weights(trained.state_dict(), extra, strict=True, ignored_source_prefixes=("mtp",))
+print(loose.summary())
+claim("a 'mtp' prefix also ignores mtp_extra.scale", "mtp_extra.scale" in loose.ignored)
 
 # %% [markdown]
-# ## Fix: an audited loader that names what may be missing
-# `load_state_dict_audited(model, state_dict, allow_missing=("mtp.",))` compares the key sets first. Keys
-# covered by an allowed prefix are reported; any other missing or unexpected key, and any shape mismatch,
-# raises `CheckpointMismatchError` listing all of them before a single weight is copied. Prefixes match
-# whole module names: `"mtp"` covers `mtp.proj.weight` but not a module called `mtp_norm`.
+# ## Fix: an audited export that names the modules that may be missing
+# `export_hf_weights_audited(weights, index, allow_unwritten=("mtp.",))` (the course's design, with
+# Megatron-Bridge's ignored prefixes as precedent) checks the stream against the index *before* writing:
+# source tensors inside an allowed module (whole module names, so `"mtp"` and `"mtp."` both mean the module
+# `mtp`) may be missing; any other missing source tensor, and any tensor the index does not know, raises
+# `ExportAuditError` naming them, and no shard is written.
 
 # %%
-audited = TinyLMWithMTP(vocab, hidden, n_layers)
-report = load_state_dict_audited(audited, exported, allow_missing=(MTP_PREFIX,))
-print(report.summary())
-claim("audited load of the faithful export is ok", report.ok)
-claim("only MTP tensors are left at initial values", list(report.missing_allowed) == mtp_keys)
-claim("audited model computes what the trained one does", output_change(trained, audited, probe) == (0.0, 0.0))
+audited = export_hf_weights_audited(trained.state_dict(), index, allow_unwritten=(MTP_PREFIX,))
+print(audited.summary())
+claim("the audited export writes every model tensor", audited.written() == sorted(trained.state_dict()))
+with expect_error(ExportAuditError, match="layers.1.weight"):
+    export_hf_weights_audited(renamed, index, allow_unwritten=(MTP_PREFIX,))
+with expect_error(ExportAuditError, match="mtp_extra.scale"):
+    export_hf_weights_audited(trained.state_dict(), extra, allow_unwritten=("mtp",))
+typo = export_hf_weights_audited(trained.state_dict(), index, allow_unwritten=(MTP_PREFIX, "mpt."))
+claim("an allowed module that matched nothing is reported", typo.unused_patterns == ("mpt.",))
 
 # %% [markdown]
-# The renamed export now fails, naming both halves of the problem, and the model is left as it was:
+# ## The load side (the course's extension): the same allow-list when reading weights back
+# The exported weights are read back by a model built from the full config, MTP head included (a resume, or
+# a rollout engine). `load_state_dict(strict=True)` refuses them; plain `strict=False` accepts the broken
+# export too. `load_state_dict_audited(model, state_dict, allow_missing=("mtp.",))` compares key sets and
+# shapes first and raises `CheckpointMismatchError` before a single weight is copied. (`strict=False`
+# never relaxes shapes: a tensor of the wrong size fails either way.) verl has the pattern in small:
+# `fsdp_checkpoint_manager.py` loads a LoRA-only checkpoint with `strict=False`, then raises on unexpected keys.
 
 # %%
+with expect_error(RuntimeError, match="Missing key(s)"):
+    TinyLMWithMTP(vocab, hidden, n_layers).load_state_dict(load_export(relaxed), strict=True)
+full_config = TinyLMWithMTP(vocab, hidden, n_layers)
+print(load_state_dict_audited(full_config, load_export(audited), allow_missing=(MTP_PREFIX,)).summary())
 untouched = TinyLMWithMTP(vocab, hidden, n_layers)
 before = {k: v.clone() for k, v in untouched.state_dict().items()}
 with expect_error(CheckpointMismatchError, match="layers.1.weight"):
-    load_state_dict_audited(untouched, renamed, allow_missing=(MTP_PREFIX,))
+    load_state_dict_audited(untouched, load_export(broken), allow_missing=(MTP_PREFIX,))
 claim("a refused load copies nothing", all(torch.equal(before[k], v) for k, v in untouched.state_dict().items()))
-
-# %% [markdown]
-# No pattern can make a wrong shape fit, and a pattern that matches nothing (a typo such as `mpt.`) is
-# reported instead of passing silently:
-
-# %%
 with expect_error(CheckpointMismatchError, match="shape mismatch"):
-    load_state_dict_audited(wider, exported, allow_missing=(MTP_PREFIX,))
-typo = load_state_dict_audited(TinyLMWithMTP(vocab, hidden, n_layers), exported, allow_missing=(MTP_PREFIX, "mpt."))
-print(typo.summary())
-claim("a pattern that matched nothing is reported", typo.unused_patterns == ("mpt.",))
+    wider = TinyLMWithMTP(vocab + 8, hidden, n_layers)  # a config that disagrees with the export
+    load_state_dict_audited(wider, load_export(audited), allow_missing=(MTP_PREFIX,))
 
 # %% [markdown]
 # ## Guard: the test that would have caught it
-# A unit test that loads the export through the audited loader and compares outputs with the trained model
-# fails on the renamed export, where a `strict=False` load passed. Bad patterns fail loudly too: a bare
-# string (which Python would read one letter at a time) and the empty pattern (which would allow everything).
+# Export through the audited export, read back through the audited loader, compare outputs with the trained
+# model: it passes on the MTP-less model and fails on the renamed converter, where strict=False passed.
 
 # %%
-def export_loads_faithfully(state_dict: dict[str, torch.Tensor]) -> bool:
-    """The guard: audited load with only MTP allowed, then identical outputs on the probe batch."""
+def exports_faithfully(weights: list | dict) -> bool:
+    """The guard: audited export (only MTP may be missing), audited load, identical outputs on the probe."""
     model = TinyLMWithMTP(vocab, hidden, n_layers)
     try:
-        load_state_dict_audited(model, state_dict, allow_missing=(MTP_PREFIX,))
-    except CheckpointMismatchError:
+        exported = export_hf_weights_audited(weights, index, allow_unwritten=(MTP_PREFIX,))
+        load_state_dict_audited(model, load_export(exported), allow_missing=(MTP_PREFIX,))
+    except (ExportAuditError, CheckpointMismatchError):
         return False
     return output_change(trained, model, probe) == (0.0, 0.0)
 
 
-claim("guard passes on the faithful export", export_loads_faithfully(exported))
-claim("guard fails on the renamed export", not export_loads_faithfully(renamed))
-with expect_error(TypeError, match="bare string"):
-    load_state_dict_audited(TinyLMWithMTP(vocab, hidden, n_layers), exported, allow_missing="mtp.")
-with expect_error(ValueError, match="empty pattern"):
-    load_state_dict_audited(TinyLMWithMTP(vocab, hidden, n_layers), exported, allow_missing=("",))
+claim("guard passes on the MTP-less model", exports_faithfully(trained.state_dict()))
+claim("guard fails on the renamed converter", not exports_faithfully(renamed))
 
 # %% [markdown]
 # ## The recipe's dependency refs
@@ -288,12 +345,14 @@ check_exercise("5.1", matches_module)
 
 # %% [markdown]
 # **5.2** Write `silently_missing(model, state_dict, allowed)`: load `state_dict` into `model` with plain
-# `strict=False`, then return the sorted list of missing keys that no pattern in `allowed` covers: exactly
-# the keys a `strict=False` load would have hidden from you. (Use your `matches_module`.)
+# `strict=False` (the model must end up holding the checkpoint's weights), then return the sorted list of
+# missing keys that no module in `allowed` covers: exactly the keys a `strict=False` load would have
+# hidden from you. Modules match whole names (use your `matches_module`): `"mtp."` covers `mtp.head.weight`,
+# not `mtp_extra.weight`, nor a nested `blocks.mtp.weight`.
 
 # %% tags=["solution", "exercise-5.2"]
 def silently_missing(model: torch.nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
-    """Return the sorted missing keys of a strict=False load that no allowed pattern covers."""
+    """Load with strict=False; return the sorted missing keys that no allowed module covers."""
     result = model.load_state_dict(state_dict, strict=False)
     return sorted(k for k in result.missing_keys if not any(matches_module(k, p) for p in allowed))
 
@@ -303,13 +362,13 @@ check_exercise("5.2", silently_missing)
 
 # %% [markdown]
 # ## On an accelerator
-# With a GPU, the same export is loaded onto the device through the audited loader; `load_state_dict`
+# With a GPU, the audited export is loaded onto the device through the audited loader; `load_state_dict`
 # copies CPU tensors into CUDA parameters, so the report and the outputs are the same.
 
 # %% tags=["gpu"]
 if skip_unless("cuda"):
     on_gpu = TinyLMWithMTP(vocab, hidden, n_layers).to("cuda")
-    gpu_report = load_state_dict_audited(on_gpu, exported, allow_missing=(MTP_PREFIX,))
+    gpu_report = load_state_dict_audited(on_gpu, load_export(audited), allow_missing=(MTP_PREFIX,))
     with torch.no_grad():
         gpu_diff = float((on_gpu(probe.to("cuda")).cpu() - trained(probe)).abs().max())
     print(gpu_report.summary())
@@ -331,14 +390,16 @@ upstream_check()
 
 # %% [markdown]
 # ## Takeaways
-# - `strict` checks names, one bit for the whole key set. Turning it off for one known-absent module
-#   (GLM-5.2's MTP layers) also turns it off for every other weight.
-# - A weight missing under `strict=False` keeps its random initial values; the model runs and its outputs
-#   change (see the figure above), and nothing fails.
-# - Load with an explicit allow-list (`allow_missing=("mtp.",)`), matched on whole module names, that fails
-#   on anything else and reports what it left at initial values. verl's FSDP manager does the same check
-#   for LoRA-only checkpoints.
-# - Shape mismatches are never relaxed by `strict=False`, and no allow-list should relax them either.
+# - In verl 0.9.1 `checkpoint.strict` is passed to one call, Megatron-Bridge's `save_hf_weights`; with
+#   `use_dist_checkpointing=False` every checkpoint save runs it. The recipe ships with `save_freq=-1`.
+# - A model built without MTP never yields the source's MTP tensors: strict leaves their shards unwritten
+#   (real tensors sharing them included) and, since Megatron-Bridge v0.6.0, raises with the count;
+#   strict=False writes partial shards.
+# - strict is one bit for the whole index: strict=False also writes an export that lost a real layer, and a
+#   load that does not check gives that layer random values.
+# - Name what may be missing: an allow-list of whole module names (`("mtp.",)`), checked before anything
+#   is written, failing on everything else; Megatron-Bridge's ignored source prefixes are the precedent,
+#   matched by plain string prefix. The same list guards the load side (the course's extension).
 # - Refs are names of different kinds: Megatron-LM's `core_v0.18.0` is a tag, the Ascend repos'
 #   `core_r0.18.0` are branches.
 

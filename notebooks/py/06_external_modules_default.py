@@ -22,11 +22,13 @@
 # variables, subprocesses.
 #
 # **Upstream files cited** (paths inside verl):
-# - `verl/__init__.py`, lines 49-52 in verl 0.9.1: `modules = os.getenv("VERL_USE_EXTERNAL_MODULES", "")`,
-#   then `if modules: modules = modules.split(","); import_external_libs(modules)`. It runs once, when
-#   `verl` is first imported in a process.
+# - `verl/__init__.py`: two top-level statements read `VERL_USE_EXTERNAL_MODULES`, split it on commas and
+#   hand the pieces to `import_external_libs`. They run once, when `verl` is first imported in a process.
+#   The lesson extracts them from the installed verl with `ast` and runs them (line numbers below).
 # - `verl/utils/import_utils.py::import_external_libs`: `importlib.import_module(name)` for each entry, as
 #   given (no stripping of blanks).
+# - `verl/__init__.py`, a few lines further: `VERL_USE_EXTERNAL_PLUGINS` (default `auto`) loads the
+#   `verl.plugins` entry points, also at verl's import.
 # - `docker/ascend/Dockerfile.ascend_9.1.0_a2` and `..._a3`: `ENV VERL_USE_EXTERNAL_MODULES=megatron_adaptor`
 #   added by #7827 and removed by #7886; `.github/workflows/npu_unit_tests.yml` keeps its own job-level
 #   setting.
@@ -41,7 +43,6 @@ timeout_s = 20.0  # seconds any one subprocess experiment may take before it is 
 seed = 0
 
 # %%
-import importlib
 import tempfile
 
 from verlstudy.kit.exercises import check_exercise
@@ -58,21 +59,23 @@ from verlstudy.common.pins import (
     ref_drift,
 )
 from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.kit.upstream import upstream_cell, verl_version
 from verlstudy.lessons.l06_external_modules.modules_env import (
     ADAPTOR,
     ENV_VAR,
     TOY_SOURCES,
     ExternalModuleError,
     Experiment,
+    hook_errors,
     import_external_modules,
     lesson_experiments,
     outcomes_table,
     parse_module_list,
     predict_patched,
     run_experiments,
-    split_like_verl_091,
     write_toy_packages,
 )
+from verlstudy.lessons.l06_external_modules.upstream import PLUGINS_VAR, env_hook, toy_hook_source, upstream_imports
 from verlstudy.kit.params import check_float, check_int
 from verlstudy.kit.seeding import seed_everything
 
@@ -92,17 +95,29 @@ print(f"running on {dev.type}")
 # needed for, per #7886: avoiding an `nvidia_resiliency_ext.__version__` import crash on the NPU stack.)
 #
 # ## How verl reads the variable
-# verl splits the value on commas and imports each piece as given. Our hook does the same but strips blanks
-# and skips empty entries, and names the entry when an import fails:
+# The hook is not a function we could import: it is a few statements at the top level of `verl/__init__.py`,
+# whose imports (`verl.protocol`) pull in Ray and torch. So we find them in the installed verl's source with
+# `ast` (the statement that reads the variable and those that use what it read) and run them, with
+# upstream's own `import_external_libs`, against an `importlib` that only records the names it is given:
 
 # %%
-for value in ("megatron_adaptor", "megatron_adaptor, json", "megatron_adaptor,"):
-    print(f"{value!r:28} verl 0.9.1 imports {split_like_verl_091(value)!r:34} ours: {parse_module_list(value)!r}")
-claim("verl 0.9.1 keeps the blank in 'a, b' and the empty entry in 'a,'", split_like_verl_091("a, b,")[1:] == [" b", ""])
-with expect_error(ModuleNotFoundError):  # what verl's importlib.import_module call then does
-    importlib.import_module(split_like_verl_091("json, json")[1])
-with expect_error(ValueError, match="Empty module name"):
-    importlib.import_module(split_like_verl_091("json,")[1])
+def show_upstream_hook() -> None:
+    hook = env_hook()
+    print(f"--- {hook.cite()} (verl {verl_version()})\n{hook.code}")
+    for value in ("megatron_adaptor", "megatron_adaptor, json", "megatron_adaptor,"):
+        print(f"{value!r:26} upstream imports {upstream_imports(value)!r:34} course's parser: {parse_module_list(value)!r}")
+    claim("where the hook is", hook.cite(), expected="verl/__init__.py lines 49-52", upstream="verl 0.9.1, found by ast")
+    claim("upstream keeps the blank in 'a, b' and the empty entry in 'a,'", upstream_imports("a, b,")[1:] == [" b", ""],
+          upstream="verl/__init__.py + verl/utils/import_utils.py::import_external_libs")
+
+
+_ = upstream_cell(show_upstream_hook)  # prints one skip line instead when verl is absent
+
+# %% [markdown]
+# verl splits on commas and imports each piece as given. The course's parser (`parse_module_list`, the
+# course's design, not verl's) strips blanks, drops empty entries and names the entry when an import fails:
+
+# %%
 with expect_error(ExternalModuleError, match="megatron_adaptr"):
     import_external_modules(environ={ENV_VAR: "json,megatron_adaptr"})
 
@@ -110,17 +125,35 @@ with expect_error(ExternalModuleError, match="megatron_adaptr"):
 # ## Reproduce: three processes, one variable
 # We write three throwaway packages to a temporary folder: `toylib` stands in for `megatron.core` (an
 # attention op, and a model module that uses it), `toylib_adaptor` for `megatron_adaptor` (it replaces the
-# op), and `toyverl` for verl (its `__init__` reads the variable, as verl's does). Then each experiment runs
-# in a fresh `python -I -S` subprocess with a clean environment: no torch, no network, at most `timeout_s`.
+# op), and `toyverl` for verl: its `__init__` is upstream's own code, the hook statements and
+# `import_external_libs` taken from the installed verl. Each experiment runs in a fresh `python -I -S`
+# subprocess with a clean environment: no torch, no network, at most `timeout_s`.
 
 # %%
-for path in ("toylib/ops.py", "toylib/model.py", "toylib_adaptor.py", "toyverl/__init__.py"):
+toyverl_source, origin = toy_hook_source()
+for path in ("toylib/ops.py", "toylib/model.py", "toylib_adaptor.py"):
     print(f"--- {path}\n{TOY_SOURCES[path]}")
+print(f"--- toyverl/__init__.py ({origin})\n{toyverl_source}")
+scratch = tempfile.TemporaryDirectory(prefix="verlstudy06-")
+root = write_toy_packages(scratch.name, toyverl_source)
+
+# %% [markdown]
+# First, upstream's own errors. A child process sets the variable to `"a, b"` or to `"a,"` (with toy module
+# names) and imports `toyverl`; real `importlib`, but only the toy packages are there to import:
+
+# %%
+values = ["toylib_adaptor, toylib.ops", "toylib_adaptor,"]
+errors = hook_errors(values, root, timeout_s=timeout_s)
+for value, error in zip(values, errors):
+    print(f"{ENV_VAR}={value!r:30} -> {error}")
+claim("'a, b': upstream's hook fails on the blank", errors[0], expected="ModuleNotFoundError: No module named ' toylib'",
+      upstream="verl/__init__.py hook in a child, real importlib")
+claim("'a,': upstream's hook fails on the empty entry", errors[1], expected="ValueError: Empty module name",
+      upstream="verl/__init__.py hook in a child, real importlib")
 
 # %%
 experiments = lesson_experiments()
-with tempfile.TemporaryDirectory(prefix="verlstudy06-") as folder:
-    outcomes = run_experiments(experiments, write_toy_packages(folder), timeout_s=timeout_s)
+outcomes = run_experiments(experiments, root, timeout_s=timeout_s)
 print(outcomes_table(outcomes))
 seen = {o.experiment.name: o for o in outcomes}
 
@@ -154,7 +187,8 @@ claim("patched iff the adaptor is imported before the library (all 5 processes)"
 # ## Why a default in the image is a silent change for everyone
 # Where a variable is set decides who it reaches. A Dockerfile `ENV` is part of every container started from
 # the image, for every job, every user, every process; a workflow's job-level `env:` reaches that job's steps
-# only. Our fixture files in `data/deps/` model the state after #7827 (written here, not copied):
+# only. Our fixture files in `data/deps/` are the course's: they model the `ENV` line #7827 added and the
+# job-level setting (written for the course, not copied), and one planted ref drift used further down:
 
 # %%
 files = read_files(data_dir() / "deps")
@@ -168,17 +202,50 @@ claim("the variable is set in the image and again at job level", [s.scope for s 
 # never asked for it, such as a data-preparation script or a CPU unit test run inside the same image: CI on
 # that image no longer tests what a stock install does. Nothing is printed when it happens.
 #
-# ## Fix: opt in where it is needed, and import the patch where the library is used
-# #7886 removed the `ENV` line from the images (row 4: no default, nothing patched) and kept the job-level
-# opt-in of `npu_unit_tests.yml`. The job-level variable still has the two limits above; what reaches a test
-# that imports Megatron first, or a worker that never imports verl, is importing the adaptor itself at that
-# entry point, before Megatron (row 5):
+# ## What #7886 changed
+# #7886 removed `ENV VERL_USE_EXTERNAL_MODULES=megatron_adaptor` from `Dockerfile.ascend_9.1.0_a2` and
+# `..._a3` (row 4: no default, nothing patched) and left the job-level opt-in of `npu_unit_tests.yml`
+# untouched. That is all it changed: no code in verl, and no new way to reach the two processes that stayed
+# unpatched. The job-level variable keeps both limits above.
 
 # %%
 no_default = seen["no default (after #7886)"]
-explicit = seen["explicit import at every entry point"]
 claim("without the image default nothing is patched", not no_default.patched, upstream="#7886 drops the image ENV")
+
+# %% [markdown]
+# ## The course's advice: import the patch at each entry point
+# What follows is the course's advice, not something #7886 did. A process is patched for sure when its own
+# entry point imports the adaptor before Megatron (row 5). That works where you write the entry point: the
+# trainer's driver, a test file, a Ray actor class that verl defines. The hard case is a process neither you
+# nor verl starts. vLLM's EngineCore and its workers are started by vLLM, inside Ray actors, running vLLM's
+# own entry point (#7886: they never import verl). verl cannot put an import there, and the inherited
+# variable does nothing because nothing in that process reads it. What does run in every process vLLM
+# creates is vLLM's plugin system: entry points in the `vllm.general_plugins` group, loaded by
+# `vllm.plugins.load_general_plugins` (vLLM docs, "Plugin System"). So, in the course's reading, a patch
+# for those processes has to come through vLLM's plugins, not through verl.
+
+# %%
+explicit = seen["explicit import at every entry point"]
 claim("an explicit import at each entry point patches driver and worker", explicit.patched and explicit.worker_patched)
+
+# %% [markdown]
+# ## The same limit: `VERL_USE_EXTERNAL_PLUGINS`
+# verl has a second import-time hook a few lines further down `verl/__init__.py`: `VERL_USE_EXTERNAL_PLUGINS`
+# (default `auto`) loads every entry point in the `verl.plugins` group, `none` turns that off and a comma list
+# picks names. It is read in the same place, so it has the same limit: a plugin reaches only processes that
+# import verl, after whatever they imported before verl, and never a vLLM worker that does not import verl.
+
+# %%
+def show_plugins_hook() -> None:
+    plugins = env_hook(PLUGINS_VAR)
+    print(f"--- {plugins.cite()}, first statement:\n{plugins.code.splitlines()[0]}")
+    claim("VERL_USE_EXTERNAL_PLUGINS is read at verl's import too", plugins.cite(),
+          expected="verl/__init__.py lines 60-76", upstream="verl 0.9.1, found by ast")
+    claim("its default 'auto' loads the 'verl.plugins' entry points",
+          "'auto'" in plugins.code.splitlines()[0] and "group='verl.plugins'" in plugins.code)
+
+
+_ = upstream_cell(show_plugins_hook)
 
 # %% [markdown]
 # ## Guard: tests that would have caught it
@@ -196,18 +263,19 @@ worker_entry = (
     Experiment("worker entry point, #7827 image default", ("toylib.model",), ADAPTOR),
     Experiment("worker entry point, explicit import", (ADAPTOR, "toylib.model"), None),
 )
-with tempfile.TemporaryDirectory(prefix="verlstudy06-") as folder:
-    before, after = run_experiments(worker_entry, write_toy_packages(folder), timeout_s=timeout_s)
+before, after = run_experiments(worker_entry, root, timeout_s=timeout_s)
+scratch.cleanup()
 claim("the worker test fails under the image default and passes with the explicit import",
       (before.patched, after.patched) == (False, True))
 
 # %% [markdown]
 # ## The same PRs, the other half: one ref, pinned in three files
-# The Ascend stack's refs were written separately into the Dockerfiles, install scripts and CI workflows;
-# #7827 also corrected the Megatron-LM ref to the tag `core_v0.18.0`. In our fixtures the Dockerfile got the
-# correction and the install script did not. `verlstudy.common.pins` parses every `git clone --branch`,
-# `git checkout`, `pip install name==v`, `pip install git+URL@ref` and `actions/checkout` ref out of the
-# three files (lesson 08 builds on this):
+# The Ascend stack's refs are written separately into Dockerfiles, install scripts and CI workflows; #7827
+# also corrected the Megatron-LM ref to the tag `core_v0.18.0` (its description). The drift below is
+# planted by the course, not taken from #7827: in our fixtures the Dockerfile has the corrected ref and
+# the install script keeps the old one, to show what a missed file looks like. `verlstudy.common.pins`
+# parses every `git clone --branch`, `git checkout`, `pip install name==v`, `pip install git+URL@ref` and
+# `actions/checkout` ref out of the three files (lesson 08 builds on this):
 
 # %%
 pins = pins_in_files(files)
@@ -218,14 +286,14 @@ for d in drifts:
 for problem in naming_problems(pins):
     print("NAMING:", problem)
 claim("repositories pinned differently in two files", len(drifts), expected=1)
-claim("the drifting repository is Megatron-LM (Dockerfile vs install script)",
-      drifts[0].repo == "nvidia/megatron-lm" and drifts[0].refs == ("core_r0.18.0", "core_v0.18.0"),
-      upstream="#7827: corrected the Megatron-LM ref to core_v0.18.0")
+claim("the drift the course planted: Megatron-LM, Dockerfile vs install script",
+      drifts[0].repo == "nvidia/megatron-lm" and drifts[0].refs == ("core_r0.18.0", "core_v0.18.0"))
 
 # %% [markdown]
 # ## Exercises
-# **6.1** Write `parse_modules(value)`: the module names in a comma-separated value, with blanks around names
-# stripped and empty entries dropped (an empty value names no modules).
+# **6.1** Write `parse_modules(value)`, the course's forgiving parser (verl does not do this, as shown
+# above): the module names in a comma-separated value, with blanks around names stripped and empty entries
+# dropped (an empty value names no modules).
 
 # %% tags=["solution", "exercise-6.1"]
 def parse_modules(value: str) -> list[str]:
@@ -239,8 +307,8 @@ check_exercise("6.1", parse_modules)
 # %% [markdown]
 # **6.2** Write `will_be_patched(imports, env_value)`: given the order in which a process imports
 # `toyverl`, `toylib_adaptor`, `toylib.ops` and `toylib.model`, and the value of `VERL_USE_EXTERNAL_MODULES`
-# (`None` when unset), return whether `toylib.model.forward()` ends up patched. The checker compares you with
-# the rule the subprocess experiments measured.
+# (`None` when unset; values hold no blanks), return whether `toylib.model.forward()` ends up patched. The
+# checker compares you with the rule the subprocess experiments measured, with upstream's hook in `toyverl`.
 
 # %% tags=["solution", "exercise-6.2"]
 def will_be_patched(imports: list[str], env_value: str | None) -> bool:
@@ -249,7 +317,7 @@ def will_be_patched(imports: list[str], env_value: str | None) -> bool:
     `imports` lists the modules in the order the process imports them; `env_value` is the value of
     VERL_USE_EXTERNAL_MODULES, or None when it is unset.
     """
-    named = [m.strip() for m in (env_value or "").split(",")]
+    named = (env_value or "").split(",")  # split as verl splits it
     for module in imports:
         if module == "toylib_adaptor" or (module == "toyverl" and "toylib_adaptor" in named):
             return True
@@ -290,8 +358,11 @@ upstream_check()
 # ## Takeaways
 # - An import-time hook acts in the processes that import its package, at that moment: not in a test that
 #   imports the patched library first, not in a subprocess that never imports the package.
-# - A default in a base image changes every process of every user, silently; opt in per job, and import a
-#   patch explicitly at each entry point that needs it, before the library.
+# - A default in a base image changes every process of every user, silently. #7886 removed it and kept the
+#   job-level opt-in; the course's advice goes further: import a patch explicitly at each entry point that
+#   needs it, before the library. Processes started by another framework (vLLM's workers) need that
+#   framework's own plugin hook, since neither verl nor you write their entry point.
+# - `VERL_USE_EXTERNAL_PLUGINS` is read at the same moment and has the same limit.
 # - A ref written into several files by hand will drift; parse them and compare (lesson 08 goes further).
 
 # %%

@@ -8,6 +8,7 @@ from verlstudy.kit.upstream import Comparison
 from verlstudy.lessons.l02_detach import upstream as l02
 from verlstudy.lessons.l04_thd import upstream as l04
 from verlstudy.lessons.l05_checkpoint import upstream as l05
+from verlstudy.lessons.l06_external_modules import upstream as l06
 from verlstudy.lessons.l07_grpo_recipe import upstream as l07
 
 pytest.importorskip("verlstudy.kit.upstream")
@@ -26,7 +27,7 @@ def test_every_comparable_lesson_agrees_on_at_least_300_cases(capsys):
     out = capsys.readouterr().out
     rows = verify.verify_all(cases=300)
     compared = [r for r in rows if r.status != "not comparable"]
-    assert {r.lesson for r in compared} == {"02", "03", "04", "07"}
+    assert {r.lesson for r in compared} == {"02", "03", "04", "06", "07", "09"}
     assert all(r.status == "agree" for r in compared)
     assert all(r.cases >= 300 for r in compared if "transformer_impl" not in r.upstream)
     lessons_listed = {r.lesson for r in rows}
@@ -63,15 +64,24 @@ def test_recording_refuses_when_anything_differs(tmp_path):
 
 
 @needs_verl
+def _printed(capsys, upstream_check, **kwargs) -> list[str]:
+    upstream_check(**kwargs)
+    return capsys.readouterr().out.splitlines()
+
+
 def test_lesson_cell_prints_one_line_per_comparison(capsys):
-    l04.upstream_check(cases=20)
-    l07.upstream_check(cases=20)
-    l05.upstream_check()
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == f"[upstream] verl {VERL}: verl/models/mcore/util.py::build_vlm_attn_mask_thd: agree on 20 cases"
-    assert lines[1].endswith("core_algos.py::compute_policy_loss_vanilla: agree on 20 cases")
-    assert lines[2].endswith("core_algos.py::compute_grpo_outcome_advantage: agree on 20 cases")
-    assert lines[3].startswith(f"[upstream] verl {VERL}: checkpoint.strict in the GLM recipe: not comparable")
+    l04_lines = _printed(capsys, l04.upstream_check, cases=20)
+    thd = "verl/models/mcore/util.py::build_vlm_attn_mask_thd"
+    assert l04_lines[0] == f"[upstream] verl {VERL}: {thd}: agree on 20 cases"
+    l07_lines = _printed(capsys, l07.upstream_check, cases=20)
+    assert any(line.endswith("core_algos.py::compute_policy_loss_vanilla: agree on 20 cases") for line in l07_lines)
+    assert any(line.endswith("core_algos.py::compute_grpo_outcome_advantage: agree on 20 cases") for line in l07_lines)
+    l06_lines = _printed(capsys, l06.upstream_check, cases=20)
+    assert l06_lines and all(line.endswith("agree on 20 cases") for line in l06_lines)
+    assert any("import_external_libs" in line for line in l06_lines)
+    l05_lines = _printed(capsys, l05.upstream_check)
+    assert l05_lines[0].startswith(f"[upstream] verl {VERL}: checkpoint.strict")
+    assert "not comparable" in l05_lines[0]
 
 
 def test_lesson_cell_skips_in_one_line_without_verl(monkeypatch, capsys):

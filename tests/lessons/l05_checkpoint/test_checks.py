@@ -50,7 +50,7 @@ def test_missing_audit_checker() -> None:
     def all_missing(model: nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
         return sorted(model.load_state_dict(state_dict, strict=False).missing_keys)
 
-    with pytest.raises(ExerciseFailure, match="allowed pattern covers"):
+    with pytest.raises(ExerciseFailure, match="allowed module covers"):
         check_missing_audit(all_missing)
 
     def unsorted(model: nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
@@ -59,11 +59,67 @@ def test_missing_audit_checker() -> None:
     with pytest.raises(ExerciseFailure, match="sort the keys"):
         check_missing_audit(unsorted)
 
+    def loaded_nothing_missing(model: nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
+        model.load_state_dict(state_dict, strict=False)
+        return []
+
     with pytest.raises(ExerciseFailure, match="missing_keys"):
-        check_missing_audit(lambda model, state_dict, allowed: [])
+        check_missing_audit(loaded_nothing_missing)
 
     with pytest.raises(ExerciseFailure, match="return a list"):
         check_missing_audit(lambda model, state_dict, allowed: ())
+
+
+def plain_prefix(model: nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
+    """Megatron-Bridge's own matching (str.startswith): 'mtp' also covers mtp_extra.*."""
+    result = model.load_state_dict(state_dict, strict=False)
+    return sorted(k for k in result.missing_keys if not any(k.startswith(p) for p in allowed))
+
+
+def substring(model: nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
+    """'mtp.' anywhere in the key: also covers the nested blocks.mtp.*."""
+    result = model.load_state_dict(state_dict, strict=False)
+    return sorted(k for k in result.missing_keys if not any(p in k for p in allowed))
+
+
+def bare_substring(model: nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
+    """The module name without its dot anywhere in the key: covers mtp_extra.* even when written 'mtp.'."""
+    result = model.load_state_dict(state_dict, strict=False)
+    return sorted(k for k in result.missing_keys if not any(p.rstrip(".") in k for p in allowed))
+
+
+def skips_loading(model: nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
+    """The right keys from the key sets alone, but the model keeps its initial weights."""
+    missing = [k for k in model.state_dict() if k not in state_dict]
+    return sorted(k for k in missing if not any(reference_matcher(k, p) for p in allowed))
+
+
+@pytest.mark.parametrize(
+    ("answer", "mentions"),
+    [
+        (plain_prefix, "whole module names"),
+        (substring, "whole module names"),
+        (bare_substring, "whole module names"),
+        (skips_loading, "does not hold the checkpoint's weights"),
+    ],
+    ids=["prefix-boundary mtp vs mtp_extra", "substring", "bare substring", "skips loading"],
+)
+def test_5_2_rejects_boundary_substring_and_no_load_answers(assert_wrong, answer, mentions) -> None:
+    verdict_text = assert_wrong("5.2", answer, mentions=mentions)
+    if answer is plain_prefix:
+        assert "mtp_extra.weight" in verdict_text and "'mtp'" in verdict_text
+    if answer is substring:
+        assert "blocks.mtp" in verdict_text
+
+
+def test_5_2_boundary_case_mtp_dot_does_not_cover_mtp_extra() -> None:
+    """The checker's own cases: with 'mtp.' allowed, a lost mtp_extra module must be reported."""
+    from verlstudy.lessons.l05_checkpoint.checks import _audit_model, _without
+
+    model = _audit_model()
+    state = _without(model.state_dict(), "mtp", "mtp_extra")
+    assert reference_missing_audit(_audit_model(), state, ("mtp.",)) == ["mtp_extra.weight"]
+    assert plain_prefix(_audit_model(), state, ("mtp",)) == []  # the plain prefix hides it
 
 
 def test_the_mechanisms_own_matcher_and_audit_are_refused(assert_wrong):

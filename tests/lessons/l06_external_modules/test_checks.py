@@ -21,7 +21,7 @@ def own_parse(value):
 
 
 def own_predict(imports, env_value):
-    named = [m.strip() for m in (env_value or "").split(",")]
+    named = (env_value or "").split(",")
     for module in imports:
         if module == ADAPTOR or (module == HOOK_PACKAGE and ADAPTOR in named):
             return True
@@ -72,8 +72,36 @@ def test_splitting_on_commas_as_verl_0_9_1_does_is_a_wrong_answer(assert_wrong):
     assert split_like_verl_091("a, b") == ["a", " b"]  # the same mistake as the lesson's model of 0.9.1
 
 
+def test_6_1_rejects_plausible_wrong_parsers(assert_wrong):
+    assert_wrong("6.1", lambda value: [p for p in value.split(",") if p], mentions="strip blanks")
+    assert_wrong("6.1", lambda value: [p.lstrip() for p in value.split(",") if p.strip()], mentions="strip blanks")
+    assert_wrong("6.1", lambda value: value.replace(" ", "").split(","), mentions="names no modules")
+    assert_wrong("6.1", lambda value: [p.strip() for p in value.split(",")] if value else [], mentions="drop empty")
+
+
 def test_6_2_rejects_ignoring_the_import_order(assert_wrong):
     assert_wrong("6.2", lambda imports, env: env is not None and ADAPTOR in env, mentions="too late")
+
+
+def test_6_2_rejects_plausible_wrong_predictions(assert_wrong):
+    def exact_value(imports, env):  # treats the variable as one module name, not a list
+        return own_predict(imports, env) if env in (None, ADAPTOR) else False
+
+    def any_toylib_first_is_too_late(imports, env):  # thinks importing toylib.ops first also comes too late
+        return not imports[0].startswith("toylib.") and own_predict(imports, env)
+
+    def substring_match(imports, env):  # any toylib name in the variable counts as the adaptor
+        for module in imports:
+            if module == ADAPTOR or (module == HOOK_PACKAGE and "toylib" in (env or "")):
+                return True
+            if module == LIBRARY:
+                return False
+        return False
+
+    assert_wrong("6.2", exact_value, mentions="comma-separated list")
+    assert_wrong("6.2", any_toylib_first_is_too_late, mentions="importing toylib.ops first is harmless")
+    assert_wrong("6.2", substring_match, mentions="only the modules the variable names")
+    assert_wrong("6.2", lambda imports, env: "yes", mentions="return a bool")
 
 
 def test_the_mechanisms_own_parser_and_predictor_are_refused(assert_wrong):

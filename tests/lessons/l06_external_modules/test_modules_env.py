@@ -16,6 +16,7 @@ from verlstudy.lessons.l06_external_modules.modules_env import (
     TOY_SOURCES,
     Experiment,
     ExternalModuleError,
+    hook_errors,
     import_external_modules,
     lesson_experiments,
     outcomes_table,
@@ -62,7 +63,7 @@ def test_parse_module_list_wants_a_string():
 
 
 def test_verl_091_split_keeps_blanks_and_empty_entries():
-    assert split_like_verl_091("") == []
+    assert split_like_verl_091("") == split_like_verl_091(None) == []
     assert split_like_verl_091("a, b") == ["a", " b"]
     assert split_like_verl_091("a,") == ["a", ""]
     with pytest.raises(TypeError):
@@ -90,6 +91,31 @@ def test_write_toy_packages_needs_an_existing_folder(tmp_path):
         write_toy_packages(tmp_path / "missing")
     write_toy_packages(tmp_path)
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.py")) == sorted(TOY_SOURCES)
+    write_toy_packages(tmp_path, "X = 1\n")
+    assert (tmp_path / "toyverl/__init__.py").read_text() == "X = 1\n"
+    for bad in ("", "  ", 3):
+        with pytest.raises(TypeError, match="toyverl_init must be"):
+            write_toy_packages(tmp_path, bad)  # type: ignore[arg-type]
+
+
+def test_the_course_hook_fails_where_verl_does_on_blanks_and_empty_entries(toy_folder):
+    values = [f"{ADAPTOR}, toylib.ops", f"{ADAPTOR},", f"{ADAPTOR},toylib.ops", ""]
+    assert hook_errors(values, toy_folder) == [
+        "ModuleNotFoundError: No module named ' toylib'",
+        "ValueError: Empty module name",
+        "ok",
+        "ok",
+    ]
+
+
+def test_hook_errors_rejects_bad_arguments(toy_folder, tmp_path):
+    for bad in ("a,b", [], [3]):
+        with pytest.raises(TypeError, match="values must be a non-empty list of strings"):
+            hook_errors(bad, toy_folder)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="timeout_s must be"):
+        hook_errors(["a"], toy_folder, timeout_s=-1)
+    with pytest.raises(ValueError, match="write_toy_packages"):
+        hook_errors(["a"], tmp_path)
 
 
 def test_lesson_experiments_show_patched_hazard_and_unpatched_worker(toy_folder):
@@ -112,7 +138,7 @@ def test_lesson_experiments_show_patched_hazard_and_unpatched_worker(toy_folder)
     [
         (("toylib.ops", HOOK_PACKAGE, LIBRARY), ADAPTOR),  # importing the op module first is harmless
         ((LIBRARY, ADAPTOR), None),  # an explicit patch after the library is as late as the hook
-        ((HOOK_PACKAGE, LIBRARY), f" json , {ADAPTOR} ,"),  # blanks and empty entries are ignored in the child too
+        ((HOOK_PACKAGE, LIBRARY), f"json,{ADAPTOR}"),  # the adaptor second in the list
         ((HOOK_PACKAGE, LIBRARY), "json"),  # the variable names something else
     ],
 )

@@ -1,10 +1,12 @@
-"""Loading a checkpoint that is allowed to lack some weights, without letting any other weight slip through.
+"""The load side (the course's extension of lesson 05): reading weights back with an allow-list of missing modules.
 
 verl PR #7836 set `actor_rollout_ref.actor.checkpoint.strict=False` in the GLM-5.2 recipe because the
 model's multi-token-prediction (MTP) layers are unused in training and rollout and are left out of the
-exported Hugging Face weights. Plain `strict=False` forgets *which* keys may be absent: any other missing
-weight keeps its random initialisation and nothing fails. `load_state_dict_audited` names the prefixes
-that may be missing (or unexpected), fails on everything else, and returns a report of what happened.
+exported Hugging Face weights. In verl 0.9.1 that flag acts on the *export* (see `export.py`); the same
+one-bit problem appears when the export is read back: plain `strict=False` forgets *which* keys may be
+absent, so any other missing weight keeps its random initialisation and nothing fails.
+`load_state_dict_audited` names the prefixes that may be missing (or unexpected), fails on everything
+else, and returns a report of what happened.
 """
 
 from __future__ import annotations
@@ -190,11 +192,12 @@ def load_state_dict_audited(
     return report
 
 
-class TinyLMWithMTP(nn.Module):
-    """A tiny next-token model with an extra multi-token-prediction head (`mtp.*`) that forward() never uses.
+class TinyLM(nn.Module):
+    """A tiny next-token model (embedding, residual layers, head) built *without* MTP layers.
 
-    Like GLM-5.2's MTP layers, the head predicts a token further ahead; training and rollout here use
-    only the main path, so the head's weights do not matter for the outputs.
+    This is the model as the trainer builds it when the MTP head is left out (Megatron-Bridge v0.5.0's
+    GLM-5 bridge sets `mtp_num_layers = None`): its state dict lacks the `mtp.*` tensors that the
+    released checkpoint has.
     """
 
     def __init__(self, vocab: int = 32, hidden: int = 16, n_layers: int = 2) -> None:
@@ -205,20 +208,33 @@ class TinyLMWithMTP(nn.Module):
         self.embed = nn.Embedding(vocab, hidden)
         self.layers = nn.ModuleList(nn.Linear(hidden, hidden) for _ in range(n_layers))
         self.head = nn.Linear(hidden, vocab, bias=False)
-        self.mtp = nn.ModuleDict({"proj": nn.Linear(2 * hidden, hidden), "head": nn.Linear(hidden, vocab)})
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+    def trunk(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Hidden states after the residual layers."""
         x = self.embed(tokens)
         for layer in self.layers:
             x = x + torch.tanh(layer(x))
-        return self.head(x)
+        return x
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.head(self.trunk(tokens))
+
+
+class TinyLMWithMTP(TinyLM):
+    """The same model with an extra multi-token-prediction head (`mtp.*`) that forward() never uses.
+
+    Like GLM-5.2's MTP layers, the head predicts a token further ahead; training and rollout here use
+    only the main path, so the head's weights do not matter for the outputs.
+    """
+
+    def __init__(self, vocab: int = 32, hidden: int = 16, n_layers: int = 2) -> None:
+        super().__init__(vocab, hidden, n_layers)
+        self.mtp = nn.ModuleDict({"proj": nn.Linear(2 * hidden, hidden), "head": nn.Linear(hidden, vocab)})
 
     def forward_mtp(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits for the token two steps ahead (the MTP path; the lesson never needs it)."""
-        x = self.embed(tokens)
-        for layer in self.layers:
-            x = x + torch.tanh(layer(x))
-        return self.mtp["head"](torch.tanh(self.mtp["proj"](torch.cat([x, self.embed(tokens)], dim=-1))))
+        x = torch.cat([self.trunk(tokens), self.embed(tokens)], dim=-1)
+        return self.mtp["head"](torch.tanh(self.mtp["proj"](x)))
 
 
 def export_without(model: nn.Module, drop: Iterable[str] = (MTP_PREFIX,)) -> dict[str, torch.Tensor]:

@@ -1,15 +1,122 @@
-"""Lesson 05 and upstream verl: why there is no single upstream function to compare (`verlstudy verify-upstream`)."""
+"""Lesson 05 and upstream verl: verl's own save path, run against the course's export.
+
+`checkpoint.strict` has no pure function of its own in verl: verl 0.9.1 hands it to Megatron-Bridge's
+`save_hf_weights` (not part of verl). What verl decides, and what the body cell runs from verl's source,
+are two methods of `MegatronCheckpointManager` in `verl/utils/checkpoint/megatron_checkpoint_manager.py`:
+`should_save_hf_model` (HF weights are written whenever `"model"` is saved and `use_dist_checkpointing`
+is off) and `_save_model_as_hf_via_bridge` (which calls `bridge.save_hf_weights(..., strict=...)`).
+"""
 
 from __future__ import annotations
 
-from verlstudy.kit.upstream import NotComparable, report_not_comparable
+import ast
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+from torch import nn
+
+from verlstudy.kit.upstream import (
+    NotComparable,
+    UpstreamMoved,
+    load_from_source,
+    report_not_comparable,
+    upstream_source,
+)
+from verlstudy.lessons.l05_checkpoint.export import ExportIncomplete, ExportResult, export_hf_weights
+
+MANAGER_FILE = "utils/checkpoint/megatron_checkpoint_manager.py"
+MANAGER_CLASS = "MegatronCheckpointManager"
+MANAGER_METHODS = ("should_save_hf_model", "_save_model_as_hf_via_bridge")
+DEFAULT_SAVE_CONTENTS = ("model", "optimizer", "extra")  # verl/trainer/config/config.py::CheckpointConfig
 
 NOT_COMPARABLE = NotComparable(
     lesson="05",
     upstream="checkpoint.strict in the GLM recipe",
-    why="a flag passed to Megatron-Bridge's HF weight export (save_hf_weights); no pure function",
+    why="a flag for Megatron-Bridge's save_hf_weights; the body runs verl's save path on the course's export",
 )
 COMPARISONS = ()
+
+
+def load_manager_methods(release: str | None = None) -> dict[str, Callable[..., object]]:
+    """verl's `MegatronCheckpointManager.should_save_hf_model` and `._save_model_as_hf_via_bridge`, as functions.
+
+    The methods are cut out of the class with `ast` (the class needs Megatron to import) and take a
+    stand-in `self`. Raises UpstreamMoved when the class or a method is no longer there.
+    """
+    source, filename = upstream_source(MANAGER_FILE, release)
+    tree = ast.parse(source, filename=filename)
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == MANAGER_CLASS), None)
+    if cls is None:
+        raise UpstreamMoved(f"{filename} defines no class {MANAGER_CLASS}")
+    methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+    missing = [m for m in MANAGER_METHODS if m not in methods]
+    if missing:
+        raise UpstreamMoved(f"{filename}::{MANAGER_CLASS} has no {', '.join(missing)}: it moved or was renamed")
+    nodes = []
+    for name in MANAGER_METHODS:
+        node = copy.deepcopy(methods[name])
+        node.decorator_list = []  # @property: called here as a plain function of the stand-in self
+        nodes.append(node)
+    text = ast.unparse(ast.Module(body=nodes, type_ignores=[]))
+    provided = {"os": __import__("os"), "log_with_rank": lambda *a, **k: None, "logger": None}
+    return load_from_source(text, MANAGER_METHODS, provided, f"{filename}::{MANAGER_CLASS}")
+
+
+@dataclass
+class CourseBridge:
+    """A stand-in for Megatron-Bridge's AutoBridge: `save_hf_weights` runs the course's export and records it."""
+
+    source: Mapping[str, object]
+    calls: list[dict[str, object]] = field(default_factory=list)
+
+    def save_hf_weights(self, model: object, path: str, strict: bool = True) -> None:
+        chunks = list(model) if isinstance(model, list | tuple | nn.ModuleList) else [model]
+        weights = [(k, v) for chunk in chunks for k, v in chunk.state_dict().items()]
+        try:
+            outcome: ExportResult | ExportIncomplete = export_hf_weights(weights, self.source, strict=strict)
+        except ExportIncomplete as e:
+            outcome = e
+        self.calls.append({"method": "save_hf_weights", "path": path, "strict": strict, "outcome": outcome})
+
+    def save_weights(self, model: object, path: str, **kwargs: object) -> None:
+        self.calls.append({"method": "save_weights", "path": path, "strict": None, "outcome": None})
+
+
+def verl_save(
+    bridge: CourseBridge,
+    model: nn.Module,
+    *,
+    strict: bool,
+    use_dist_checkpointing: bool = False,
+    save_contents: tuple[str, ...] = DEFAULT_SAVE_CONTENTS,
+    release: str | None = None,
+) -> bool:
+    """Run verl's own save decision and HF save call on a stand-in manager; return whether HF weights were saved.
+
+    The stand-in has what the recipe sets: Megatron-Bridge (`vanilla_mbridge=False`, so a provider
+    exists), no PEFT. `bridge.calls` records what verl asked for.
+    """
+    if not isinstance(bridge, CourseBridge):
+        raise TypeError(f"bridge must be a CourseBridge, got {type(bridge).__name__}")
+    if not isinstance(strict, bool) or not isinstance(use_dist_checkpointing, bool):
+        raise TypeError("strict and use_dist_checkpointing must be True or False")
+    verl = load_manager_methods(release)
+    manager = SimpleNamespace(
+        checkpoint_save_contents=list(save_contents),
+        use_dist_checkpointing=use_dist_checkpointing,
+        vanilla_bridge=False,
+        peft_cls=None,
+        bridge=bridge,
+        model=nn.ModuleList([model]),
+        checkpoint_config=SimpleNamespace(strict=strict),
+        rank=0,
+    )
+    if not verl["should_save_hf_model"](manager):
+        return False
+    verl["_save_model_as_hf_via_bridge"](manager, "huggingface")
+    return True
 
 
 def upstream_check(cases: int = 50) -> None:

@@ -20,7 +20,7 @@ from verlstudy.lessons.l06_external_modules.modules_env import (
 
 @checker("6.1", library_answers=[parse_module_list])
 def check_parse_modules(fn: Callable[[str], list[str]]) -> str:
-    """Exercise 6.1: a parser of the variable that ignores blanks and empty entries."""
+    """Exercise 6.1: the course's forgiving parser of the variable, ignoring blanks and empty entries."""
     cases = {
         "megatron_adaptor": ["megatron_adaptor"],
         "": [],
@@ -35,6 +35,8 @@ def check_parse_modules(fn: Callable[[str], list[str]]) -> str:
             hint = "strip blanks around each name" if " " in value else "drop empty entries between commas"
             if value == "":
                 hint = "an empty variable names no modules: return []"
+            if isinstance(got, list) and got == value.split(","):
+                hint += " (that is verl 0.9.1's own split; this parser forgives what verl does not)"
             raise ExerciseFailure(f"for {value!r} you returned {got!r}, expected {want!r}: {hint}")
     return f"{len(cases)} values parsed"
 
@@ -49,8 +51,9 @@ def check_predict_patched(fn: Callable[[Sequence[str], str | None], bool]) -> st
         ((LIBRARY,), ADAPTOR),
         ((ADAPTOR, LIBRARY), None),
         ((LIBRARY, ADAPTOR), None),
-        ((HOOK_PACKAGE, LIBRARY), f"other_module, {ADAPTOR}"),
+        ((HOOK_PACKAGE, LIBRARY), f"toylib.ops,{ADAPTOR}"),
         (("toylib.ops", HOOK_PACKAGE, LIBRARY), ADAPTOR),
+        ((HOOK_PACKAGE, "toylib.ops", LIBRARY), "toylib.ops"),
     ]
     for imports, env in cases:
         want = predict_patched(imports, env)
@@ -60,8 +63,12 @@ def check_predict_patched(fn: Callable[[Sequence[str], str | None], bool]) -> st
         if got != want:
             if LIBRARY in imports[:1]:
                 hint = "the library binds `attention` when it is imported: a patch after that comes too late"
-            elif env is None or ADAPTOR not in (env or ""):
+            elif env is None or ADAPTOR not in env:
                 hint = "the hook imports only the modules the variable names; unset means nothing"
+            elif "," in env:
+                hint = "the variable is a comma-separated list: the hook imports every name in it, in order"
+            elif imports[0] == "toylib.ops":
+                hint = "only toylib.model binds `attention`; importing toylib.ops first is harmless"
             else:
                 hint = "importing the hook package first patches the library before its model is imported"
             raise ExerciseFailure(f"imports {' -> '.join(imports)} with variable {env!r}: you said {got}: {hint}")

@@ -8,7 +8,8 @@ acts only in a process that imports verl, and only if verl comes before the libr
 This module writes a throwaway package trio to a folder (a library `toylib`, a patch module
 `toylib_adaptor` and a verl-like `toyverl` whose `__init__` runs the hook) and runs short scripts in
 fresh Python subprocesses (`python -I -S`, no torch, no network, bounded time) to see which processes
-end up patched.
+end up patched. `toyverl/__init__.py` is either upstream's own hook, extracted from the installed verl
+(`upstream.toyverl_init`), or the course's reconstruction of it below, which behaves the same.
 """
 
 from __future__ import annotations
@@ -51,14 +52,17 @@ def parse_module_list(value: str) -> list[str]:
     return names
 
 
-def split_like_verl_091(value: str) -> list[str]:
-    """What verl 0.9.1 hands to `import_external_libs`: `value.split(",")` when non-empty, no stripping.
+def split_like_verl_091(value: str | None) -> list[str]:
+    """The course's reconstruction of what verl 0.9.1 imports: `value.split(",")` when non-empty, no stripping.
 
-    Kept to show the difference: 'a, b' gives ' b' (an import of a name with a leading space fails)
-    and 'a,' gives '' (importlib raises 'Empty module name').
+    `None` (variable unset) and '' import nothing. 'a, b' gives ' b' (an import of a name with a
+    leading space fails) and 'a,' gives '' (importlib raises 'Empty module name'). `upstream.py`
+    checks this against upstream's own hook on generated values.
     """
+    if value is None:
+        return []
     if not isinstance(value, str):
-        raise TypeError(f"value must be a string, got {type(value).__name__}")
+        raise TypeError(f"value must be a string or None, got {type(value).__name__}")
     return value.split(",") if value else []
 
 
@@ -92,23 +96,33 @@ TOY_SOURCES: dict[str, str] = {
         "import toylib.ops\n\n\ndef npu_attention() -> str:\n"
         '    return "patched"\n\n\ntoylib.ops.attention = npu_attention\n'
     ),
-    # The same rule as import_external_modules, in three lines of stdlib so a child starts in ~0.1 s.
+    # The course's reconstruction of verl's hook (split on commas, no stripping), in stdlib only so a
+    # child starts in ~0.1 s; the notebook replaces it with upstream's own code (upstream.toyverl_init).
     "toyverl/__init__.py": (
-        '"""Stands in for verl: reads the variable at import, as verl/__init__.py does (blanks stripped)."""\n'
+        '"""Stands in for verl: the course\'s reconstruction of the hook in verl/__init__.py."""\n'
         "import importlib\nimport os\n\n"
-        f'for _name in os.environ.get("{ENV_VAR}", "").split(","):\n'
-        "    if _name.strip():\n"
-        "        importlib.import_module(_name.strip())\n"
+        f'_value = os.getenv("{ENV_VAR}", "")\n'
+        "if _value:\n"
+        '    for _name in _value.split(","):\n'
+        "        importlib.import_module(_name)\n"
     ),
 }
 
 
-def write_toy_packages(folder: str | Path) -> Path:
-    """Write toylib, toylib_adaptor and toyverl into `folder` (which must exist); return the folder."""
+def write_toy_packages(folder: str | Path, toyverl_init: str | None = None) -> Path:
+    """Write toylib, toylib_adaptor and toyverl into `folder` (which must exist); return the folder.
+
+    `toyverl_init` replaces the course's `toyverl/__init__.py` (e.g. with upstream's own hook).
+    """
     root = Path(folder)
     if not root.is_dir():
         raise ValueError(f"folder {str(root)!r} must be an existing directory (e.g. a tempfile.TemporaryDirectory)")
-    for rel, text in TOY_SOURCES.items():
+    if toyverl_init is not None and (not isinstance(toyverl_init, str) or not toyverl_init.strip()):
+        raise TypeError("toyverl_init must be the non-empty source text of toyverl/__init__.py, or None")
+    sources = dict(TOY_SOURCES)
+    if toyverl_init is not None:
+        sources["toyverl/__init__.py"] = toyverl_init
+    for rel, text in sources.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -183,6 +197,52 @@ def _child_env(env_value: str | None) -> dict[str, str]:
     return env
 
 
+def _run_children(
+    scripts: Sequence[tuple[str, str, str | None]], root: Path, timeout_s: float
+) -> list[tuple[int, str, str]]:
+    """Run (name, code, variable value) scripts in fresh `python -I -S` children, all at once, one deadline.
+
+    Returns (returncode, stdout, stderr) per script; TimeoutError names the first still running.
+    """
+    procs = []
+    for _name, code, env_value in scripts:
+        cmd = [sys.executable, "-I", "-S", "-c", code]
+        procs.append(subprocess.Popen(cmd, env=_child_env(env_value), cwd=root, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      start_new_session=True))  # fmt: skip
+    deadline = time.monotonic() + timeout_s
+    results = []
+    try:
+        for (name, _code, _env), proc in zip(scripts, procs, strict=True):
+            try:
+                out, err = proc.communicate(timeout=max(deadline - time.monotonic(), 0.01))
+            except subprocess.TimeoutExpired as e:
+                raise TimeoutError(f"experiment {name!r} did not finish within {timeout_s} s") from e
+            results.append((proc.returncode, out, err))
+    finally:
+        for proc in procs:  # never leave a child (or its worker) behind, whatever went wrong above
+            if proc.poll() is None:
+                _kill_group(proc)
+    return results
+
+
+def _check_timeout(timeout_s: object) -> float:
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s <= 120:
+        raise ValueError(f"timeout_s must be a number in (0, 120] seconds, got {timeout_s!r}")
+    return float(timeout_s)
+
+
+def _toy_root(folder: str | Path) -> Path:
+    root = Path(folder)
+    if not (root / "toylib").is_dir():
+        raise ValueError("folder does not hold the toy packages: call write_toy_packages(folder) first")
+    return root
+
+
+def _last_error(err: str) -> str:
+    return (err.strip().splitlines() or ["(no error output)"])[-1]
+
+
 def run_experiments(experiments: Sequence[Experiment], folder: str | Path, timeout_s: float = 10.0) -> list[Outcome]:
     """Run each experiment in a fresh `python -I -S` subprocess (all at once) and report what it saw.
 
@@ -191,39 +251,34 @@ def run_experiments(experiments: Sequence[Experiment], folder: str | Path, timeo
     experiment, and a child that fails raises RuntimeError with its last error line. Each process
     leads its own process group, so a worker it launched is stopped with it (no orphans left behind).
     """
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s <= 120:
-        raise ValueError(f"timeout_s must be a number in (0, 120] seconds, got {timeout_s!r}")
+    timeout_s = _check_timeout(timeout_s)
     if not experiments or not all(isinstance(e, Experiment) for e in experiments):
         raise TypeError("experiments must be a non-empty sequence of Experiment")
-    root = Path(folder)
-    if not (root / "toylib").is_dir():
-        raise ValueError("folder does not hold the toy packages: call write_toy_packages(folder) first")
-    procs = []
-    for exp in experiments:
-        code = _script(str(root), exp.imports, exp.worker_imports, float(timeout_s))
-        cmd = [sys.executable, "-I", "-S", "-c", code]
-        procs.append(subprocess.Popen(cmd, env=_child_env(exp.env_value), cwd=root, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      start_new_session=True))  # fmt: skip
-    deadline = time.monotonic() + timeout_s
+    root = _toy_root(folder)
+    scripts = [(e.name, _script(str(root), e.imports, e.worker_imports, timeout_s), e.env_value) for e in experiments]
     outcomes = []
-    try:
-        for exp, proc in zip(experiments, procs, strict=True):
-            try:
-                out, err = proc.communicate(timeout=max(deadline - time.monotonic(), 0.01))
-            except subprocess.TimeoutExpired as e:
-                raise TimeoutError(f"experiment {exp.name!r} did not finish within {timeout_s} s") from e
-            if proc.returncode != 0:
-                last = (err.strip().splitlines() or ["(no error output)"])[-1]
-                raise RuntimeError(f"experiment {exp.name!r} failed: {last}")
-            words = out.split()  # "backend torch_imported [worker_backend worker_torch_imported]"
-            worker = words[2] if len(words) == 4 else None
-            outcomes.append(Outcome(exp, words[0], worker, "True" in words[1::2]))
-    finally:
-        for proc in procs:  # never leave a child (or its worker) behind, whatever went wrong above
-            if proc.poll() is None:
-                _kill_group(proc)
+    for exp, (code, out, err) in zip(experiments, _run_children(scripts, root, timeout_s), strict=True):
+        if code != 0:
+            raise RuntimeError(f"experiment {exp.name!r} failed: {_last_error(err)}")
+        words = out.split()  # "backend torch_imported [worker_backend worker_torch_imported]"
+        worker = words[2] if len(words) == 4 else None
+        outcomes.append(Outcome(exp, words[0], worker, "True" in words[1::2]))
     return outcomes
+
+
+def hook_errors(values: Sequence[str], folder: str | Path, timeout_s: float = 10.0) -> list[str]:
+    """For each value of the variable, `import toyverl` in a fresh child: 'ok', or the child's last error line.
+
+    The children see only the toy packages and the standard library, so a value naming `json` or a
+    toy module is the most any of them imports.
+    """
+    timeout_s = _check_timeout(timeout_s)
+    if isinstance(values, str) or not values or not all(isinstance(v, str) for v in values):
+        raise TypeError(f"values must be a non-empty list of strings, got {values!r}")
+    root = _toy_root(folder)
+    code = f"import sys\nsys.path[:0] = [{str(root)!r}]\nimport {HOOK_PACKAGE}\n"
+    results = _run_children([(f"import toyverl with {v!r}", code, v) for v in values], root, timeout_s)
+    return ["ok" if rc == 0 else _last_error(err) for rc, _out, err in results]
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:
@@ -249,8 +304,11 @@ def lesson_experiments(adaptor: str = ADAPTOR) -> tuple[Experiment, ...]:
 
 def predict_patched(imports: Sequence[str], env_value: str | None) -> bool:
     """The rule the experiments show: the library is patched iff the adaptor is imported before the
-    library's model module, either directly or through the verl-like hook reading the variable."""
-    names = parse_module_list(env_value) if env_value else []
+    library's model module, either directly or through the verl-like hook reading the variable.
+
+    The variable is split as verl splits it (no stripping): ' toylib_adaptor' does not name the adaptor.
+    """
+    names = split_like_verl_091(env_value)
     for name in imports:
         if name == ADAPTOR or (name == HOOK_PACKAGE and ADAPTOR in names):
             return True
