@@ -43,7 +43,7 @@ course: setup
 test: setup
 	$(BIN)/lint-imports --no-cache
 	mkdir -p build && rm -f build/executions.log
-	VERLSTUDY_EXECUTION_LOG=$(CURDIR)/build/executions.log $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile -m "not course_run" --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --junitxml=build/junit-tests.xml tests notebooks
+	VERLSTUDY_EXECUTION_LOG=$(CURDIR)/build/executions.log $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile -m "not course_run" --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --junitxml=build/junit-tests.xml tests notebooks
 	VERLSTUDY_EXECUTION_LOG=$(CURDIR)/build/executions.log $(BIN)/verlstudy run --device cpu --workers $(WORKERS) --out build/executed --report build/report.md --junit build/junit.xml --results build/run.json
 	VERLSTUDY_EXECUTION_LOG=$(CURDIR)/build/executions.log VERLSTUDY_COURSE_RESULTS=build/run.json $(BIN)/python -m pytest -m course_run --junitxml=build/junit-course-tests.xml tests
 	$(BIN)/python tools/count_executions.py build/executions.log build/junit-tests.xml

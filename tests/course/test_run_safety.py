@@ -135,3 +135,23 @@ def test_the_cli_refuses_with_one_line_and_exit_2(argv, message, capsys):
 def test_results_json_records_an_interrupted_run(tmp_path):
     data = json.loads(reports.results_json([], None, interrupted=True))
     assert data["interrupted"] is True
+
+
+# ---------------------------------------------------------------- the course's own kernel, or a clear error
+
+
+@pytest.mark.slow
+def test_a_stale_python3_kernelspec_elsewhere_on_the_jupyter_path_cannot_capture_a_lesson(tmp_path, monkeypatch):
+    stale = tmp_path / "jupyter" / "kernels" / "python3"
+    stale.mkdir(parents=True)
+    argv = ["/nonexistent/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (stale / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "stale", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter"))
+    source = _notebook(tmp_path / "which.ipynb", "import sys\nprint(sys.prefix)")
+    status, error, _ = runner.execute_with_papermill(source, tmp_path / "out" / "which.ipynb", {}, tmp_path)
+    assert (status, error) == ("passed", "")
+    printed = nbformat.read(tmp_path / "out" / "which.ipynb", as_version=4).cells[0].outputs[0]["text"].strip()
+    import sys
+
+    assert printed == sys.prefix

@@ -1,5 +1,6 @@
 """The runner: parameters, notebook normalisation, change reports, claims counting, reports."""
 
+import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -252,3 +253,9 @@ def test_papermill_runs_leave_the_process_folder_alone(tmp_path, monkeypatch):
     assert (status, error) == ("passed", "")
     out = nbformat.read(tmp_path / "out" / "run.ipynb", as_version=4)
     assert out.cells[1].outputs[0]["text"] == f"{kernel_dir}\n", "the kernel runs in the folder it was given"
+
+
+@pytest.mark.parametrize("raw", ["nan", "inf", "-inf", "NaN"])
+def test_nan_and_inf_on_the_command_line_reach_the_validators_as_numbers(raw):
+    _, value = runner.parse_parameter(f"lr={raw}")
+    assert isinstance(value, float) and not math.isfinite(value)

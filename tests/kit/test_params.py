@@ -21,7 +21,7 @@ def test_check_int_range():
     assert check_int("n", 3, minimum=1, maximum=3) == 3
     with pytest.raises(ValueError, match="1 <= n <= 3"):
         check_int("n", 4, minimum=1, maximum=3)
-    with pytest.raises(ValueError, match="-inf <= n <= 0"):
+    with pytest.raises(ValueError, match="allowed: n <= 0"):
         check_int("n", 1, maximum=0)
 
 
@@ -52,3 +52,10 @@ def test_positive_int_returns_a_plain_int():
     import numpy as np
 
     assert positive_int("tp", np.int64(4)) == 4 and type(positive_int("tp", np.int64(4))) is int
+
+
+def test_a_range_open_on_one_side_reads_plainly():
+    with pytest.raises(ValueError, match=r"allowed: seed >= 0$"):
+        check_int("seed", -1, minimum=0)
+    with pytest.raises(ValueError, match=r"allowed: 0.0 <= lr <= 1.0$"):
+        check_float("lr", 2.0, minimum=0.0, maximum=1.0)

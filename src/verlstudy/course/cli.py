@@ -160,13 +160,14 @@ def doctor_checks() -> list[tuple[bool, str]]:
     for package in ("torch", "numpy", "matplotlib", "papermill", "nbval", "nbformat", "jupytext", "ipykernel"):
         version = _version(package)
         checks.append((version is not None, f"{package} {version or 'not installed'}"))
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+    from verlstudy.course.twins import KERNEL_NAME, course_kernel_manager_class
 
-    try:
-        spec = KernelSpecManager().get_kernel_spec("python3")
-        checks.append((True, f"kernel 'python3' registered ({spec.display_name})"))
-    except NoSuchKernel:
-        checks.append((False, "kernel 'python3' not registered: run `python -m ipykernel install --sys-prefix`"))
+    # the spec the runner will start (sys.prefix only), not whatever `python3` the Jupyter path finds first
+    spec = course_kernel_manager_class()(kernel_name=KERNEL_NAME).kernel_spec
+    python = Path(spec.argv[0]).resolve() if spec.argv else None
+    same = python == Path(sys.executable).resolve() or spec.argv[0] in ("python", "python3", sys.executable)
+    where = spec.argv[0] if same else f"{spec.argv[0]}, not this interpreter {sys.executable}"
+    checks.append((same, f"kernel '{KERNEL_NAME}' for lessons runs {where}"))
     from verlstudy.kit import devices
 
     found = devices.visible_accelerators()

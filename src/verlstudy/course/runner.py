@@ -19,6 +19,7 @@ from verlstudy.course.twins import (
     FLOOR_SOURCE,
     KERNEL_ARGS,
     KERNEL_NAME,
+    course_kernel_manager_class,
     log_execution,
     normalise,
     quiet_kernel_env,
@@ -58,7 +59,8 @@ def parse_parameter(text: str) -> tuple[str, object]:
     try:
         value: object = ast.literal_eval(raw)
     except (ValueError, SyntaxError):
-        value = raw
+        # nan/inf are numbers to the validators (which refuse them by name), anything else stays a string
+        value = float(raw) if raw.lower().lstrip("+-") in ("nan", "inf", "infinity") else raw
     return name, value
 
 
@@ -167,6 +169,7 @@ def execute_with_papermill(
             request_save_on_cell_execute=False,
             extra_arguments=KERNEL_ARGS,
             shutdown_kernel="immediate",
+            kernel_manager_class=course_kernel_manager_class(),
         )
     except PapermillExecutionError as e:
         status, error = "failed", f"{e.ename}: {e.evalue}"

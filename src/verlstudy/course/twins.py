@@ -7,6 +7,7 @@ so that what nbval compares is the lesson's own output.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import nbformat
@@ -39,6 +40,29 @@ def log_execution(name: str) -> None:
     if log:
         with open(log, "a") as f:
             f.write(f"{name}\n")
+
+
+def course_kernel_manager_class() -> type:
+    """A kernel manager that starts lessons on this interpreter's own kernel, whatever else is on the Jupyter path.
+
+    Kernel specs are looked up in sys.prefix only (where `make setup` registers `python3`), falling back to
+    this interpreter itself: a stale `python3` in the user's home or in $JUPYTER_PATH cannot capture a lesson.
+    """
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class CourseKernelSpecs(KernelSpecManager):
+        @default("kernel_dirs")
+        def _course_kernel_dirs(self) -> list[str]:
+            return [str(Path(sys.prefix) / "share" / "jupyter" / "kernels")]
+
+    class CourseKernelManager(AsyncKernelManager):
+        @default("kernel_spec_manager")
+        def _course_kernel_spec_manager(self) -> KernelSpecManager:
+            return CourseKernelSpecs(parent=self)
+
+    return CourseKernelManager
 
 
 def quiet_kernel_env() -> None:
@@ -131,6 +155,7 @@ def execute_in_place(
         record_timing=False,
         shutdown_kernel="immediate",
         extra_arguments=KERNEL_ARGS,
+        kernel_manager_class=course_kernel_manager_class(),
     )
     log_execution(name)
     client.execute()

@@ -11,6 +11,15 @@ import numbers
 from collections.abc import Iterable
 
 
+def allowed_range(name: str, minimum: float | None, maximum: float | None) -> str:
+    """How every range reads, the same for every parameter: `1 <= steps <= 50`, `seed >= 0`, `lr <= 1`."""
+    if minimum is not None and maximum is not None:
+        return f"{minimum} <= {name} <= {maximum}"
+    if minimum is not None:
+        return f"{name} >= {minimum}"
+    return f"{name} <= {maximum}"
+
+
 def check_choice(name: str, value: object, allowed: Iterable[object], *, kind: str = "parameter") -> object:
     """Return `value` if it is one of `allowed`, else ValueError naming the parameter."""
     allowed = tuple(allowed)
@@ -27,9 +36,7 @@ def check_int(
         raise TypeError(f"{kind} {name} must be an integer, got {type(value).__name__} {value!r}")
     value = int(value)
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        lo = "-inf" if minimum is None else minimum
-        hi = "inf" if maximum is None else maximum
-        raise ValueError(f"{kind} {name}={value} is out of range; allowed: {lo} <= {name} <= {hi}")
+        raise ValueError(f"{kind} {name}={value} is out of range; allowed: {allowed_range(name, minimum, maximum)}")
     return value
 
 
@@ -48,9 +55,7 @@ def check_float(
     if not math.isfinite(value):
         raise ValueError(f"{kind} {name}={value} is not a finite number; NaN and infinity are not allowed")
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        lo = "-inf" if minimum is None else minimum
-        hi = "inf" if maximum is None else maximum
-        raise ValueError(f"{kind} {name}={value} is out of range; allowed: {lo} <= {name} <= {hi}")
+        raise ValueError(f"{kind} {name}={value} is out of range; allowed: {allowed_range(name, minimum, maximum)}")
     return value
 
 
