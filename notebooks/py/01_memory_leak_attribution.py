@@ -5,26 +5,33 @@
 # with PEFT: [#6699](https://github.com/verl-project/verl/pull/6699)).
 #
 # Under Megatron pipeline parallelism, the last pipeline stage's memory grew with every micro-batch of
-# a mini-batch (upstream: +45 GiB on the last-stage rank, +2.4 GiB elsewhere). Upstream found the
-# cause with `torch.cuda.memory._record_memory_history`: the allocation stacks pointed at Megatron's
-# `create_tensor_recv_prev`. The stored per-micro-batch output still had a `grad_fn`, so it pinned
-# its graph, and the graph's input was a receive buffer allocated fresh for every micro-batch.
+# a mini-batch (PR #7874: +45 GiB on the last-stage rank, +2.4 GiB elsewhere). The PR names the cause:
+# the stored per-micro-batch `model_output` still had a `grad_fn`, so it pinned its graph, and under
+# 1F1B the graph's input is the buffer Megatron's `p2p_communication.py::create_tensor_recv_prev`
+# allocates fresh for every micro-batch. *How* the site was found is not in the PR thread: the
+# course's digest of the PR says upstream read `torch.cuda.memory._record_memory_history` snapshots
+# (for the FSDP precursor, #6699 does point to memory-history profiling in #6698).
 #
 # **You will learn** to *watch* memory grow with the number of micro-batches, *find* the allocation
-# site that holds it with a CPU allocation tracker built like `_record_memory_history`, *prove* the
+# site that holds it with a CPU allocation tracker built like `_record_memory_history`, *test* the
 # mechanism with control experiments (forward only, no pipeline, deeper stages, two real ranks),
-# and *see* the fix (`detach_tree` on the stored output) flatten the curve without changing a bit of
-# the loss or the gradients.
+# meet the larger variant (a stored `entropy` the loss never reads, whose bytes scale with S x V),
+# and *see* the fix, upstream's own `detach_tree` on the stored output, flatten the curve without
+# changing a bit of the loss or the gradients.
 #
 # **Time:** 60 minutes. **Assumes:** PyTorch autograd (`requires_grad`, `grad_fn`, `.backward()`),
 # what pipeline parallelism and micro-batches are.
 #
 # **Upstream code cited:** `verl/workers/engine/utils.py::detach_tree` and `postprocess_batch_func`;
 # `verl/workers/engine/megatron/transformer_impl.py` (`output["model_output"] = detach_tree(...)`);
-# `verl/workers/engine/base.py::infer_batch` (forward only runs under `torch.no_grad()`); Megatron's
-# `megatron/core/pipeline_parallel/p2p_communication.py::create_tensor_recv_prev` and
-# `schedules.py` (`forward_data_store`). Everything here is our own code, in `verlstudy.common.memtrace`,
-# `verlstudy.lessons.l01_memory_leak` (`pipeline`, `measure`, `gloo_ranks`) and `verlstudy.common.dist`.
+# `verl/workers/engine/base.py::infer_batch` (forward only runs under `torch.no_grad()`);
+# `verl/utils/torch_functional.py::entropy_from_logits`; `verl/trainer/ppo/ray_trainer.py` (when
+# entropy is computed); `verl/workers/utils/losses.py::ppo_loss`; Megatron's
+# `megatron/core/pipeline_parallel/p2p_communication.py::create_tensor_recv_prev` and `schedules.py`
+# (`forward_data_store`, `backward_step`). The toy pipeline, tracker and measurements are the course's
+# own code (`verlstudy.common.memtrace`, `verlstudy.lessons.l01_memory_leak`: `pipeline`, `store`,
+# `measure`, `gloo_ranks`, `upstream`; `verlstudy.common.dist`); upstream's `detach_tree` and
+# `entropy_from_logits` are loaded from the installed verl source and run beside the course's.
 #
 # Facts checked against verl 0.9.1
 
@@ -42,14 +49,19 @@ from pathlib import Path
 import torch
 
 from verlstudy.lessons.l01_memory_leak import pipeline as pl
-from verlstudy.lessons.l01_memory_leak.gloo_ranks import gloo_pipeline_worker
+from verlstudy.lessons.l01_memory_leak import upstream as up
+from verlstudy.lessons.l01_memory_leak.gloo_ranks import gloo_pipeline_worker, levels_after
 from verlstudy.lessons.l01_memory_leak.measure import (
     UPSTREAM_CONTROLS,
     ResidencyError,
     assert_flat_residency,
+    bytes_by_function,
     controls_table,
     measure_controls,
+    measure_entropy,
+    measure_slope,
 )
+from verlstudy.lessons.l01_memory_leak.store import consume_store, graph_leaves
 from verlstudy.kit.exercises import check_exercise
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.resources import data_dir
@@ -59,6 +71,7 @@ from verlstudy.common.memtrace import AllocationTracker, bytes_per_step, snapsho
 from verlstudy.kit.params import check_choice, check_int
 from verlstudy.kit.plots import bar_plot, line_plot
 from verlstudy.kit.seeding import seed_everything
+from verlstudy.kit.upstream import upstream_cell, verl_version
 
 dev = pick_device(device)
 seed = seed_everything(check_int("seed", seed, minimum=0))
@@ -74,8 +87,8 @@ print(cfg)
 # ## 1. Symptom: live memory grows with every micro-batch
 # The toy pipeline keeps upstream's structure (see `verlstudy.lessons.l01_memory_leak.pipeline`): two stages; stage 1 receives
 # its input into a fresh `create_tensor_recv_prev` buffer with `requires_grad=True`; the last stage's
-# `loss_func` returns `(loss, {"model_output": log_probs})` with **per-token** log-probs (S values,
-# like verl's); the schedule appends that dict to `forward_data_store` once per micro-batch and only
+# `loss_func` returns `(loss, {"model_output": {"log_probs": ...}})` with **per-token** log-probs (S values,
+# in a dict like verl's `model_output`); the schedule appends that dict to `forward_data_store` once per micro-batch and only
 # consumes the store when the mini-batch ends. `AllocationTracker` records every storage created
 # while it is active; we read its live bytes after each micro-batch, without and with the fix.
 
@@ -102,7 +115,8 @@ claim("the fixed run grows more slowly", fix_slope < leak_slope)
 
 # %% [markdown]
 # ## 2. Root cause, step 1: which allocation site holds the memory?
-# Upstream read the allocation stacks of a `_record_memory_history` snapshot. Our tracker keeps the
+# The course's digest of the PR says upstream read the allocation stacks of a
+# `_record_memory_history` snapshot (the PR thread itself names only the site). Our tracker keeps the
 # same thing on CPU: each live storage with the Python stack that created it (torch's own frames
 # trimmed). Here are the sites of what the **last** micro-batch allocated and is still alive after it
 # finished, then the full stack of the biggest one.
@@ -125,19 +139,44 @@ claim("top site of what survives a micro-batch", leak_sites[0].function, expecte
 # references them, and each leaf's `AccumulateGrad` node holds its leaf tensor. The last stage's leaf is
 # the receive buffer, whose `.grad` was just filled by backward. So per micro-batch we predict:
 # the buffer (S x H x itemsize), its gradient (the same), and the stored per-token output itself
-# (S x itemsize). Walking the graph of the stored output shows exactly that leaf:
+# (S x itemsize). This three-part prediction is the course's; section 3b sets it beside the PR's own
+# figure. Walking the graph of the stored output shows exactly that leaf:
 
 # %%
-stored = leak_run.forward_data_store[-1]["model_output"]
-buffers = [t for t in pl.graph_leaves(stored) if not isinstance(t, torch.nn.Parameter)]
-print(f"model_output: shape {tuple(stored.shape)}, grad_fn {type(stored.grad_fn).__name__}")
+stored = leak_run.forward_data_store[-1]["model_output"]["log_probs"]
+buffers = [t for t in graph_leaves(stored) if not isinstance(t, torch.nn.Parameter)]
+print(f"model_output.log_probs: shape {tuple(stored.shape)}, grad_fn {type(stored.grad_fn).__name__}")
 print(f"non-parameter leaves its graph reaches: {[tuple(t.shape) for t in buffers]}, grad kept: {buffers[0].grad is not None}")
 predicted = pl.predicted_leak_bytes(cfg)
 for name, nbytes in predicted.items():
     print(f"  predicted {nbytes:>6} B  {name}")
 claim("predicted = measured bytes per micro-batch (exact)", int(leak_slope), expected=sum(predicted.values()), unit="B")
-claim("each named part is a tracker site, byte for byte", {s.function: s.bytes for s in leak_sites} == pl.predicted_leak_sites(cfg))
+claim("each named part is a tracker site, byte for byte", bytes_by_function(leak_sites) == pl.predicted_leak_sites(cfg))
 del stored, buffers
+
+# %% [markdown]
+# ### 3b. The PR's figure is the buffer alone
+# PR #7874 sizes the retained bytes as the P2P receive buffer, `seq_len_per_cp_rank x hidden x 2B` per
+# micro-batch (2 bytes: bfloat16), independent of layer count. The toy measures that buffer and two
+# more parts, for reasons of its own:
+# - **the buffer's gradient**: backward fills the buffer's `.grad`, and the toy's `backward_step` reads
+#   it to send it back without clearing it. Megatron's `schedules.py::backward_step` also collects
+#   `x.grad` of each input tensor without resetting it (the course's reading of Megatron-LM's source),
+#   so by the same mechanism the gradient would stay with the buffer there; the PR does not say
+#   whether its figure counts it, and the toy cannot measure Megatron.
+# - **the stored output itself** (S values): it is meant to be kept, and it is all the fix leaves.
+#
+# Run in bfloat16, as upstream's figure assumes, the toy's buffer term is the PR's formula exactly:
+
+# %%
+bf16 = pl.config_with(cfg, dtype="bfloat16")
+bf16_slope, bf16_sites, _ = measure_slope(bf16, 4, seed=seed)
+bf16_parts = bytes_by_function(bf16_sites)
+print(f"bfloat16, S={bf16.seq_len}, H={bf16.hidden}: {bf16_parts}")
+claim("bfloat16: receive buffer per micro-batch = the PR's S x H x 2 B", bf16_parts["create_tensor_recv_prev"],
+      expected=bf16.seq_len * bf16.hidden * 2, unit="B", upstream="seq_len_per_cp_rank x hidden x 2B (#7874)")
+claim("bfloat16: all the toy keeps = buffer + its gradient + S x 2 B of output", int(bf16_slope),
+      expected=2 * bf16.seq_len * bf16.hidden * 2 + bf16.seq_len * 2, unit="B")
 
 # %% [markdown]
 # The store lives until the mini-batch ends. Then the engine merges it (`postprocess_batch_func`) and
@@ -146,43 +185,114 @@ del stored, buffers
 # the autograd link, as upstream's does, so the merged tensor pins the graphs until it is dropped too.
 
 # %%
-merged = pl.consume_store(leak_run.forward_data_store)
-print(f"merged model_output {tuple(merged.shape)}, grad_fn {type(merged.grad_fn).__name__}: {tracker.live_bytes()} B still live")
+merged = consume_store(leak_run.forward_data_store)["log_probs"]
+print(f"merged log_probs {tuple(merged.shape)}, grad_fn {type(merged.grad_fn).__name__}: {tracker.live_bytes()} B still live")
 del merged
 claim("mini-batch end: live bytes once the merged store is dropped", tracker.live_bytes(), expected=0, unit="B")
 
 # %% [markdown]
 # ## 4. Controls: when does it *not* leak?
-# Upstream separated the cases with control runs. We repeat them, measuring bytes per micro-batch:
+# Upstream separated the cases with control runs (the course's digest gives the figures). We repeat
+# them, measuring bytes per micro-batch:
 # - **forward only** (how verl computes old log-probs: `infer_batch` runs under `torch.no_grad()`):
-#   no graph is built, so nothing but the outputs can be pinned;
-# - **PP=1**: no receive buffer; the graph's leaves are the parameters, which exist anyway;
+#   no graph is built, so nothing but the outputs can be pinned. verl 0.9.1's old-log-prob pass also
+#   asks for entropy (`ray_trainer.py::_compute_old_log_prob` sets `calculate_entropy=True`), so we run
+#   it both with log-probs only and with log-probs + entropy;
+# - **PP=1**: no receive buffer; the graph's leaves are the parameters, which exist anyway. Training
+#   computes entropy only when `entropy_coeff != 0` or `actor.calculate_entropy` is set (`ray_trainer.py`),
+#   so this run stores log-probs only;
 # - **more layers per stage**: backward frees the saved activations, so depth must not matter.
-#
-# Upstream's digest figures (forward only 0.76 MiB, PP=1 0.31 MiB per micro-batch, on a real model)
-# are quoted as upstream's, *unverified*; ours are for this toy's sizes.
 
 # %%
 controls = measure_controls(cfg, 4, layers=(2, 4), seed=seed)  # the slope is exact from 4 micro-batches
 bar_plot(controls, title="Bytes retained per micro-batch", ylabel="bytes")
 print(controls_table(controls))
 own = cfg.seq_len * cfg.itemsize
-claim("forward only keeps only the outputs", controls["forward only"], expected=own, unit="B",
-      upstream=UPSTREAM_CONTROLS["forward only"])
+claim("forward only keeps only the outputs", controls["forward only"], expected=own, unit="B")
+claim("forward only + entropy keeps two per-token outputs", controls["forward only + entropy"], expected=2 * own,
+      unit="B", upstream=UPSTREAM_CONTROLS["forward only + entropy"])
 claim("PP=1 keeps only the outputs", controls["PP=1"], expected=own, unit="B", upstream=UPSTREAM_CONTROLS["PP=1"])
 claim("retained bytes do not depend on depth", controls["2 layers/stage"] == controls["4 layers/stage"] == int(leak_slope))
+claim("upstream's quoted ratio, forward only : PP=1", 0.76 / 0.31, expected=2.45, atol=0.005)
+
+# %% [markdown]
+# **What the toy shows, and what it cannot.** The digest gives upstream's two figures, forward only
+# about 0.76 MiB and PP=1 about 0.31 MiB per micro-batch, but no reason for the order. In the toy both
+# controls keep only their stored outputs, so an order can only come from *what* is stored: with
+# verl 0.9.1's settings (entropy in the forward-only pass; none in training at the default
+# `entropy_coeff: 0` of `trainer/config/actor/actor.yaml`),
+# forward only stores two per-token tensors and PP=1 one, exactly 2 : 1. That is the course's reading,
+# not upstream's stated reason. The toy cannot show the rest of upstream's 2.45 : 1, which depends
+# on the token counts of each pass's micro-batches and on dtypes the digest does not give. Two things
+# the controls do establish here: with no graph (forward only) or no fresh leaf (PP=1), nothing beyond
+# the outputs stays; and the leak does not grow with depth.
+
+# %% [markdown]
+# ### 4b. The larger variant: a stored output the loss never reads
+# Section 3's rule, "backward frees the saved activations, not the graph's leaves", holds only for the
+# part of the graph backward *visits*: outputs the loss uses. verl #7166 (FSDP engine) reports the
+# general case: for a loss that does not backward through every tensor stored in `model_output`, the
+# untraversed entries keep their autograd graphs, and the tensors saved for backward, alive for the
+# whole mini-batch. Megatron-LM's own report is one such case (ISEEKYAN/Megatron-LM#177, a port of
+# verl-project/Megatron-LM#32): under CP>1, log-probs gathered through a differentiable all-gather are
+# off the loss's backward path, and the cp=0 last-stage rank grew by about 0.5 GB per micro-batch.
+#
+# The toy's last stage can also compute per-token entropy with the formula of verl's
+# `entropy_from_logits` (logsumexp(z) - sum(softmax(z) * z)) and store it in `model_output`:
+# - **entropy in the loss**: `loss - 0.0 * mean(entropy)`, the shape of verl 0.9.1's `ppo_loss`
+#   (`policy_loss -= entropy_coeff * entropy_loss`): backward visits the entropy graph and frees it;
+# - **entropy stored, the loss ignores it** (#7166's condition, built here by the course): backward
+#   never reaches that graph, so it keeps what it saved, the logits and the softmax, S x V each.
+
+# %%
+entropy_rows = measure_entropy(cfg, 4, vocabs=(cfg.vocab, 2 * cfg.vocab), seed=seed)
+bar_plot(entropy_rows, title="Bytes retained per micro-batch, entropy in model_output", ylabel="bytes")
+s_, v_, isz = cfg.seq_len, cfg.vocab, cfg.itemsize
+claim("entropy in the loss: only its own S values more", entropy_rows["entropy in the loss"] - int(leak_slope),
+      expected=s_ * isz, unit="B")
+claim("entropy stored, unread: + logits and softmax (2 x S x V) + 2 x S", entropy_rows[f"entropy stored, V={v_}"]
+      - int(leak_slope), expected=2 * s_ * v_ * isz + 2 * s_ * isz, unit="B",
+      upstream="log-probs off the loss path: ~0.5 GB per micro-batch on the cp=0 rank (Megatron-LM#177)")
+claim("doubling V adds another 2 x S x V per micro-batch", entropy_rows[f"entropy stored, V={2 * v_}"]
+      - entropy_rows[f"entropy stored, V={v_}"], expected=2 * s_ * v_ * isz, unit="B")
+pp1_sites = bytes_by_function(measure_slope(pl.config_with(cfg, pp_size=1), 3, entropy="stored", seed=seed)[1])
+print("PP=1, entropy stored, survivors by site:", pp1_sites)
+claim("it needs no pipeline: at PP=1 the sites are as predicted", pp1_sites == pl.predicted_leak_sites(
+      pl.config_with(cfg, pp_size=1), "stored"))
+claim("detach_tree: only the two per-token outputs stay", entropy_rows["entropy stored + detach_tree"],
+      expected=2 * s_ * isz, unit="B")
+
+# %% [markdown]
+# verl's own `entropy_from_logits`, loaded from the installed source, gives the toy's entropy on the
+# toy's logits bit for bit (without verl this cell prints one skip line):
+
+# %%
+upstream_cell(lambda: claim("upstream entropy_from_logits = the toy's, bit for bit",
+                            up.compare_entropy_with_upstream(cfg, seed)[0],
+                            upstream=f"verl {verl_version()} {up.UPSTREAM_ENTROPY}"))
+
+# %% [markdown]
+# Why it is the larger variant: the receive buffer costs S x H per micro-batch, the unread entropy's
+# graph 2 x S x V, and vocabularies are far wider than hidden sizes. The course's arithmetic, for
+# illustrative sizes (not upstream's figures):
+
+# %%
+S, H, V = 8192, 4096, 151_936  # tokens per micro-batch, hidden, a Qwen-sized vocabulary; bfloat16
+print(f"receive buffer S x H x 2 B: {S * H * 2 / 2**20:.0f} MiB; unread entropy graph 2 x S x V x 2 B: "
+      f"{2 * S * V * 2 / 2**30:.2f} GiB per micro-batch")
 
 # %% [markdown]
 # ## 5. The asymmetry: two real ranks, only the last stage grows
 # Now the same stages run as two `torch.distributed` gloo processes on loopback (one stage per rank,
 # 1F1B order, `send`/`recv` into a fresh receive buffer), launched by `verlstudy.common.dist.run_local`
 # (forked ranks, short timeouts, always reaped). Each rank measures its live bytes at the end of
-# mini-batches of 1, 2 and 3 micro-batches. Only the last stage stores outputs, so only it should grow;
-# stage 0 holds at most its in-flight micro-batches: O(pipeline depth), not O(micro-batches).
+# mini-batches of 1, 2 and 3 micro-batches. Only the last stage stores outputs (in Megatron, the
+# `is_last_stage` guard in `schedules.py`, as the PR points out), so only it should grow; stage 0 holds
+# at most its in-flight micro-batches: O(pipeline depth), not O(micro-batches).
 
 # %%
-counts = (1, 2, 3)
-ranks = run_local(gloo_pipeline_worker, 2, cfg, counts, False, seed, timeout_s=60, collective_timeout_s=20)
+counts, steps_n = (1, 2, 3), 6  # mini-batch sizes to compare; one more of 6 micro-batches for the timeline
+ranks = run_local(gloo_pipeline_worker, 2, cfg, counts, False, seed, steps_n, timeout_s=60, collective_timeout_s=20)
 line_plot(
     {f"rank {r['rank']}": (list(counts), [r["end_bytes"][c] / 1024 for c in counts]) for r in ranks},
     title="Live memory at the end of a mini-batch, per rank (gloo)",
@@ -196,12 +306,41 @@ claim("gloo: last stage bytes per micro-batch", int(ranks[1]["slope"]), expected
 claim("gloo: same losses as the single-process schedule", ranks[1]["losses"] == leak_run.losses[: max(counts)])
 
 # %% [markdown]
+# **Inside one mini-batch.** Each rank also records its live bytes after every step of a 1F1B
+# mini-batch of 6 micro-batches (gradient buffers already exist, so only the schedule's own bytes
+# move). Stage 0 rises with each forward and falls with each backward, a **sawtooth** bounded by the
+# micro-batches in flight; the last stage's backward frees the saved activations but its store keeps
+# each graph's leaf, a **staircase** (read its low points, right after each backward); with `detach_tree` the steps shrink to the stored outputs (from
+# the second backward on: the first also holds gradient sends still on their way to stage 0, a cost
+# bounded by the schedule, not by the number of micro-batches).
+
+# %%
+fixed = run_local(gloo_pipeline_worker, 2, cfg, (1, 2), True, seed, steps_n, timeout_s=60, collective_timeout_s=20)
+tl0, tl1, tl1_fix = ranks[0]["timeline"], ranks[1]["timeline"], fixed[1]["timeline"]
+print("stage 0 steps:", " ".join(step for step, _ in tl0), "| last stage steps:", " ".join(step for step, _ in tl1))
+line_plot(
+    {name: (list(range(1, len(tl) + 1)), [b / 1024 for _, b in tl])
+     for name, tl in (("stage 0", tl0), ("last stage (leak)", tl1), ("last stage (detach_tree)", tl1_fix))},
+    title=f"Live memory after each 1F1B step, per rank (gloo, {steps_n} micro-batches)",
+    xlabel="step", ylabel="KiB",
+)
+b0, b1, b1_fix = levels_after(tl0), levels_after(tl1), levels_after(tl1_fix)
+claim("sawtooth: stage 0 peaks at 2 micro-batches in flight, returns to one level, ends at 0 B",
+      len(set(b0[:-1])) == 1 and b0[-1] == 0 and max(b for _, b in tl0) == 2 * b0[0])
+claim("staircase: each last-stage backward leaves exactly the leak more",
+      {y - x for x, y in zip(b1, b1[1:])} == {int(leak_slope)})
+claim("with detach_tree the steady step is the stored output only", {y - x for x, y in zip(b1_fix[1:], b1_fix[2:])},
+      expected={own})
+
+# %% [markdown]
 # ## 6. The fix: detach what is stored
-# verl's fix calls `detach_tree` (here `verlstudy.common.trees.detach_tree`, lesson 02) on `model_output`
-# where each engine stores it: a tensor that requires grad is detached (same data, no `grad_fn`),
-# anything else comes back as is. Backward is unaffected because it runs on the separately returned,
-# still-attached loss. The stored outputs keep their own S x itemsize bytes per micro-batch and nothing
-# else; the loss and every gradient are bit-identical.
+# verl's fix (#7874) calls `verl/workers/engine/utils.py::detach_tree` on `model_output` where each
+# engine stores it (in Megatron's engine: `output["model_output"] = detach_tree(model_output)`): a
+# tensor that requires grad is detached (same data, no `grad_fn`), anything else comes back as is.
+# Backward is unaffected because it runs on the separately returned, still-attached loss. The toy's
+# fix uses the course's `verlstudy.common.trees.detach_tree` (lesson 02); the cell after this one
+# stores upstream's own. The stored outputs keep their own S x itemsize bytes per micro-batch and
+# nothing else; the loss and every gradient are bit-identical.
 
 # %%
 fix_sites = fix_tracker.top_sites(5, since=fix_run.marks[-1])
@@ -213,18 +352,37 @@ claim("leak minus fix = receive buffer + its gradient", int(leak_slope - fix_slo
       expected=2 * cfg.seq_len * cfg.hidden * cfg.itemsize, unit="B")
 claim("fix: nothing of the receive buffer or graph survives",
       {s.function for s in fix_sites}.isdisjoint({"create_tensor_recv_prev", "backward_step"})
-      and all(pl.graph_leaves(out["model_output"]) == [] for out in fix_run.forward_data_store))
+      and all(graph_leaves(out["model_output"]["log_probs"]) == [] for out in fix_run.forward_data_store))
 claim("fix: losses bit-identical", leak_run.losses == fix_run.losses)
 claim("fix: gradients bit-identical",
       leak_run.grads.keys() == fix_run.grads.keys()
       and all(torch.equal(leak_run.grads[k], fix_run.grads[k]) for k in leak_run.grads))
 
 # %% [markdown]
+# **Upstream's own `detach_tree` as the fix.** The next cell loads `detach_tree` from the installed
+# verl source (`verlstudy.kit.upstream`; no verl dependencies needed) and runs the fixed pipeline twice,
+# storing the course's output and then upstream's, with entropy in `model_output` so the tree has two
+# keys. Without verl it prints one skip line.
+
+# %%
+def fix_with_upstream_detach_tree() -> None:
+    both = up.compare_fix_with_upstream(cfg, 4, entropy="stored", seed=seed)
+    print(f"bytes per micro-batch: course {both.course_slope}, upstream {both.upstream_slope}")
+    where = f"verl {verl_version()} {up.UPSTREAM_DETACH}"
+    claim("upstream detach_tree as the fix: bytes per micro-batch", both.upstream_slope, expected=2 * own, unit="B",
+          upstream=where)
+    claim("upstream detach_tree stores what the course's does (values, losses, grads)", both.agree, upstream=where)
+
+
+upstream_cell(fix_with_upstream_detach_tree)
+
+# %% [markdown]
 # ## 7. The guard: a test that would have caught it
 # CI cannot assert absolute GPU memory, but it can assert the *shape* of residency on CPU: per
 # micro-batch, only the stored outputs' own bytes may stay alive. The guard passes with the fix and,
-# without it, fails naming the site (upstream guards the mechanism with a weakref test and the four
-# engine call sites with an AST check: lesson 02).
+# without it, fails naming the site. This guard is the course's; upstream pins the mechanism with
+# #6699's weakref test (`tests/workers/test_engine_forward_step_detach_on_cpu.py`) and the four engine
+# call sites with #7874's AST check (both in lesson 02).
 
 # %%
 print("with the fix:", assert_flat_residency(cfg, 3), "bytes per micro-batch")
@@ -301,7 +459,8 @@ claim("snapshot fixture: top site", snap_sites[0].function, expected="create_ten
 # On a machine with a CUDA GPU, the next cell records a real `_record_memory_history` snapshot of the
 # same pipeline (leaking, 4 micro-batches, after one warm-up micro-batch so that the parameter
 # gradients exist before recording starts) and reads it with the same reader. On a CPU it prints one
-# skip line. One difference from the CPU tracker: on CUDA, autograd runs backward on its own device
+# skip line; where it runs, it checks that the snapshot holds exactly one receive buffer per stored
+# micro-batch. One difference from the CPU tracker: on CUDA, autograd runs backward on its own device
 # thread, which has no Python frames, so the receive buffer's gradient lands in the `<no Python stack>`
 # group, together with everything allocated before recording began (parameters, their gradients).
 
@@ -314,8 +473,12 @@ if skip_unless("cuda"):
     gpu_run = pl.run_pipeline(gpu_cfg, 4, model=gpu_model, seed=seed)
     gpu_snapshot = torch.cuda.memory._snapshot()
     torch.cuda.memory._record_memory_history(enabled=None)
-    for site in snapshot_top_sites(gpu_snapshot, n=5):
+    gpu_sites = snapshot_top_sites(gpu_snapshot, n=8)
+    for site in gpu_sites:
         print(f"{site.bytes:>8} B  x{site.count}  {site.label()}")
+    claim("CUDA snapshot: create_tensor_recv_prev holds one buffer per micro-batch",
+          bytes_by_function(gpu_sites).get("create_tensor_recv_prev", 0),
+          expected=4 * cfg.seq_len * cfg.hidden * cfg.itemsize, unit="B")
     del gpu_run, gpu_model
 
 # %% [markdown]
@@ -334,14 +497,21 @@ upstream_check()
 # %% [markdown]
 # ## Takeaways
 # - A per-micro-batch store that outlives backward turns any `grad_fn` it holds into residency that
-#   grows with the number of micro-batches. Backward frees saved activations, not the graph's leaves.
-# - Attribute before you fix: allocation stacks (`_record_memory_history` on GPU, a
-#   `TorchDispatchMode` tracker on CPU) named `create_tensor_recv_prev`, and the bytes matched a
-#   prediction exactly.
-# - Controls make the mechanism undeniable: forward only and PP=1 keep only outputs, depth does not
-#   matter, and only the rank that stores outputs grows.
-# - The fix detaches at the store; the loss and gradients do not change by a single bit. Lesson 02
-#   shows what happens when the detach goes in the wrong place.
+#   grows with the number of micro-batches. For an output the loss uses, backward frees the saved
+#   activations but not the graph's leaves (here the receive buffer and its gradient: the PR's
+#   S x H x 2 B buffer, plus a gradient the toy keeps too). For a stored output the loss never reads
+#   (an unread `entropy`, #7166's condition), backward never visits its graph, so its saved tensors
+#   stay as well: S x V per tensor, the larger variant, and it needs no pipeline.
+# - Attribute before you fix: allocation stacks (`_record_memory_history` on GPU, per the course's
+#   digest of the PR; a `TorchDispatchMode` tracker on CPU) named `create_tensor_recv_prev`, and the
+#   bytes matched a prediction exactly.
+# - Controls narrow the mechanism down: forward only and PP=1 keep only outputs, depth does not
+#   matter, and only the rank that stores outputs grows (stage 0's sawtooth against the last stage's
+#   staircase). The toy does not reproduce upstream's forward-only vs PP=1 figures; it shows one
+#   reason for their order (what each pass stores), which is the course's reading.
+# - The fix detaches at the store, and upstream's own `detach_tree` does exactly what the course's
+#   does: both variants flatten to the stored outputs, the loss and gradients do not change by a
+#   single bit. Lesson 02 shows what happens when the detach goes in the wrong place.
 
 # %%
 claims_table()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from verlstudy.common.dist import run_local
 from verlstudy.lessons.l01_memory_leak import pipeline as pl
-from verlstudy.lessons.l01_memory_leak.gloo_ranks import gloo_pipeline_worker, one_f_one_b_order
+from verlstudy.lessons.l01_memory_leak.gloo_ranks import gloo_pipeline_worker, levels_after, one_f_one_b_order
 from verlstudy.lessons.l01_memory_leak.pipeline import PipelineConfig, predicted_leak_bytes, run_pipeline
 
 CFG = PipelineConfig(seq_len=16, hidden=8, vocab=12)
@@ -75,3 +77,34 @@ def test_gloo_with_the_fix_the_last_stage_keeps_only_outputs() -> None:
 def test_gloo_worker_needs_a_stage_per_rank() -> None:
     with pytest.raises(ValueError, match="must equal world_size"):
         gloo_pipeline_worker(0, 3, CFG, (1,))
+
+
+def test_gloo_timeline_stage_0_is_a_sawtooth_and_the_last_stage_a_staircase() -> None:
+    leak = pl.config_with(CFG, pp_size=2)
+    r0, r1 = run_local(gloo_pipeline_worker, 2, leak, (1, 2), False, 0, 4, timeout_s=60)
+    assert [step for step, _ in r0["timeline"]] == ["F0", "F1", "B0", "F2", "B1", "F3", "B2", "B3"]
+    assert [step for step, _ in r1["timeline"]] == ["F0", "B0", "F1", "B1", "F2", "B2", "F3", "B3"]
+    after_f, after_b = levels_after(r0["timeline"], "F"), levels_after(r0["timeline"], "B")
+    one = after_f[0]  # one micro-batch's stage-0 activations in flight
+    assert after_f == [one, 2 * one, 2 * one, 2 * one] and after_b == [one, one, one, 0]
+    b1 = levels_after(r1["timeline"])
+    leak_bytes = sum(predicted_leak_bytes(leak).values())
+    assert [y - x for x, y in itertools.pairwise(b1)] == [leak_bytes] * 3
+    _, fixed = run_local(gloo_pipeline_worker, 2, leak, (1, 2), True, 0, 4, timeout_s=60)
+    b1_fix = levels_after(fixed["timeline"])
+    # two gradient sends in flight at most, then only the stored outputs accumulate
+    assert [y - x for x, y in itertools.pairwise(b1_fix[1:])] == [CFG.seq_len * CFG.itemsize] * 2
+    assert (
+        r0["end_bytes"][1] == r0["end_bytes"][2]
+        and run_local(gloo_pipeline_worker, 2, leak, (1, 2), False, 0, timeout_s=60)[0]["timeline"] == []
+    )
+
+
+def test_levels_after_bad_input() -> None:
+    assert levels_after([("F0", 3), ("B0", 1)], "F") == [3]
+    with pytest.raises(ValueError, match="kind must be 'F' or 'B'"):
+        levels_after([("F0", 3)], "X")
+    with pytest.raises(TypeError, match=r"list of \(step, bytes\) pairs"):
+        levels_after([3, 4])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="timeline_micro_batches must be an int"):
+        gloo_pipeline_worker(0, 2, CFG, (1,), False, 0, 2.5)  # type: ignore[arg-type]

@@ -6,15 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from verlstudy.common.memtrace import snapshot_top_sites
+from verlstudy.common.memtrace import Site, snapshot_top_sites
 from verlstudy.lessons.l01_memory_leak import pipeline as pl
 from verlstudy.lessons.l01_memory_leak.measure import (
     UPSTREAM_CONTROLS,
     ResidencyError,
     assert_flat_residency,
+    bytes_by_function,
     controls_table,
     leak_snapshot,
     measure_controls,
+    measure_entropy,
     measure_slope,
     write_leak_snapshot,
 )
@@ -48,12 +50,14 @@ def test_measure_controls_and_their_table() -> None:
     assert controls == {
         "leak (PP=2, 1 layer/stage)": leak,
         "forward only": own,
+        "forward only + entropy": 2 * own,
         "PP=1": own,
         "3 layers/stage": leak,
     }
     table = controls_table(controls).splitlines()
     assert table[0].startswith("| run | ours") and len(table) == 2 + len(controls)
-    assert table[3] == f"| forward only | {own} | {UPSTREAM_CONTROLS['forward only']} |"
+    assert table[3] == f"| forward only | {own} | - |"
+    assert table[4] == f"| forward only + entropy | {2 * own} | {UPSTREAM_CONTROLS['forward only + entropy']} |"
     assert table[2] == f"| leak (PP=2, 1 layer/stage) | {leak} | - |"
     assert controls_table({"x": 1}, {"x": "theirs"}).splitlines()[2] == "| x | 1 | theirs |"
     with pytest.raises(ValueError, match="non-empty dict"):
@@ -132,3 +136,39 @@ def test_stored_fixture_matches_a_fresh_construction() -> None:
     fixture = Path(__file__).resolve().parents[3] / "data" / "memory" / "pipeline_leak_snapshot.pickle"
     stored = [(s.function, s.bytes, s.count) for s in snapshot_top_sites(fixture)]
     assert stored == [(s.function, s.bytes, s.count) for s in snapshot_top_sites(leak_snapshot())]
+
+
+# ---------------------------------------------------------------- entropy in model_output
+
+
+def test_measure_entropy_rows_scale_with_vocabulary() -> None:
+    s, v, isz = CFG.seq_len, CFG.vocab, CFG.itemsize
+    rows = measure_entropy(CFG, 3, vocabs=(v, 2 * v))
+    base = sum(predicted_leak_bytes(CFG).values())
+    assert rows == {
+        "log-probs only": base,
+        "entropy in the loss": base + s * isz,
+        f"entropy stored, V={v}": base + 2 * s * v * isz + 2 * s * isz,
+        f"entropy stored, V={2 * v}": base + 4 * s * v * isz + 2 * s * isz,
+        "entropy stored + detach_tree": 2 * s * isz,
+    }
+    with pytest.raises(TypeError, match="vocabs must be a non-empty list"):
+        measure_entropy(CFG, 3, vocabs=())
+    with pytest.raises(TypeError, match="PipelineConfig"):
+        measure_entropy({}, 3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("pp_size", [1, 2])
+@pytest.mark.parametrize("entropy", [None, "stored", "in_loss"])
+def test_predicted_sites_hold_with_entropy(pp_size: int, entropy: str | None) -> None:
+    cfg = pl.config_with(CFG, pp_size=pp_size)
+    slope, sites, _ = measure_slope(cfg, 3, entropy=entropy)
+    assert slope == sum(predicted_leak_bytes(cfg, entropy).values())
+    assert bytes_by_function(sites) == pl.predicted_leak_sites(cfg, entropy)
+
+
+def test_bytes_by_function_sums_a_functions_lines() -> None:
+    sites = [Site("f", "a.py", 1, 10, 1), Site("g", "a.py", 5, 4, 1), Site("f", "a.py", 2, 3, 2)]
+    assert bytes_by_function(sites) == {"f": 13, "g": 4}
+    with pytest.raises(TypeError, match="Site objects"):
+        bytes_by_function([("f", 1)])  # type: ignore[list-item]

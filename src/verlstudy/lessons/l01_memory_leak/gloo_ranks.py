@@ -7,7 +7,7 @@ stores outputs, grows with the number of micro-batches.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -50,7 +50,11 @@ def _untracked() -> Any:
 
 
 def _rank_mini_batch(
-    model: ToyPipelineModel, rank: int, batches: list[torch.Tensor], detach_outputs: bool
+    model: ToyPipelineModel,
+    rank: int,
+    batches: list[torch.Tensor],
+    detach_outputs: bool,
+    on_step: Callable[[str, int], None] | None = None,
 ) -> tuple[list[Any], list[float]]:
     import torch.distributed as dist
 
@@ -60,7 +64,10 @@ def _rank_mini_batch(
     store: list[Any] = []
     losses: list[float] = []
     in_flight: dict[int, tuple[torch.Tensor, torch.Tensor | None]] = {}  # i -> (output, recv buffer)
-    sends: list[Any] = []
+    # Pending sends hold their tensor until waited on. Wait at the first point where the peer has
+    # certainly received it, so the bytes each step holds do not depend on timing.
+    pending: dict[tuple[str, int], Any] = {}
+    peer_warmup = cfg.pp_size - rank  # warm-up forwards of rank - 1 in 1F1B
     for kind, i in one_f_one_b_order(cfg.pp_size, rank, len(batches)):
         if kind == "F":
             inputs, labels = batches[i][:-1], batches[i][1:]
@@ -71,16 +78,21 @@ def _rank_mini_batch(
                 recv = create_tensor_recv_prev(shape, cfg.torch_dtype, cfg.device)
                 with _untracked():
                     dist.recv(recv, src=rank - 1)
+                    # rank - 1 ran backward k before sending forward i: our gradient k has arrived
+                    for k in [k for (what, k) in pending if what == "B" and k <= i - peer_warmup - 1]:
+                        pending.pop(("B", k)).wait()
                 h = recv if last else stage_forward(model, rank, recv)
             if last:
                 loss, output = last_stage_step(model, h, labels)
                 store_output(store, output, detach_outputs)
                 losses.append(float(loss.detach()))
                 in_flight[i] = (loss, recv)
+                del loss, output
             else:
                 with _untracked():
-                    sends.append(dist.isend(h.detach(), dst=rank + 1))
+                    pending[("F", i)] = dist.isend(h.detach(), dst=rank + 1)
                 in_flight[i] = (h, recv)
+            del h, recv
         else:
             out, recv = in_flight.pop(i)
             grad = None
@@ -88,13 +100,15 @@ def _rank_mini_batch(
                 grad = torch.empty(shape, dtype=cfg.torch_dtype, device=cfg.device)
                 with _untracked():
                     dist.recv(grad, src=rank + 1)
+                    pending.pop(("F", i)).wait()  # rank + 1 received forward i before sending its gradient
             backward_step(out, grad)
             if recv is not None:
                 with _untracked():
-                    sends.append(dist.isend(recv.grad, dst=rank - 1))  # type: ignore[arg-type]
-        # Forget finished sends so their tensors are not kept until the end of the mini-batch.
-        sends = [w for w in sends if not w.is_completed()]
-    for work in sends:
+                    pending[("B", i)] = dist.isend(recv.grad, dst=rank - 1)  # type: ignore[arg-type]
+            del out, recv, grad  # this micro-batch is done here: keep no local reference to it
+        if on_step is not None:
+            on_step(kind, i)
+    for work in pending.values():
         work.wait()
     return store, losses
 
@@ -106,15 +120,21 @@ def gloo_pipeline_worker(
     micro_batch_counts: Sequence[int],
     detach_outputs: bool = False,
     seed: int = 0,
+    timeline_micro_batches: int = 0,
 ) -> dict[str, Any]:
     """One pipeline stage per gloo rank; for each micro-batch count, live bytes at the mini-batch's end.
 
     Returns {"rank", "end_bytes": {count: bytes}, "slope", "top_sites" (growth of the largest run),
-    "losses" (last stage only)}. Runs under `verlstudy.common.dist.run_local`.
+    "losses" (last stage only), "timeline"}. With `timeline_micro_batches` > 0, one more mini-batch of
+    that many micro-batches runs after the others (parameter gradients already exist, so only the
+    schedule's own bytes move) and "timeline" lists (step, live bytes after it) for each 1F1B step,
+    e.g. ("F0", 8192). Runs under `verlstudy.common.dist.run_local`.
     """
     if config.pp_size != world_size:
         raise ValueError(f"config.pp_size={config.pp_size} must equal world_size={world_size} (a stage per rank)")
-    model = ToyPipelineModel(config, seed)
+    if isinstance(timeline_micro_batches, bool) or not isinstance(timeline_micro_batches, int):
+        raise TypeError(f"timeline_micro_batches must be an int >= 0, got {timeline_micro_batches!r}")
+    model = model_for_rank(config, seed)
     counts = [int(c) for c in micro_batch_counts]
     end_bytes: dict[int, int] = {}
     sites: list[Site] = []
@@ -129,10 +149,37 @@ def gloo_pipeline_worker(
         if count == max(counts):
             sites = tracker.top_sites(3)
         del store
+    timeline: list[tuple[str, int]] = []
+    if timeline_micro_batches > 0:
+        model.zero_grad(set_to_none=False)  # keep the gradient buffers: backward accumulates in place
+        batches = make_micro_batches(config, timeline_micro_batches, seed + 1)
+        tracker = AllocationTracker()
+
+        def record(kind: str, i: int) -> None:
+            timeline.append((f"{kind}{i}", tracker.live_bytes()))
+
+        with tracker:
+            store, _ = _rank_mini_batch(model, rank, batches, detach_outputs, record)
+        del store
     return {
         "rank": rank,
         "end_bytes": end_bytes,
         "slope": bytes_per_step([end_bytes[c] for c in counts], counts),
         "top_sites": sites,
         "losses": losses,
+        "timeline": timeline,
     }
+
+
+def model_for_rank(config: PipelineConfig, seed: int) -> ToyPipelineModel:
+    """Every rank builds the whole toy model from the same seed (identical weights) and runs its own stage."""
+    return ToyPipelineModel(config, seed)
+
+
+def levels_after(timeline: Sequence[tuple[str, int]], kind: str = "B") -> list[int]:
+    """Live bytes right after each step of one kind ("F" or "B") in a rank's 1F1B timeline."""
+    if kind not in ("F", "B"):
+        raise ValueError(f"kind must be 'F' or 'B', got {kind!r}")
+    if not isinstance(timeline, Sequence) or not all(isinstance(s, tuple) and len(s) == 2 for s in timeline):
+        raise TypeError("timeline must be a list of (step, bytes) pairs, as gloo_pipeline_worker returns it")
+    return [nbytes for step, nbytes in timeline if step.startswith(kind)]

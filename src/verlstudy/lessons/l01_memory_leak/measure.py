@@ -31,6 +31,7 @@ def measure_slope(
     forward_only: bool = False,
     detach_outputs: bool = False,
     planted_leak: str | None = None,
+    entropy: str | None = None,
     seed: int = 0,
 ) -> tuple[float, list[Site], PipelineRun]:
     """Bytes retained per micro-batch, and the sites of what the last micro-batch left alive."""
@@ -42,17 +43,18 @@ def measure_slope(
         forward_only=forward_only,
         detach_outputs=detach_outputs,
         planted_leak=planted_leak,
+        entropy=entropy,
         tracker=tracker,
         seed=seed,
     )
-    sites = tracker.top_sites(5, since=run.marks[-1])
+    sites = tracker.top_sites(8, since=run.marks[-1])
     clear_planted_leaks()
     return run.slope, sites, run
 
 
-# Upstream's control figures, as the digest of PR #7874 reports them (unverified; a real model's sizes).
+# Upstream's control figures, as the course's digest of PR #7874 reports them (unverified; a real model's sizes).
 UPSTREAM_CONTROLS: dict[str, str] = {
-    "forward only": "0.76 MiB per micro-batch (digest, unverified)",
+    "forward only + entropy": "0.76 MiB per micro-batch (digest, unverified)",
     "PP=1": "0.31 MiB per micro-batch (digest, unverified)",
 }
 
@@ -60,9 +62,10 @@ UPSTREAM_CONTROLS: dict[str, str] = {
 def measure_controls(
     config: PipelineConfig, num_micro_batches: int = 4, *, layers: Sequence[int] = (2, 4), seed: int = 0
 ) -> dict[str, int]:
-    """Bytes retained per micro-batch: the leaking run, forward only, PP=1 and deeper stages.
+    """Bytes retained per micro-batch: the leaking run, forward only (without and with entropy), PP=1, depth.
 
-    Keys: "leak (PP=<pp>, <L> layer/stage)", "forward only", "PP=1", then "<L> layers/stage" per `layers`.
+    Keys: "leak (PP=<pp>, <L> layer/stage)", "forward only", "forward only + entropy" (what verl 0.9.1's
+    old-log-prob pass stores), "PP=1", then "<L> layers/stage" per `layers`.
     """
     if not isinstance(config, PipelineConfig):
         raise TypeError(f"config must be a PipelineConfig, got {type(config).__name__}")
@@ -76,11 +79,46 @@ def measure_controls(
     controls = {
         f"leak (PP={config.pp_size}, {config.layers_per_stage} layer/stage)": slope(config),
         "forward only": slope(config, forward_only=True),
+        "forward only + entropy": slope(config, forward_only=True, entropy="stored"),
         "PP=1": slope(config_with(config, pp_size=1)),
     }
     for depth in depths:
         controls[f"{depth} layers/stage"] = slope(config_with(config, layers_per_stage=depth))
     return controls
+
+
+def measure_entropy(
+    config: PipelineConfig, num_micro_batches: int = 4, *, vocabs: Sequence[int] = (48, 96), seed: int = 0
+) -> dict[str, int]:
+    """Bytes retained per micro-batch when `model_output` also holds per-token entropy.
+
+    Keys: "log-probs only", "entropy in the loss", "entropy stored, V=<v>" per vocabulary in `vocabs`
+    (the loss never reads it), and "entropy stored + detach_tree".
+    """
+    if not isinstance(config, PipelineConfig):
+        raise TypeError(f"config must be a PipelineConfig, got {type(config).__name__}")
+    sizes = list(vocabs)
+    if not sizes or any(isinstance(v, bool) or not isinstance(v, int) for v in sizes):
+        raise TypeError(f"vocabs must be a non-empty list of vocabulary sizes (ints), got {sizes!r}")
+
+    def slope(cfg: PipelineConfig, **kwargs: Any) -> int:
+        return int(measure_slope(cfg, num_micro_batches, seed=seed, **kwargs)[0])
+
+    rows = {"log-probs only": slope(config), "entropy in the loss": slope(config, entropy="in_loss")}
+    for vocab in sizes:
+        rows[f"entropy stored, V={vocab}"] = slope(config_with(config, vocab=vocab), entropy="stored")
+    rows["entropy stored + detach_tree"] = slope(config, entropy="stored", detach_outputs=True)
+    return rows
+
+
+def bytes_by_function(sites: Sequence[Site]) -> dict[str, int]:
+    """Live bytes per allocating function (a function's several lines summed), in the sites' order."""
+    totals: dict[str, int] = {}
+    for site in sites:
+        if not isinstance(site, Site):
+            raise TypeError(f"sites must hold Site objects (from top_sites), got {type(site).__name__}")
+        totals[site.function] = totals.get(site.function, 0) + site.bytes
+    return totals
 
 
 def controls_table(controls: dict[str, int], upstream: dict[str, str] | None = None) -> str:

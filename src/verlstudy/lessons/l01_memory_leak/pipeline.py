@@ -4,10 +4,14 @@ What is kept from Megatron + verl (names follow upstream so stack traces read th
 
 - `create_tensor_recv_prev`: every micro-batch, a stage > 0 receives its input into a *fresh*
   buffer allocated with `requires_grad=True` (megatron/core/pipeline_parallel/p2p_communication.py);
-- the last stage's `loss_func` returns `(loss, {"model_output": log_probs})`, where `log_probs` is
-  per token (S values) like verl's, and the schedule appends that dict to `forward_data_store`
-  once per micro-batch; the store is consumed only after the whole mini-batch
+- the last stage's `loss_func` returns `(loss, {"model_output": {"log_probs": ...}})`, with per-token
+  log-probs (S values) in a dict like verl's `model_output`, and the schedule appends that dict to
+  `forward_data_store` once per micro-batch; the store is consumed only after the whole mini-batch
   (megatron/core/pipeline_parallel/schedules.py, verl/workers/engine/utils.py::postprocess_batch_func);
+- `entropy="stored"` also puts per-token entropy into `model_output` (the formula of verl's
+  `verl/utils/torch_functional.py::entropy_from_logits`) without the loss reading it, the case verl
+  #7166 describes; `entropy="in_loss"` adds `0.0 * entropy` to the loss, the shape of verl 0.9.1's
+  `verl/workers/utils/losses.py::ppo_loss` (`policy_loss -= entropy_coeff * entropy_loss`);
 - backward runs on the separately returned live loss, then sends the receive buffer's gradient back;
 - `forward_only` runs under `torch.no_grad()`, as verl's `infer_batch` does (verl/workers/engine/base.py);
 - `detach_outputs=True` is the fix: the stored dict goes through `verlstudy.common.trees.detach_tree`.
@@ -19,6 +23,7 @@ as long as the stored output does. `run_pipeline` runs the stages one after anot
 The rest of the lesson builds on this module:
 
 - `gloo_ranks`: the same stages as real gloo ranks (a stage per rank, 1F1B order, send/recv);
+- `store`: what the stored outputs hold (their graph's leaves) and the end-of-mini-batch merge;
 - `measure`: bytes retained per micro-batch, the control runs, the residency guard, and the
   leak written in the CUDA memory snapshot format.
 """
@@ -27,7 +32,7 @@ from __future__ import annotations
 
 import numbers
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -39,8 +44,10 @@ from torch.autograd import Variable
 from verlstudy.common.memtrace import AllocationTracker, bytes_per_step
 from verlstudy.common.trees import detach_tree
 
+Detach = Callable[[Any], Any]
 DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 PLANTED_LEAKS: tuple[str, ...] = ("activation_log", "score_cache")
+ENTROPY_MODES: tuple[str, ...] = ("stored", "in_loss")  # None: no entropy is computed
 
 
 @dataclass(frozen=True)
@@ -166,27 +173,52 @@ def clear_planted_leaks() -> None:
     _SCORE_CACHE.clear()
 
 
-def loss_func(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, dict[str, Any]]:
-    """Mean next-token NLL, and the per-token log-probs (S values) as `model_output`."""
+def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
+    """Per-token entropy, logsumexp(z) - sum(softmax(z) * z): the formula of verl's entropy_from_logits.
+
+    Autograd saves the softmax and the logits (S x V each) and the logsumexp (S) for backward.
+    """
+    pd = torch.softmax(logits, dim=-1)
+    return torch.logsumexp(logits, dim=-1) - torch.sum(pd * logits, dim=-1)
+
+
+def loss_func(
+    logits: torch.Tensor, labels: torch.Tensor, entropy: str | None = None
+) -> tuple[torch.Tensor, dict[str, Any]]:
+    """Mean next-token NLL, and `model_output` = {"log_probs": S values[, "entropy": S values]}."""
     log_probs = torch.log_softmax(logits, dim=-1).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
     loss = -log_probs.mean()
-    return loss, {"model_output": log_probs}
+    model_output = {"log_probs": log_probs}
+    if entropy is not None:
+        model_output["entropy"] = entropy_from_logits(logits)
+        if entropy == "in_loss":  # entropy_coeff = 0.0: the value is unchanged, backward still visits it
+            loss = loss - 0.0 * model_output["entropy"].mean()
+    return loss, {"model_output": model_output}
 
 
 def last_stage_step(
-    model: ToyPipelineModel, h: torch.Tensor, labels: torch.Tensor, planted_leak: str | None = None
+    model: ToyPipelineModel,
+    h: torch.Tensor,
+    labels: torch.Tensor,
+    planted_leak: str | None = None,
+    entropy: str | None = None,
 ) -> tuple[torch.Tensor, dict[str, Any]]:
     """The last stage's layers, the LM head and `loss_func`."""
     h = stage_forward(model, model.config.pp_size - 1, h, planted_leak)
     logits = model.head(h)
     if planted_leak == "score_cache":
         cache_scores(logits)
-    return loss_func(logits, labels)
+    return loss_func(logits, labels, entropy)
 
 
-def store_output(forward_data_store: list[Any], output: dict[str, Any], detach_outputs: bool) -> None:
-    """Append one micro-batch's output dict; the fix detaches it first (verl's four engine sites)."""
-    forward_data_store.append(detach_tree(output) if detach_outputs else output)
+def store_output(
+    forward_data_store: list[Any], output: dict[str, Any], detach_outputs: bool, detach_fn: Detach = detach_tree
+) -> None:
+    """Append one micro-batch's output dict; the fix detaches it first (verl's four engine sites).
+
+    `detach_fn` is the course's `detach_tree` unless a caller passes another (upstream's own).
+    """
+    forward_data_store.append(detach_fn(output) if detach_outputs else output)
 
 
 def backward_step(output_tensor: torch.Tensor, output_tensor_grad: torch.Tensor | None) -> None:
@@ -233,14 +265,26 @@ class PipelineRun:
         return bytes_per_step(self.live_bytes)
 
 
-def _run_micro_batch(
-    model: ToyPipelineModel,
-    tokens: torch.Tensor,
-    store: list[Any],
-    forward_only: bool,
-    detach_outputs: bool,
-    planted_leak: str | None,
-) -> float:
+@dataclass(frozen=True)
+class StepOptions:
+    """How each micro-batch runs: forward only, the fix (and which detach), a planted leak, entropy."""
+
+    forward_only: bool = False
+    detach_outputs: bool = False
+    planted_leak: str | None = None
+    entropy: str | None = None
+    detach_fn: Detach = detach_tree
+
+    def __post_init__(self) -> None:
+        if self.planted_leak is not None and self.planted_leak not in PLANTED_LEAKS:
+            raise ValueError(f"planted_leak must be None or one of {PLANTED_LEAKS}, got {self.planted_leak!r}")
+        if self.entropy is not None and self.entropy not in ENTROPY_MODES:
+            raise ValueError(f"entropy must be None or one of {ENTROPY_MODES}, got {self.entropy!r}")
+        if not callable(self.detach_fn):
+            raise TypeError(f"detach_fn must be a function like detach_tree, got {type(self.detach_fn).__name__}")
+
+
+def _run_micro_batch(model: ToyPipelineModel, tokens: torch.Tensor, store: list[Any], opts: StepOptions) -> float:
     cfg = model.config
     inputs, labels = tokens[:-1], tokens[1:]
     # Forward through every stage; a stage > 0 reads its input from a fresh receive buffer.
@@ -248,16 +292,16 @@ def _run_micro_batch(
     recv_buffers: list[torch.Tensor] = []
     h = inputs
     for stage in range(cfg.pp_size - 1):
-        h = stage_forward(model, stage, h, planted_leak)
+        h = stage_forward(model, stage, h, opts.planted_leak)
         stage_outputs.append(h)
         recv = create_tensor_recv_prev((cfg.seq_len, cfg.hidden), cfg.torch_dtype, cfg.device)
         with torch.no_grad():  # the p2p receive writes into the buffer outside autograd
             recv.copy_(h)
         recv_buffers.append(recv)
         h = recv
-    loss, output = last_stage_step(model, h, labels, planted_leak)
-    store_output(store, output, detach_outputs)
-    if not forward_only:
+    loss, output = last_stage_step(model, h, labels, opts.planted_leak, opts.entropy)
+    store_output(store, output, opts.detach_outputs, opts.detach_fn)
+    if not opts.forward_only:
         backward_step(loss, None)
         for stage in range(cfg.pp_size - 2, -1, -1):
             # The next stage sends back the gradient of its receive buffer.
@@ -272,6 +316,8 @@ def run_pipeline(
     forward_only: bool = False,
     detach_outputs: bool = False,
     planted_leak: str | None = None,
+    entropy: str | None = None,
+    detach_fn: Detach = detach_tree,
     tracker: AllocationTracker | None = None,
     seed: int = 0,
     model: ToyPipelineModel | None = None,
@@ -280,11 +326,11 @@ def run_pipeline(
 
     With a tracker, records its live bytes after every micro-batch (and a mark before each).
     The returned run keeps `forward_data_store` alive, as the engine does until the mini-batch ends.
+    `entropy` is None, "stored" or "in_loss" (see `loss_func`); `detach_fn` is used when `detach_outputs`.
     """
     if not isinstance(config, PipelineConfig):
         raise TypeError(f"config must be a PipelineConfig, got {type(config).__name__}")
-    if planted_leak is not None and planted_leak not in PLANTED_LEAKS:
-        raise ValueError(f"planted_leak must be None or one of {PLANTED_LEAKS}, got {planted_leak!r}")
+    opts = StepOptions(forward_only, detach_outputs, planted_leak, entropy, detach_fn)
     if tracker is not None and not isinstance(tracker, AllocationTracker):
         raise TypeError(f"tracker must be an AllocationTracker or None, got {type(tracker).__name__}")
     model = model if model is not None else ToyPipelineModel(config, seed)
@@ -294,80 +340,56 @@ def run_pipeline(
     with tracker if tracker is not None else nullcontext(), grad_mode:
         for tokens in batches:
             run.marks.append(tracker.mark() if tracker is not None else 0)
-            run.losses.append(
-                _run_micro_batch(model, tokens, run.forward_data_store, forward_only, detach_outputs, planted_leak)
-            )
+            run.losses.append(_run_micro_batch(model, tokens, run.forward_data_store, opts))
             if tracker is not None:
                 run.live_bytes.append(tracker.live_bytes())
     run.grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
     return run
 
 
-def predicted_leak_bytes(config: PipelineConfig) -> dict[str, int]:
-    """What one leaking micro-batch keeps alive on the last stage, by name (bytes)."""
-    s, h, isz = config.seq_len, config.hidden, config.itemsize
-    if config.pp_size == 1:
-        return {"model_output (per-token log-probs)": s * isz}
-    return {
-        "receive buffer (create_tensor_recv_prev)": s * h * isz,
-        "its gradient (backward_step)": s * h * isz,
-        "model_output (per-token log-probs)": s * isz,
-    }
+def predicted_leak_bytes(config: PipelineConfig, entropy: str | None = None) -> dict[str, int]:
+    """What one leaking micro-batch keeps alive on the last stage, by name (bytes).
+
+    With `entropy="stored"` the loss never reads the entropy, so backward never visits its graph and
+    the tensors that graph saved (logits and softmax, S x V each) stay too; with "in_loss" only the
+    entropy itself (S values) is added.
+    """
+    StepOptions(entropy=entropy)  # validates the mode
+    s, h, v, isz = config.seq_len, config.hidden, config.vocab, config.itemsize
+    parts = {} if config.pp_size == 1 else {_BUFFER: s * h * isz, _GRAD: s * h * isz}
+    parts[_LOG_PROBS] = s * isz
+    if entropy == "stored":
+        parts |= {_LOGITS: s * v * isz, _SOFTMAX: s * v * isz, _ENTROPY_SAVED: 2 * s * isz}
+    elif entropy == "in_loss":
+        parts[_ENTROPY] = s * isz
+    return parts
 
 
-# Which function the tracker names for each part of `predicted_leak_bytes` (same order).
+_BUFFER = "receive buffer (create_tensor_recv_prev)"
+_GRAD = "its gradient (backward_step)"
+_LOG_PROBS = "model_output (per-token log-probs)"
+_LOGITS = "logits, saved by the unvisited entropy graph (S x V)"
+_SOFTMAX = "softmax, saved by the unvisited entropy graph (S x V)"
+_ENTROPY_SAVED = "stored entropy + its saved logsumexp (2 x S)"
+_ENTROPY = "model_output entropy (per token)"
+# Which function the tracker names for each part of `predicted_leak_bytes`.
 LEAK_PART_SITES: dict[str, str] = {
-    "receive buffer (create_tensor_recv_prev)": "create_tensor_recv_prev",
-    "its gradient (backward_step)": "backward_step",
-    "model_output (per-token log-probs)": "loss_func",
+    _BUFFER: "create_tensor_recv_prev",
+    _GRAD: "backward_step",
+    _LOG_PROBS: "loss_func",
+    _LOGITS: "last_stage_step",
+    _SOFTMAX: "entropy_from_logits",
+    _ENTROPY_SAVED: "entropy_from_logits",
+    _ENTROPY: "entropy_from_logits",
 }
 
 
-def predicted_leak_sites(config: PipelineConfig) -> dict[str, int]:
-    """`predicted_leak_bytes` keyed by the function the tracker should name for each part."""
-    return {LEAK_PART_SITES[part]: nbytes for part, nbytes in predicted_leak_bytes(config).items()}
-
-
-def consume_store(forward_data_store: list[Any]) -> torch.Tensor:
-    """The end of the mini-batch: merge the stored per-token outputs in order, then empty the store.
-
-    Like `postprocess_batch_func`, the merge keeps whatever autograd link the stored outputs have
-    (a leaking store's graphs stay pinned by the merged tensor until it is dropped too).
-    """
-    if not isinstance(forward_data_store, list) or not forward_data_store:
-        raise ValueError("forward_data_store must be a non-empty list of per-micro-batch output dicts")
-    outputs = []
-    for i, item in enumerate(forward_data_store):
-        value = item.get("model_output") if isinstance(item, dict) else None
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(f"forward_data_store[{i}] must be a dict holding a 'model_output' tensor")
-        outputs.append(value)
-    merged = torch.cat(outputs)
-    forward_data_store.clear()
-    return merged
-
-
-def graph_leaves(tensor: torch.Tensor) -> list[torch.Tensor]:
-    """The leaf tensors (parameters, receive buffers) that `tensor`'s autograd graph still reaches.
-
-    Walks `grad_fn.next_functions` to the AccumulateGrad nodes; each holds its leaf tensor strongly,
-    which is how a stored output with a `grad_fn` keeps a receive buffer (and its `.grad`) alive.
-    """
-    if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"tensor must be a torch.Tensor, got {type(tensor).__name__}")
-    leaves: list[torch.Tensor] = []
-    seen: set[int] = set()
-    stack = [tensor.grad_fn] if tensor.grad_fn is not None else []
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        variable = getattr(node, "variable", None)
-        if isinstance(variable, torch.Tensor):
-            leaves.append(variable)
-        stack.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
-    return leaves
+def predicted_leak_sites(config: PipelineConfig, entropy: str | None = None) -> dict[str, int]:
+    """`predicted_leak_bytes` summed by the function the tracker should name for each part."""
+    sites: dict[str, int] = {}
+    for part, nbytes in predicted_leak_bytes(config, entropy).items():
+        sites[LEAK_PART_SITES[part]] = sites.get(LEAK_PART_SITES[part], 0) + nbytes
+    return sites
 
 
 def config_with(config: PipelineConfig, **changes: Any) -> PipelineConfig:
@@ -391,4 +413,5 @@ class MicroBatchRunner:
     def __call__(self) -> None:
         tokens = self._batches[self._next % len(self._batches)]
         self._next += 1
-        _run_micro_batch(self.model, tokens, self.store, False, True, self.planted_leak)
+        opts = StepOptions(detach_outputs=True, planted_leak=self.planted_leak)
+        _run_micro_batch(self.model, tokens, self.store, opts)
