@@ -14,8 +14,8 @@
 #
 # #7106 made replay sturdier but asked the process-global router registry for routers even when replay was
 # off, so ordinary jobs broke and it was reverted. #7805 made the whole lifecycle **opt-in** (guarded by the
-# mode) and **model-scoped** (routes come from the model being forwarded), and its review caught two
-# silent errors and one hang.
+# mode) and **model-scoped** (routes come from the model being forwarded), and its review caught one
+# silent error (routes stacked out of layer order) and one hang (a rank that raises before a collective).
 #
 # **You will learn** why replay is needed (counted), the three failure modes (the registry regression, the
 # layer-order mismatch, the collective a rank skips) each happening and then prevented, and how to read a
@@ -27,17 +27,25 @@
 # - `verl/utils/megatron/router_replay_patch.py`: `RouterReplayAction` (RECORD, REPLAY_FORWARD,
 #   REPLAY_BACKWARD), `RouterReplay` (the process-global `router_instances` registry, `get_replay_topk`:
 #   the backward list is popped FIFO, a replay mask picks replayed rows where set, native elsewhere).
-# - `verl/utils/megatron/router_replay_utils.py`: `iter_model_routers` (walks the forwarded model),
+# - `verl/utils/megatron/router_replay_utils.py`: `iter_model_routers` (walks the forwarded model's decoder
+#   only: MTP layers restart their numbering at 1),
 #   `merge_router_topk_indices` (sorts routers by `layer_number`, rejects duplicates, int16 routes, a
-#   0-layer `(B, S, 0, topk)` map for a stage without MoE layers), `set_router_replay_data` (indexes by
-#   `layer_number - 1`), `pp_gather` (layer counts first, padding on the layer dim only, uint8 view because
-#   NCCL has no int16), `RouterReplayHelper.get_micro_batch_router_list` (the positional registry slice).
+#   0-layer `(B, S, 0, topk)` map for a stage without MoE layers, raises for a stage whose routers captured
+#   nothing), `set_router_replay_data` (by absolute layer `layer_number - 1` when the routes cover every
+#   decoder layer, else by MoE-layer ordinal), `pp_gather` (layer counts first, padding on the layer dim
+#   only, uint8 view because NCCL has no int16), `is_moe_layer`, `RouterReplayHelper.get_micro_batch_router_list`
+#   (the positional registry slice; in 0.9.1 it returns `[]` at once on an empty registry).
 # - `verl/workers/engine/megatron/transformer_impl.py`: `enable_routing_replay = mode != "disabled"` gates
 #   every hook; `verl/workers/config/actor.py::RouterReplayConfig` (the three modes);
 #   `verl/utils/config.py::_validate_router_replay_config` (R2 rejected with `bypass_mode=True`).
 # - `verl/utils/megatron_utils.py::get_hf_config_attr`: the text-branch config walk.
 #
-# Everything below runs a toy router on the CPU; the code is this course's own, in `verlstudy.lessons.l03_router_replay` (modules `moe`, `routes`, `controller`, `pipeline`, `text_config`).
+# Everything below runs a toy router on the CPU; the code is this course's own, in
+# `verlstudy.lessons.l03_router_replay` (modules `moe`, `routes`, `controller`, `pipeline`, `text_config`,
+# `guards`). Beside it, verl 0.9.1's own `merge_router_topk_indices`, `set_router_replay_data`,
+# `iter_model_routers`, `is_moe_layer`, `get_micro_batch_router_list` and `get_hf_config_attr` run on the
+# same toy inputs: `upstream` loads them from the installed verl source with stand-ins for Megatron (TP =
+# CP = 1). Without verl those cells print one skip line.
 #
 # Facts checked against verl 0.9.1.
 
@@ -65,25 +73,37 @@ from verlstudy.common.dist import run_local
 from verlstudy.kit.params import check_float, check_int
 from verlstudy.kit.plots import bar_plot
 from verlstudy.kit.seeding import seed_everything
-from verlstudy.lessons.l03_router_replay import pipeline
+from verlstudy.kit.upstream import upstream_cell, verl_version
+from verlstudy.lessons.l03_router_replay import guards, pipeline
+from verlstudy.lessons.l03_router_replay import upstream as verl_fns
 from verlstudy.lessons.l03_router_replay.controller import (
     ReplayController,
     RevertedReplayController,
+    ToyTransformerConfig,
     recompute_off_record,
     record_routes,
     replay_off_record,
 )
 from verlstudy.lessons.l03_router_replay.moe import TinyMoE, sgd_step
 from verlstudy.lessons.l03_router_replay.routes import (
+    MissingRoutes,
     local_stage_routes,
     model_routers,
     recorded_routes,
+    replay_columns,
     rerouted_per_layer,
     rerouted_tokens,
+    routers_by_layer,
     routes_used,
+    set_replay_targets,
     stack_routes,
 )
-from verlstudy.lessons.l03_router_replay.text_config import ToyConfig, bfs_config_attr, get_text_config_attr
+from verlstudy.lessons.l03_router_replay.text_config import (
+    ComposedConfig,
+    ToyConfig,
+    bfs_config_attr,
+    get_text_config_attr,
+)
 
 dev = pick_device(device)
 n_tokens = check_int("n_tokens", n_tokens, minimum=8, maximum=4096)
@@ -120,6 +140,21 @@ with torch.no_grad():
     model(tokens)
 recorded = r2.end(model)
 print(f"recorded routes: shape {tuple(recorded.shape)} (tokens, layers, topk), {recorded.dtype}")
+
+# %% [markdown]
+# verl's own RECORD merge, `merge_router_topk_indices(..., model=model)` from verl 0.9.1, on the same toy
+# model: one sequence of `n_tokens` tokens, every position valid. It walks the model's routers, sorts them
+# by layer number, stacks their int16 routes and packs them back to `(batch, seq, layers, topk)`:
+
+# %%
+def upstream_merge_agrees() -> None:
+    theirs = verl_fns.upstream_record_map(model, 1, n_tokens, verl_fns.megatron_config(3, topk))
+    print(f"verl merge_router_topk_indices: shape {tuple(theirs.shape)}, {theirs.dtype}")
+    claim("upstream merge_router_topk_indices gives our recorded routes", torch.equal(theirs[0], recorded),
+          upstream=f"verl {verl_version()} {verl_fns.MERGE}")
+
+
+_ = upstream_cell(upstream_merge_agrees)
 
 # %% [markdown]
 # Now one policy update (cross-entropy, one SGD step), then the update forward twice: once with native
@@ -185,25 +220,54 @@ claim(f"stuck in REPLAY_FORWARD, the recompute silently moves {stuck_moved}/{n_t
 
 # %% [markdown]
 # ## 2. The regression: a replay hook that runs when replay is off
-# `RevertedReplayController` is #7106's *shape*, reconstructed for this lesson (not upstream's code): every
-# hook first asks the process-global registry for "the local routers" by position and reads the first one's
-# action, and only then looks at the mode. An ordinary job (replay disabled, so no router ever registered:
-# a fresh process's registry is empty) now fails. verl 0.9.1's positional helper guards exactly this with
-# `bool(router_instances_list) and ...`; #7805 goes further and never touches routers when the mode is off.
+# On #7106's branch, `MegatronEngine.forward_backward_batch` and the LM-head engine's `forward_step`
+# (`verl/workers/engine/megatron/transformer_impl.py`) ask `RouterReplayHelper.is_r2_record_action`,
+# `is_replay_forward_action` and `is_replay_backward_action` on every forward, whatever the mode. Each calls
+# `get_micro_batch_router_list`, which on that branch first computes the rank's layer range
+# (`get_current_rank_layer_info`) and runs `is_moe_layer` over the layers, and only then slices the
+# registry. The helpers' own guard, `router_instances_list and ...`, is older than #7106 (it is already in
+# #4101, which added router replay to verl) and sees the empty list only after all that. #7805's
+# description says ordinary Megatron SFT and RL jobs broke whenever the registry was empty.
+#
+# The PR threads do not say which exception those jobs hit. In **the course's reconstruction**
+# (`RevertedReplayController` and `positional_router_list`: our code, following that call chain) the
+# ordinary job is a dense model whose config carries no MoE layer pattern (`moe_layer_freq=None`), and the
+# layer-info step rejects it before the guard is reached.
 
 # %%
 fresh_registry: list = []  # what a fresh process's RouterReplay.router_instances holds: nothing
 ordinary = TinyMoE(**sizes, enable_replay=False, registry=fresh_registry)
-with expect_error(IndexError):
-    RevertedReplayController("disabled", num_layers=3, registry=fresh_registry).begin(ordinary, forward_only=True)
+dense_job = ToyTransformerConfig(num_layers=3, moe_layer_freq=None)  # the course's ordinary dense job
+with expect_error(ValueError, match="moe_layer_freq"):
+    RevertedReplayController("disabled", tf_config=dense_job, registry=fresh_registry).begin(ordinary, forward_only=True)
 fixed = ReplayController("disabled")
 print("opt-in fix:", fixed.begin(ordinary, forward_only=True), "/", fixed.end(ordinary))
-claim("disabled + empty registry: the reverted path raises, the fix is a no-op",
+claim("disabled + empty registry: the reconstructed #7106 path raises, the fix is a no-op",
       fixed.begin(ordinary, forward_only=True) == "none", upstream="#7106 reverted by #7786: ordinary jobs failed")
 
 # %% [markdown]
-# **A stale router leaks in.** The registry is never emptied: a decoder that was built and discarded
-# (upstream: "a model that rebuilds its decoder registers a set it then discards") stays in it, in front.
+# verl 0.9.1 on the same config: its `is_moe_layer` rejects `moe_layer_freq=None` as well, and its
+# `get_micro_batch_router_list` now returns `[]` on an empty registry before it computes any layer info
+# (the versions in verl 0.9.0 and on #7106's branch had no such early return). #7805 also gates every hook
+# by the mode, so with replay disabled none of this runs at all.
+
+# %%
+def upstream_empty_registry() -> None:
+    verl = verl_fns.load_router_utils(registry=fresh_registry)
+    dense_config = verl_fns.megatron_config(3, topk, moe_layer_freq=None)
+    with expect_error(ValueError, match="Unsupported moe_layer_freq"):
+        verl["is_moe_layer"](dense_config, 0)
+    routers = verl["RouterReplayHelper"].get_micro_batch_router_list(dense_config)
+    claim("upstream get_micro_batch_router_list on an empty registry returns [] before the layer-info code",
+          routers == [], upstream=f"verl {verl_version()} {verl_fns.ROUTER_LIST}")
+
+
+_ = upstream_cell(upstream_empty_registry)
+
+# %% [markdown]
+# **A stale router leaks in.** The registry is never emptied: a decoder that was built and discarded stays
+# in it, in front (verl 0.9.1's `iter_model_routers` docstring names this case: a model that rebuilds its
+# decoder leaves the first set registered).
 # The positional slice then hands the *stale* routers the replay targets, and the live model routes
 # natively, with no error. Model-scoped collection walks the forwarded model and reaches its own routers.
 # (`record_routes` is the R2 old-logprob pass of section 1 in one call; `replay_off_record` runs one
@@ -216,7 +280,7 @@ live = TinyMoE(**sizes, registry=shared_registry)
 live_routes = record_routes(r2, live, tokens)
 torch.nn.functional.cross_entropy(live(tokens), targets).backward()
 sgd_step(live, lr)
-reverted = RevertedReplayController("R2", num_layers=3, registry=shared_registry)
+reverted = RevertedReplayController("R2", tf_config=ToyTransformerConfig(num_layers=3), registry=shared_registry)
 moved = {name: replay_off_record(controller, live, tokens, live_routes)
          for name, controller in (("reverted", reverted), ("fix", r2))}
 print(f"registry holds {len(shared_registry)} routers for a 3-layer model; tokens off the record: {moved}")
@@ -255,12 +319,70 @@ claim(f"walk-ordered stacking silently replays wrong experts ({mismatch['walk or
 claim("layer-ordered stacking: tokens off the record", mismatch["layer order"], 0)
 
 # %% [markdown]
-# Sorting also needs unique layer numbers (upstream raises on duplicates; MTP layers restart numbering at 1,
-# which is why upstream walks only the decoder):
+# verl 0.9.1's `merge_router_topk_indices` on the same shuffled model sorts by layer number too:
 
 # %%
+def upstream_sorts() -> None:
+    theirs = verl_fns.upstream_record_map(shuffled, 1, n_tokens, verl_fns.megatron_config(3, topk))[0]
+    claim("upstream merge_router_topk_indices stacks the shuffled model by layer number",
+          torch.equal(theirs, by_layer) and not torch.equal(theirs, by_walk), upstream=verl_fns.MERGE)
+
+
+_ = upstream_cell(upstream_sorts)
+
+# %% [markdown]
+# **Walk the decoder only.** Sorting needs unique layer numbers, and upstream raises on duplicates. An MTP
+# block (multi-token prediction: `mtp` beside `decoder` on Megatron's GPTModel) numbers its layers from 1
+# again, so a walk over every module meets a second layer 1. verl 0.9.1's `iter_model_routers` walks
+# `getattr(chunk, "decoder", chunk)` only, and its comment gives the reason (MTP layers alias decoder
+# layers; the replay tensor has no MTP rows). `model_routers` does the same by default; MTP routers are
+# never armed and route natively.
+
+# %%
+with_mtp = TinyMoE(**sizes, mtp_layers=1, registry=[])
+print("every module:", [n for n, _ in model_routers(with_mtp, scope="model")],
+      "| decoder only:", [n for n, _ in model_routers(with_mtp)])
 with expect_error(ValueError, match="duplicate layer numbers"):
-    stack_routes([(1, recorded[:, 0]), (2, recorded[:, 1]), (1, recorded[:, 2])])
+    routers_by_layer(with_mtp, scope="model")
+mtp_routes = record_routes(r2, with_mtp, tokens)
+claim("with an MTP sibling, R2 records the decoder's 3 layers", tuple(mtp_routes.shape), (n_tokens, 3, topk))
+_ = upstream_cell(lambda: claim("upstream iter_model_routers walks the same decoder layers",
+                                verl_fns.upstream_decoder_layers(with_mtp), [1, 2, 3], upstream=verl_fns.ITER))
+
+# %% [markdown]
+# **Mixed dense/MoE decoders replay by absolute layer.** With `moe_layer_freq`, some decoder layers are
+# dense and have no router. R3's routes come from the inference engine for every decoder layer, dense ones
+# included (#5037's description). verl's `set_router_replay_data` reads column `layer_number - 1` when the
+# routes cover `tf_config.num_layers` layers, else the MoE-layer ordinal. Column *i* to the *i*-th router
+# is the bug #5037 fixed: it shifts every MoE layer after a dense one, silently. Layers 1 and 3 are MoE
+# here, layer 2 dense:
+
+# %%
+mixed = TinyMoE(**sizes, dense_layers=(2,), registry=[])
+mixed_record = record_routes(r2, mixed, tokens)  # (tokens, 2 MoE layers, topk)
+every_layer = torch.zeros(n_tokens, 3, topk, dtype=torch.int16)
+every_layer[:, [0, 2]] = mixed_record  # one column per decoder layer; the dense layer's carries nothing
+print("columns read by layers 1 and 3:", replay_columns(mixed, 3), "| positional:", replay_columns(mixed, 3, index="position"))
+absolute_off = replay_off_record(ReplayController("R3"), mixed, tokens, every_layer, reference=mixed_record)
+set_replay_targets(mixed, every_layer, index="position")  # the routers are still armed REPLAY_FORWARD
+with torch.no_grad():
+    mixed(tokens)
+shifted_off = rerouted_tokens(mixed_record, routes_used(mixed))
+claim("R3 routes over every layer, by absolute layer: tokens off the record", absolute_off, 0)
+claim(f"positional columns silently shift layer 3 ({shifted_off}/{n_tokens} tokens off)", shifted_off > 0,
+      upstream="#5037: mapping with i + offset silently shifts every MoE layer after a dense layer")
+
+# %%
+def upstream_absolute_replay() -> None:
+    config = verl_fns.megatron_config(3, topk, moe_layer_freq=[1, 0, 1])
+    verl_fns.upstream_replay_targets(mixed, every_layer, config)
+    with torch.no_grad():
+        mixed(tokens)
+    claim("upstream set_router_replay_data on the mixed decoder: tokens off the record",
+          rerouted_tokens(mixed_record, routes_used(mixed)), 0, upstream=verl_fns.SET_DATA)
+
+
+_ = upstream_cell(upstream_absolute_replay)
 
 # %% [markdown]
 # ## 4. The collective: `pp_gather` over pipeline ranks
@@ -292,8 +414,8 @@ claim("every rank gets the full map, bit-exact, with a 0-layer stage joining",
       all(torch.equal(g, full) for g in gathered), upstream="review catch: a 0-layer stage joins with (B, S, 0, topk)")
 
 # %% [markdown]
-# **One rank raises instead of joining.** Upstream's RECORD raises when a stage that should have routers
-# captured nothing. If that happens *before* the collective, the other ranks are already inside it and wait
+# **One rank raises instead of joining.** verl 0.9.1's RECORD (`merge_router_topk_indices`) raises when a
+# stage's routers captured nothing. If that happens *before* the collective, the other ranks are already inside it and wait
 # for a partner that never comes, until the process-group timeout (NCCL's default is minutes). Here the
 # failing rank stays alive, as a Ray worker does after an exception, and the timeout is
 # `collective_timeout_s`:
@@ -310,13 +432,15 @@ claim("the joining rank waited out the whole collective timeout", stranded_wait 
 claim("the joining rank failed with a timeout, not with the real cause", "Timed out" in stranded[0].error_message)
 
 # %% [markdown]
-# **The fix: fail loudly only after nobody can be stranded.** Our `pp_gather` takes a `MissingRoutes`
+# **The course's design: fail loudly only after nobody can be stranded.** Our `pp_gather` takes a `MissingRoutes`
 # marker from a stage that has routers but captured nothing, and that stage *still joins* the header
 # exchange with a "missing" flag. The header is the first collective, every rank is in it, and after it
 # every rank knows; all of them raise the same error naming the stage, and none reaches the payload gather.
-# (verl 0.9.1 raises in `merge_router_topk_indices`, per micro-batch, before `pp_gather` runs; carrying the
-# failure through the first exchange is this course's design for the review's "fail loudly, but never
-# strand a peer".)
+# This is not what upstream did. #7805's reviewer asked for two things: a stage with no MoE routers joins
+# with a 0-layer map instead of raising, and the hard failure stays only for a stage that *has* routers but
+# captured nothing. verl 0.9.1 does exactly that, and raises in `merge_router_topk_indices`, per
+# micro-batch, before `pp_gather` runs (the next cells run it). Carrying the failure through the first
+# exchange is this course's own design.
 
 # %% [markdown]
 # `local_stage_routes` is where a stage makes that decision after RECORD, for the three kinds of stage:
@@ -330,6 +454,23 @@ stages = {
 for kind, stage_model in stages.items():
     local = local_stage_routes(stage_model, 1, n_tokens, topk)
     print(f"{kind:<26} -> {tuple(local.shape) if isinstance(local, torch.Tensor) else local}")
+
+# %% [markdown]
+# verl 0.9.1's `merge_router_topk_indices` on the same three stages: the same maps, and the hard failure
+# where ours hands `MissingRoutes` on to the collective:
+
+# %%
+def upstream_stages() -> None:
+    for kind, stage_model in stages.items():
+        outcome, value = verl_fns.upstream_stage_outcome(stage_model, 1, n_tokens, topk)
+        print(f"{kind:<26} -> verl: {tuple(value.shape) if outcome == 'map' else value}")
+        ours = local_stage_routes(stage_model, 1, n_tokens, topk)
+        agrees = torch.equal(value, ours) if outcome == "map" else isinstance(ours, MissingRoutes)
+        claim(f"{kind}: upstream {'gives our map' if outcome == 'map' else 'raises before pp_gather'}", agrees,
+              upstream=verl_fns.MERGE)
+
+
+_ = upstream_cell(upstream_stages)
 
 # %%
 missing_stage = next(s for s, c in enumerate(pp_layer_counts) if c > 0)
@@ -347,9 +488,11 @@ claim("every rank raised long before the collective timeout", time.monotonic() -
 # Model attributes (`hidden_size`, `num_hidden_layers`, ...) of a multimodal model live on its text
 # branch. Omni-style configs also carry audio and code2wav sub-configs with attributes of the same name.
 # A naive breadth-first walk from the root answers with whatever it meets first: the root's own 1024, or
-# an audio sibling's value. `get_text_config_attr` follows upstream's `get_hf_config_attr`: the text config
-# (`get_text_config()`, else `text_config`), then `text_config`, `language_config`, `thinker_config`,
-# `model_config` deepest first, never other siblings; `None` counts as absent, `0`/`False` are values.
+# an audio sibling's value. `get_text_config_attr` follows verl 0.9.1's
+# `verl/utils/megatron_utils.py::get_hf_config_attr`: the text config (`get_text_config()`, else
+# `text_config`), then `text_config`, `language_config`, `thinker_config`, `model_config` deepest first,
+# each node after its branches, never other siblings; `None` counts as absent, `0`/`False` are values.
+# (#7106's first version of it was a queue over those four names that read the root first.)
 
 # %%
 text = ToyConfig("Text", hidden_size=4096, tie_word_embeddings=False, first_k_dense_replace=0)
@@ -365,6 +508,29 @@ claim("the text walk returns the language model's hidden_size", get_text_config_
 claim("the naive BFS silently returns the root's", bfs_config_attr(omni, "hidden_size") == omni.hidden_size)
 claim("falsy values are kept", (get_text_config_attr(omni, "tie_word_embeddings"), get_text_config_attr(omni, "first_k_dense_replace")) == (False, 0))
 
+# %% [markdown]
+# A composite config whose `get_text_config()` returns a text config it does not store as `text_config`
+# (root 1024, a `decoder_config` sibling 2048, the text config 8192), and verl 0.9.1's own
+# `get_hf_config_attr` on both configs:
+
+# %%
+composite = ComposedConfig("Composite", ToyConfig("Decoder", hidden_size=8192), hidden_size=1024,
+                           decoder_config=ToyConfig("Dec", hidden_size=2048))
+print("text walk:", get_text_config_attr(composite, "hidden_size"), "| naive BFS:", bfs_config_attr(composite, "hidden_size"))
+
+
+def upstream_config_walk() -> None:
+    get_hf_config_attr = verl_fns.load_hf_config_attr()
+    for name, config in (("omni", omni), ("composite", composite)):
+        theirs = get_hf_config_attr(config, "hidden_size")
+        claim(f"upstream get_hf_config_attr on the {name} config gives ours ({theirs})",
+              theirs == get_text_config_attr(config, "hidden_size"), upstream=verl_fns.HF_ATTR)
+    with expect_error(AttributeError, match="num_mel_bins"):
+        get_hf_config_attr(omni, "num_mel_bins")
+
+
+_ = upstream_cell(upstream_config_walk)
+
 # %%
 text.model_config = omni  # a cycle: the text config points back at the root
 with expect_error(AttributeError, match="no nested 'intermediate_size'"):
@@ -373,21 +539,26 @@ claim("a cyclic config is walked safely", get_text_config_attr(omni, "hidden_siz
 
 # %% [markdown]
 # ## Guard: the tests that would have caught them
-# `tests/lessons/l03_router_replay/` pins each failure mode; the three that would have stopped the revert and
-# the two review catches, run here in small:
+# `tests/lessons/l03_router_replay/` pins each failure mode. Here, in small, each guard (a predicate in
+# `guards`) runs twice: on the bug and on the fix. A guard that passes on both would catch nothing.
 
 # %%
-guard_registry: list = []
-guards = {
-    "replay disabled + empty registry is a no-op": ReplayController("disabled").begin(
-        TinyMoE(**sizes, enable_replay=False, registry=guard_registry), forward_only=False) == "none",
-    "routes are collected from the forwarded model": [n for n, _ in model_routers(shuffled)] == [2, 3, 1]
-    and len(model_routers(live)) == 3,
-    "stacking follows layer numbers": torch.equal(stack_routes([(2, by_layer[:, 1]), (1, by_layer[:, 0])]), by_layer[:, :2]),
-    "a 0-layer stage gathers to the full map": all(torch.equal(g, full) for g in gathered),
+guard_runs = {
+    "disabled + empty registry is a no-op": (lambda make: guards.guard_disabled_is_noop(make, sizes),
+        lambda reg: RevertedReplayController("disabled", tf_config=dense_job, registry=reg),
+        lambda reg: ReplayController("disabled")),
+    "the walk meets each decoder layer once": (lambda walk: guards.guard_decoder_scope(walk, sizes),
+        lambda m: model_routers(m, scope="model"), model_routers),
+    "stacking follows layer numbers": (lambda stack: guards.guard_layer_order(stack, by_layer),
+        lambda pairs: stack_routes(pairs, order="walk"), stack_routes),
+    "routes over every layer replay by layer": (lambda arm: guards.guard_absolute_replay(arm, sizes, tokens),
+        lambda m, r: set_replay_targets(m, r, index="position"), set_replay_targets),
+    "no rank is stranded in pp_gather": (guards.guard_no_rank_stranded, stranded, together),
 }
-for name, ok in guards.items():
-    claim(f"guard: {name}", ok)
+for name, (guard, bug, fix) in guard_runs.items():
+    on_bug, on_fix = guard(bug), guard(fix)
+    print(f"{name:<42} bug: {'passes' if on_bug else 'fails'}, fix: {'passes' if on_fix else 'fails'}")
+    claim(f"guard '{name}' fails on the bug and passes on the fix", (on_bug, on_fix) == (False, True))
 
 # %% [markdown]
 # ## Exercises
@@ -431,8 +602,9 @@ check_exercise("3.2", to_wire, from_wire)
 # %% [markdown]
 # **3.3** Write `find_text_attr(config, name)`: the text config first (`get_text_config()` if the config has
 # it, else `text_config`), then `text_config`, `language_config`, `thinker_config`, `model_config` deepest
-# first, then the config itself; `None` is absent but `0`/`False` are values; never read other
-# sub-configs; survive cycles; raise `AttributeError` when the branch has nothing.
+# first (a `thinker_config`'s own `text_config` before the thinker), each config after its branches, the
+# root last; `None` is absent but `0`/`False` are values; never read other sub-configs (audio, decoder);
+# survive cycles; raise `AttributeError` when the branch has nothing.
 
 # %% tags=["solution", "exercise-3.3"]
 def find_text_attr(config: object, name: str) -> object:
@@ -498,13 +670,20 @@ upstream_check()
 # %% [markdown]
 # ## Takeaways
 # - Replay exists because one update moves the routing; replay pins the experts the samples were drawn with.
-# - A feature's hooks must be **opt-in**: with the mode off, touch nothing. #7106 queried a process-global
-#   registry unconditionally and broke every ordinary job.
-# - Collect from **the model being forwarded**, not a global list: globals accumulate stale objects.
-# - When two sides must agree on an order (RECORD and REPLAY), make the order explicit: sort by layer number
-#   and reject duplicates. Shape checks cannot catch a permutation.
-# - In a collective, never raise before joining: carry the failure *through* the first exchange so every
-#   rank raises together. A rank that skips a collective turns an error into a hang.
+# - A feature's hooks must be **opt-in**: with the mode off, touch nothing. #7106's hooks ran the positional
+#   helper's layer-info code on every forward; the empty-list guard at its end (there since #4101) came too
+#   late. #7805 gates the whole lifecycle by the mode, and verl 0.9.1's helper returns `[]` on an empty
+#   registry first.
+# - Collect from **the model being forwarded**, and from its decoder only: globals accumulate stale
+#   routers, and an MTP sibling restarts layer numbering at 1.
+# - When two sides must agree on an order (RECORD and REPLAY), make it explicit: sort by layer number,
+#   reject duplicates, and replay by absolute layer when the routes cover every layer, dense ones included.
+#   Shape checks cannot catch a permutation.
+# - In a collective, a rank that raises before joining strands the others until the timeout. Upstream
+#   (#7805's review, verl 0.9.1) lets a stage without MoE layers join with a 0-layer map and keeps the hard
+#   failure for a stage that has routers but captured nothing, raised before `pp_gather`. Carrying that
+#   failure through the first exchange so every rank raises together is this course's design, not
+#   upstream's.
 # - Read nested configs along the branch you mean; a "search everything" walk answers wrongly and silently.
 
 # %%

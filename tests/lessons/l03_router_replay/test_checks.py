@@ -7,10 +7,13 @@ from collections import deque
 import pytest
 import torch
 
+from verlstudy.kit import upstream
 from verlstudy.kit.exercises import check_exercise, exercise_results, find_checker
+from verlstudy.lessons.l03_router_replay.checks import _text_attr_cases
 from verlstudy.lessons.l03_router_replay.pipeline import from_wire, to_wire
 from verlstudy.lessons.l03_router_replay.routes import stack_routes
 from verlstudy.lessons.l03_router_replay.text_config import bfs_config_attr, get_text_config_attr
+from verlstudy.lessons.l03_router_replay.upstream import load_hf_config_attr
 
 LESSON = "verlstudy.lessons.l03_router_replay"
 
@@ -140,6 +143,29 @@ def test_3_2_rejects_a_from_wire_that_casts_the_bytes(assert_wrong) -> None:
     assert_wrong("3.2", ref_to_wire, cast_back, mentions="view the bytes as int16")
 
 
+def test_3_2_rejects_padding_with_nonzero_bytes(assert_wrong) -> None:
+    def pad_with_255(routes, max_layers):
+        payload = routes.contiguous().view(torch.uint8)
+        padded = torch.full((*payload.shape[:2], max_layers, payload.shape[3]), 255, dtype=torch.uint8)
+        padded[:, :, : payload.shape[2]] = payload
+        return padded
+
+    assert_wrong("3.2", pad_with_255, ref_from_wire, mentions="padding layers hold nonzero bytes")
+
+
+def test_3_2_rejects_a_from_wire_with_a_fixed_layer_count(assert_wrong) -> None:
+    fixed_two = lambda payload, layer_count: payload[:, :, :2].contiguous().view(torch.int16)  # noqa: E731
+    assert_wrong("3.2", ref_to_wire, fixed_two, mentions="the count it is given")
+
+
+def test_3_2_rejects_a_from_wire_that_guesses_the_count_from_zero_layers(assert_wrong) -> None:
+    def drop_zero_layers(payload, layer_count):  # ignores layer_count: keeps the layers with any nonzero byte
+        keep = payload.flatten(0, 1).ne(0).any(dim=0).any(dim=-1)
+        return payload[:, :, keep].contiguous().view(torch.int16)
+
+    assert_wrong("3.2", ref_to_wire, drop_zero_layers, mentions="all zero, every token on expert 0, is a real layer")
+
+
 def test_3_2_refuses_the_mechanisms_wire_functions(assert_wrong) -> None:
     assert_wrong("3.2", to_wire, from_wire, mentions="library's own to_wire")
     assert_wrong("3.2", lambda r, n: to_wire(r, n), ref_from_wire, mentions="calls the library's own to_wire")
@@ -181,28 +207,29 @@ def find_text_attr(config, name):
     raise AttributeError(f"{type(config).__name__} has no nested {name}")
 
 
-def _walker(*, branches=BRANCHES, truthy=False, children_first=True, cycle_safe=True):
+def _walker(*, branches=BRANCHES, truthy=False, children_first=True, cycle_safe=True, getter=True, root=True):
     """find_text_attr with one thing done wrong: the mistakes learners make, one switch each."""
 
     def find(config, name):
         seen: set[int] = set()
 
-        def walk(node):
+        def walk(node, is_root=False):
             if node is None or (cycle_safe and id(node) in seen):
                 return
             seen.add(id(node))
-            if not children_first:
+            read_node = root or not is_root
+            if not children_first and read_node:
                 yield node
-            getter = getattr(node, "get_text_config", None)
-            text = getter() if callable(getter) else getattr(node, "text_config", None)
+            get_text = getattr(node, "get_text_config", None) if getter else None
+            text = get_text() if callable(get_text) else getattr(node, "text_config", None)
             if text is not None and text is not node:
                 yield from walk(text)
             for branch in branches(node) if callable(branches) else branches:
                 yield from walk(getattr(node, branch, None))
-            if children_first:
+            if children_first and read_node:
                 yield node
 
-        for node in walk(config):
+        for node in walk(config, is_root=True):
             value = getattr(node, name, None)
             if (value if truthy else value is not None) and not callable(value):
                 return value
@@ -212,7 +239,7 @@ def _walker(*, branches=BRANCHES, truthy=False, children_first=True, cycle_safe=
 
 
 def test_3_3_accepts_the_text_branch_walk() -> None:
-    assert "cycle safe" in find_checker("3.3")(find_text_attr)
+    assert find_checker("3.3")(find_text_attr) == "7 lookups right, audio sibling refused, cycle safe"
     check_exercise("3.3", stub)
     assert exercise_results()["3.3"] == "not attempted"
 
@@ -245,6 +272,19 @@ def test_3_3_rejects_walking_only_text_config(assert_wrong) -> None:
     assert_wrong("3.3", _walker(branches=("text_config",)), mentions="walk language_config")
 
 
+def test_3_3_rejects_a_walk_that_never_descends_thinker_config(assert_wrong) -> None:
+    no_thinker = _walker(branches=("text_config", "language_config", "model_config"))
+    assert_wrong("3.3", no_thinker, mentions="descend thinker_config, then its text_config")
+
+
+def test_3_3_rejects_a_walk_that_never_falls_back_to_the_root(assert_wrong) -> None:
+    assert_wrong("3.3", _walker(root=False), mentions="fall back to the config itself")
+
+
+def test_3_3_rejects_a_walk_that_ignores_get_text_config(assert_wrong) -> None:
+    assert_wrong("3.3", _walker(getter=False), mentions="ask get_text_config() first")
+
+
 def test_3_3_rejects_reading_an_audio_sibling(assert_wrong) -> None:
     every_sub_config = lambda node: [k for k, v in vars(node).items() if hasattr(v, "__dict__")]  # noqa: E731
     assert_wrong("3.3", _walker(branches=every_sub_config), mentions="never read audio_config")
@@ -272,3 +312,10 @@ def test_3_3_refuses_the_mechanisms_config_walks(assert_wrong) -> None:
 
 def test_3_3_is_not_passed_by_any_mechanism_function(assert_mechanism_does_not_pass) -> None:
     assert assert_mechanism_does_not_pass("3.3", LESSON) > 20
+
+
+@pytest.mark.skipif(not upstream.verl_available(), reason="verl is not installed (make setup)")
+def test_3_3_cases_are_what_upstreams_get_hf_config_attr_answers() -> None:
+    get_hf_config_attr = load_hf_config_attr()
+    for label, config, name, expected, _ in _text_attr_cases():
+        assert get_hf_config_attr(config, name) == expected, label

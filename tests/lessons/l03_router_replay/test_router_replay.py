@@ -15,10 +15,15 @@ from verlstudy.common.dist import DistributedRunError, RankOutcome, run_local
 from verlstudy.lessons.l03_router_replay.controller import (
     ReplayController,
     RevertedReplayController,
+    ToyTransformerConfig,
     check_mode,
+    layer_is_moe,
+    positional_action_is,
+    positional_router_list,
     recompute_off_record,
     record_routes,
     replay_off_record,
+    stage_layer_range,
 )
 from verlstudy.lessons.l03_router_replay.moe import (
     ReplayAction,
@@ -43,6 +48,7 @@ from verlstudy.lessons.l03_router_replay.routes import (
     local_stage_routes,
     model_routers,
     recorded_routes,
+    replay_columns,
     rerouted_per_layer,
     rerouted_tokens,
     routers_by_layer,
@@ -227,17 +233,48 @@ def test_disabled_is_a_no_op_with_an_empty_or_stale_registry() -> None:
     assert all(r.action is None and r.target is None for r in stale)
 
 
-def test_reverted_controller_fails_on_an_ordinary_job_and_leaks_a_stale_model() -> None:
-    with pytest.raises(IndexError):
-        RevertedReplayController("disabled", num_layers=3, registry=[]).begin(
-            _model(enable_replay=False), forward_only=True
-        )
+DENSE_JOB = ToyTransformerConfig(num_layers=3, moe_layer_freq=None)  # the course's ordinary dense job
+MOE_JOB = ToyTransformerConfig(num_layers=3)
+
+
+def test_reverted_controller_fails_on_an_ordinary_job_in_the_layer_info_code() -> None:
+    for hook in ("begin", "end"):
+        reverted = RevertedReplayController("disabled", tf_config=DENSE_JOB, registry=[])
+        call = getattr(reverted, hook)
+        with pytest.raises(ValueError, match="unsupported moe_layer_freq NoneType"):
+            call(_model(enable_replay=False), forward_only=True) if hook == "begin" else call(_model())
+    # the guard `routers and ...` does work once the layer-info code gets through: an empty list is False
+    assert positional_router_list(MOE_JOB, []) == []
+    assert not positional_action_is(MOE_JOB, [], ReplayAction.RECORD)
+    assert (
+        RevertedReplayController("disabled", tf_config=MOE_JOB, registry=[]).begin(_model(), forward_only=True)
+        == "none"
+    )
+    with pytest.raises(TypeError, match="ToyTransformerConfig"):
+        RevertedReplayController("R2", tf_config=SimpleNamespace(num_layers=3))  # type: ignore[arg-type]
+
+
+def test_the_layer_info_code() -> None:
+    assert [layer_is_moe(ToyTransformerConfig(4, 2), i) for i in range(4)] == [True, False, True, False]
+    assert [layer_is_moe(ToyTransformerConfig(3, (1, 0, 1)), i) for i in range(3)] == [True, False, True]
+    assert stage_layer_range(ToyTransformerConfig(4, 1, 2, 1)) == (2, 4)
+    with pytest.raises(ValueError, match="must divide into 2 stages"):
+        stage_layer_range(ToyTransformerConfig(3, 1, 2, 0))
+    routers = [RouterReplay(n, []) for n in (1, 2, 3, 4)]
+    second_stage = ToyTransformerConfig(4, 1, 2, 1)
+    assert positional_router_list(second_stage, routers) == routers[2:]  # the whole model's registry
+    assert positional_router_list(second_stage, routers[2:]) == routers[2:]  # only this rank's routers
+    routers[2].set_action(ReplayAction.RECORD)
+    assert positional_action_is(second_stage, routers, ReplayAction.RECORD)
+
+
+def test_reverted_controller_leaks_a_stale_model() -> None:
     registry: list[RouterReplay] = []
     old, new = _model(seed=1, registry=registry), _model(seed=2, registry=registry)
     tokens = _tokens()
     old_routes = _record(old, tokens)
     own_routes = _record(new, tokens)
-    reverted = RevertedReplayController("R2", num_layers=3, registry=registry)
+    reverted = RevertedReplayController("R2", tf_config=MOE_JOB, registry=registry)
     reverted.begin(new, forward_only=True)  # arms the old model's routers: clears them, records nothing
     with torch.no_grad():
         new(tokens)
@@ -392,10 +429,72 @@ def test_routers_by_layer_sorts_the_walk_and_rejects_duplicates() -> None:
 
 
 def test_set_replay_targets_checks_the_layer_count() -> None:
-    with pytest.raises(RuntimeError, match="cover 2 layers but the model has 3"):
+    with pytest.raises(RuntimeError, match="cover 2 layers but the model has 3 replay-enabled routers"):
         set_replay_targets(_model(), torch.zeros(4, 2, 2, dtype=torch.int16))
+    with pytest.raises(RuntimeError, match="cover 4 layers"):
+        set_replay_targets(_model(), torch.zeros(4, 4, 2, dtype=torch.int16))
     with pytest.raises(TypeError, match="integer tensor"):
         set_replay_targets(_model(), torch.zeros(4, 3, 2))
+    with pytest.raises(ValueError, match="index must be one of"):
+        replay_columns(_model(), 3, index="ordinal")
+    with pytest.raises(RuntimeError, match=r"missing layers \[3\]"):
+        replay_columns(_model(), 2, index="position")
+
+
+def test_mixed_dense_moe_decoder_replays_by_absolute_layer() -> None:
+    model = _model(dense_layers=(2,))
+    assert model.num_layers == 3 and [n for n, _ in routers_by_layer(model)] == [1, 3]
+    assert replay_columns(model, 3) == [0, 2]  # every decoder layer: by layer_number - 1
+    assert replay_columns(model, 2) == [0, 1]  # MoE layers only: by ordinal
+    assert replay_columns(model, 3, index="position") == [0, 1]  # #5037's bug: layer 3 reads the dense column
+    assert replay_columns(_model(), 4, num_layers=4) == [0, 1, 2]  # a decoder of 4 layers given explicitly
+    tokens = _tokens()
+    recorded = _record(model, tokens)
+    every_layer = torch.zeros(tokens.numel(), 3, 2, dtype=torch.int16)
+    every_layer[:, [0, 2]] = recorded
+    assert ReplayController("R3").begin(model, forward_only=False, routes=every_layer) == "replay"
+    with torch.no_grad():
+        model(tokens)
+    assert rerouted_tokens(recorded, routes_used(model)) == 0
+    set_replay_targets(model, every_layer, index="position")
+    with torch.no_grad():
+        model(tokens)
+    assert rerouted_tokens(recorded, routes_used(model)) > 0
+    with pytest.raises(ValueError, match="some, not all"):
+        TinyMoE(dense_layers=(1, 2, 3), registry=[])
+    with pytest.raises(ValueError, match="some, not all"):
+        TinyMoE(dense_layers=(4,), registry=[])
+
+
+def test_the_router_walk_is_scoped_to_the_decoder_and_mtp_routes_natively() -> None:
+    model = _model(mtp_layers=1)
+    assert [n for n, _ in model_routers(model)] == [1, 2, 3]
+    assert [n for n, _ in model_routers(model, scope="model")] == [1, 2, 3, 1]  # MTP restarts at 1
+    with pytest.raises(ValueError, match="duplicate layer numbers"):
+        routers_by_layer(model, scope="model")
+    tokens = _tokens()
+    routes = _record(model, tokens)
+    assert routes.shape == (tokens.numel(), 3, 2)
+    mtp_router = model.mtp[0].router
+    assert mtp_router.replay is not None and mtp_router.replay.action is None and mtp_router.replay.recorded is None
+    ReplayController("R2").begin(model, forward_only=False, routes=routes)
+    with torch.no_grad():
+        model(tokens)
+    assert rerouted_tokens(routes, routes_used(model)) == 0 and mtp_router.last_indices is not None
+    with pytest.raises(ValueError, match="scope must be one of"):
+        model_routers(model, scope="everything")
+    with pytest.raises(ValueError, match="mtp_layers"):
+        TinyMoE(mtp_layers=-1, registry=[])
+
+
+def test_upstream_attribute_names_alias_the_toy_state() -> None:
+    router = RouterReplay(1, [])
+    router.set_router_replay_action(ReplayAction.RECORD)
+    assert router.router_replay_action is ReplayAction.RECORD and router.recorded_topk_idx is None
+    router.set_target_indices(torch.zeros(2, 1, dtype=torch.long), replay_mask=torch.tensor([True, False]))
+    assert router.target is not None and router.target_mask is not None
+    model = _model()
+    assert model.layers[0].router.router_replay is model.layers[0].router.replay
 
 
 def test_rerouted_tokens_ignores_order_within_k_and_checks_shapes() -> None:

@@ -1,7 +1,9 @@
 """Lesson 03: router replay made model-scoped and opt-in (verl #7805, #7106, #7786).
 
-Modules: `moe` (one router's replay state, the toy MoE), `routes` (collected from the forwarded model,
-stacked by layer number), `controller` (the opt-in lifecycle and the reverted one), `pipeline`
-(`pp_gather` and its uint8 wire format), `text_config` (the text-branch config walk), `upstream`
-(the comparison with verl); `checks` holds the exercise checkers.
+Modules: `moe` (one router's replay state, the toy MoE), `routes` (collected from the forwarded model's
+decoder, stacked by layer number, replayed by absolute layer), `controller` (the opt-in lifecycle and
+the course's reconstruction of #7106's), `pipeline` (`pp_gather` and its uint8 wire format),
+`text_config` (the text-branch config walk), `guards` (the guard tests as predicates, run on the bug
+and on the fix), `upstream` (verl's own functions on the toy model, and the comparisons); `checks`
+holds the exercise checkers.
 """

@@ -8,6 +8,7 @@ A notebook reaches them only as check_exercise("N.M", answer); the mechanism's o
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -16,7 +17,12 @@ from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.lessons.l03_router_replay.moe import ROUTE_DTYPE
 from verlstudy.lessons.l03_router_replay.pipeline import from_wire, to_wire
 from verlstudy.lessons.l03_router_replay.routes import stack_routes
-from verlstudy.lessons.l03_router_replay.text_config import ToyConfig, bfs_config_attr, get_text_config_attr
+from verlstudy.lessons.l03_router_replay.text_config import (
+    ComposedConfig,
+    ToyConfig,
+    bfs_config_attr,
+    get_text_config_attr,
+)
 
 
 def _call(fn: Callable[..., Any], *args: Any) -> Any:
@@ -72,10 +78,12 @@ def check_wire_roundtrip(
 ) -> str:
     """Exercise 3.2: int16 routes -> uint8 payload zero-padded on the layer dim -> the same int16 routes."""
     gen = torch.Generator().manual_seed(32)
-    routes = torch.randint(0, 384, (2, 3, 2, 4), generator=gen).to(ROUTE_DTYPE)
+    routes = torch.randint(0, 384, (2, 3, 3, 4), generator=gen).to(ROUTE_DTYPE)
     routes[0, 0, 0, 0] = 300  # an expert id above 255: a value cast to uint8 would turn it into 44
-    for max_layers in (2, 5):
-        payload = _call(to_wire_fn, routes.clone(), max_layers)
+    routes[:, :, 2] = 0  # every token on expert 0 in layer 3: a real layer whose bytes are all zero
+    for layer_count, max_layers in ((3, 3), (3, 5), (1, 4)):
+        local = routes[:, :, :layer_count].clone()
+        payload = _call(to_wire_fn, local.clone(), max_layers)
         if not isinstance(payload, torch.Tensor) or payload.dtype != torch.uint8:
             raise ExerciseFailure("to_wire must return a torch.uint8 tensor (the bytes gloo/NCCL can send)")
         if payload.shape != (2, 3, max_layers, 8):
@@ -83,37 +91,48 @@ def check_wire_roundtrip(
                 f"to_wire(routes, {max_layers}) has shape {tuple(payload.shape)}, expected (2, 3, {max_layers}, 8): "
                 "view the int16 bytes as uint8 (last dim doubles), then zero-pad only the layer dim (dim 2)"
             )
-        if int(payload[:, :, 2:].count_nonzero()):
+        if int(payload[:, :, layer_count:].count_nonzero()):
             raise ExerciseFailure(
                 f"to_wire(routes, {max_layers}): the padding layers hold nonzero bytes; pad with zeros "
                 "(e.g. new_zeros), so the padding carries no routes and the payload is the same every run"
             )
-        back = _call(from_wire_fn, payload, 2)
+        back = _call(from_wire_fn, payload, layer_count)
         if not isinstance(back, torch.Tensor) or back.dtype != ROUTE_DTYPE:
             raise ExerciseFailure("from_wire must return torch.int16 routes")
-        if back.shape[2:3] != routes.shape[2:3]:
+        if back.dim() != 4 or back.shape[2] != layer_count:
+            got = back.shape[2] if back.dim() == 4 else "?"
             raise ExerciseFailure(
-                f"from_wire(payload, 2) has {back.shape[2] if back.dim() > 2 else '?'} layers, expected 2: "
-                "strip the layer padding (keep the first layer_count layers of dim 2)"
+                f"from_wire(payload, {layer_count}) has {got} layers, expected {layer_count}: strip the layer padding "
+                "by keeping exactly the first layer_count layers of dim 2, the count it is given (a layer whose "
+                "bytes are all zero, every token on expert 0, is a real layer)"
             )
-        if back.shape != routes.shape:
+        if back.shape != local.shape:
             raise ExerciseFailure(
-                f"from_wire(payload, 2) has shape {tuple(back.shape)}, expected {tuple(routes.shape)}: view the "
-                "bytes as int16 (two bytes per route, the last dim halves), not .to(torch.int16), a value cast"
+                f"from_wire(payload, {layer_count}) has shape {tuple(back.shape)}, expected {tuple(local.shape)}: view "
+                "the bytes as int16 (two bytes per route, the last dim halves), not .to(torch.int16), a value cast"
             )
-        if not torch.equal(back, routes):
-            bad = int((back != routes).sum())
+        if not torch.equal(back, local):
+            bad = int((back != local).sum())
             raise ExerciseFailure(
                 f"{bad} routes changed on the round trip (e.g. expert 300 came back as {int(back[0, 0, 0, 0])}): "
                 "use .view(torch.uint8), a bit reinterpretation, not .to(torch.uint8), a value cast"
             )
-    return "bit-exact for 2 paddings, expert ids above 255 included"
+    return "bit-exact for 3 layer counts and paddings, expert ids above 255 and an all-zero layer included"
 
 
 def _text_attr_cases() -> list[tuple[str, object, str, Any, str]]:
-    """(label, config, name, expected, the hint when it goes wrong) for exercise 3.3."""
+    """(label, config, name, expected, the hint when it goes wrong) for exercise 3.3; upstream agrees on each."""
     text = ToyConfig("Text", hidden_size=4096, tie_word_embeddings=False, num_experts=0)
     root = ToyConfig("Omni", hidden_size=1024, text_config=text, audio_config=ToyConfig("Audio", vocab_size=7))
+    thinker = SimpleNamespace(
+        hidden_size=1024, thinker_config=SimpleNamespace(text_config=SimpleNamespace(hidden_size=3584))
+    )
+    composed = ComposedConfig(
+        "Composite",
+        ToyConfig("Decoder", hidden_size=8192),
+        hidden_size=1024,
+        decoder_config=ToyConfig("Dec", hidden_size=2048),
+    )
     return [
         ("root 1024 beside text_config 4096", root, "hidden_size", 4096, "read the text config before the root"),
         ("False is a value, not a miss", root, "tie_word_embeddings", False, "test `is not None`, not truthiness"),
@@ -124,6 +143,27 @@ def _text_attr_cases() -> list[tuple[str, object, str, Any, str]]:
             "rope_theta",
             1e6,
             "walk language_config, thinker_config and model_config too, not only text_config",
+        ),
+        (
+            "thinker_config -> text_config",
+            thinker,
+            "hidden_size",
+            3584,
+            "descend thinker_config, then its text_config, before reading the root",
+        ),
+        (
+            "the root when its branch lacks it",
+            ToyConfig("VL", vocab_size=151936, text_config=ToyConfig("Text", hidden_size=8)),
+            "vocab_size",
+            151936,
+            "after the text branch, fall back to the config itself",
+        ),
+        (
+            "get_text_config() 8192 beside root 1024 and decoder_config 2048",
+            composed,
+            "hidden_size",
+            8192,
+            "ask get_text_config() first when the config has it; never read other sub-configs",
         ),
     ]
 

@@ -6,7 +6,8 @@ with `bypass_mode=True`), verl 0.9.1:
 
 - `check_mode`: the three modes `"disabled" | "R2" | "R3"`;
 - `ReplayController`: the lifecycle gated by the mode and scoped to the forwarded model;
-  `RevertedReplayController`: #7106's shape, kept to show how it failed;
+  `RevertedReplayController` with `ToyTransformerConfig`, `positional_router_list`, `positional_action_is`:
+  #7106's lifecycle, the course's reconstruction along its call chain, kept to show how it failed;
 - `record_routes`, `replay_off_record`, `recompute_off_record`: one forward (or a 1F1B recompute)
   under a controller, each a few calls of the notebook's experiments.
 """
@@ -14,6 +15,7 @@ with `bypass_mode=True`), verl 0.9.1:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -34,10 +36,15 @@ __all__ = [
     "MODES",
     "ReplayController",
     "RevertedReplayController",
+    "ToyTransformerConfig",
     "check_mode",
+    "layer_is_moe",
+    "positional_action_is",
+    "positional_router_list",
     "recompute_off_record",
     "record_routes",
     "replay_off_record",
+    "stage_layer_range",
 ]
 
 MODES: tuple[str, ...] = ("disabled", "R2", "R3")
@@ -132,23 +139,82 @@ class ReplayController:
         return None
 
 
-class RevertedReplayController(ReplayController):
-    """#7106's shape, reconstructed for the lesson (reverted by #7786; not upstream code).
+@dataclass(frozen=True)
+class ToyTransformerConfig:
+    """The Megatron TransformerConfig fields the positional layer-info code reads (the course's stand-in).
 
-    Before looking at the mode, every hook asks the process-global registry for "the local routers"
-    by position (the first `num_layers` entries) and reads the first one's action unguarded. An
-    ordinary job (replay disabled, so no router ever registered) fails with IndexError; a registry
-    holding a stale model's routers hands those back instead of this model's. (verl 0.9.1's
-    positional helper now guards emptiness with `bool(router_instances_list) and ...`.)
+    `moe_layer_freq`: 1 (every layer MoE), k (every k-th), a per-layer 0/1 list, or None, which the
+    course's reconstruction uses for an ordinary dense job and which the layer-info code rejects.
     """
 
-    def __init__(self, mode: str = "disabled", *, num_layers: int, registry: list[RouterReplay] | None = None):
+    num_layers: int
+    moe_layer_freq: int | tuple[int, ...] | None = 1
+    pipeline_model_parallel_size: int = 1
+    pipeline_rank: int = 0
+
+
+def layer_is_moe(config: ToyTransformerConfig, layer_idx: int) -> bool:
+    """Whether 0-based decoder layer `layer_idx` is an MoE layer (the shape of verl's `is_moe_layer`)."""
+    freq = config.moe_layer_freq
+    if isinstance(freq, int) and not isinstance(freq, bool):
+        return layer_idx % freq == 0
+    if isinstance(freq, tuple | list):
+        return freq[layer_idx] == 1
+    raise ValueError(f"unsupported moe_layer_freq {type(freq).__name__}: the layer-info code needs an int or a list")
+
+
+def stage_layer_range(config: ToyTransformerConfig) -> tuple[int, int]:
+    """[start, end) of the decoder layers this pipeline rank builds (even split; `get_current_rank_layer_info`)."""
+    per_stage, left = divmod(config.num_layers, positive_int("pipeline size", config.pipeline_model_parallel_size))
+    if left:
+        raise ValueError(
+            f"num_layers={config.num_layers} must divide into {config.pipeline_model_parallel_size} stages"
+        )
+    return config.pipeline_rank * per_stage, (config.pipeline_rank + 1) * per_stage
+
+
+def positional_router_list(config: ToyTransformerConfig, registry: list[RouterReplay]) -> list[RouterReplay]:
+    """#7106's `get_micro_batch_router_list`, reconstructed: the layer-info code first, then a registry slice.
+
+    The rank's layer range and `layer_is_moe` of every layer before and inside it are computed on
+    every call, before anything looks at the registry (which may be empty).
+    """
+    start, end = stage_layer_range(config)
+    offset = sum(layer_is_moe(config, i) for i in range(start))
+    count = sum(layer_is_moe(config, i) for i in range(start, end))
+    if len(registry) == count:  # a registry holding only this rank's routers
+        offset = 0
+    return registry[offset : offset + count]
+
+
+def positional_action_is(config: ToyTransformerConfig, registry: list[RouterReplay], action: ReplayAction) -> bool:
+    """#7106's `is_r2_record_action` & co.: `routers and routers[0].action is ...`, the guard after the list."""
+    routers = positional_router_list(config, registry)
+    return bool(routers) and routers[0].action is action
+
+
+class RevertedReplayController(ReplayController):
+    """#7106's lifecycle, the course's reconstruction along the PR branch's call chain (reverted by #7786).
+
+    On the PR branch, `forward_backward_batch` and `forward_step` ask `RouterReplayHelper.is_*_action`
+    on every forward whatever the mode; each asks `get_micro_batch_router_list`, which runs the
+    layer-info code before its `router_instances_list and ...` guard sees the (empty) list. Here every
+    hook calls `positional_action_is` first, then looks at the mode, and takes routers by position
+    from the registry: a config the layer-info code rejects fails an ordinary job, and a registry
+    holding a stale model's routers hands those back instead of this model's.
+    """
+
+    def __init__(
+        self, mode: str = "disabled", *, tf_config: ToyTransformerConfig, registry: list[RouterReplay] | None = None
+    ) -> None:
         super().__init__(mode)
-        self.num_layers = positive_int("num_layers", num_layers)
+        if not isinstance(tf_config, ToyTransformerConfig):
+            raise TypeError(f"tf_config must be a ToyTransformerConfig, got {type(tf_config).__name__}")
+        self.tf_config = tf_config
         self.registry = ROUTER_REGISTRY if registry is None else registry
 
     def _routers(self, model: nn.Module) -> list[RouterReplay]:
-        return self.registry[: self.num_layers]  # positional: whichever routers registered first
+        return positional_router_list(self.tf_config, self.registry)  # positional: whichever registered first
 
     def begin(
         self,
@@ -158,10 +224,11 @@ class RevertedReplayController(ReplayController):
         routes: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
     ) -> str:
-        routers = self._routers(model)
-        _ = routers[0].action is ReplayAction.RECORD  # the unguarded registry query, before the mode check
+        for action in (ReplayAction.REPLAY_BACKWARD, ReplayAction.REPLAY_FORWARD):  # forward_step's queries
+            positional_action_is(self.tf_config, self.registry, action)
         if not self.enabled:
             return "none"
+        routers = self._routers(model)
         if self.mode == "R2" and forward_only and routes is None:
             for router in routers:
                 router.clear()
@@ -177,9 +244,10 @@ class RevertedReplayController(ReplayController):
         return "replay"
 
     def end(self, model: nn.Module) -> torch.Tensor | None:
-        routers = self._routers(model)
+        positional_action_is(self.tf_config, self.registry, ReplayAction.RECORD)  # forward_backward_batch's query
         if not self.enabled:
             return None
+        routers = self._routers(model)
         if self._recording:
             self._recording = False
             missing = tuple(r.layer_number for r in routers if r.recorded is None)

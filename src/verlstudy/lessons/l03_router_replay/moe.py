@@ -10,8 +10,13 @@ this course:
   REPLAY_BACKWARD (a FIFO, so activation-recompute re-forwards pop their own micro-batch's routes),
   with an optional replay mask (replayed where set, native elsewhere), registered in the
   process-global `ROUTER_REGISTRY` as upstream's `RouterReplay.router_instances`;
-- `TopKRouter`, `MoELayer`, `TinyMoE`: linear -> softmax -> top-k, experts, a stack of layers;
+- `TopKRouter`, `MoELayer`, `DenseLayer`, `TinyMoE`: linear -> softmax -> top-k, experts, a decoder of
+  layers (optionally dense ones between MoE layers, and an MTP sibling beside the decoder);
 - `sgd_step`: the one policy update of the lesson's experiments.
+
+`RouterReplay` and `TopKRouter` also answer to upstream's attribute names (`router_replay`,
+`recorded_topk_idx`, `router_replay_action`, `set_target_indices`, `set_router_replay_action`), so the
+lesson can run verl's own `merge_router_topk_indices` and `set_router_replay_data` on the toy model.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from verlstudy.kit.params import positive_int
 __all__ = [
     "ROUTER_REGISTRY",
     "ROUTE_DTYPE",
+    "DenseLayer",
     "MoELayer",
     "ReplayAction",
     "RouterReplay",
@@ -101,6 +107,21 @@ class RouterReplay:
         self.target_mask = mask
         self.backward_queue.append((self.target, mask))
 
+    # upstream's names (verl/utils/megatron/router_replay_patch.py::RouterReplay), read by verl's own functions
+    @property
+    def recorded_topk_idx(self) -> torch.Tensor | None:
+        return self.recorded
+
+    @property
+    def router_replay_action(self) -> ReplayAction | None:
+        return self.action
+
+    def set_router_replay_action(self, action: ReplayAction | None) -> None:
+        self.set_action(action)
+
+    def set_target_indices(self, topk_indices: torch.Tensor, replay_mask: torch.Tensor | None = None) -> None:
+        self.set_target(topk_indices, replay_mask)
+
     def clear(self) -> None:
         """Forget recorded and target routes and the action (verl calls this after each step)."""
         self.action = None
@@ -159,6 +180,11 @@ class TopKRouter(nn.Module):
         self.replay = replay
         self.last_indices: torch.Tensor | None = None  # what the latest forward used, for inspection
 
+    @property
+    def router_replay(self) -> RouterReplay | None:
+        """upstream's name for the patched router's replay state (verl's iter_model_routers reads it)."""
+        return self.replay
+
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         scores = torch.softmax(self.linear(x), dim=-1)
         if self.replay is None:
@@ -190,14 +216,30 @@ class MoELayer(nn.Module):
         return x + (gates.unsqueeze(-1) * chosen).sum(dim=1)
 
 
-class TinyMoE(nn.Module):
-    """Embedding -> MoE layers in layer-number order -> vocabulary head, small enough for a CPU.
+class DenseLayer(nn.Module):
+    """x + x @ W: a decoder layer without a router (DeepSeek-style dense layers between MoE layers)."""
 
-    `layer_numbers` is the order the layers are *registered* (built) in, which is the order a module
-    walk meets their routers; forward always runs them by layer number. The default is 1..num_layers;
-    a shuffled order reproduces routers met out of order. `enable_replay=False` is an ordinary job
-    (no RouterReplay anywhere, as verl without the replay patch); `registry` defaults to the
-    process-global ROUTER_REGISTRY. `checkpoint_layers` recomputes each layer in backward.
+    def __init__(self, hidden: int, layer_number: int) -> None:
+        super().__init__()
+        self.layer_number = positive_int("layer_number", layer_number)
+        self.weight = nn.Parameter(torch.randn(hidden, hidden) / hidden**0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + x @ self.weight
+
+
+class TinyMoE(nn.Module):
+    """Embedding -> decoder layers in layer-number order -> vocabulary head, small enough for a CPU.
+
+    `layer_numbers` is the order the decoder's layers are *registered* (built) in, which is the order a
+    module walk meets their routers; forward always runs them by layer number. The default is
+    1..num_layers; a shuffled order reproduces routers met out of order. `dense_layers` names layers
+    that have no router (a dense MLP), as `moe_layer_freq` makes them in Megatron. `mtp_layers` adds
+    an MTP sibling beside `decoder` (as Megatron's GPTModel has `mtp` beside `decoder`) whose MoE
+    layers restart their numbering at 1; it runs after the decoder and its output is not used.
+    `enable_replay=False` is an ordinary job (no RouterReplay anywhere, as verl without the replay
+    patch); `registry` defaults to the process-global ROUTER_REGISTRY. `checkpoint_layers` recomputes
+    each decoder layer in backward.
     """
 
     def __init__(
@@ -208,6 +250,8 @@ class TinyMoE(nn.Module):
         num_experts: int = 4,
         topk: int = 2,
         layer_numbers: Sequence[int] = (1, 2, 3),
+        dense_layers: Sequence[int] = (),
+        mtp_layers: int = 0,
         enable_replay: bool = True,
         registry: list[RouterReplay] | None = None,
         checkpoint_layers: bool = False,
@@ -216,20 +260,36 @@ class TinyMoE(nn.Module):
         numbers_ = list(layer_numbers)
         if not numbers_ or len(set(numbers_)) != len(numbers_):
             raise ValueError(f"layer_numbers must be distinct and non-empty, got {list(layer_numbers)}")
+        dense = set(dense_layers)
+        if not dense <= set(numbers_) or dense == set(numbers_):
+            raise ValueError(f"dense_layers {sorted(dense)} must be some, not all, of layer_numbers {numbers_}")
+        if isinstance(mtp_layers, bool) or not isinstance(mtp_layers, int) or mtp_layers < 0:
+            raise ValueError(f"mtp_layers must be an int >= 0, got {mtp_layers!r}")
+
+        def moe(n: int) -> MoELayer:
+            return MoELayer(hidden, num_experts, topk, n, RouterReplay(n, registry) if enable_replay else None)
+
         self.embed = nn.Embedding(positive_int("vocab", vocab), hidden)
-        self.layers = nn.ModuleList(
-            MoELayer(hidden, num_experts, topk, n, RouterReplay(n, registry) if enable_replay else None)
-            for n in numbers_
-        )
+        self.decoder = nn.ModuleList(DenseLayer(hidden, n) if n in dense else moe(n) for n in numbers_)
         self.head = nn.Linear(hidden, vocab)
+        self.mtp = nn.ModuleList(moe(n) for n in range(1, mtp_layers + 1))  # numbering restarts at 1
+        self.num_layers = len(numbers_)  # decoder layers, dense ones included (Megatron's num_layers)
         self.checkpoint_layers = bool(checkpoint_layers)
+
+    @property
+    def layers(self) -> nn.ModuleList:
+        """The decoder's layers in registration order."""
+        return self.decoder
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         if not isinstance(tokens, torch.Tensor) or tokens.dim() != 1 or tokens.is_floating_point():
             raise TypeError("tokens must be a 1-D integer tensor of token ids")
         x = self.embed(tokens)
-        for layer in sorted(self.layers, key=lambda m: m.layer_number):
+        for layer in sorted(self.decoder, key=lambda m: m.layer_number):
             x = checkpoint(layer, x, use_reentrant=False) if self.checkpoint_layers else layer(x)
+        mtp = x
+        for layer in self.mtp:  # routes natively unless something arms its routers
+            mtp = layer(mtp)
         return self.head(x)
 
 

@@ -1,8 +1,10 @@
 """Routes collected from the forwarded model and stacked by layer number (lesson 03, verl PR #7805).
 
 As upstream's `verl/utils/megatron/router_replay_utils.py` (verl 0.9.1): `iter_model_routers` walks
-the forwarded model, `merge_router_topk_indices` sorts routers by `layer_number`, rejects duplicates
-and stores int16 routes, and `set_router_replay_data` indexes by `layer_number - 1`. Here:
+the forwarded model's decoder only (`getattr(chunk, "decoder", chunk)`: MTP layers restart their
+numbering at 1), `merge_router_topk_indices` sorts routers by `layer_number`, rejects duplicates and
+stores int16 routes, and `set_router_replay_data` indexes by absolute layer (`layer_number - 1`) when
+the routes cover every decoder layer (`tf_config.num_layers`), else by MoE-layer ordinal. Here:
 `model_routers` / `routers_by_layer`, `stack_routes` / `recorded_routes` / `set_replay_targets`,
 `local_stage_routes` (what a pipeline stage hands to `pp_gather`, `MissingRoutes` when it captured
 nothing), and the counts the lesson's claims use (`routes_used`, `rerouted_tokens`).
@@ -25,6 +27,7 @@ __all__ = [
     "local_stage_routes",
     "model_routers",
     "recorded_routes",
+    "replay_columns",
     "rerouted_per_layer",
     "rerouted_tokens",
     "routers_by_layer",
@@ -39,11 +42,26 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 
 
-def model_routers(model: nn.Module) -> list[tuple[int, RouterReplay]]:
-    """(layer_number, RouterReplay) for every replay-enabled router *of this model*, in walk order."""
+SCOPES = ("decoder", "model")
+
+
+def _walked(model: nn.Module, scope: str) -> nn.Module:
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    return [(m.layer_number, m.replay) for m in model.modules() if isinstance(m, TopKRouter) and m.replay is not None]
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
+    return getattr(model, "decoder", model) if scope == "decoder" else model
+
+
+def model_routers(model: nn.Module, *, scope: str = "decoder") -> list[tuple[int, RouterReplay]]:
+    """(layer_number, RouterReplay) for every replay-enabled router *of this model*, in walk order.
+
+    scope="decoder" walks `model.decoder` when there is one (upstream's scope: an MTP sibling's
+    layers restart at 1 and would alias decoder layers); scope="model" walks every module, the
+    walk that meets each MTP router as a second layer 1.
+    """
+    root = _walked(model, scope)
+    return [(m.layer_number, m.replay) for m in root.modules() if isinstance(m, TopKRouter) and m.replay is not None]
 
 
 def _sorted_by_layer(pairs: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
@@ -53,9 +71,9 @@ def _sorted_by_layer(pairs: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
     return sorted(pairs, key=lambda pair: pair[0])
 
 
-def routers_by_layer(model: nn.Module) -> list[tuple[int, RouterReplay]]:
-    """`model_routers(model)` sorted by layer number; ValueError when two routers claim one layer."""
-    return _sorted_by_layer(model_routers(model))
+def routers_by_layer(model: nn.Module, *, scope: str = "decoder") -> list[tuple[int, RouterReplay]]:
+    """`model_routers(model, scope=scope)` sorted by layer number; ValueError when two routers claim one layer."""
+    return _sorted_by_layer(model_routers(model, scope=scope))
 
 
 def stack_routes(pairs: Sequence[tuple[int, torch.Tensor]], *, order: str = "layer") -> torch.Tensor:
@@ -124,26 +142,65 @@ def local_stage_routes(model: nn.Module, batch: int, seq: int, topk: int) -> tor
 
 
 def routes_used(model: nn.Module) -> torch.Tensor:
-    """The routes the model's latest forward actually used, (tokens, layers, topk) by layer number."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    pairs = [(m.layer_number, m.last_indices) for m in model.modules() if isinstance(m, TopKRouter)]
+    """The routes the decoder's routers used in the latest forward, (tokens, MoE layers, topk) by layer number."""
+    pairs = [(m.layer_number, m.last_indices) for m in _walked(model, "decoder").modules() if isinstance(m, TopKRouter)]
     if not pairs or any(indices is None for _, indices in pairs):
         raise RuntimeError("run a forward first: some routers have not routed anything yet")
     return stack_routes(pairs)  # type: ignore[arg-type]
 
 
-def set_replay_targets(model: nn.Module, routes: torch.Tensor, mask: torch.Tensor | None = None) -> None:
-    """Give each of the model's routers its column of `routes` (tokens, layers, topk), by layer number."""
+INDEXING = ("auto", "position")
+
+
+def replay_columns(
+    model: nn.Module, n_columns: int, *, num_layers: int | None = None, index: str = "auto"
+) -> list[int]:
+    """Which column of a (tokens, n_columns, topk) route map each decoder router (in layer order) replays.
+
+    index="auto" is upstream's rule (`set_router_replay_data`): routes covering every decoder layer
+    (`num_layers`, default `model.num_layers`, dense layers included, as R3's rollout reports them)
+    are read by absolute layer, column `layer_number - 1`; otherwise they hold MoE layers only and
+    router i reads column i (this toy replays a whole decoder, so the MoE ordinal is the position).
+    RuntimeError when a router's column is not in the map, or (the course's stricter check) when an
+    MoE-only map has more columns than routers. index="position" is the bug #5037 fixed for R3:
+    column i to the i-th router whatever the map covers, which silently shifts every MoE layer after
+    a dense one.
+    """
+    if index not in INDEXING:
+        raise ValueError(f"index must be one of {INDEXING}, got {index!r}")
+    routers = routers_by_layer(model)
+    total = getattr(model, "num_layers", None) if num_layers is None else positive_int("num_layers", num_layers)
+    if index == "position":
+        columns = list(range(len(routers)))
+    elif total is not None and n_columns == total:
+        columns = [n - 1 for n, _ in routers]
+    elif n_columns == len(routers):
+        columns = list(range(len(routers)))
+    else:
+        raise RuntimeError(
+            f"replay routes cover {n_columns} layers but the model has {len(routers)} replay-enabled routers "
+            f"(layers {[n for n, _ in routers]}) in {total} decoder layers: give one column per MoE layer "
+            "or one per decoder layer"
+        )
+    missing = [n for (n, _), c in zip(routers, columns, strict=True) if not 0 <= c < n_columns]
+    if missing:
+        raise RuntimeError(f"replay routes do not cover every forwarded MoE layer: missing layers {missing}")
+    return columns
+
+
+def set_replay_targets(
+    model: nn.Module,
+    routes: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    num_layers: int | None = None,
+    index: str = "auto",
+) -> None:
+    """Give each of the model's decoder routers its column of `routes` (tokens, layers, topk), see `replay_columns`."""
     if not isinstance(routes, torch.Tensor) or routes.dim() != 3 or routes.is_floating_point():
         raise TypeError("routes must be an integer tensor (tokens, layers, topk)")
-    routers = routers_by_layer(model)
-    if routes.shape[1] != len(routers):
-        raise RuntimeError(
-            f"replay routes cover {routes.shape[1]} layers but the model has {len(routers)} replay-enabled "
-            f"routers (layers {[n for n, _ in routers]})"
-        )
-    for column, (_, router) in enumerate(routers):
+    columns = replay_columns(model, routes.shape[1], num_layers=num_layers, index=index)
+    for column, (_, router) in zip(columns, routers_by_layer(model), strict=True):
         router.set_target(routes[:, column], mask)
 
 

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["TEXT_BRANCHES", "ToyConfig", "bfs_config_attr", "get_text_config_attr"]
+__all__ = ["TEXT_BRANCHES", "ComposedConfig", "ToyConfig", "bfs_config_attr", "get_text_config_attr"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -42,6 +42,21 @@ class ToyConfig:
     def get_text_config(self) -> object:
         text = getattr(self, "text_config", None)
         return self if text is None else text
+
+
+class ComposedConfig(ToyConfig):
+    """A composite config whose `get_text_config()` returns a text config it does not store as `text_config`.
+
+    (transformers' composite configs resolve their text config this way; a walk over named attributes
+    alone never finds it.)
+    """
+
+    def __init__(self, kind: str, text: object, **attributes: object) -> None:
+        super().__init__(kind, **attributes)
+        self._text = text
+
+    def get_text_config(self) -> object:
+        return self._text
 
 
 def _config_name(config: object) -> str:

@@ -1,16 +1,216 @@
-"""Lesson 03's comparison with upstream verl's own function, on generated cases (`verlstudy verify-upstream`)."""
+"""Lesson 03 runs upstream verl's own router-replay and config-walk functions beside the course's versions.
+
+`verl/utils/megatron/router_replay_utils.py` and `verl/models/mcore/util.py` import Megatron at the
+top, so their functions are loaded from source (`verlstudy.kit.upstream.load_upstream`) into a
+namespace where this module's stand-ins answer for Megatron: `FakeParallelState` for `mpu` (one
+process: TP = CP = 1, a chosen PP rank), `FakePackedSeqParams`, identity sequence-parallel
+gather/scatter (TP = 1), an even-split `get_transformer_layer_offset`, the toy `TopKRouter` and a
+`RouterReplay` stand-in holding a registry list. The sorting, packing, layer indexing and error
+checks are upstream's code as released. `megatron_config` builds the TransformerConfig fields they
+read. `compare_config_attr` and `compare_merge` are the generated-case comparisons of
+`verlstudy verify-upstream`.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
+import math
 import random
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import nn
 
 from verlstudy.kit import upstream
+from verlstudy.kit.params import positive_int
 from verlstudy.kit.upstream import Comparison, report_check
+from verlstudy.lessons.l03_router_replay.moe import ReplayAction, RouterReplay, TinyMoE, TopKRouter
+from verlstudy.lessons.l03_router_replay.routes import local_stage_routes, model_routers
 from verlstudy.lessons.l03_router_replay.text_config import get_text_config_attr
 
+ROUTER_UTILS = "utils/megatron/router_replay_utils.py"
+CONFIG_UTILS = "utils/megatron_utils.py"
+MERGE = f"verl/{ROUTER_UTILS}::merge_router_topk_indices"
+HF_ATTR = f"verl/{CONFIG_UTILS}::get_hf_config_attr"
+ITER = f"verl/{ROUTER_UTILS}::iter_model_routers"
+SET_DATA = f"verl/{ROUTER_UTILS}::set_router_replay_data"
+ROUTER_LIST = f"verl/{ROUTER_UTILS}::RouterReplayHelper.get_micro_batch_router_list"
 _CHILDREN = ("text_config", "language_config", "thinker_config", "model_config", "audio_config", "code2wav_config")
+
+
+# ---------------------------------------------------------------------------------------------
+# Stand-ins for Megatron, and the loaders
+# ---------------------------------------------------------------------------------------------
+
+
+class FakeParallelState:
+    """Stands in for `megatron.core.parallel_state` (`mpu`): TP = CP = 1, pipeline rank `pp_rank` of `pp`."""
+
+    def __init__(self, pp: int = 1, pp_rank: int = 0) -> None:
+        self.pp = positive_int("pp", pp)
+        if isinstance(pp_rank, bool) or not isinstance(pp_rank, int) or not 0 <= pp_rank < self.pp:
+            raise ValueError(f"pp_rank must be an int in [0, pp={self.pp}), got {pp_rank!r}")
+        self.pp_rank = pp_rank
+
+    def get_pipeline_model_parallel_rank(self) -> int:
+        return self.pp_rank
+
+    def get_pipeline_model_parallel_world_size(self) -> int:
+        return self.pp
+
+    def get_tensor_model_parallel_world_size(self) -> int:
+        return 1
+
+    def get_context_parallel_world_size(self) -> int:
+        return 1
+
+    def get_context_parallel_rank(self) -> int:
+        return 0
+
+
+class FakePackedSeqParams:
+    """Stands in for Megatron's `PackedSeqParams`: keeps the keyword fields upstream passes."""
+
+    def __init__(self, **fields: object) -> None:
+        self.__dict__.update(fields)
+
+
+def megatron_config(
+    num_layers: int, topk: int, moe_layer_freq: int | Sequence[int] | None = 1, pp: int = 1
+) -> types.SimpleNamespace:
+    """The TransformerConfig fields upstream's router-replay code reads, for an even pipeline split.
+
+    `moe_layer_freq=None` is the course's ordinary dense job (section 2), which `is_moe_layer` rejects.
+    """
+    freq = moe_layer_freq if moe_layer_freq is None or isinstance(moe_layer_freq, int) else list(moe_layer_freq)
+    return types.SimpleNamespace(
+        num_layers=positive_int("num_layers", num_layers),
+        moe_router_topk=positive_int("topk", topk),
+        moe_layer_freq=freq,
+        fp8=None,
+        pipeline_model_parallel_size=positive_int("pp", pp),
+        virtual_pipeline_model_parallel_size=None,
+        num_layers_in_first_pipeline_stage=None,
+        num_layers_in_last_pipeline_stage=None,
+        account_for_embedding_in_pipeline_split=False,
+        account_for_loss_in_pipeline_split=False,
+        pipeline_model_parallel_layout=None,
+    )
+
+
+def _layer_offset_for(mpu: FakeParallelState) -> Callable[..., int]:
+    def get_transformer_layer_offset(config: object, vp_stage: int | None = None, pp_rank: int | None = None) -> int:
+        rank = mpu.pp_rank if pp_rank is None else pp_rank  # Megatron's, for an even split without VPP
+        return rank * (config.num_layers // config.pipeline_model_parallel_size)  # type: ignore[attr-defined]
+
+    return get_transformer_layer_offset
+
+
+def _thd_not_used(*args: object, **kwargs: object) -> None:
+    raise NotImplementedError("the lesson feeds BSHD inputs with an attention mask; the THD path is not run")
+
+
+@functools.cache
+def _router_utils(pp: int, pp_rank: int) -> tuple[dict, types.SimpleNamespace]:
+    mpu = FakeParallelState(pp, pp_rank)
+    packing = upstream.load_upstream(
+        "models/mcore/util.py",
+        ["preprocess_packed_seqs", "postprocess_packed_seqs"],
+        {"torch": torch, "math": math, "mpu": mpu, "PackedSeqParams": FakePackedSeqParams},
+    )
+    replay_class = types.SimpleNamespace(router_instances=[])
+    provided = {
+        "torch": torch,
+        "inspect": inspect,
+        "mpu": mpu,
+        "TopKRouter": TopKRouter,
+        "RouterReplay": replay_class,
+        "RouterReplayAction": ReplayAction,
+        "get_transformer_layer_offset": _layer_offset_for(mpu),
+        "gather_from_sequence_parallel_region": lambda t, tensor_parallel_output_grad=True: t,  # TP = 1
+        "scatter_to_sequence_parallel_region": lambda t: t,
+        "device_name": "cpu",
+        "preprocess_thd_engine": _thd_not_used,
+        "postprocess_thd_engine": _thd_not_used,
+        "is_vp_first_stage": lambda vp_stage, vp_size: True,
+        "is_vp_last_stage": lambda vp_stage, vp_size: True,
+        **packing,
+    }
+    names = ["merge_router_topk_indices", "set_router_replay_data", "iter_model_routers", "is_moe_layer"]
+    return upstream.load_upstream(ROUTER_UTILS, [*names, "RouterReplayHelper"], provided), replay_class
+
+
+def load_router_utils(registry: list[RouterReplay] | None = None, pp: int = 1, pp_rank: int = 0) -> dict:
+    """verl's own router-replay functions, running on the toy model (`registry` is `RouterReplay.router_instances`).
+
+    Loaded once per (pp, pp_rank); each call points upstream's `RouterReplay.router_instances` at `registry`.
+    """
+    functions, replay_class = _router_utils(positive_int("pp", pp), pp_rank)
+    if registry is not None and not isinstance(registry, list):
+        raise TypeError(f"registry must be a list of RouterReplay, got {type(registry).__name__}")
+    replay_class.router_instances = [] if registry is None else registry
+    return functions
+
+
+def load_hf_config_attr() -> Callable[[object, str], object]:
+    """verl's own `get_hf_config_attr` (it reads plain attributes: no stand-ins needed)."""
+    return upstream.load_upstream(CONFIG_UTILS, ["get_hf_config_attr"])["get_hf_config_attr"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Upstream's functions on the toy model
+# ---------------------------------------------------------------------------------------------
+
+
+def upstream_record_map(
+    model: nn.Module, batch: int, seq: int, tf_config: types.SimpleNamespace, registry: list | None = None
+) -> torch.Tensor:
+    """verl's `merge_router_topk_indices(model=model)` on a model that recorded `batch * seq` tokens.
+
+    A full attention mask (every position valid) packs the tokens in row order, as the toy forwarded
+    them. Returns upstream's (batch, seq, layers, topk) int16 map; upstream's own errors propagate.
+    """
+    merge = load_router_utils(registry)["merge_router_topk_indices"]
+    input_ids = torch.zeros(positive_int("batch", batch), positive_int("seq", seq), dtype=torch.long)
+    collected: list[torch.Tensor] = []
+    merge(torch.ones_like(input_ids, dtype=torch.bool), input_ids, collected, tf_config, model=model)
+    return collected[0]
+
+
+def upstream_replay_targets(model: nn.Module, routes: torch.Tensor, tf_config: types.SimpleNamespace) -> None:
+    """verl's `set_router_replay_data(model=model)`: give the model's routers routes (tokens, layers, topk)."""
+    if not isinstance(routes, torch.Tensor) or routes.dim() != 3:
+        raise TypeError("routes must be a tensor (tokens, layers, topk)")
+    set_data = load_router_utils()["set_router_replay_data"]
+    bshd = routes.unsqueeze(0)  # one sequence holding every token
+    set_data(bshd, torch.ones(bshd.shape[:2], dtype=torch.bool), tf_config, model=model)
+
+
+def upstream_stage_outcome(model: nn.Module, batch: int, seq: int, topk: int) -> tuple[str, object]:
+    """What verl's RECORD merge does on one pipeline stage: ("map", routes) or ("raises", the message's head).
+
+    The stage's config says MoE layers exactly when the model has replay-enabled routers, as a real
+    stage's would; a stage whose routers captured nothing makes upstream raise here, per micro-batch,
+    before `pp_gather` is ever called.
+    """
+    n_layers = max(len(model_routers(model)), 1)
+    config = megatron_config(n_layers, topk, moe_layer_freq=1 if model_routers(model) else [0] * n_layers)
+    try:
+        return "map", upstream_record_map(model, batch, seq, config)
+    except RuntimeError as e:
+        return "raises", f"RuntimeError: {str(e).split(':')[0]}"
+
+
+def upstream_decoder_layers(model: nn.Module) -> list[int]:
+    """Layer numbers verl's `iter_model_routers` yields for `model`, in walk order."""
+    return [n for n, _ in load_router_utils()["iter_model_routers"](model)]
+
+
+# ---------------------------------------------------------------------------------------------
+# The generated-case comparisons (`verlstudy verify-upstream` and the lesson's last cell)
+# ---------------------------------------------------------------------------------------------
 
 
 class _Config(types.SimpleNamespace):
@@ -43,8 +243,7 @@ def _outcome(fn: Callable[[object, str], object], config: object) -> tuple[str, 
 
 def compare_config_attr(cases: int = 300, seed: int = 0, ours: Callable[[object, str], object] | None = None):
     ours = ours or get_text_config_attr
-    name = "verl/utils/megatron_utils.py::get_hf_config_attr"
-    theirs = upstream.load_upstream("utils/megatron_utils.py", ["get_hf_config_attr"])["get_hf_config_attr"]
+    theirs = load_hf_config_attr()
     rng = random.Random(seed)
     for i in range(cases):
         nodes: list = []
@@ -53,20 +252,33 @@ def compare_config_attr(cases: int = 300, seed: int = 0, ours: Callable[[object,
             rng.choice(nodes).model_config = config
         a, b = _outcome(ours, config), _outcome(theirs, config)
         if a != b or type(a[1]) is not type(b[1]):
-            return Comparison(
-                "03",
-                name,
-                upstream.verl_version(),
-                i + 1,
-                "differ",
-                f"case {i}: ours {a[0]} {a[1]!r}, upstream {b[0]} {b[1]!r}",
-            )
-    return Comparison("03", name, upstream.verl_version(), cases, "agree")
+            detail = f"case {i}: ours {a[0]} {a[1]!r}, upstream {b[0]} {b[1]!r}"
+            return Comparison("03", HF_ATTR, upstream.verl_version(), i + 1, "differ", detail)
+    return Comparison("03", HF_ATTR, upstream.verl_version(), cases, "agree")
 
 
-COMPARISONS = (compare_config_attr,)
+def compare_merge(cases: int = 20, seed: int = 0):
+    """Our `local_stage_routes` against verl's `merge_router_topk_indices` on shuffled toy decoders."""
+    rng = random.Random(seed)
+    for i in range(cases):
+        n_layers, topk, batch, seq = rng.randint(1, 4), rng.randint(1, 2), rng.randint(1, 2), rng.randint(1, 4)
+        torch.manual_seed(seed * 1000 + i)
+        model = TinyMoE(topk=topk, layer_numbers=rng.sample(range(1, n_layers + 1), n_layers), registry=[])
+        for _, router in model_routers(model):
+            router.set_action(ReplayAction.RECORD)
+        with torch.no_grad():
+            model(torch.randint(0, 16, (batch * seq,)))
+        ours = local_stage_routes(model, batch, seq, topk)
+        theirs = upstream_record_map(model, batch, seq, megatron_config(n_layers, topk))
+        if not (isinstance(ours, torch.Tensor) and ours.dtype == theirs.dtype and torch.equal(ours, theirs)):
+            detail = f"case {i}: layers {[n for n, _ in model_routers(model)]}, ours {ours!r:.60}"
+            return Comparison("03", MERGE, upstream.verl_version(), i + 1, "differ", detail)
+    return Comparison("03", MERGE, upstream.verl_version(), cases, "agree")
+
+
+COMPARISONS = (compare_config_attr, compare_merge)
 
 
 def upstream_check(cases: int = 50) -> None:
     """The lesson's upstream cell: one line per comparison, a skip line without verl; raises if upstream differs."""
-    report_check("03", [lambda: compare_config_attr(cases)])
+    report_check("03", [lambda: compare_config_attr(cases), lambda: compare_merge(max(cases // 5, 1))])

@@ -1,0 +1,170 @@
+"""Lesson 03 runs verl's own functions on the toy model: the loaders, the wrappers, and the guard predicates."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from verlstudy.common.dist import RankOutcome
+from verlstudy.kit import upstream
+from verlstudy.lessons.l03_router_replay import guards
+from verlstudy.lessons.l03_router_replay import upstream as verl_fns
+from verlstudy.lessons.l03_router_replay.controller import (
+    ReplayController,
+    RevertedReplayController,
+    ToyTransformerConfig,
+    record_routes,
+)
+from verlstudy.lessons.l03_router_replay.moe import ReplayAction, TinyMoE
+from verlstudy.lessons.l03_router_replay.routes import (
+    local_stage_routes,
+    model_routers,
+    rerouted_tokens,
+    routes_used,
+    set_replay_targets,
+    stack_routes,
+)
+from verlstudy.lessons.l03_router_replay.text_config import ComposedConfig, ToyConfig
+
+needs_verl = pytest.mark.skipif(not upstream.verl_available(), reason="verl is not installed (make setup)")
+SIZES = {"hidden": 8, "num_experts": 4, "topk": 2}
+
+
+def _tokens(n: int = 12) -> torch.Tensor:
+    return torch.randint(0, 16, (n,), generator=torch.Generator().manual_seed(3))
+
+
+def _recorded(model: TinyMoE, tokens: torch.Tensor) -> torch.Tensor:
+    return record_routes(ReplayController("R2"), model, tokens)
+
+
+# --- stand-ins ------------------------------------------------------------------------------------------
+
+
+def test_fake_parallel_state_and_config() -> None:
+    mpu = verl_fns.FakeParallelState(pp=2, pp_rank=1)
+    assert (mpu.get_pipeline_model_parallel_rank(), mpu.get_pipeline_model_parallel_world_size()) == (1, 2)
+    assert mpu.get_tensor_model_parallel_world_size() == mpu.get_context_parallel_world_size() == 1
+    with pytest.raises(ValueError, match="pp_rank must be an int in"):
+        verl_fns.FakeParallelState(pp=2, pp_rank=2)
+    config = verl_fns.megatron_config(3, 2, moe_layer_freq=(1, 0, 1))
+    assert config.moe_layer_freq == [1, 0, 1] and config.fp8 is None and config.moe_router_topk == 2
+    assert verl_fns.megatron_config(3, 2, moe_layer_freq=None).moe_layer_freq is None
+    assert verl_fns.FakePackedSeqParams(cu_seqlens_q=1).cu_seqlens_q == 1
+
+
+def test_load_router_utils_rejects_a_registry_that_is_not_a_list() -> None:
+    if not upstream.verl_available():
+        pytest.skip("verl is not installed (make setup)")
+    with pytest.raises(TypeError, match="registry must be a list"):
+        verl_fns.load_router_utils(registry=(1, 2))  # type: ignore[arg-type]
+
+
+# --- verl's own functions on the toy model --------------------------------------------------------------
+
+
+@needs_verl
+def test_upstream_merge_matches_ours_and_sorts_a_shuffled_decoder() -> None:
+    model = TinyMoE(**SIZES, layer_numbers=(2, 3, 1), registry=[])
+    tokens = _tokens()
+    ours = _recorded(model, tokens)
+    theirs = verl_fns.upstream_record_map(model, 2, 6, verl_fns.megatron_config(3, 2))
+    assert theirs.dtype == torch.int16 and torch.equal(theirs, ours.reshape(2, 6, 3, 2))
+    assert verl_fns.compare_merge(cases=5).status == "agree"
+
+
+@needs_verl
+def test_upstream_stage_outcomes_are_the_three_stage_kinds() -> None:
+    kinds = {
+        "none": TinyMoE(**SIZES, enable_replay=False, registry=[]),
+        "missing": TinyMoE(**SIZES, registry=[]),
+    }
+    outcome, value = verl_fns.upstream_stage_outcome(kinds["none"], 1, 4, 2)
+    assert outcome == "map" and torch.equal(value, local_stage_routes(kinds["none"], 1, 4, 2))
+    assert verl_fns.upstream_stage_outcome(kinds["missing"], 1, 4, 2) == (
+        "raises",
+        "RuntimeError: router replay RECORD did not capture all local routers",
+    )
+
+
+@needs_verl
+def test_upstream_walks_the_decoder_only_and_replays_a_mixed_decoder_by_absolute_layer() -> None:
+    assert verl_fns.upstream_decoder_layers(TinyMoE(**SIZES, mtp_layers=2, registry=[])) == [1, 2, 3]
+    mixed = TinyMoE(**SIZES, dense_layers=(2,), registry=[])
+    tokens = _tokens()
+    recorded = _recorded(mixed, tokens)
+    every_layer = torch.zeros(tokens.numel(), 3, 2, dtype=torch.int16)
+    every_layer[:, [0, 2]] = recorded
+    verl_fns.upstream_replay_targets(mixed, every_layer, verl_fns.megatron_config(3, 2, moe_layer_freq=[1, 0, 1]))
+    for _, router in model_routers(mixed):
+        router.set_action(ReplayAction.REPLAY_FORWARD)
+    with torch.no_grad():
+        mixed(tokens)
+    assert rerouted_tokens(recorded, routes_used(mixed)) == 0
+    with pytest.raises(TypeError, match="tokens, layers, topk"):
+        verl_fns.upstream_replay_targets(mixed, every_layer[0], verl_fns.megatron_config(3, 2))
+
+
+@needs_verl
+def test_upstream_empty_registry_short_circuits_and_is_moe_layer_rejects_a_dense_config() -> None:
+    verl = verl_fns.load_router_utils(registry=[])
+    dense = verl_fns.megatron_config(3, 2, moe_layer_freq=None)
+    assert verl["RouterReplayHelper"].get_micro_batch_router_list(dense) == []
+    with pytest.raises(ValueError, match="Unsupported moe_layer_freq"):
+        verl["is_moe_layer"](dense, 0)
+
+
+@needs_verl
+def test_upstream_config_walk_on_the_lesson_cases() -> None:
+    get_hf_config_attr = verl_fns.load_hf_config_attr()
+    composite = ComposedConfig(
+        "C", ToyConfig("D", hidden_size=8192), hidden_size=1024, decoder_config=ToyConfig("E", hidden_size=2048)
+    )
+    assert get_hf_config_attr(composite, "hidden_size") == 8192
+    thinker = SimpleNamespace(thinker_config=SimpleNamespace(text_config=SimpleNamespace(hidden_size=4096)))
+    thinker.model_config = thinker  # upstream's own test case: nested thinker text config and a cycle
+    assert get_hf_config_attr(thinker, "hidden_size") == 4096
+    assert verl_fns.compare_config_attr(cases=30).status == "agree"
+
+
+# --- the guard predicates: each fails on the bug and passes on the fix ----------------------------------
+
+
+def test_guard_disabled_is_noop() -> None:
+    dense = ToyTransformerConfig(num_layers=3, moe_layer_freq=None)
+    assert not guards.guard_disabled_is_noop(
+        lambda reg: RevertedReplayController("disabled", tf_config=dense, registry=reg), SIZES
+    )
+    assert guards.guard_disabled_is_noop(lambda reg: ReplayController("disabled"), SIZES)
+
+
+def test_guard_decoder_scope() -> None:
+    assert not guards.guard_decoder_scope(lambda m: model_routers(m, scope="model"), SIZES)
+    assert guards.guard_decoder_scope(model_routers, SIZES)
+
+
+def test_guard_layer_order() -> None:
+    routes = _recorded(TinyMoE(**SIZES, registry=[]), _tokens())
+    assert not guards.guard_layer_order(lambda pairs: stack_routes(pairs, order="walk"), routes)
+    assert guards.guard_layer_order(stack_routes, routes)
+    with pytest.raises(ValueError, match="layers >= 2"):
+        guards.guard_layer_order(stack_routes, routes[:, :1])
+
+
+def test_guard_absolute_replay() -> None:
+    tokens = _tokens()
+    assert not guards.guard_absolute_replay(lambda m, r: set_replay_targets(m, r, index="position"), SIZES, tokens)
+    assert not guards.guard_absolute_replay(lambda m, r: set_replay_targets(m, r[:, :2], num_layers=2), SIZES, tokens)
+    assert guards.guard_absolute_replay(set_replay_targets, SIZES, tokens)
+
+
+def test_guard_no_rank_stranded() -> None:
+    def failed(rank: int, message: str) -> RankOutcome:
+        return RankOutcome(rank=rank, ok=False, value=None, error_type="RuntimeError", error_message=message)
+
+    assert guards.guard_no_rank_stranded([torch.zeros(1), torch.zeros(1)])
+    assert guards.guard_no_rank_stranded([failed(0, "stage 1 captured nothing"), failed(1, "stage 1 captured nothing")])
+    assert not guards.guard_no_rank_stranded([failed(0, "Timed out"), failed(1, "stage 1 captured nothing")])
+    assert not guards.guard_no_rank_stranded([torch.zeros(1), failed(1, "stage 1 captured nothing")])
