@@ -155,3 +155,45 @@ def test_a_stale_python3_kernelspec_elsewhere_on_the_jupyter_path_cannot_capture
     import sys
 
     assert printed == sys.prefix
+
+
+# ---------------------------------------------------------------- refresh never drops an edit silently
+
+
+def _lesson_files(tmp_path):
+    from types import SimpleNamespace
+
+    from verlstudy.course import twins
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# 99 · A lesson"), nbformat.v4.new_code_cell("x = 1")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    lesson = SimpleNamespace(
+        code="99", stem="99_lesson", notebook=tmp_path / "99_lesson.ipynb", twin=tmp_path / "py" / "99_lesson.py"
+    )
+    lesson.twin.parent.mkdir()
+    lesson.twin.write_text(twins.twin_text(nb))
+    nb.cells.insert(1, nbformat.v4.new_markdown_cell("A note I added in Jupyter."))
+    nbformat.write(nb, lesson.notebook)
+    return lesson
+
+
+def test_refresh_refuses_to_drop_a_cell_added_in_the_ipynb_and_names_it(tmp_path):
+    import os
+
+    from verlstudy.course import twins
+
+    lesson = _lesson_files(tmp_path)
+    os.utime(lesson.twin, (1, 1))  # the .ipynb is the newer file
+    with pytest.raises(twins.WouldDropCells, match="markdown cell 1: A note I added in Jupyter"):
+        twins.refresh(lesson)
+
+
+def test_a_twin_edited_after_the_ipynb_is_what_refresh_builds(tmp_path):
+    import os
+
+    from verlstudy.course import twins
+
+    lesson = _lesson_files(tmp_path)
+    os.utime(lesson.notebook, (1, 1))  # the twin is the newer file: its version is meant
+    assert twins.edited_after_twin(lesson) == []

@@ -195,7 +195,10 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     if not args.lessons:
         raise UsageError("name the lessons to refresh, e.g. `verlstudy refresh 01` (refreshing rewrites outputs)")
     for lesson in lessons:
-        changes = twins.refresh(lesson, source=args.source)
+        try:
+            changes = twins.refresh(lesson, source=args.source, force=args.force)
+        except twins.WouldDropCells as e:
+            raise UsageError(str(e)) from e
         print(f"{lesson.stem}: {len(changes)} change(s)")
         for change in changes:
             print(f"  {change}")
@@ -299,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     refresh.add_argument("lessons", nargs="*")
     refresh.add_argument(
         "--source", choices=("py", "ipynb"), default="py", help="build cells from the twin or the ipynb"
+    )
+    refresh.add_argument(
+        "--force", action="store_true", help="rebuild from the twin even if the .ipynb holds cells the twin lacks"
     )
     refresh.set_defaults(func=cmd_refresh)
 

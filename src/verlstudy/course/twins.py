@@ -196,7 +196,31 @@ def changed_cells(old: nbformat.NotebookNode | None, new: nbformat.NotebookNode)
     return changes
 
 
-def refresh(lesson: Lesson, source: str = "py") -> list[str]:
+class WouldDropCells(ValueError):
+    """The .ipynb was edited after its twin: building it from the twin would lose those edits."""
+
+
+def cells_only_in(nb: nbformat.NotebookNode, other: nbformat.NotebookNode) -> list[str]:
+    """One line per cell of `nb` whose source `other` lacks (what building `other` would drop)."""
+    kept = {(c.cell_type, c.source.strip()) for c in other.cells}
+    lines = []
+    for i, cell in enumerate(nb.cells):
+        if (cell.cell_type, cell.source.strip()) not in kept:
+            first = cell.source.strip().splitlines()[0] if cell.source.strip() else "(empty)"
+            lines.append(f"{cell.cell_type} cell {i}: {first[:70]}")
+    return lines
+
+
+def edited_after_twin(lesson: Lesson) -> list[str]:
+    """Cells the .ipynb holds that its twin does not, if the .ipynb is the newer file (else [])."""
+    if not (lesson.notebook.exists() and lesson.twin.exists()):
+        return []
+    if lesson.notebook.stat().st_mtime <= lesson.twin.stat().st_mtime:
+        return []  # the twin is the newer file: its changes are the ones meant
+    return cells_only_in(nbformat.read(lesson.notebook, as_version=4), read_twin(lesson.twin))
+
+
+def refresh(lesson: Lesson, source: str = "py", *, force: bool = False) -> list[str]:
     """Re-execute a lesson in a fresh kernel, write its .ipynb (outputs kept) and normalised twin.
 
     `source="py"` builds the cells from the jupytext twin (the file people edit); `source="ipynb"`
@@ -207,6 +231,14 @@ def refresh(lesson: Lesson, source: str = "py") -> list[str]:
     path = lesson.twin if source == "py" else lesson.notebook
     if not path.exists():
         raise FileNotFoundError(f"lesson {lesson.code} has no {source} source yet: {path.name} is missing")
+    if source == "py" and not force:
+        dropped = edited_after_twin(lesson)
+        if dropped:
+            raise WouldDropCells(
+                f"{lesson.notebook.name} was edited after its twin; refreshing from the twin would drop:\n  "
+                + "\n  ".join(dropped)
+                + "\nKeep them with `--source ipynb`, or drop them with `--force`"
+            )
     old = nbformat.read(lesson.notebook, as_version=4) if lesson.notebook.exists() else None
     nb = read_twin(path) if source == "py" else normalise(nbformat.read(path, as_version=4))
     for cell in nb.cells:
