@@ -6,7 +6,8 @@ from verlstudy.common.trees import detach_tree
 
 
 def attach_routes(micro_output, routes):
-    # A literal default under the key holds no tensors: the static check accepts it.
+    # The {} default holds no tensors, but the write into it is judged like any store: routing
+    # indices, cleared only by review (lesson 02's REVIEWED_WRITES).
     micro_output.setdefault("model_output", {})["routed_experts"] = routes
 
 

@@ -7,21 +7,33 @@
 # Lesson 01 found the leak: every engine keeps one output dict per micro-batch until the mini-batch
 # ends, and a tensor in `model_output` that still has a `grad_fn` pins that micro-batch's autograd
 # graph. The fix is one small function, `detach_tree`, called where `"model_output"` is stored. This
-# lesson is about getting that function exactly right and putting it in exactly the right place,
-# because the wrong place fails *silently*: backward runs, the loss curve looks normal, and the
-# policy gets no gradient.
+# lesson is about getting that function exactly right and putting it in exactly the right place.
 #
-# **You will learn** the five properties of `detach_tree` and why each matters; how detaching
-# before the loss keeps the loss value and kills the gradient; the `requires_grad` contract that
-# catches it; upstream's two regression tests (a weakref on a checkpoint-saved tensor, and a static
-# AST check of the four engine call sites).
+# **When the wrong place fails silently, and when loudly.** Detach before the loss and the loss
+# value does not change. If *every* loss term reads the detached `model_output`, the loss no longer
+# requires grad and backward raises: a loud failure. That is the case for verl 0.9.1's actor loss,
+# `verl/workers/utils/losses.py::ppo_loss`, whose policy-gradient, entropy and KL terms all read
+# `model_output["log_probs"]` (or `["entropy"]`). The failure is *silent* only on one condition: some
+# live term is computed outside `model_output` (in this lesson's toy engine, a KL term computed
+# beside the forward from the live log-probs). Then backward runs, the loss curve looks normal, and
+# the policy gets no gradient. The silent engine is the course's construction, built to show the
+# trap; the lesson shows both cases.
+#
+# **You will learn** the five properties of `detach_tree` and why each matters, with verl's own
+# `detach_tree` run beside ours; how detaching before the loss keeps the loss value and kills the
+# gradient, and which logged metric gives that away; the `requires_grad` contract that catches it;
+# the two regression tests upstream has: #6699's weakref on a checkpoint-saved tensor, and a static
+# check of the four engine call sites, run here on verl's engines before and after #7874.
 #
 # **Time:** 45 minutes. **Assumes:** lesson 01, PyTorch autograd (`requires_grad`, `grad_fn`,
 # `.detach()`), what a GRPO advantage is.
 #
 # **Upstream code cited:** `verl/workers/engine/utils.py::detach_tree` and its callers in
-# `verl/workers/engine/{fsdp,megatron,automodel,torchtitan}/transformer_impl.py`; the KL estimator
-# `low_var_kl` in `verl/trainer/ppo/core_algos.py`. Everything here is our own code.
+# `verl/workers/engine/{fsdp,megatron,automodel,torchtitan}/transformer_impl.py` (verl 0.9.1; the
+# same files in verl 0.9.0, before #7874); `verl/workers/utils/losses.py::ppo_loss`; the KL estimator
+# `low_var_kl` in `verl/trainer/ppo/core_algos.py`; #6699's test
+# `tests/workers/test_engine_forward_step_detach_on_cpu.py`. The course's code is its own; the
+# cells marked "upstream" load and run verl's own files.
 #
 # Facts checked against verl 0.9.1
 
@@ -47,18 +59,27 @@ from verlstudy.kit.exercises import check_exercise
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.resources import data_dir
 from verlstudy.kit.devices import pick_device, skip_unless
-from verlstudy.common.memtrace import bytes_per_step
+from verlstudy.common.memtrace import AllocationTracker
 from verlstudy.kit.params import check_float, check_int
 from verlstudy.kit.plots import line_plot
 from verlstudy.kit.seeding import seed_everything
+from verlstudy.kit.upstream import upstream_cell
 from verlstudy.lessons.l02_detach.trees import (
     ContractError,
     TinyCheckpointedLM,
-    assert_detached,
     check_train_step,
+    detach_like_6699,
     policy_step,
+    retained_per_micro_batch,
     saved_input_lifetime,
     train_placement_bandit,
+)
+from verlstudy.lessons.l02_detach.upstream import (
+    REVIEWED_WRITES,
+    differences,
+    engine_sources,
+    unwrapped_stores,
+    upstream_detach_tree,
 )
 from verlstudy.common.trees import count_new_tensors, detach_tree, detach_tree_always, grad_attached_paths
 
@@ -74,7 +95,7 @@ print(f"running on {dev.type}")
 
 # %% [markdown]
 # ## 1 · `detach_tree`'s design, one property at a time
-# Upstream's rules: a tensor is detached **only if it requires grad**, otherwise the same object comes
+# Upstream's rules (`verl/workers/engine/utils.py::detach_tree`, added by #7874): a tensor is detached **only if it requires grad**, otherwise the same object comes
 # back; a dict becomes a new dict, a list or tuple the same type, recursively; anything else is
 # returned unchanged; the input is never mutated. Here is an output dict shaped like an engine's:
 # live log-probs and entropy, a plain mask, and some non-tensor metadata.
@@ -111,15 +132,14 @@ claim(
 )
 
 # %% [markdown]
-# **Namedtuples: our decision.** Upstream rebuilds a tuple with `type(obj)(generator)`. For a plain
-# tuple or list that works; a namedtuple's constructor takes one argument per field, so a two-field
-# namedtuple raises `TypeError` and a one-field namedtuple would silently store the generator object.
-# No engine output holds namedtuples today, so upstream is not wrong in practice; our version rebuilds
-# namedtuples field by field (`type(obj)._make(...)`), which keeps the type and the field names.
+# **Namedtuples: the course's decision.** Upstream's `detach_tree` rebuilds a tuple with
+# `type(obj)(generator)`. For a plain tuple or list that works; a namedtuple's constructor takes one
+# argument per field, so a two-field namedtuple raises `TypeError` and a one-field namedtuple would
+# silently store the generator object (section 1b runs verl's own function on `Pair`). No engine
+# output holds namedtuples in verl 0.9.1, so upstream is not wrong in practice; the course's version
+# rebuilds namedtuples field by field (`type(obj)._make(...)`), which keeps the type and field names.
 
 # %%
-with expect_error(TypeError):
-    type(model_output["pair"])(detach_tree(v) for v in model_output["pair"])  # upstream's rebuild, on a namedtuple
 print("ours:", type(out["pair"]).__name__, out["pair"]._fields)
 
 # %% [markdown]
@@ -164,12 +184,35 @@ claim(
 claim(f"new tensors for {n_leaves} already-detached leaves, always-detach", new_naive, expected=n_leaves)
 
 # %% [markdown]
+# ## 1b · Upstream's own `detach_tree`, on the same inputs
+# The next cell loads `detach_tree` from the installed verl's source (it needs only `torch`) and runs
+# it on this section's dict, the jagged tensor and the already-detached tree, beside the course's.
+# Without verl it prints one skip line.
+
+# %%
+def compare_with_verl():
+    verl_detach = upstream_detach_tree()
+    no_pair = {k: v for k, v in model_output.items() if k != "pair"}
+    same = [differences(t, detach_tree, verl_detach) for t in (no_pair, {"log_probs": jagged}, already_detached)]
+    print("first difference per input (None = same types, objects, grad-ness, values):", same)
+    claim("upstream detach_tree gives the same trees (engine-like dict, jagged tensor, detached tree)",
+          same == [None, None, None], upstream="verl 0.9.1 verl/workers/engine/utils.py::detach_tree")
+    claim(f"upstream detach_tree: new tensors for {n_leaves} already-detached leaves",
+          count_new_tensors(already_detached, verl_detach(already_detached)), expected=0)
+    with expect_error(TypeError):
+        verl_detach(model_output["pair"])  # verl's own function on a two-field namedtuple
+
+
+upstream_cell(compare_with_verl)
+
+# %% [markdown]
 # ## 2 · The trap: detach in the wrong place
 # A GRPO-style step on a toy contextual bandit (4 prompts, 6 actions, reward 1 for each prompt's
 # target action). The loss has two terms, as verl's actor loss does: a policy-gradient term and a
-# KL penalty against the frozen reference, with verl's `low_var_kl` (k3) estimator. In this engine
-# the KL term is computed beside the forward from the live log-probs, and the policy-gradient term
-# reads the `model_output` dict (see `verlstudy.lessons.l02_detach.trees.policy_step`):
+# KL penalty against the frozen reference, with the `low_var_kl` (k3) estimator of
+# `verl/trainer/ppo/core_algos.py::kl_penalty`. In this engine, the course's construction of the
+# silent case, the KL term is computed beside the forward from the live log-probs, and the
+# policy-gradient term reads the `model_output` dict (`verlstudy.lessons.l02_detach.trees.policy_step`):
 #
 # ```python
 # kl = low_var_kl(log_probs, ref_log_probs).mean()
@@ -181,20 +224,21 @@ claim(f"new tensors for {n_leaves} already-detached leaves, always-detach", new_
 # ```
 #
 # Both placements train from the same seed: same initial policy, same targets, same sampling stream.
+# The figure shows what a training dashboard would log for the wrong placement (loss, KL, gradient
+# norm, mean reward), with the right placement's gradient norm and reward for contrast.
 
 # %%
 runs = {p: train_placement_bandit(p, steps=steps, group_size=group_size, lr=lr, kl_coef=kl_coef, seed=seed)
         for p in ("after_loss", "before_loss")}
+right, wrong = runs["after_loss"], runs["before_loss"]
 step_ids = list(range(steps))
-line_plot(
-    {f"detach {p.replace('_', ' ')}": (step_ids, [round(x, 6) + 0.0 for x in r.losses]) for p, r in runs.items()},
-    title="Loss per step: both look like a normal GRPO loss",
-    xlabel="step",
-    ylabel="loss",
-)
+curves = {"loss (to 1e-6)": [round(x, 6) + 0.0 for x in wrong.losses], "KL": wrong.kls, "grad norm": wrong.grad_norms,
+          "mean reward": wrong.rewards}
+series = {f"{name}, detach before loss": (step_ids, ys) for name, ys in curves.items()}
+series |= {"grad norm, after loss": (step_ids, right.grad_norms), "mean reward, after loss": (step_ids, right.rewards)}
+line_plot(series, title="Wrong placement: KL and grad norm sit at exactly 0.0", xlabel="step", ylabel="value", digits=3)
 
 # %%
-right, wrong = runs["after_loss"], runs["before_loss"]
 claim("step-0 loss identical in both placements", right.losses[0] == wrong.losses[0])
 loss_gap = max(abs(a - b) for a, b in zip(right.losses, wrong.losses))
 claim("largest loss gap between the runs (advantages have unit std)", loss_gap, expected=0, atol=0.01, digits=2)
@@ -203,35 +247,43 @@ claim("wrong placement: largest change of any policy parameter", wrong.param_cha
 nonzero_steps = sum(g > 0 for g in right.grad_norms)
 claim(f"right placement: steps with a non-zero policy gradient (of {steps})", nonzero_steps, expected=steps, rtol=0.25)
 claim("right placement: the policy moved", right.param_change > 0)
-
-# %%
-line_plot(
-    {f"detach {p.replace('_', ' ')}": (step_ids, r.rewards) for p, r in runs.items()},
-    title="Mean reward per step: only one run learns",
-    xlabel="step",
-    ylabel="mean reward",
-)
+claim("wrong placement: KL exactly 0.0 at every step", wrong.kls == [0.0] * steps)
+claim("wrong placement: largest |loss| over all steps (zero up to float rounding)", max(map(abs, wrong.losses)),
+      expected=0, atol=1e-6, digits=2)
+claim("right placement: KL above 0 from step 1 on", all(k > 0 for k in right.kls[1:]))
 late_gain = sum(right.rewards[-3:]) / 3 - sum(wrong.rewards[-3:]) / 3
 print(f"mean reward of the last 3 steps, right minus wrong placement: {late_gain:.3f}")
 claim("the right placement ends with a higher reward (by more than 0.1)", late_gain > 0.1)
 
 # %% [markdown]
 # **Why the loss looks normal.** `.detach()` never changes a value, so the forward, and the loss, is
-# the same number in both placements. For on-policy data the ratio is exactly 1, and GRPO advantages
-# are centred in each group, so the policy-gradient term is ~0 whether or not it is connected: the
-# loss curve of an RL step carries no information about whether the gradient flows.
+# the same number in both placements at step 0. For on-policy data the ratio is exactly 1, and GRPO
+# advantages are centred in each group, so the policy-gradient term is ~0 whether or not it is
+# connected: an RL loss curve carries little information about whether the gradient flows. Here
+# the right placement's loss is only `kl_coef` times a small KL, so both curves sit near 0.
 #
 # **Why backward does not complain.** The KL term reads the live log-probs, so the loss still
 # requires grad. But the actor starts equal to the reference, where the k3 estimator's gradient is
 # exactly zero (`d/dlogp [e^(r-logp) - (r-logp) - 1] = 1 - e^0 = 0`). With the policy-gradient term
 # cut, the total gradient is exactly zero, the optimizer never moves the policy, and it stays at the
-# reference: zero forever. Had *every* term read the detached dict, backward would at least fail
-# loudly:
+# reference: zero forever.
+#
+# **Which metric gives it away.** Not the loss, and the reward only slowly and noisily. The KL does:
+# a policy that trains drifts from its reference after its first update, so a KL that is *exactly*
+# 0.0 at step 5 says the policy has not moved. The gradient norm, where it is logged, says the same:
+# exactly 0.0. A flat, exact zero is itself the signal; a small but varying value is not.
+#
+# **The loud case, as verl's loss is structured.** Let the KL term read `model_output["log_probs"]`
+# too, as `ppo_loss` does for all its terms (`kl_reads="model_output"`). Detached before the loss,
+# nothing in the loss requires grad any more, and the first backward raises:
 
 # %%
-detached_only = detach_tree({"log_probs": log_probs})
 with expect_error(RuntimeError, match="does not require grad"):
-    (-detached_only["log_probs"].mean()).backward()
+    train_placement_bandit("before_loss", steps=1, group_size=group_size, kl_coef=kl_coef, seed=seed,
+                           kl_reads="model_output")
+verl_shaped = train_placement_bandit("after_loss", steps=steps, group_size=group_size, lr=lr, kl_coef=kl_coef,
+                                     seed=seed, kl_reads="model_output")
+claim("verl-shaped loss, right placement: same loss curve as the silent engine's", verl_shaped.losses == right.losses)
 
 # %% [markdown]
 # ## 3 · The guard: a `requires_grad` contract
@@ -266,12 +318,15 @@ with expect_error(ContractError, match="all-zero gradient"):
     check_train_step(loss, output, policy.named_parameters())
 
 # %% [markdown]
-# ## 4 · Upstream's regression test: a weakref on the checkpoint-saved input
-# CI cannot assert GPU memory, and the real leak needs pipeline parallelism. Upstream pins the
-# *mechanism* instead, on CPU: a tiny model with a frozen embedding whose output is forced to require
-# grad (as PEFT's `enable_input_require_grads` does) and a `torch.utils.checkpoint` block. The
-# checkpoint keeps its input for recomputation, so that input lives exactly as long as the graph.
-# With the stored output detached, dropping the loss must free it while the output is still held.
+# ## 4 · #6699's regression test: a weakref on the checkpoint-saved input
+# CI cannot assert GPU memory, and the real leak needs pipeline parallelism. The FSDP precursor
+# #6699 (commit dbbf0853f) pinned the *mechanism* instead, on CPU, in
+# `tests/workers/test_engine_forward_step_detach_on_cpu.py`: a tiny model with a frozen embedding
+# whose output is forced to require grad (as PEFT's `enable_input_require_grads` does) and a
+# `torch.utils.checkpoint` block; a weakref to the checkpoint-saved input must be alive while the
+# loss exists and dead after `del loss; gc.collect()` while the output is still held. The checkpoint
+# keeps its input for recomputation, so that input lives exactly as long as the graph. The cell
+# below is the course's miniature of that test, not upstream's file.
 
 # %%
 gc.freeze()  # speed only: torch's lazy imports left a large heap; gc.collect() below then scans just new objects
@@ -281,25 +336,47 @@ lifetimes = {wrap: saved_input_lifetime(detach=wrap, seed=seed) for wrap in (Tru
 for wrap, result in lifetimes.items():
     print(f"wrapped={wrap}: (alive while loss lives, alive after del loss, grad-attached) = {result}")
 claim("wrapped: saved input alive with the loss, freed after del loss", lifetimes[True][:2] == (True, False),
-      upstream="weakref alive while loss exists, dead after del loss; gc.collect()")
+      upstream="#6699's test: weakref alive while loss exists, dead after del loss; gc.collect()")
 claim("unwrapped: the held output keeps the saved input alive", lifetimes[False][1])
 
 # %% [markdown]
+# **The same loop, as bytes, on this machine.** Section 7's GPU cell runs micro-batches through the
+# same model and reads the allocator after each. The loop itself is device-independent
+# (`retained_per_micro_batch`); on CPU, lesson 01's `AllocationTracker` plays the allocator. Wrapped,
+# each held micro-batch keeps only its log-probs (`4 x tokens` bytes); unwrapped, it also keeps the
+# checkpoint-saved embedding output and its gradient (`2 x tokens x hidden x 4` bytes, #6699's
+# "embedding output plus its gradient buffer").
+
+# %%
+torch.manual_seed(seed)
+tiny, tiny_ids = TinyCheckpointedLM(vocab=16, hidden=8), torch.randint(16, (2, 5))
+with AllocationTracker() as tracker:
+    per_mb = {wrap: retained_per_micro_batch(tiny, tiny_ids, wrap=wrap, measure=tracker.live_bytes)
+              for wrap in (True, False)}
+claim("CPU: bytes retained per held micro-batch, wrapped (its log-probs)", per_mb[True], expected=tiny_ids.numel() * 4)
+claim("CPU: bytes retained per held micro-batch, unwrapped", per_mb[False],
+      expected=tiny_ids.numel() * 4 + 2 * tiny_ids.numel() * 8 * 4)
+
+# %% [markdown]
 # ## 5 · The static check: every call site wraps what it stores
-# The weakref test pins the mechanism; an AST check pins the call sites. `verlstudy.lessons.l02_detach.astcheck` finds
+# The weakref test pins the mechanism; a static check pins the call sites (the course's digest of
+# #7874 records a static check of its four engine call sites; that test is not in the verl wheel, so
+# it is not run here). `verlstudy.lessons.l02_detach.astcheck` is the course's own version: it finds
 # every place a value is stored under `"model_output"` (dict entry, subscript assignment,
-# `dict(model_output=...)`, `setdefault`) and reports those not wrapped in `detach_tree(...)`,
-# following a variable back to its assignment. Our four example engines in `data/engines/` mirror
-# upstream's four call-site shapes; one of them is deliberately unwrapped.
+# `dict(model_output=...)`, `setdefault`, and writes *into* the stored dict) and reports those not
+# wrapped in `detach_tree(...)`, following a variable back to its assignment. Our four example
+# engines in `data/engines/` mirror upstream's four call-site shapes; one is deliberately unwrapped.
+# The megatron one also writes routing indices into the stored dict, which a reviewer has cleared
+# by name (`REVIEWED_WRITES`; more on that below).
 
 # %%
 engine_dir = data_dir() / "engines"
 sources = {name: (engine_dir / f"{name}_engine.py").read_text() for name in astcheck.UPSTREAM_ENGINES}
-report = astcheck.check_sources(sources)
+report = astcheck.check_sources(sources, reviewed=REVIEWED_WRITES)
 for name, stores in report.items():
     for store in stores:
         print(f"{name:>10}: {store.describe()}")
-unwrapped = [name for name, stores in report.items() if any(not s.wrapped for s in stores)]
+unwrapped = [name for name, stores in unwrapped_stores(report).items() if stores]
 claim("example engines with an unwrapped model_output store", ", ".join(unwrapped), expected="torchtitan")
 
 # %% [markdown]
@@ -342,21 +419,57 @@ claim("the AST check passes the trap's engine (only the contract catches it)",
       astcheck.stored_outputs_without("detach_tree", trap_source) == [])
 
 # %% [markdown]
-# **Upstream's own four engines.** When the optional `verl` package is installed
-# (`pip install verl==0.9.1`), the same check runs on its real engine files.
+# ### Upstream's four engines, before and after #7874
+# verl 0.9.0 predates #7874 (its `verl/workers/engine/utils.py` has no `detach_tree`); 0.9.1 has it.
+# The next cell runs the course's check, unreviewed, on the four real `transformer_impl.py` files
+# of both releases, then on 0.9.1 copies with every `detach_tree(...)` call removed
+# (`astcheck.unwrap_calls` turns `detach_tree(x)` into `(x)`, keeping every line number).
 
-# %% tags=["nbval-ignore-output"]
-# Output depends on whether the optional verl package is installed (and on its line numbers).
-verl_spec = importlib.util.find_spec("verl")
-if verl_spec is None:
-    print("[skip] verl is not installed: upstream's engine files were not checked (pip install verl==0.9.1)")
-else:
-    upstream_report = astcheck.check_sources(
-        {n: p.read_text() for n, p in astcheck.upstream_engine_files(verl_spec.submodule_search_locations[0]).items()})
-    for name, stores in upstream_report.items():
-        for store in stores:
-            print(f"{name:>10}: {store.describe()}")
-    assert all(s.wrapped for stores in upstream_report.values() for s in stores), "an upstream store is unwrapped"
+# %%
+def engines_before_and_after():
+    for release, expected in (("0.9.0", "fsdp, megatron, automodel, torchtitan"), (None, "none")):
+        flagged = unwrapped_stores(astcheck.check_sources(engine_sources(release)))
+        for name, stores in flagged.items():
+            print(f"{release or '0.9.1'} {name:>10}: " + ("; ".join(f"line {s.line} {s.kind}" for s in stores) or "ok"))
+        stores = [n for n, found in flagged.items() if any(s.written_key is None for s in found)]
+        where = f"verl {release or '0.9.1'} verl/workers/engine/*/transformer_impl.py"
+        claim(f"verl {release or '0.9.1'}: engines with a flagged model_output store", ", ".join(stores) or "none",
+              expected=expected, upstream=where)
+        claim(f"verl {release or '0.9.1'}: flagged writes into model_output (megatron's routed_experts)",
+              sum(s.written_key == "routed_experts" for found in flagged.values() for s in found), expected=2)
+    copies = {name: astcheck.unwrap_calls(text) for name, text in engine_sources().items()}
+    caught = [n for n, (text, k) in copies.items() if k and astcheck.stored_outputs_without("detach_tree", text)]
+    claim("0.9.1 copies with the detach_tree call removed: engines caught", ", ".join(caught),
+          expected=", ".join(astcheck.UPSTREAM_ENGINES))
+
+
+upstream_cell(engines_before_and_after, releases=["0.9.0"])
+
+# %% [markdown]
+# **Reading it.** In 0.9.0 the check flags megatron's `output["model_output"] = model_output` in
+# `postprocess_micro_batch_func`, and automodel's and torchtitan's `"model_output": model_output`
+# entries in `forward_step`: the true positives #7874 fixed. 0.9.1 wraps all three. Two kinds of line
+# are where a name-based rule misjudges:
+#
+# - **FSDP in 0.9.0 is flagged, but it was not leaking.** #6699 had already detached FSDP's output,
+#   with an inline dict comprehension rather than a call named `detach_tree`; a rule that looks for
+#   the name cannot know that. That comprehension (the course's reconstruction below) detaches every
+#   top-level tensor that has a `grad_fn`, which is every engine output; it would miss a nested
+#   container and a leaf that requires grad. In 0.9.1 the FSDP engine calls `detach_tree` there.
+# - **megatron's `setdefault("model_output", {})["routed_experts"] = ...` (and a second write of
+#   `routed_experts`) in both releases.** Judging only the `{}` default would call it safe, though a
+#   tensor is written into that dict on the same line; the course's check therefore judges the write,
+#   and flags it. It holds int16 expert indices, which cannot require grad, written after the
+#   schedule has run: a false alarm a name cannot clear. The course handles it by review:
+#   `REVIEWED_WRITES` clears writes of `routed_experts` by name, with the reason, and nothing else.
+
+# %%
+engine_like = {"log_probs": torch.randn(3, requires_grad=True) * 1.0, "nested": [torch.randn(3, requires_grad=True) * 1.0],
+               "leaf": torch.randn(3, requires_grad=True)}
+missed = grad_attached_paths(detach_like_6699(engine_like), "model_output")
+print("#6699's rule leaves attached:", missed)
+claim("#6699's rule detaches a flat engine output; misses only the nested and the leaf tensor",
+      missed == ["model_output.nested[0]", "model_output.leaf"])
 
 # %% [markdown]
 # ## 6 · Exercises
@@ -399,28 +512,22 @@ check_exercise("2.2", forward_step)
 
 # %% [markdown]
 # ## 7 · On a GPU
-# With CUDA, the same tiny model run over many micro-batches shows the leak as allocator bytes (the
-# slope of `memory_allocated` after each micro-batch, so one-off parameter gradients do not count):
-# unwrapped, every micro-batch keeps the checkpoint-saved embedding output and its gradient (#6699's
-# mechanism); wrapped, only the stored log-probs' own bytes.
+# With CUDA, the loop of section 4 runs at a larger size and reads the real allocator (the slope of
+# `memory_allocated` after each micro-batch, so one-off parameter gradients do not count): unwrapped,
+# every micro-batch keeps the checkpoint-saved embedding output and its gradient (#6699's
+# mechanism); wrapped, only the stored log-probs' own bytes. The cell claims the same two figures
+# the CPU claims of section 4 check.
 
 # %% tags=["gpu"]
 if skip_unless("cuda"):
     model = TinyCheckpointedLM(vocab=1024, hidden=256).to("cuda")
     ids = torch.randint(1024, (4, 512), device="cuda")
-    for wrap in (True, False):
-        kept, allocated = [], []
-        for _ in range(8):
-            lp = torch.log_softmax(model(ids), -1).gather(-1, ids[..., None]).squeeze(-1)
-            loss = -lp.mean()
-            loss.backward()
-            kept.append({"model_output": detach_tree({"log_probs": lp}) if wrap else {"log_probs": lp}})
-            del lp, loss
-            allocated.append(torch.cuda.memory_allocated())
-        print(f"wrapped={wrap}: {bytes_per_step(allocated):,.0f} B retained per micro-batch")
-        del kept
-        model.zero_grad(set_to_none=True)
-    print(f"expected: wrapped {ids.numel() * 4:,} B (log-probs); unwrapped adds {2 * ids.numel() * 256 * 4:,} B")
+    per_mb_gpu = {wrap: retained_per_micro_batch(model, ids, wrap=wrap, measure=torch.cuda.memory_allocated,
+                                                 micro_batches=8) for wrap in (True, False)}
+    # rtol: the CUDA caching allocator rounds each block up (to 512 B), which these sizes already are
+    claim("CUDA: bytes retained per held micro-batch, wrapped", per_mb_gpu[True], expected=ids.numel() * 4, rtol=0.02)
+    claim("CUDA: bytes retained per held micro-batch, unwrapped", per_mb_gpu[False],
+          expected=ids.numel() * 4 + 2 * ids.numel() * 256 * 4, rtol=0.02)
 
 # %% [markdown]
 # ## Checked against upstream verl
@@ -438,13 +545,18 @@ upstream_check()
 # %% [markdown]
 # ## Takeaways
 # - `detach_tree` detaches only what requires grad and returns everything else as the same object:
-#   no new tensors for an already-detached tree, types and jagged offsets kept, input untouched.
-# - Put it **where the output is stored, after the loss is built**. Before the loss, the loss value is
-#   unchanged, backward may still run, and the policy gets no gradient at all.
-# - An RL loss curve cannot tell you whether the gradient flows; a contract can: loss requires grad,
-#   stored outputs do not, trainable parameters get non-zero gradients.
-# - Pin the mechanism with a weakref test and the call sites with an AST check; neither replaces the
-#   contract, because the AST check cannot see placement.
+#   no new tensors for an already-detached tree, types and jagged offsets kept, input untouched;
+#   verl's own function gives the same trees (it raises on namedtuples, which engines do not return).
+# - Put it **where the output is stored, after the loss is built**. Before the loss, with every term
+#   reading `model_output` (verl's `ppo_loss`), backward raises; with a live term outside it, backward
+#   runs and the policy gets no gradient at all.
+# - An RL loss curve cannot tell you whether the gradient flows. A KL or gradient norm that is
+#   *exactly* 0.0 step after step can; so can a contract: loss requires grad, stored outputs do not,
+#   trainable parameters get non-zero gradients.
+# - Pin the mechanism with a weakref test (#6699's) and the call sites with a static check; neither
+#   replaces the contract, because the static check cannot see placement, and a name-based rule
+#   both flags correct code written another way (#6699's comprehension) and needs a reviewed reason
+#   for what it cannot judge (integer routing indices written into the stored dict).
 
 # %%
 claims_table()

@@ -10,13 +10,16 @@ import pytest
 import torch
 
 from verlstudy.common.trees import grad_attached_paths
+from verlstudy.kit.upstream import verl_available
 from verlstudy.lessons.l02_detach.astcheck import (
     UPSTREAM_ENGINES,
     check_sources,
     find_stores,
     stored_outputs_without,
+    unwrap_calls,
     upstream_engine_files,
 )
+from verlstudy.lessons.l02_detach.upstream import REVIEWED_WRITES, engine_sources, unwrapped_stores
 
 ENGINES = Path(__file__).resolve().parents[3] / "data" / "engines"
 ENGINE_FILES = {name: ENGINES / f"{name}_engine.py" for name in UPSTREAM_ENGINES}
@@ -50,9 +53,9 @@ def test_subscript_assignment_and_attribute_call() -> None:
     def f(out, mo):
         out["model_output"] = utils.detach_tree(mo)
         out["model_output"] = mo.detach()
-        out["model_output"]["routed_experts"] = mo  # stores under another key
+        out["model_output"]["routed_experts"] = mo  # a write into the stored dict: judged too
     """
-    assert unwrapped_lines(text) == [4]
+    assert unwrapped_lines(text) == [4, 5]
 
 
 def test_annotated_subscript_assignment() -> None:
@@ -93,6 +96,58 @@ def test_setdefault_literal_default_is_fine_but_a_live_value_is_not() -> None:
         out.setdefault("model_output")
     """
     assert unwrapped_lines(text) == [4]
+
+
+def test_writes_into_the_stored_dict_are_judged_and_can_be_reviewed_by_inner_key() -> None:
+    text = """
+    def f(out, mo, routes):
+        out.setdefault("model_output", {})["routed_experts"] = routes
+        out["model_output"]["entropy"] = mo
+        out["model_output"]["log_probs"] = detach_tree(mo)
+        out["metrics"]["entropy"] = mo  # another key's dict: not a store
+    """
+    stores = find_stores(src(text))
+    writes = [(s.line, s.kind, s.written_key, s.wrapped) for s in stores if s.written_key]
+    assert writes == [
+        (3, "write into model_output['routed_experts']", "routed_experts", False),
+        (4, "write into model_output['entropy']", "entropy", False),
+        (5, "write into model_output['log_probs']", "log_probs", True),
+    ]
+    reviewed = find_stores(src(text), reviewed={"routed_experts": "integer indices"})
+    assert [s.line for s in reviewed if not s.wrapped] == [4]
+    assert next(s for s in reviewed if s.line == 3 and s.written_key).reason == "reviewed: integer indices"
+    with pytest.raises(TypeError, match="reviewed must map"):
+        find_stores(src(text), reviewed={"routed_experts": 1})  # type: ignore[dict-item]
+
+
+def test_review_clears_writes_only_not_stores_under_the_key() -> None:
+    text = "def f(out, mo):\n    out['model_output'] = mo\n"
+    assert [s.line for s in find_stores(text, reviewed={"model_output": "x"}) if not s.wrapped] == [2]
+
+
+def test_unwrap_calls_removes_only_the_call_and_keeps_line_numbers() -> None:
+    text = src("""
+    a = {"model_output": detach_tree(mo), "loss": 1}
+    b = utils.detach_tree(
+        mo,
+    )
+    c = "é" + detach_tree(detach_tree((mo)))
+    d = detach_tree(mo, cpu=True)  # not the one-argument form: kept
+    """)
+    copy, removed = unwrap_calls(text)
+    assert removed == 4
+    assert copy.splitlines() == [
+        "",
+        'a = {"model_output": (mo), "loss": 1}',
+        "b = (",
+        "    mo",
+        ")",
+        'c = "é" + (((mo)))',
+        "d = detach_tree(mo, cpu=True)  # not the one-argument form: kept",
+    ]
+    assert [s.line for s in stored_outputs_without("detach_tree", copy)] == [2]
+    with pytest.raises(ValueError, match="wrapper must be a Python identifier"):
+        unwrap_calls(text, wrapper="detach tree")
 
 
 def test_key_through_module_constant() -> None:
@@ -262,12 +317,15 @@ def test_bad_input() -> None:
 # --- the example engines in data/engines -----------------------------------------------------
 
 
-def test_example_engines_exactly_one_unwrapped() -> None:
-    report = check_sources({name: path.read_text() for name, path in ENGINE_FILES.items()})
-    unwrapped = {name: [s.line for s in stores if not s.wrapped] for name, stores in report.items()}
+def test_example_engines_exactly_one_unwrapped_once_the_routing_write_is_reviewed() -> None:
+    sources = {name: path.read_text() for name, path in ENGINE_FILES.items()}
+    report = check_sources(sources, reviewed=REVIEWED_WRITES)
+    unwrapped = {name: [s.line for s in stores] for name, stores in unwrapped_stores(report).items()}
     assert unwrapped["torchtitan"] and not any(unwrapped[n] for n in ("fsdp", "megatron", "automodel"))
     kinds = {s.kind for stores in report.values() for s in stores}
     assert {"dict entry", "subscript assignment", "dict(...) keyword", "setdefault"} <= kinds
+    strict = unwrapped_stores(check_sources(sources))
+    assert [s.written_key for s in strict["megatron"]] == ["routed_experts"]
 
 
 def _load(path: Path) -> object:
@@ -290,7 +348,8 @@ def test_example_engines_run_and_the_static_verdict_matches_what_they_store(name
 
     loss, output = _load(ENGINE_FILES[name]).forward_step(policy, batch, loss_function)
     assert loss.requires_grad
-    static_ok = not stored_outputs_without("detach_tree", ENGINE_FILES[name].read_text())
+    flagged = stored_outputs_without("detach_tree", ENGINE_FILES[name].read_text())
+    static_ok = not [s for s in flagged if s.written_key is None]  # megatron's routing write is the reviewed one
     assert static_ok == (grad_attached_paths(output, "output") == [])
 
 
@@ -304,10 +363,29 @@ def test_upstream_engine_files_rejects_bad_root(tmp_path: Path) -> None:
         upstream_engine_files(tmp_path)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("verl") is None, reason="verl is not installed")
-def test_upstream_engines_are_all_wrapped() -> None:
-    spec = importlib.util.find_spec("verl")
-    assert spec is not None and spec.submodule_search_locations
-    files = upstream_engine_files(spec.submodule_search_locations[0])
-    report = check_sources({name: p.read_text() for name, p in files.items()})
-    assert all(s.wrapped for stores in report.values() for s in stores)
+@pytest.mark.skipif(not verl_available(), reason="verl is not installed")
+def test_upstream_091_engines_are_all_wrapped_but_two_reviewed_routing_writes() -> None:
+    sources = engine_sources()
+    assert all(s.wrapped for stores in check_sources(sources, reviewed=REVIEWED_WRITES).values() for s in stores)
+    strict = unwrapped_stores(check_sources(sources))
+    assert {n: [s.written_key for s in found] for n, found in strict.items() if found} == {
+        "megatron": ["routed_experts", "routed_experts"]
+    }
+
+
+@pytest.mark.skipif(not verl_available(), reason="verl is not installed")
+@pytest.mark.parametrize("name", UPSTREAM_ENGINES)
+def test_a_091_copy_with_the_call_removed_is_caught(name: str) -> None:
+    copy, removed = unwrap_calls(engine_sources()[name])
+    assert removed >= 1
+    flagged = [s for s in stored_outputs_without("detach_tree", copy) if s.written_key is None]
+    assert len(flagged) == 1 and "not from detach_tree" in flagged[0].reason
+
+
+@pytest.mark.skipif(not verl_available("0.9.0"), reason="verl 0.9.0 was not fetched (make setup fetches it)")
+def test_090_before_7874_true_positives_and_the_fsdp_comprehension_flagged() -> None:
+    strict = unwrapped_stores(check_sources(engine_sources("0.9.0")))
+    stores = {n: [s for s in found if s.written_key is None] for n, found in strict.items()}
+    assert all(len(found) == 1 for found in stores.values())  # megatron, automodel, torchtitan; fsdp by name only
+    assert "detach_tree" not in engine_sources("0.9.0")["fsdp"]
+    assert "grad_fn is not None" in engine_sources("0.9.0")["fsdp"]  # #6699's comprehension

@@ -57,6 +57,30 @@ def fresh_tensors(obj):
     return obj
 
 
+def grad_fn_rule(obj):  # detaches by grad_fn, as #6699's comprehension did: misses a leaf that requires grad
+    if isinstance(obj, torch.Tensor):
+        return obj.detach() if obj.grad_fn is not None else obj
+    if isinstance(obj, dict):
+        return {k: grad_fn_rule(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(grad_fn_rule(v) for v in obj)
+    return obj
+
+
+def detach_clone(obj):  # right rule, but copies the bytes
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().clone() if obj.requires_grad else obj
+    if isinstance(obj, dict):
+        return {k: detach_clone(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(detach_clone(v) for v in obj)
+    return obj
+
+
+def top_level_like_6699(obj):  # #6699's inline comprehension: one level, grad_fn rule
+    return {k: v.detach() if torch.is_tensor(v) and v.grad_fn is not None else v for k, v in obj.items()}
+
+
 def test_2_1_accepts_a_detach_tree_that_keeps_detached_leaves():
     assert find_checker("2.1")(own_detach_tree) == ""
 
@@ -70,8 +94,21 @@ def test_2_1_accepts_a_detach_tree_that_keeps_detached_leaves():
         (tuples_become_lists, "tuples stay tuples"),
         (fresh_tensors, "keep the values"),
         (lambda obj: {k: v for k, v in obj.items() if k != "meta"}, "same keys"),
+        (grad_fn_rule, "not grad_fn"),
+        (detach_clone, "share storage"),
+        (top_level_like_6699, "recurse into lists"),
     ],
-    ids=["detaches-everything", "mutates", "identity", "tuples-to-lists", "new-values", "drops-a-key"],
+    ids=[
+        "detaches-everything",
+        "mutates",
+        "identity",
+        "tuples-to-lists",
+        "new-values",
+        "drops-a-key",
+        "grad-fn-rule",
+        "detach-clone",
+        "top-level-only-6699",
+    ],
 )
 def test_2_1_rejects(assert_wrong, wrong, mentions):
     assert_wrong("2.1", wrong, mentions=mentions)
@@ -92,10 +129,16 @@ def test_2_1_is_not_passed_by_any_mechanism_function(assert_mechanism_does_not_p
     assert assert_mechanism_does_not_pass("2.1", "verlstudy.lessons.l02_detach") > 10
 
 
-def step(placement):
+def test_2_1_rejects_the_courses_reconstruction_of_6699s_rule(assert_wrong):
+    from verlstudy.lessons.l02_detach.trees import detach_like_6699
+
+    assert_wrong("2.1", detach_like_6699, mentions=("library's own", "recurse"))
+
+
+def step(placement, log_probs=None):
     def forward_step(policy, micro_batch, loss_function):
         logits = policy(micro_batch["states"])
-        lp = torch.log_softmax(logits, -1).gather(-1, micro_batch["actions"][:, None]).squeeze(-1)
+        lp = (log_probs or _true_log_probs)(logits, micro_batch["actions"])
         model_output = {"log_probs": lp}
         if placement == "before":
             model_output = detach_tree(model_output)
@@ -108,6 +151,10 @@ def step(placement):
         return loss, {"model_output": stored, "metrics": metrics}
 
     return forward_step
+
+
+def _true_log_probs(logits, actions):
+    return torch.log_softmax(logits, -1).gather(-1, actions[:, None]).squeeze(-1)
 
 
 def test_2_2_accepts_detaching_after_the_loss():
@@ -125,6 +172,43 @@ def test_2_2_accepts_detaching_after_the_loss():
 )
 def test_2_2_rejects(assert_wrong, placement, mentions):
     assert_wrong("2.2", step(placement), mentions=mentions)
+
+
+@pytest.mark.parametrize(
+    ("log_probs", "mentions"),
+    [
+        (lambda z, a: torch.softmax(z, -1).gather(-1, a[:, None]).squeeze(-1), "> 0"),  # probabilities
+        (lambda z, a: z.gather(-1, a[:, None]).squeeze(-1), "not the log-probabilities"),  # raw logits
+        (lambda z, a: torch.log_softmax(z, 0).gather(-1, a[:, None]).squeeze(-1), "action dimension"),  # wrong dim
+        (lambda z, a: -_true_log_probs(z, a), "> 0"),  # negative log-likelihood
+        (lambda z, a: torch.log_softmax(z, -1).gather(-1, a[:, None]), "shape"),  # not squeezed
+        (lambda z, a: torch.log_softmax(z, -1)[:, 0], "not the log-probabilities"),  # wrong action
+    ],
+    ids=["probabilities", "logits", "wrong-dim", "nll", "not-squeezed", "first-action"],
+)
+def test_2_2_rejects_log_probs_that_are_not_log_probabilities(assert_wrong, log_probs, mentions):
+    assert_wrong("2.2", step("after", log_probs), mentions=mentions)
+
+
+def test_2_2_rejects_storing_something_else_than_what_the_loss_read(assert_wrong):
+    def forward_step(policy, micro_batch, loss_function):
+        model_output = {"log_probs": _true_log_probs(policy(micro_batch["states"]), micro_batch["actions"])}
+        loss, metrics = loss_function(model_output, micro_batch)
+        return loss, {"model_output": {"log_probs": torch.zeros(4)}, "metrics": metrics}
+
+    assert_wrong("2.2", forward_step, mentions="the stored log_probs")
+
+
+def test_2_2_refuses_the_notebooks_example_engines(assert_wrong):
+    import importlib.util
+
+    from verlstudy.kit.resources import data_dir
+
+    for name in ("fsdp", "megatron", "automodel"):
+        spec = importlib.util.spec_from_file_location(f"example_{name}", data_dir() / "engines" / f"{name}_engine.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        assert_wrong("2.2", module.forward_step, mentions="example engines")
 
 
 def test_2_2_rejects_an_answer_that_returns_nothing(assert_wrong):

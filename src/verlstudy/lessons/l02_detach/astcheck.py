@@ -7,7 +7,10 @@ place a value is *stored* under a key (default ``"model_output"``):
 - a dict display entry ``{"model_output": v}`` (at any nesting depth);
 - a subscript assignment ``out["model_output"] = v`` (also annotated assignments);
 - ``dict(model_output=v)`` and ``out.update(model_output=v)``;
-- ``out.setdefault("model_output", v)``.
+- ``out.setdefault("model_output", v)``;
+- a write *into* the stored dict, ``out["model_output"]["k"] = v`` or
+  ``out.setdefault("model_output", {})["k"] = v``: the literal ``{}`` holds nothing, but what is
+  written into it afterwards is judged like any stored value (kind ``write into model_output['k']``).
 
 A key may be a string literal or a module-level name bound to one (``KEY = "model_output"``).
 A store is *wrapped* when its value is a call to the wrapper (``detach_tree(...)`` or
@@ -15,7 +18,9 @@ A store is *wrapped* when its value is a call to the wrapper (``detach_tree(...)
 and runs unconditionally before the store (aliasing through a variable; ``(name := ...)`` counts too),
 or a literal with no names in it (``{}``, ``None``: nothing there can hold a graph). Any other
 rebinding in between (tuple unpacking, ``+=``, a ``for`` or ``with`` target) makes the value unknown.
-Everything else is reported. The check is
+Everything else is reported, unless it is a write whose inner key a reviewer has cleared by name
+(``reviewed={"routed_experts": "why"}``): a name rule cannot see a dtype, so integer routing indices
+look exactly like live log-probs to it. The check is
 deliberately conservative: an assignment inside an ``if``/``for``/``try`` that does not also enclose
 the store does not count, because it may not have run.
 """
@@ -23,6 +28,7 @@ the store does not count, because it may not have run.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +39,7 @@ __all__ = [
     "check_sources",
     "find_stores",
     "stored_outputs_without",
+    "unwrap_calls",
     "upstream_engine_files",
 ]
 
@@ -53,6 +60,7 @@ class Store:
     value: str
     wrapped: bool
     reason: str
+    written_key: str | None = None  # for a write into the stored dict: the inner key written
 
     def describe(self) -> str:
         verdict = "ok" if self.wrapped else "NOT WRAPPED"
@@ -72,7 +80,9 @@ def _check_identifier(name: str, value: object) -> str:
     return value  # type: ignore[return-value]
 
 
+@functools.lru_cache(maxsize=16)
 def _parse(source: str) -> ast.Module:
+    # Cached: a lesson checks the same engine files more than once; nothing here mutates a tree.
     try:
         return ast.parse(source)
     except SyntaxError as e:
@@ -216,7 +226,9 @@ def _judge(ctx: _Context, value: ast.AST, store_stmt: ast.stmt) -> tuple[bool, s
             current = current.value
             continue
         if not isinstance(current, ast.Name):
-            return False, f"value is not wrapped in {wrapper}"
+            if at is store_stmt:
+                return False, f"value is not wrapped in {wrapper}"
+            return False, f"assigned on line {at.lineno} from {_short(current, 40)}, not from {wrapper}"
         earlier = [(s, v) for s, v in _assignments_to(ctx, scope, current.id) if s.lineno < at.lineno]
         if not earlier:
             return False, f"{current.id!r} is not assigned from {wrapper} in this function"
@@ -231,9 +243,29 @@ def _judge(ctx: _Context, value: ast.AST, store_stmt: ast.stmt) -> tuple[bool, s
     return False, f"alias chain longer than {_MAX_ALIAS_HOPS} assignments"
 
 
+def _is_stored_dict(ctx: _Context, node: ast.AST) -> bool:
+    # `out["model_output"]` or `out.setdefault("model_output", ...)`: the dict stored under the key.
+    if isinstance(node, ast.Subscript):
+        return ctx.is_key(node.slice)
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "setdefault"
+        and bool(node.args)
+        and ctx.is_key(node.args[0])
+    )
+
+
+def _written_key(node: ast.AST) -> str | None:
+    target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
+        return str(target.slice.value)
+    return None
+
+
 def _stores(ctx: _Context, tree: ast.Module) -> Iterator[tuple[ast.AST, str, ast.AST]]:
     """(node, kind, stored value) for every store under the key."""
-    for node in ast.walk(tree):
+    for node in ctx.parent:  # every node but the module itself, already walked once by _Context
         if isinstance(node, ast.Dict):
             for k, v in zip(node.keys, node.values, strict=True):
                 if ctx.is_key(k):
@@ -241,8 +273,12 @@ def _stores(ctx: _Context, tree: ast.Module) -> Iterator[tuple[ast.AST, str, ast
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
-                if isinstance(t, ast.Subscript) and ctx.is_key(t.slice) and node.value is not None:
+                if not isinstance(t, ast.Subscript) or node.value is None:
+                    continue
+                if ctx.is_key(t.slice):
                     yield node, "subscript assignment", node.value
+                elif _is_stored_dict(ctx, t.value):
+                    yield node, f"write into {ctx.key}[{_short(t.slice)}]", node.value
         elif isinstance(node, ast.Call):
             func = node.func
             is_dict_call = isinstance(func, ast.Name) and func.id == "dict"
@@ -256,8 +292,22 @@ def _stores(ctx: _Context, tree: ast.Module) -> Iterator[tuple[ast.AST, str, ast
                 yield node, "setdefault", default
 
 
-def find_stores(source: str, key: str = "model_output", wrapper: str = "detach_tree") -> list[Store]:
-    """Every store under `key` in `source`, in line order, each judged wrapped in `wrapper` or not."""
+def _check_reviewed(reviewed: object) -> Mapping[str, str]:
+    if not isinstance(reviewed, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in reviewed.items()
+    ):
+        raise TypeError("reviewed must map an inner key written into the stored dict to the reason it holds no graph")
+    return reviewed
+
+
+def find_stores(
+    source: str, key: str = "model_output", wrapper: str = "detach_tree", reviewed: Mapping[str, str] | None = None
+) -> list[Store]:
+    """Every store under `key` in `source`, in line order, each judged wrapped in `wrapper` or not.
+
+    `reviewed` clears writes into the stored dict by their inner key (e.g. ``{"routed_experts": why}``).
+    """
+    reviewed = _check_reviewed({} if reviewed is None else reviewed)
     _check_text("source", source)
     _check_text("key", key)
     if not key:
@@ -269,6 +319,9 @@ def find_stores(source: str, key: str = "model_output", wrapper: str = "detach_t
     for node, kind, value in _stores(ctx, tree):
         stmt = ctx.statement_of(node)
         wrapped, reason = _judge(ctx, value, stmt)
+        written = _written_key(stmt) if kind.startswith("write into") else None
+        if not wrapped and written in reviewed:
+            wrapped, reason = True, f"reviewed: {reviewed[written]}"
         out.append(
             Store(
                 line=getattr(value, "lineno", stmt.lineno),
@@ -278,6 +331,7 @@ def find_stores(source: str, key: str = "model_output", wrapper: str = "detach_t
                 value=_short(value),
                 wrapped=wrapped,
                 reason=reason,
+                written_key=written,
             )
         )
     return sorted(out, key=lambda s: (s.line, s.col))
@@ -289,18 +343,52 @@ def stored_outputs_without(name: str, source: str, key: str = "model_output") ->
 
 
 def check_sources(
-    sources: Mapping[str, str], key: str = "model_output", wrapper: str = "detach_tree"
+    sources: Mapping[str, str],
+    key: str = "model_output",
+    wrapper: str = "detach_tree",
+    reviewed: Mapping[str, str] | None = None,
 ) -> dict[str, list[Store]]:
     """Run `find_stores` over labelled sources; a source with no store at all is an error (wrong file?)."""
     if not isinstance(sources, Mapping) or not sources:
         raise ValueError("sources must be a non-empty mapping of label -> source text")
     report = {}
     for label, text in sources.items():
-        stores = find_stores(text, key=key, wrapper=wrapper)
+        stores = find_stores(text, key=key, wrapper=wrapper, reviewed=reviewed)
         if not stores:
             raise ValueError(f"{label}: no store under {key!r} found; is this an engine source?")
         report[label] = stores
     return report
+
+
+def unwrap_calls(source: str, wrapper: str = "detach_tree") -> tuple[str, int]:
+    """A copy of `source` with every one-argument ``wrapper(x)`` call turned into ``(x)``, and how many.
+
+    Only the wrapper's name (and a trailing comma) goes; the parentheses and line breaks stay, so the
+    copy parses and every line keeps its number.
+    """
+    _check_text("source", source)
+    _check_identifier("wrapper", wrapper)
+    data = source.encode()
+    starts = [0]  # byte offset of each line's start: ast column offsets count UTF-8 bytes
+    for line in data.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+
+    def at(line: int | None, col: int | None) -> int:
+        return starts[(line or 1) - 1] + (col or 0)
+
+    cuts = []
+    ctx = _Context(_parse(source), key="model_output", wrapper=wrapper)
+    for node in ctx.parent:
+        if isinstance(node, ast.Call) and ctx.is_wrapper_call(node) and len(node.args) == 1 and not node.keywords:
+            arg, func = node.args[0], node.func
+            cuts.append((at(func.lineno, func.col_offset), at(func.end_lineno, func.end_col_offset)))
+            i, close = at(arg.end_lineno, arg.end_col_offset), at(node.end_lineno, node.end_col_offset) - 1
+            while i < close and data[i : i + 1] in (b" ", b"\t", b"\r", b"\n", b")"):  # past the arg's own parens
+                i += 1
+            cuts.append((i, i + 1) if data[i : i + 1] == b"," else (i, i))  # a trailing comma would make a tuple
+    for lo, hi in sorted(cuts, reverse=True):
+        data = data[:lo] + data[hi:]
+    return data.decode(), len(cuts) // 2
 
 
 def upstream_engine_files(verl_root: str | Path) -> dict[str, Path]:

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from verlstudy.common.memtrace import bytes_per_step
 from verlstudy.common.trees import check_name, detach_tree, grad_attached_paths
 
 
@@ -100,6 +101,9 @@ def check_train_step(
 # --- the placement trap: a toy GRPO-style step on a contextual bandit ----------------------------
 
 PLACEMENTS: tuple[str, ...] = ("after_loss", "before_loss")
+# Where the KL term reads the log-probs: beside the forward ("live", the silent trap) or from the
+# model_output dict, as verl 0.9.1's `verl/workers/utils/losses.py::ppo_loss` reads every term.
+KL_READS: tuple[str, ...] = ("live", "model_output")
 
 
 def low_var_kl(log_probs: torch.Tensor, ref_log_probs: torch.Tensor) -> torch.Tensor:
@@ -149,20 +153,25 @@ def policy_step(
     *,
     kl_coef: float,
     placement: str,
+    kl_reads: str = "live",
 ) -> tuple[torch.Tensor, dict[str, Any]]:
     """One engine forward step: returns (loss, output to store), with `detach_tree` at `placement`.
 
-    The KL penalty is computed beside the forward from the live log-probs; the policy-gradient term
-    reads the ``model_output`` dict. With ``placement="before_loss"`` that dict is detached before the
-    loss reads it: the loss value is the same, backward still runs (the KL term keeps it attached),
-    but no gradient flows through the policy-gradient term.
+    The policy-gradient term reads the ``model_output`` dict. With ``kl_reads="live"`` the KL penalty
+    is computed beside the forward from the live log-probs: then ``placement="before_loss"`` keeps the
+    loss value, backward still runs (the KL term keeps the loss attached), and no gradient flows
+    through the policy-gradient term (the silent case). With ``kl_reads="model_output"`` every term
+    reads the dict, as verl's ``ppo_loss`` does: the loss then does not require grad and backward
+    raises (the loud case).
     """
     _check_placement(placement)
+    if kl_reads not in KL_READS:
+        raise ValueError(f"kl_reads must be one of {KL_READS}, got {kl_reads!r}")
     log_probs = torch.log_softmax(policy(states), dim=-1).gather(-1, actions[:, None]).squeeze(-1)
-    kl = low_var_kl(log_probs, ref_log_probs).mean()
     model_output = {"log_probs": log_probs}
     if placement == "before_loss":
         model_output = detach_tree(model_output)  # the trap: detached before the loss reads it
+    kl = low_var_kl(log_probs if kl_reads == "live" else model_output["log_probs"], ref_log_probs).mean()
     ratio = torch.exp(model_output["log_probs"] - old_log_probs)
     pg_loss = -(advantages * ratio).mean()
     loss = pg_loss + kl_coef * kl
@@ -176,6 +185,7 @@ class TrapRun:
 
     placement: str
     losses: list[float]
+    kls: list[float]
     rewards: list[float]
     grad_norms: list[float]
     param_change: float  # largest absolute change of any parameter from its initial value
@@ -196,6 +206,7 @@ def train_placement_bandit(
     lr: float = 0.5,
     kl_coef: float = 0.001,
     seed: int = 0,
+    kl_reads: str = "live",
 ) -> TrapRun:
     """Train a tiny policy with GRPO-style steps on a contextual bandit (reward 1 for the state's target action).
 
@@ -213,7 +224,7 @@ def train_placement_bandit(
     targets = torch.randint(num_actions, (num_states,), generator=gen)
     states = torch.arange(num_states).repeat_interleave(group_size)
     initial = [p.detach().clone() for p in policy.parameters()]
-    losses, rewards, grad_norms = [], [], []
+    losses, kls, rewards, grad_norms = [], [], [], []
     for _ in range(steps):
         with torch.no_grad():
             old_log_softmax = torch.log_softmax(policy(states), dim=-1)
@@ -223,8 +234,16 @@ def train_placement_bandit(
         reward = (actions == targets[states]).float()
         advantages = bandit_advantages(reward, group_size)
         policy.zero_grad(set_to_none=True)
-        loss, _ = policy_step(
-            policy, states, actions, old_log_probs, advantages, ref_log_probs, kl_coef=kl_coef, placement=placement
+        loss, output = policy_step(
+            policy,
+            states,
+            actions,
+            old_log_probs,
+            advantages,
+            ref_log_probs,
+            kl_coef=kl_coef,
+            placement=placement,
+            kl_reads=kl_reads,
         )
         loss.backward()
         grad_norms.append(float(torch.cat([p.grad.reshape(-1) for p in policy.parameters()]).norm()))
@@ -232,9 +251,10 @@ def train_placement_bandit(
             for p in policy.parameters():
                 p.sub_(lr * p.grad)
         losses.append(loss.item())
+        kls.append(output["metrics"]["kl"])
         rewards.append(reward.mean().item())
     change = max(float((p.detach() - p0).abs().max()) for p, p0 in zip(policy.parameters(), initial, strict=True))
-    return TrapRun(placement, losses, rewards, grad_norms, change)
+    return TrapRun(placement, losses, kls, rewards, grad_norms, change)
 
 
 # --- upstream's regression test, in miniature ----------------------------------------------------
@@ -282,3 +302,49 @@ def saved_input_lifetime(detach: bool, seed: int = 0) -> tuple[bool, bool, list[
     del loss
     gc.collect()
     return alive_with_loss, saved is not None and saved() is not None, grad_attached_paths(held, "output")
+
+
+def retained_per_micro_batch(
+    model: nn.Module,
+    ids: torch.Tensor,
+    *,
+    wrap: bool,
+    measure: Any,
+    micro_batches: int = 6,
+) -> float:
+    """The GPU cell's loop, on any device: bytes `measure()` grows by per micro-batch while outputs are held.
+
+    Each micro-batch runs forward, a loss and backward, then keeps its output under "model_output"
+    (wrapped in `detach_tree` when `wrap`), as an engine's output list does. `measure` returns the
+    bytes live now (``torch.cuda.memory_allocated``, or a CPU ``AllocationTracker.live_bytes``).
+    """
+    if not isinstance(wrap, bool):
+        raise TypeError(f"wrap must be True or False, got {type(wrap).__name__} {wrap!r}")
+    if not callable(measure):
+        raise TypeError("measure must be a function returning the bytes live now, e.g. torch.cuda.memory_allocated")
+    if isinstance(micro_batches, bool) or not isinstance(micro_batches, int) or micro_batches < 3:
+        raise ValueError(f"micro_batches must be an int >= 3 (a slope needs a few points), got {micro_batches!r}")
+    kept, samples = [], []
+    for _ in range(micro_batches):
+        log_probs = torch.log_softmax(model(ids), -1).gather(-1, ids[..., None]).squeeze(-1)
+        loss = -log_probs.mean()
+        loss.backward()
+        kept.append({"model_output": detach_tree({"log_probs": log_probs}) if wrap else {"log_probs": log_probs}})
+        del log_probs, loss
+        samples.append(float(measure()))
+    del kept
+    model.zero_grad(set_to_none=True)
+    return bytes_per_step(samples)
+
+
+def detach_like_6699(model_output: dict[str, Any]) -> dict[str, Any]:
+    """The course's reconstruction, as a function, of the inline rule verl #6699 put in FSDP's forward_step.
+
+    #6699 (commit dbbf0853f, ``FSDPEngineWithLMHead.forward_step`` in
+    ``verl/workers/engine/fsdp/transformer_impl.py``; still so in verl 0.9.0) rebuilt the top-level
+    dict, detaching each value that is a tensor with a ``grad_fn``. It does not recurse into
+    containers and leaves a leaf that requires grad (no ``grad_fn``) attached.
+    """
+    if not isinstance(model_output, dict):
+        raise TypeError(f"model_output must be a dict, as the engine's is; got {type(model_output).__name__}")
+    return {k: v.detach() if torch.is_tensor(v) and v.grad_fn is not None else v for k, v in model_output.items()}
