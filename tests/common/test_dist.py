@@ -135,3 +135,40 @@ def test_free_port_is_loopback_only() -> None:
     assert 0 < port < 65536
     with pytest.raises(ValueError, match="loopback"):
         dist.free_port("0.0.0.0")
+
+
+# ---------------------------------------------------------------- loopback only, and a failure ends the run
+
+
+def test_ranks_listen_on_loopback_only() -> None:
+    for addresses in run_local(dist.listening_addresses, 2):
+        assert addresses and set(addresses) <= {"127.0.0.1"}, addresses
+
+
+def test_a_gloo_interface_setting_for_a_real_cluster_does_not_break_local_ranks(monkeypatch) -> None:
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "eth-does-not-exist")
+    assert run_local(dist.all_reduce_rank_sum, 2)[0].tolist() == [3.0, 3.0]
+
+
+def test_once_a_rank_fails_the_others_are_stopped_after_the_grace_period() -> None:
+    start = time.monotonic()
+    with pytest.raises(DistributedRunError) as info:
+        run_local(dist.raise_on_rank_then_all_reduce, 2, 1, timeout_s=60, collective_timeout_s=60, grace_s=0.5)
+    assert time.monotonic() - start < 15, "the survivor must not wait out the 60 s collective timeout"
+    survivor = info.value.outcomes[0]
+    assert not survivor.ok  # gloo tells it its peer is gone, or run_local stops it after grace_s
+    assert survivor.error_type != "TimeoutError"
+    assert not mp.active_children()
+
+
+def test_a_rank_that_ignores_its_failed_peer_is_stopped_after_the_grace_period() -> None:
+    start = time.monotonic()
+    with pytest.raises(DistributedRunError) as info:
+        run_local(dist.raise_then_hang_on_peer, 2, timeout_s=60, grace_s=0.5)
+    assert time.monotonic() - start < 15
+    assert info.value.outcomes[0] == RankOutcome(0, False, None, "Stopped", "stopped 0.5 s after rank 1 failed")
+
+
+def test_grace_must_be_a_positive_number_of_seconds() -> None:
+    with pytest.raises(ValueError, match="grace_s must be in"):
+        run_local(dist.all_reduce_rank_sum, 2, grace_s=0)

@@ -4,8 +4,12 @@
 gloo process group over loopback, calls `fn(rank, world_size, *args)` in each and returns the
 results in rank order. A rank that raises, or that is still running after `timeout_s`, turns into a
 `DistributedRunError` whose message is stable text (no ports, PIDs, addresses or paths), so a
-notebook can print it under nbval. Forked children are always reaped; their stdout/stderr noise
-(C++ log lines carrying PIDs) is discarded, and what matters travels back through a pipe.
+notebook can print it under nbval. Nothing listens beyond this machine: the ranks meet through a file
+store (no rendezvous port to race for or to expose) and gloo's pair sockets bind 127.0.0.1 whatever the
+hostname resolves to or GLOO_SOCKET_IFNAME says. Once a rank has failed, the others get `grace_s` to
+report and are then stopped, so one failure never costs the whole timeout. Forked children are always
+reaped; their stdout/stderr noise (C++ log lines carrying PIDs) is discarded, and what matters travels
+back through a pipe.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ import numbers
 import os
 import pickle
 import re
+import shutil
 import socket
+import tempfile
 import time
 import traceback
 import warnings
@@ -119,10 +125,20 @@ def _silence_output() -> None:
     os.close(devnull)
 
 
+def _loopback_options(collective_timeout_s: float) -> Any:
+    """gloo options whose one device binds 127.0.0.1 (not the hostname's address, not GLOO_SOCKET_IFNAME)."""
+    import torch.distributed as dist
+
+    options = dist.ProcessGroupGloo._Options()
+    options._devices = [dist.ProcessGroupGloo.create_device(hostname=LOOPBACK)]
+    options._timeout = timedelta(seconds=collective_timeout_s)
+    return options
+
+
 def _child(
     rank: int,
     world_size: int,
-    port: int,
+    store_path: str,
     collective_timeout_s: float,
     fn: Callable[..., Any],
     args: tuple[Any, ...],
@@ -130,6 +146,9 @@ def _child(
 ) -> None:
     _silence_output()
     os.environ["TORCH_CPP_LOG_LEVEL"] = "ERROR"
+    # a cluster's interface settings name devices this machine may not have; local ranks use loopback
+    for name in ("GLOO_SOCKET_IFNAME", "GLOO_DEVICE_TRANSPORT"):
+        os.environ.pop(name, None)
     # One thread per rank: ranks share the cores, and OpenMP after fork is only safe single-threaded.
     torch.set_num_threads(1)
     import torch.distributed as dist
@@ -138,10 +157,11 @@ def _child(
     try:
         dist.init_process_group(
             "gloo",
-            init_method=f"tcp://{LOOPBACK}:{port}",
+            store=dist.FileStore(store_path, world_size),
             rank=rank,
             world_size=world_size,
             timeout=timedelta(seconds=collective_timeout_s),
+            pg_options=_loopback_options(collective_timeout_s),
         )
         try:
             payload = ("ok", fn(rank, world_size, *args))
@@ -170,13 +190,15 @@ def run_local(
     *args: Any,
     timeout_s: float = 30.0,
     collective_timeout_s: float = 10.0,
+    grace_s: float = 2.0,
 ) -> list[Any]:
     """Run `fn(rank, world_size, *args)` on `world_size` forked gloo ranks; return results in rank order.
 
     Each rank joins a process group on 127.0.0.1 (collectives time out after `collective_timeout_s`),
     runs `fn`, destroys the group and sends its return value back (anything picklable, tensors
     included). If a rank raises, or any rank is still running after `timeout_s` (it is killed),
-    raises DistributedRunError with every rank's RankOutcome.
+    raises DistributedRunError with every rank's RankOutcome. After the first failure the other
+    ranks have `grace_s` seconds to finish or report before they are stopped.
     """
     fn = _check_fn(fn)
     if isinstance(world_size, bool) or not isinstance(world_size, numbers.Integral):
@@ -186,9 +208,11 @@ def run_local(
     world_size = int(world_size)
     timeout_s = _check_seconds("timeout_s", timeout_s)
     collective_timeout_s = _check_seconds("collective_timeout_s", collective_timeout_s)
+    grace_s = _check_seconds("grace_s", grace_s)
 
     ctx = mp.get_context("fork")
-    port = free_port()
+    store_dir = tempfile.mkdtemp(prefix="verlstudy-gloo-")
+    store_path = os.path.join(store_dir, "store")
     procs: list[Any] = []
     readers: dict[Connection, int] = {}
     with warnings.catch_warnings():
@@ -199,7 +223,7 @@ def run_local(
             reader, writer = ctx.Pipe(duplex=False)
             proc = ctx.Process(
                 target=_child,
-                args=(rank, world_size, port, collective_timeout_s, fn, args, writer),
+                args=(rank, world_size, store_path, collective_timeout_s, fn, args, writer),
                 daemon=True,
             )
             proc.start()
@@ -210,6 +234,7 @@ def run_local(
     outcomes: dict[int, RankOutcome] = {}
     tracebacks: dict[int, str] = {}
     deadline = time.monotonic() + timeout_s
+    first_failure: int | None = None
     try:
         # Read while waiting: a child blocks on a large result until the parent takes it.
         while readers:
@@ -226,10 +251,16 @@ def run_local(
                 finally:
                     conn.close()
                 outcomes[rank], tracebacks[rank] = _outcome(rank, payload)
+                if not outcomes[rank].ok and first_failure is None:
+                    first_failure = rank
+                    deadline = min(deadline, time.monotonic() + grace_s)  # the rest may not wait it out
         for rank in readers.values():
-            outcomes[rank] = RankOutcome(
-                rank, False, None, "TimeoutError", f"did not finish within timeout_s={timeout_s:g} s (killed)"
-            )
+            if first_failure is not None:
+                message = f"stopped {grace_s:g} s after rank {first_failure} failed"
+                outcomes[rank] = RankOutcome(rank, False, None, "Stopped", message)
+            else:
+                message = f"did not finish within timeout_s={timeout_s:g} s (killed)"
+                outcomes[rank] = RankOutcome(rank, False, None, "TimeoutError", message)
     finally:
         for conn, rank in readers.items():
             conn.close()
@@ -240,6 +271,7 @@ def run_local(
                 proc.kill()
                 proc.join()
             proc.close()
+        shutil.rmtree(store_dir, ignore_errors=True)
 
     ordered = [outcomes[rank] for rank in range(world_size)]
     if not all(o.ok for o in ordered):
@@ -271,6 +303,24 @@ def hang_on_rank(rank: int, world_size: int, bad_rank: int = 1, seconds: float =
     if rank == bad_rank:
         time.sleep(seconds)
     return rank
+
+
+def raise_then_hang_on_peer(rank: int, world_size: int) -> int:
+    """Rank 1 raises at once; rank 0 sleeps without touching the group (so only run_local can stop it)."""
+    if rank == 1:
+        raise ValueError("rank 1 failed first")
+    time.sleep(60)
+    return rank
+
+
+def listening_addresses(rank: int, world_size: int) -> list[str]:
+    """The addresses this rank's process listens on once the group is up (every rank after a barrier)."""
+    import psutil
+    import torch.distributed as dist
+
+    dist.barrier()
+    sockets = psutil.Process().net_connections(kind="inet")
+    return sorted({c.laddr.ip for c in sockets if c.status == psutil.CONN_LISTEN})
 
 
 def raise_on_rank_then_all_reduce(rank: int, world_size: int, bad_rank: int = 1) -> torch.Tensor:
