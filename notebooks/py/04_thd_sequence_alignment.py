@@ -3,34 +3,40 @@
 #
 # Upstream: [verl PR #7702](https://github.com/verl-project/verl/pull/7702).
 #
-# verl feeds a batch of sequences of different lengths as a *jagged* (packed, "THD") tensor. The
-# vision-language (VLM) path pads it into a rectangle `[B, L]` before the model. With Megatron's
-# sequence parallelism (SP) on, the activations `[S, B, H]` are then scattered along S over the
-# tensor-parallel (TP) ranks, which needs `S % tp == 0`. The VLM path padded to the longest sequence and
-# nothing more, so the fused forward path with dynamic batch size and SP crashed whenever the longest
-# sequence did not divide by TP. The fix pads once, at the model's entry, to a multiple of
+# verl feeds a batch of sequences of different lengths as a *jagged* (packed, "THD") tensor. Its
+# vision-language (VLM) path pads the `input_ids` into a rectangle `[B, L]` before the model. With
+# Megatron's sequence parallelism (SP) on, the activations `[S, B, H]` are then scattered along S over
+# the tensor-parallel (TP) ranks, which needs `S % tp == 0`. PR #7702 reports that the VLM path padded
+# to the longest sequence and nothing more, so the fused forward path with dynamic batch size and SP
+# crashed when that length did not divide by TP. Its fix pads at the model's entry to a multiple of
 # `tp*cp*2 if cp > 1 else tp`, and the fused path reuses that same function.
 #
 # **You will learn** what a jagged batch, its offsets and `cu_seqlens` are; how an unaligned length
-# crashes the SP scatter; where `tp*cp*2` comes from (zigzag context parallelism, CP); why zigzag
-# balances causal attention work; and why the padding belongs in one function that every path calls.
+# crashes the SP scatter, by running verl 0.9.0's and 0.9.1's own padding function; where `tp*cp*2`
+# comes from (zigzag context parallelism, CP); why zigzag balances causal attention work; how verl's THD
+# path treats labels and outputs (they are never padded to `[B, L]`); and how to test all of it.
 #
 # **Time:** 40 minutes. **Assumes:** tensor shapes, causal attention, what tensor parallelism is.
 #
 # **Upstream files cited** (paths inside verl):
 # - `verl/models/mcore/util.py::build_vlm_attn_mask_thd`: jagged `input_ids` -> padded ids and a bool
-#   mask; since #7702 it pads the longest length up to `align_size = tp_size * cp_size * 2 if cp_size > 1
-#   else tp_size`, like its sibling `build_vlm_attn_mask_bshd`. `preprocess_packed_seqs` in the same file
-#   uses the same `align_size` for the text-only THD path.
-# - `verl/models/mcore/model_forward.py` and `verl/models/mcore/model_forward_fused.py`: both call
-#   `build_vlm_attn_mask_thd(input_ids, pad_token_id)` for vision models (one padding function, two paths).
+#   mask. In verl 0.9.0 it pads to the longest length; in 0.9.1 (after #7702) it pads that length up to
+#   `tp_size * cp_size * 2 if cp_size > 1 else tp_size`, like its sibling `build_vlm_attn_mask_bshd`.
+# - Same file: `preprocess_thd_engine` packs nested tensors (ids, labels) into one THD row, each sequence
+#   padded on its own; `postprocess_thd_engine` unpacks a model output back to the original lengths;
+#   `preprocess_bshd_engine` pads labels for the BSHD format, to `forced_max_seqlen` when given.
+# - `verl/models/mcore/model_forward.py::gptmodel_forward_model_engine` and
+#   `verl/models/mcore/model_forward_fused.py::fused_forward_model_engine`: for vision models both call
+#   `build_vlm_attn_mask_thd(input_ids, pad_token_id)` in 0.9.1 (in 0.9.0 the fused one called
+#   `input_ids.to_padded_tensor(pad_token_id)` itself).
 # - Megatron-LM `megatron/core/tensor_parallel/mappings.py::_split_along_first_dim`: asserts "First
 #   dimension of the tensor should be divisible by tensor parallel size".
 #
-# Facts checked against verl 0.9.1. All code here is our own (`verlstudy.lessons.l04_thd.thd`).
+# Facts checked against verl 0.9.1 and 0.9.0. The mechanism code (`verlstudy.lessons.l04_thd.thd`, `.toy`)
+# is the course's own; the cells marked "upstream" run verl's own functions from its source.
 
 # %% tags=["parameters"]
-device = "auto"  # "auto" | "cpu" | "cuda" | "npu": where the toy model of section 5 runs
+device = "auto"  # "auto" | "cpu" | "cuda" | "npu": where the toy model of section 6 runs
 seed = 0
 tp = 2  # tensor-parallel size for the fixed path (1..8)
 cp = 2  # context-parallel size for the fixed path (1..4)
@@ -41,19 +47,19 @@ vocab_size = 32
 import torch
 import torch.nn.functional as F
 
-from verlstudy.kit.exercises import check_exercise
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.kit.exercises import check_exercise
 from verlstudy.kit.params import check_int
 from verlstudy.kit.plots import line_plot
 from verlstudy.kit.seeding import seed_everything
+from verlstudy.kit.upstream import upstream_cell
+from verlstudy.lessons.l04_thd import upstream as up
 from verlstudy.lessons.l04_thd.thd import (
-    TinyLM,
     align_size,
     aligned_length,
     causal_work,
     cu_seqlens,
-    fused_logprobs,
     imbalance,
     minimal_align_size,
     pack_sequences,
@@ -65,8 +71,8 @@ from verlstudy.lessons.l04_thd.thd import (
     seq_lengths,
     shard_lengths,
     sp_scatter,
-    unfused_logprobs,
 )
+from verlstudy.lessons.l04_thd.toy import TinyLM, fused_logprobs, thd_logprobs, unfused_logprobs
 
 dev = pick_device(device)
 seed_everything(check_int("seed", seed, minimum=0))
@@ -96,7 +102,7 @@ claim("cu_seqlens are the running sum of the lengths", torch.equal(cu_seqlens(in
 claim("the packed buffer holds exactly the real tokens", input_ids.values().numel(), expected=sum(lengths))
 
 # %% [markdown]
-# A dense model layer wants a rectangle, so the VLM path pads to `[B, L]` and keeps a mask of the real
+# A VLM layer wants a rectangle, so the VLM path pads the ids to `[B, L]` and keeps a mask of the real
 # tokens. Before #7702, `L` was the longest length. With `tp=2` the fix rounds it up to an even number:
 
 # %%
@@ -107,26 +113,52 @@ claim("mask row sums equal the sequence lengths", mask.sum(dim=1).tolist() == le
 claim("padded positions hold the pad id", bool((padded[~mask] == 0).all()))
 
 # %% [markdown]
-# ## 2. The crash
-# Before the fix, the fused path padded to the longest sequence, 9 tokens, and went into a model with
-# SP at TP=2. The embedding output is transposed to Megatron's `[S, B, H]` and scattered along S: 9 rows
-# cannot be split into 2 equal halves, and Megatron's `_split_along_first_dim` stops with an assert.
-# `sp_scatter` is our stand-in: it raises the same assertion (an `AssertionError`).
+# ## 2. The crash, with verl's own function
+# Padded to the longest sequence, 9 tokens, the ids go into a model with SP at TP=2. PR #7702 describes
+# what follows: the embeddings are flattened to Megatron's `[S, B, H]` and scattered along S, and
+# Megatron's `_split_along_first_dim` asserts. 9 rows cannot be split into 2 equal halves. The course's
+# `sp_scatter` is a stand-in for that scatter: it raises the same assertion (an `AssertionError`).
+#
+# **Upstream.** The next cell loads `build_vlm_attn_mask_thd` from verl 0.9.0 (before #7702) and from
+# 0.9.1 (after), with a stand-in for Megatron's `mpu` that answers TP=2, CP=1, pads the same batch with
+# both, and hands each result to the mock scatter; then it compares 0.9.1's with the course's `pad_nested`.
 
 # %%
 torch.manual_seed(seed)
 model = TinyLM(vocab_size, hidden)
-longest_padded, _ = pad_nested_unaligned(input_ids, 0)
-embedded = model.embed(longest_padded).transpose(0, 1)  # [S, B, H]
-print("pre-fix [S, B, H]:", tuple(embedded.shape))
+where = "verl/models/mcore/util.py::build_vlm_attn_mask_thd"
+
+
+def before_and_after_7702() -> None:
+    old_ids, _ = up.vlm_mask_thd(tp=2, cp=1, release="0.9.0")(input_ids, 0)
+    new_ids, new_mask = up.vlm_mask_thd(tp=2, cp=1)(input_ids, 0)  # the installed verl, 0.9.1
+    print("verl 0.9.0 ids:", tuple(old_ids.shape), "  verl 0.9.1 ids:", tuple(new_ids.shape))
+    with expect_error(AssertionError, match="divisible by tensor parallel size"):
+        sp_scatter(model.embed(old_ids).transpose(0, 1), tp=2, rank=0)  # [S, B, H] with S = 9
+    rows = [sp_scatter(model.embed(new_ids).transpose(0, 1), tp=2, rank=r).shape[0] for r in range(2)]
+    ours_ids, ours_mask = pad_nested(input_ids, 0, tp=2, cp=1)
+    claim("verl 0.9.0 pads to the longest length, 9: the mock SP scatter raises", old_ids.shape[1], expected=9,
+          upstream=f"verl 0.9.0 {where}")
+    claim("verl 0.9.1 pads to 10: each TP rank gets 5 rows", rows, expected=[5, 5], upstream=f"verl 0.9.1 {where}")
+    claim("the course's pad_nested gives 0.9.1's ids and mask", torch.equal(ours_ids, new_ids)
+          and torch.equal(ours_mask, new_mask), upstream=f"verl 0.9.1 {where}")
+
+
+upstream_cell(before_and_after_7702, releases=["0.9.0"])
+
+# %% [markdown]
+# The course's toy reproduces the crash on its own, on both of its forward paths (section 6 builds them):
+
+# %%
 with expect_error(AssertionError, match="divisible by tensor parallel size"):
-    sp_scatter(embedded, tp=2, rank=0)
-with expect_error(AssertionError):
     fused_logprobs(model, input_ids, labels, 2, 1, pad_fn=pad_nested_unaligned)
 
 # %% [markdown]
-# With context parallelism the unaligned length breaks even earlier: the zigzag split (section 4) needs
-# the sequence to divide by `2*cp`:
+# With context parallelism the toy fails even earlier: the course's zigzag split (section 4) refuses a
+# length that does not divide by `2*cp`. That error is the course's toy's own, not a reported upstream
+# failure. verl's THD engine packs with `preprocess_thd_engine` (verl/models/mcore/util.py), whose
+# per-sequence alignment already includes the `2*cp` factor; this lesson does not establish what
+# upstream's VLM path did with CP before #7702.
 
 # %%
 with expect_error(ValueError, match="2*cp"):
@@ -137,11 +169,12 @@ with expect_error(ValueError, match="2*cp"):
 # - SP alone: each of the `tp` ranks takes `S/tp` rows, so `S % tp == 0`.
 # - Zigzag CP cuts the sequence into `2*cp` equal chunks, so `S % (2*cp) == 0`; each CP rank then holds
 #   `S/cp` tokens and scatters *those* over its TP group, so `(S/cp) % tp == 0`, i.e. `S % (tp*cp) == 0`.
-# - `tp*cp*2` is a multiple of both, so upstream pads to it: `pad = (align - L % align) % align`. The
-#   outer `% align` makes an already aligned length get 0, not a whole extra block.
+# - `tp*cp*2` is a multiple of both, and 0.9.1's `build_vlm_attn_mask_thd` pads to it:
+#   `pad = (align - L % align) % align`. The outer `% align` gives an aligned length 0, not a whole block.
 #
-# Upstream's example length was "4026 tokens, TP=2". 4026 is even, so at TP=2 it needs **no** padding
-# and could not have crashed. The settings below show which ones do trigger it.
+# The PR's example is "4026 tokens, TP=2". As written it is inconsistent: 4026 is even, so at TP=2 the
+# scattered S would divide by 2. The PR does not say which S the bridge scattered (the batch's longest
+# length, after image tokens), so the table below only shows which settings would need padding.
 
 # %%
 cases = [(4026, 2, 1), (4027, 2, 1), (4026, 4, 1), (4026, 1, 2), (4026, 2, 2), (9, 2, 1), (9, tp, cp)]
@@ -153,11 +186,21 @@ for length, t, c in cases:
 # An independent check: the padded length is the first multiple of the alignment at or after L.
 assert all(aligned_length(L, t, c) == next(n for n in range(L, L + 64) if n % align_size(t, c) == 0)
            for L, t, c in cases)
-claim("pad for 4026 tokens at TP=2 (no crash possible)", padding_needed(4026, 2, 1), expected=0,
-      upstream="PR's example: 4026 tokens, TP=2")
+claim("pad for 4026 tokens at TP=2 (the PR's example needs none)", padding_needed(4026, 2, 1), expected=0,
+      upstream="PR #7702's example: 4026 tokens, TP=2")
 claim("pad for 4026 tokens at TP=4", padding_needed(4026, 4, 1), expected=2)
 claim("pad for 4026 tokens at TP=2, CP=2", padding_needed(4026, 2, 2), expected=6)
 claim("pad for 4027 tokens at TP=2", padding_needed(4027, 2, 1), expected=1)
+
+# %% [markdown]
+# Is `tp*cp*2` the *least* multiple that both rules accept? Not for even TP: the least is
+# `lcm(2*cp, tp*cp)`, half the product (TP=2, CP=2: 4, not 8). Upstream pads a few extra tokens for a
+# rule that is easy to read, the same rule as its `preprocess_packed_seqs` and `preprocess_bshd_engine`.
+
+# %%
+claim("upstream's product is a multiple of the least alignment (TP 1..8, CP 1..4)", all(
+    align_size(t, c) % minimal_align_size(t, c) == 0 for t in range(1, 9) for c in range(1, 5)))
+claim("least alignment at TP=2, CP=2 (upstream's: 8)", minimal_align_size(2, 2), expected=4)
 
 # %% [markdown]
 # ## 4. Zigzag: why `2*cp` chunks
@@ -200,12 +243,66 @@ print(f"L=4026 -> {padded_len} at tp={tp}, cp={cp}; tokens per (cp rank, tp rank
 claim("every (cp, tp) rank gets an equal whole slice", {n for row in shards for n in row} == {padded_len // (tp * cp)})
 
 # %% [markdown]
-# ## 5. The fix in one place
-# Upstream's `build_vlm_attn_mask_thd` is called by both `model_forward.py` and
-# `model_forward_fused.py`. Our toy has the same two paths: `unfused_logprobs` materialises the
-# `[B, L, V]` log-softmax, `fused_logprobs` computes the label log-probs from hidden states and the head
-# weights on real tokens only. Both take the padding function as `pad_fn`; here we hand them one that
-# counts its calls. The model runs its MLP shard by shard over every (cp, tp) rank.
+# ## 5. Upstream's THD VLM path: only the ids are padded
+# In 0.9.1's `gptmodel_forward_model_engine` (model_forward.py) and `fused_forward_model_engine`
+# (model_forward_fused.py), `build_vlm_attn_mask_thd` pads the VLM's `input_ids` and nothing else. The
+# labels go through `preprocess_thd_engine`, which packs them into one THD row with each sequence padded
+# on its own and describes that row in `cu_seqlens_padded`; the model's per-token outputs come back
+# through `postprocess_thd_engine`, which cuts the row into the original lengths again.
+#
+# **Upstream.** The cell runs the three functions of verl/models/mcore/util.py on section 1's batch at
+# TP=2, CP=1 (`postprocess_thd_engine` is handed the packed labels as if they were a model output).
+
+# %%
+def upstream_thd_path() -> None:
+    ids, _ = up.vlm_mask_thd(tp=2, cp=1)(input_ids, 0)
+    pre, post = up.thd_engine(tp=2, cp=1)
+    packed, params, _ = pre(labels, pre_process=True, need_roll=True)  # as the engine calls it for labels
+    back = post(packed[..., None].float(), params, labels, len(lengths))
+    print("ids:", tuple(ids.shape), " labels:", tuple(packed.shape), " cu_seqlens_padded:",
+          params.cu_seqlens_q_padded.tolist(), " unpacked lengths:", back.offsets().diff().tolist())
+    util = "verl 0.9.1 verl/models/mcore/util.py"
+    claim("the VLM ids are a [B, L] rectangle", tuple(ids.shape), expected=(3, 10), upstream=f"{util}::build_vlm_attn_mask_thd")
+    claim("the labels are one packed THD row, never [B, L]", tuple(packed.shape), expected=(1, 22),
+          upstream=f"{util}::preprocess_thd_engine")
+    claim("outputs come back at the original lengths", back.offsets().diff().tolist(), expected=lengths,
+          upstream=f"{util}::postprocess_thd_engine")
+
+
+upstream_cell(upstream_thd_path)
+
+# %% [markdown]
+# So the ids and the labels have different shapes by design: the engine hands the model both, plus the
+# packed row's description (`packed_seq_params`), and the model's side turns the `[B, L]` ids back into
+# that packed row (PR #7948 calls this the VLM's dense conversion and Megatron-Bridge's repacking). A
+# real length bug of this path was fixed later (0.9.1's `build_vlm_attn_mask_thd` takes no THD metadata):
+# [PR #7948](https://github.com/verl-project/verl/pull/7948) reports that with `pad_to_length_bucket` the
+# THD engine advertised a bucketed length (2560 tokens in its example) while the VLM's dense conversion
+# and the bridge's repacking used the unpadded one (2212), and GDN's `cu_seqlens` check failed. On our
+# batch, 0.9.1's `preprocess_thd_engine` with a bucket of 16 makes the same kind of gap:
+
+# %%
+def upstream_bucket_gap() -> None:
+    pre = up.thd_engine(tp=2, cp=1)[0]
+    plain = int(pre(labels, pre_process=True)[1].cu_seqlens_q_padded[-1])
+    advertised = int(pre(labels, pre_process=True, pad_to_length_bucket=16)[1].cu_seqlens_q_padded[-1])
+    print(f"real tokens {sum(lengths)}; packed without a bucket {plain}; advertised with a bucket of 16 {advertised}")
+    claim("with a length bucket of 16 the advertised THD length is 32", advertised, expected=32,
+          upstream="verl 0.9.1 verl/models/mcore/util.py::preprocess_thd_engine (pad_to_length_bucket; PR #7948)")
+
+
+upstream_cell(upstream_bucket_gap)
+
+# %% [markdown]
+# ## 6. The fix in one place, in a toy with real attention
+# 0.9.1's `build_vlm_attn_mask_thd` is called by both forward paths. The course's toy has the same two
+# paths: `unfused_logprobs` materialises the `[B, L, V]` log-softmax, `fused_logprobs` computes the label
+# log-probs from hidden states and head weights on real tokens only. Both take the padding function as
+# `pad_fn` (here one that counts its calls) and pad the ids only; the labels stay packed and the outputs
+# are taken back to THD order with the mask, as in upstream's path above. The toy's model is one causal
+# attention head: each CP rank holds its zigzag rows, its norm runs on the `tp` SP slices, its queries
+# see keys by true position. `thd_logprobs` is the reference: the same model on the packed buffer, the
+# mask built from `cu_seqlens`, no padding and no sharding.
 
 # %%
 pad_calls = []
@@ -221,110 +318,134 @@ ids_dev, labels_dev = input_ids.to(dev), labels.to(dev)
 with torch.no_grad():
     unfused = unfused_logprobs(model_dev, ids_dev, labels_dev, tp, cp, pad_fn=counted_pad)
     fused = fused_logprobs(model_dev, ids_dev, labels_dev, tp, cp, pad_fn=counted_pad)
-    unsharded = unfused_logprobs(model_dev, ids_dev, labels_dev, 1, 1)
+    reference = thd_logprobs(model_dev, ids_dev, labels_dev)
 print(f"tp={tp}, cp={cp}: {len(pad_calls)} calls to the one padding function; {fused.numel()} log-probs")
 claim("fused and unfused paths agree within 1e-5", torch.allclose(fused, unfused, rtol=0, atol=1e-5))
-claim("sharding over (cp, tp) changes no log-prob (within 1e-6)", torch.allclose(unfused, unsharded, rtol=0, atol=1e-6))
+claim("sharded over (cp, tp) = the THD reference over cu_seqlens (1e-5)", torch.allclose(unfused, reference, rtol=0, atol=1e-5))
 claim("one log-prob per real token (pads masked out)", fused.numel(), expected=sum(lengths))
-claim("each path padded ids and labels with the same function", len(pad_calls), expected=4)
+claim("each path padded the ids once, and never the labels", len(pad_calls), expected=2)
 
 # %% [markdown]
-# Labels and the loss must use the same aligned length. Pad the ids for TP=2 but the labels the old way,
-# and the loss refuses the shapes:
+# Because each log-prob depends on the tokens before it, the rows must be where the model thinks they
+# are. Hand the toy a contiguous split (rank r holds block r) while it assumes zigzag, and log-probs move:
 
 # %%
-ids_aligned, _ = pad_nested(input_ids, 0, 2, 1)
-labels_old, _ = pad_nested_unaligned(labels, 0)
+def contiguous_split(x, cp, rank):
+    return x.chunk(cp)[rank]
+
+
 with torch.no_grad():
-    logits = model.head(model.hidden_states(ids_aligned.to(dev), 2, 1)).cpu()
-print("logits:", tuple(logits.shape), " labels:", tuple(labels_old.shape))
-with expect_error(RuntimeError, match="Expected target size"):
-    F.cross_entropy(logits.transpose(1, 2), labels_old)
+    wrong = unfused_logprobs(model_dev, ids_dev, labels_dev, 2, 2, split=contiguous_split)
+    right = unfused_logprobs(model_dev, ids_dev, labels_dev, 2, 2)
+moved = int((wrong - reference).abs().gt(1e-4).sum())
+print(f"tp=2, cp=2: contiguous split moves {moved} of {wrong.numel()} log-probs, by up to "
+      f"{(wrong - reference).abs().max():.2f} nats; zigzag moves {int((right - reference).abs().gt(1e-4).sum())}")
+claim("a contiguous split changes log-probs of the toy at tp=2, cp=2", moved, expected=8)
+
+# %% [markdown]
+# ## 7. Where labels do meet the padded length: BSHD with `forced_max_seqlen`
+# In the BSHD format the labels *are* padded to a rectangle: 0.9.1's `preprocess_bshd_engine` pads them
+# to `forced_max_seqlen` when the caller gives one (its docstring: the mini-batch's longest length), then
+# aligns it.
+# The comment on `build_vlm_attn_mask_bshd` says why that function takes `forced_max_seqlen` as well: the
+# VLM ids must reach the same length, or the logits and labels disagree in shape.
+#
+# **Upstream.** Pad section 1's labels with `preprocess_bshd_engine` at `forced_max_seqlen=12`, and the
+# ids with `build_vlm_attn_mask_bshd` once with it and once without; run the toy and ask for the loss.
+
+# %%
+def upstream_bshd_forced() -> None:
+    build_bshd, pre_bshd = up.bshd_engine(tp=2, cp=1)
+    bshd_labels = pre_bshd(labels, need_roll=False, forced_max_seqlen=12)[0]
+    for forced in (12, None):
+        ids, _ = build_bshd(input_ids, len(lengths), 0, forced_max_seqlen=forced)
+        with torch.no_grad():
+            logits = model.head(model.hidden_states(ids.to(dev), 2, 1)).cpu()
+        print(f"forced_max_seqlen={forced}: logits {tuple(logits.shape)}, labels {tuple(bshd_labels.shape)}")
+        if forced is None:
+            with expect_error(RuntimeError, match="Expected target size"):
+                F.cross_entropy(logits.transpose(1, 2), bshd_labels)
+        else:
+            claim("with forced_max_seqlen on both, ids and labels share [B, 12]", logits.shape[:2] == bshd_labels.shape,
+                  upstream="verl 0.9.1 verl/models/mcore/util.py::build_vlm_attn_mask_bshd, preprocess_bshd_engine")
+
+
+upstream_cell(upstream_bshd_forced)
 
 # %% [markdown]
 # ## Exercises
-# **4.1** Write `my_aligned_length(length, tp, cp)`: the smallest multiple of the TP/CP alignment that is
-# at least `length`. An already aligned length must stay as it is.
+# **4.1 Predict a length.** verl's THD engine packs a micro-batch into one row, each sequence padded on
+# its own (section 5). Write `my_packed_length(lengths, tp, cp)`: the packed row's total length over all
+# CP ranks (`cu_seqlens_padded[-1]`, no FP8 padding, no length bucket) for sequences of `lengths` tokens.
+# It is not the `[B, L]` size of the VLM ids. Work one case by hand first: `[7, 5, 9]` at TP=2, CP=2.
 
 # %% tags=["solution", "exercise-4.1"]
-def my_aligned_length(length: int, tp: int, cp: int) -> int:
-    """Return the padded length for a sequence of `length` tokens under TP size `tp` and CP size `cp`.
-
-    The result is an int: the smallest multiple of the TP/CP alignment that is >= `length`.
-    """
+def my_packed_length(lengths: list[int], tp: int, cp: int) -> int:
+    """Return the packed THD length (an int) for sequences of `lengths` tokens at TP size `tp`, CP size `cp`."""
     align = tp * cp * 2 if cp > 1 else tp
-    return length + (align - length % align) % align
+    return sum(n + (align - n % align) % align for n in lengths)
 
 
 # %% tags=["checker", "exercise-4.1"]
-check_exercise("4.1", my_aligned_length)
+check_exercise("4.1", my_packed_length)
 
 # %% [markdown]
-# **4.2** Write `my_zigzag_positions(seq_len, cp, rank)`: the token positions (in order) that zigzag CP
-# rank `rank` holds when a sequence of `seq_len` tokens (a multiple of `2*cp`) is split over `cp` ranks.
-# With `cp == 1` the one rank holds everything.
+# **4.2 Find a CP split bug.** A colleague's split gives rank r "one chunk from each half":
+
+# %%
+def suspect_split(x, cp, rank):
+    chunks = x.chunk(2 * cp)
+    return torch.cat([chunks[rank], chunks[cp + rank]]) if cp > 1 else x
+
+
+with torch.no_grad():
+    suspect = unfused_logprobs(model_dev, ids_dev, labels_dev, 1, 2, split=suspect_split)
+print("log-probs moved by the suspect split at tp=1, cp=2:", int((suspect - reference).abs().gt(1e-4).sum()))
+held = torch.cat([suspect_split(torch.arange(16), 2, r) for r in range(2)])
+claim("the suspect split holds every row exactly once (S=16, cp=2)", sorted(held.tolist()) == list(range(16)))
+
+# %% [markdown]
+# Every row is held exactly once, so a shape check passes, yet log-probs move. Write the guard that would
+# have caught it: `my_split_guard(split_fn, seq_len, cp)` calls `split_fn(torch.arange(seq_len), cp, rank)`
+# for every rank and raises `AssertionError` (with a message) unless each rank holds exactly the rows
+# zigzag gives it, in order. It must pass the correct split and catch this one and other plausible bugs.
 
 # %% tags=["solution", "exercise-4.2"]
-def my_zigzag_positions(seq_len: int, cp: int, rank: int) -> list[int]:
-    """Return, in sequence order, the token positions (ints) that zigzag CP rank `rank` holds.
-
-    `seq_len` is the sequence length (a multiple of 2*cp), `cp` the number of CP ranks, `rank` in [0, cp).
-    """
-    if cp == 1:
-        return list(range(seq_len))
-    chunk = seq_len // (2 * cp)
-    first, second = rank, 2 * cp - 1 - rank
-    return list(range(first * chunk, (first + 1) * chunk)) + list(range(second * chunk, (second + 1) * chunk))
+def my_split_guard(split_fn, seq_len: int, cp: int) -> None:
+    """Raise AssertionError unless split_fn(rows, cp, rank) is the zigzag split for every rank; return None."""
+    rows = torch.arange(seq_len)
+    chunk = seq_len // (2 * cp) if cp > 1 else seq_len
+    for rank in range(cp):
+        pieces = (rank, 2 * cp - 1 - rank) if cp > 1 else (0,)
+        want = [p for c in pieces for p in range(c * chunk, (c + 1) * chunk)]
+        got = split_fn(rows, cp, rank).tolist()
+        assert got == want, f"cp={cp} rank {rank} holds {got}; zigzag gives it {want}"
 
 
 # %% tags=["checker", "exercise-4.2"]
-check_exercise("4.2", my_zigzag_positions)
+check_exercise("4.2", my_split_guard)
 
 # %% [markdown]
-# **4.3** Upstream pads to `tp*cp*2`. Is that the *least* length multiple that both the zigzag split and
-# the SP scatter accept? Write `my_minimal_align(tp, cp)` that returns the least one (hint: section 3's
-# two conditions, and `math.lcm`).
+# **4.3 Write the guard test for #7702.** `my_padding_guard(pad_fn)` tests a padding function
+# `pad_fn(input_ids, pad_token_id, tp, cp) -> (padded [B, L], mask [B, L])` on batches and sizes you
+# choose, and raises `AssertionError` unless its output would survive the SP scatter and the zigzag split,
+# its mask marks exactly the real tokens, and the real tokens stay in place. It must pass
+# `build_vlm_attn_mask_thd` as 0.9.1 has it and fail 0.9.0's; pick your cases so that it does.
 
 # %% tags=["solution", "exercise-4.3"]
-def my_minimal_align(tp: int, cp: int) -> int:
-    """Return the least length multiple (an int > 0) that both the zigzag CP split and the SP scatter accept.
-
-    `tp` is the tensor-parallel size, `cp` the context-parallel size (cp == 1: no context parallelism).
-    """
-    import math
-
-    return math.lcm(2 * cp, tp * cp) if cp > 1 else tp
+def my_padding_guard(pad_fn) -> None:
+    """Raise AssertionError unless pad_fn's padded ids and mask are safe for SP and zigzag CP; return None."""
+    for lens, t, c in (([7, 4, 9], 2, 1), ([7, 4, 9], 2, 2), ([5, 13], 4, 2), ([3], 3, 3)):
+        ids = pack_sequences([list(range(1, n + 1)) for n in lens])
+        padded, mask = pad_fn(ids, 0, t, c)
+        align = t * c * 2 if c > 1 else t
+        assert padded.shape[1] >= max(lens) and padded.shape[1] % align == 0, f"S={padded.shape[1]}, tp={t}, cp={c}"
+        assert mask.sum(dim=1).tolist() == lens, f"mask rows {mask.sum(dim=1).tolist()}, lengths {lens}"
+        assert torch.equal(padded[mask], ids.values()), "real tokens moved or were dropped"
 
 
 # %% tags=["checker", "exercise-4.3"]
-check_exercise("4.3", my_minimal_align)
-extra = {(t, c): align_size(t, c) // minimal_align_size(t, c) for t in (1, 2, 4, 8) for c in (2, 4)}
-print("upstream align / least align:", extra)
-claim("upstream's product is a multiple of the least alignment", all(
-    align_size(t, c) % minimal_align_size(t, c) == 0 for t in range(1, 9) for c in range(1, 5)))
-claim("with CP (TP 1..8, CP 2..4): product = 2 x least for even TP, = least for odd TP", all(
-    align_size(t, c) == (2 if t % 2 == 0 else 1) * minimal_align_size(t, c) for t in range(1, 9) for c in range(2, 5)))
-claim("upstream's alignment at TP=2, CP=2", align_size(2, 2), expected=8)
-claim("least alignment at TP=2, CP=2", minimal_align_size(2, 2), expected=4)
-
-# %% [markdown]
-# For even TP the product is twice the least (e.g. TP=2, CP=2: 8 vs 4); for odd TP the two are equal.
-# So upstream sometimes pads more than needed. The padding adds *columns* to the `[B, L]` rectangle, so
-# it lands in every row: aligning the longest length adds up to `align - 1` padded positions per
-# sequence row, up to `B * (align - 1)` per batch, and the product costs up to `align - least` columns
-# (`B * (align - least)` positions) more than the least would. For a batch of 3 sequences, like section
-# 1's, at TP=2, CP=2 that is up to 21 alignment pads, of which up to 12 are the product's extra. Upstream
-# keeps it for the same rule as `preprocess_packed_seqs`: a choice, not a bug.
-
-# %%
-rows, up, least = len(lengths), align_size(2, 2), minimal_align_size(2, 2)
-longest_lengths = range(1, 4 * up + 1)  # every remainder modulo the alignment, several times over
-most_pads = max(rows * padding_needed(n, 2, 2) for n in longest_lengths)
-most_extra = max(rows * (aligned_length(n, 2, 2) - -(-n // least) * least) for n in longest_lengths)
-print(f"B={rows}, TP=2, CP=2: up to {most_pads} alignment pads per batch, up to {most_extra} beyond the least")
-assert (most_pads, most_extra) == (rows * (up - 1), rows * (up - least))  # the bounds are reached
-claim("alignment pads per batch of 3 at TP=2, CP=2, at most: B * (align - 1)", most_pads, expected=21)
-claim("pads beyond the least per batch of 3 at TP=2, CP=2, at most: B * (align - least)", most_extra, expected=12)
+check_exercise("4.3", my_padding_guard)
 
 # %% [markdown]
 # ## On an accelerator
@@ -340,17 +461,18 @@ if skip_unless("cuda"):
     with torch.no_grad():
         on_cpu = fused_logprobs(cpu_model, input_ids, labels, tp, cp)
         on_gpu = fused_logprobs(gpu_model, ids_gpu, labels_gpu, tp, cp).cpu()
-        gpu_unfused = unfused_logprobs(gpu_model, ids_gpu, labels_gpu, tp, cp).cpu()
+        gpu_reference = thd_logprobs(gpu_model, ids_gpu, labels_gpu).cpu()
     claim("GPU fused log-probs match the CPU within 1e-4", torch.allclose(on_gpu, on_cpu, rtol=0, atol=1e-4))
-    claim("GPU fused and unfused agree within 1e-4", torch.allclose(on_gpu, gpu_unfused, rtol=0, atol=1e-4))
+    claim("GPU sharded log-probs match the GPU THD reference within 1e-4",
+          torch.allclose(on_gpu, gpu_reference, rtol=0, atol=1e-4))
 
 # %% [markdown]
 # ## Checked against upstream verl
 # The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
 # the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
-# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
-# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
-# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+# loads upstream's own function from verl's source and compares it with ours on generated inputs. A
+# disagreement stops the notebook here; without verl the cell prints a one-line skip. `verlstudy
+# verify-upstream` runs every lesson's comparison at once.
 
 # %% tags=["nbval-ignore-output"]
 from verlstudy.lessons.l04_thd.upstream import upstream_check
@@ -360,13 +482,17 @@ upstream_check()
 # %% [markdown]
 # ## Takeaways
 # - A packed (THD) batch is values + offsets (`cu_seqlens`); padding it to `[B, L]` adds a mask.
-# - Megatron's SP scatter needs `S % tp == 0` and fails with an assert otherwise; an odd longest
-#   sequence at TP=2 is enough. (Upstream's "4026 tokens, TP=2" needs no padding; 4027 at TP=2, or 4026 at
-#   TP=4 or TP=2 with CP=2, does.)
+# - Megatron's SP scatter needs `S % tp == 0` and asserts otherwise. verl 0.9.0's `build_vlm_attn_mask_thd`
+#   padded to the longest length (9 here: the scatter fails); 0.9.1's pads to the alignment (10: it
+#   passes). The PR's "4026 tokens, TP=2" is inconsistent as written: 4026 is even.
 # - Zigzag CP (`2*cp` chunks, rank r gets r and `2*cp-1-r`) balances causal work exactly; with it the
 #   length must divide by `tp*cp*2` (upstream's rule; the least is `lcm(2cp, tp*cp)`).
-# - Pad once, at the model's entry, in one function every path calls; pad labels and the loss mask to
-#   the same aligned length, and mask the pads out.
+# - In verl's THD path only the VLM ids take the `[B, L]` shape; labels are packed per sequence by
+#   `preprocess_thd_engine` (4.1: align each sequence, then add), outputs unpacked by
+#   `postprocess_thd_engine`. Labels meet the ids' length in BSHD, via `forced_max_seqlen`; a later
+#   length bug (#7948) was a bucketed THD length against the unpadded dense one.
+# - Test the layout, not just the shapes: a split that holds every row once can still be wrong (4.2),
+#   and a padding guard needs an unaligned longest length and a case with CP (4.3).
 
 # %%
 claims_table()

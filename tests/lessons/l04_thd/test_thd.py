@@ -15,15 +15,14 @@ from hypothesis import strategies as st
 from verlstudy.kit import upstream
 from verlstudy.lessons.l04_thd.thd import (
     SequenceParallelScatterError,
-    TinyLM,
     align_size,
     aligned_length,
     causal_work,
     cu_seqlens,
-    fused_logprobs,
     imbalance,
     minimal_align_size,
     pack_sequences,
+    packed_thd_length,
     packing_picture,
     pad_nested,
     pad_nested_unaligned,
@@ -35,7 +34,6 @@ from verlstudy.lessons.l04_thd.thd import (
     shard_lengths,
     sp_gather,
     sp_scatter,
-    unfused_logprobs,
     zigzag_chunks,
     zigzag_merge,
     zigzag_split,
@@ -344,60 +342,14 @@ def test_imbalance_rejects_bad_input() -> None:
         imbalance([0, 0])
 
 
-# ---------------------------------------------------------------- one padding, two paths
-
-
-def _toy(seed: int = 0) -> tuple[TinyLM, torch.Tensor, torch.Tensor]:
-    torch.manual_seed(seed)
-    model = TinyLM(vocab_size=13, hidden=8)
-    lengths = [5, 3, 7]
-    ids = pack_sequences([torch.randint(1, 13, (n,)) for n in lengths])
-    labels = pack_sequences([torch.randint(1, 13, (n,)) for n in lengths])
-    return model, ids, labels
-
-
-@pytest.mark.parametrize(("tp", "cp"), [(1, 1), (2, 1), (3, 1), (2, 2), (1, 3)])
-def test_fused_and_unfused_agree_and_sharding_changes_nothing(tp: int, cp: int) -> None:
-    model, ids, labels = _toy()
-    reference = unfused_logprobs(model, ids, labels, 1, 1)
-    unfused = unfused_logprobs(model, ids, labels, tp, cp)
-    fused = fused_logprobs(model, ids, labels, tp, cp)
-    assert unfused.shape == fused.shape == (15,)
-    torch.testing.assert_close(unfused, reference)
-    torch.testing.assert_close(fused, unfused)
-
-
-def test_pre_fix_padding_crashes_in_the_sp_scatter() -> None:
-    model, ids, labels = _toy()
-    with pytest.raises(SequenceParallelScatterError):
-        fused_logprobs(model, ids, labels, 2, 1, pad_fn=pad_nested_unaligned)
-    with pytest.raises(ValueError, match="2\\*cp"):
-        unfused_logprobs(model, ids, labels, 1, 2, pad_fn=pad_nested_unaligned)
-
-
-def test_both_paths_call_the_one_padding_function() -> None:
-    model, ids, labels = _toy()
-    calls: list[str] = []
-
-    def counting_pad(x: torch.Tensor, pad: int, tp: int, cp: int) -> tuple[torch.Tensor, torch.Tensor]:
-        calls.append("pad")
-        return pad_nested(x, pad, tp, cp)
-
-    unfused_logprobs(model, ids, labels, 2, 1, pad_fn=counting_pad)
-    fused_logprobs(model, ids, labels, 2, 1, pad_fn=counting_pad)
-    assert len(calls) == 4  # ids and labels, on each path
-
-
-def test_paths_reject_bad_input() -> None:
-    model, ids, labels = _toy()
-    with pytest.raises(ValueError, match="same per-sequence lengths"):
-        fused_logprobs(model, ids, batch_of([5, 3, 6]), 1, 1)
-    with pytest.raises(TypeError, match="TinyLM"):
-        unfused_logprobs(torch.nn.Linear(2, 2), ids, labels, 1, 1)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="pad_fn"):
-        unfused_logprobs(model, ids, labels, 1, 1, pad_fn=None)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="hidden must be a positive integer"):
-        TinyLM(4, 0)
+def test_packed_thd_length_aligns_each_sequence_then_sums() -> None:
+    assert packed_thd_length([7, 4, 9], 2, 1) == 8 + 4 + 10
+    assert packed_thd_length([7, 4, 9], 2, 2) == 8 + 8 + 16
+    assert packed_thd_length([4026], 1, 1) == 4026
+    with pytest.raises(ValueError, match="non-empty list"):
+        packed_thd_length([], 2, 1)
+    with pytest.raises(ValueError, match=r"lengths\[1\] must be a non-negative integer"):
+        packed_thd_length([3, -1], 2, 1)
 
 
 def test_quiet_nested_silences_the_pid_log_line_and_the_prototype_warning() -> None:

@@ -1,108 +1,184 @@
-"""Lesson 04's exercise checkers: 4.1 the aligned length, 4.2 a zigzag CP rank's positions, 4.3 the least alignment.
+"""Lesson 04's exercise checkers: 4.1 predict the packed THD length, 4.2 a guard that finds a CP split bug,
+4.3 the guard test for #7702 (padding that survives the SP scatter and the zigzag CP split).
 
-A notebook reaches them only as check_exercise("N.M", answer); the mechanism's own alignment and
-split functions are refused as answers. Each checker names the usual mistake it recognises.
+A notebook reaches them only as check_exercise("N.M", answer); the mechanism's own functions are
+refused as answers. 4.2 and 4.3 hand the learner's guard known-good and known-bad functions (the
+bad ones live only here); each checker names the mistake it recognises.
 """
 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import torch
 
 from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.lessons.l04_thd.thd import (
-    align_size,
     aligned_length,
-    minimal_align_size,
-    padding_needed,
+    packed_thd_length,
+    pad_nested,
+    pad_nested_unaligned,
     rank_positions,
     zigzag_chunks,
+    zigzag_merge,
     zigzag_split,
 )
 
-ALIGN_CASES: tuple[tuple[int, int, int], ...] = (
-    (4026, 2, 1),
-    (4027, 2, 1),
-    (4026, 4, 1),
-    (4026, 2, 2),
-    (4026, 1, 2),
-    (4032, 2, 2),
-    (1, 8, 1),
-    (7, 1, 1),
-    (0, 2, 2),
-    (100, 3, 3),
-    (24, 4, 3),
+# ---------------------------------------------------------------- 4.1 the packed THD length
+
+PACKED_CASES: tuple[tuple[tuple[int, ...], int, int], ...] = (
+    ((7, 5, 9), 2, 1),  # sum 21: aligned total 22, per sequence 24, [B, L] rectangle 30
+    ((7, 5, 9), 2, 2),
+    ((4026,), 2, 1),
+    ((4026, 17), 4, 1),
+    ((5, 8), 1, 2),
+    ((1, 1, 1), 8, 1),
+    ((24, 3), 3, 3),
+    ((2212, 301), 1, 1),
 )
 
 
-@checker("4.1", library_answers=[aligned_length, padding_needed, align_size])
-def check_aligned_length(fn: Callable[[int, int, int], int]) -> str:
-    """Exercise 4.1: fn(L, tp, cp) is the smallest multiple of the alignment that is >= L."""
-    for length, tp, cp in ALIGN_CASES:
-        want = aligned_length(length, tp, cp)
-        got = fn(length, tp, cp)
+def _packed_hint(got: int, lengths: tuple[int, ...], tp: int, cp: int) -> str:
+    if cp > 1 and got * cp == packed_thd_length(lengths, tp, cp):
+        return "that is one CP rank's share; give the total over the CP ranks (cu_seqlens_padded[-1])"
+    if cp > 1 and got == sum(aligned_length(n, tp * cp, 1) for n in lengths):
+        return "with cp > 1 the zigzag split needs 2*cp chunks, so each sequence aligns to tp*cp*2"
+    if cp > 1 and got == sum(aligned_length(n, tp, 1) for n in lengths):
+        return "you ignored cp; each sequence is cut into 2*cp zigzag chunks too"
+    if got == len(lengths) * aligned_length(max(lengths), tp, cp):
+        return "that is the [B, L] rectangle of the VLM input_ids; the packed labels pad each sequence to its own"
+    if got == aligned_length(sum(lengths), tp, cp):
+        return "you aligned the total; the THD engine pads each sequence on its own before packing them"
+    if got == sum(lengths):
+        return "no padding at all: every sequence is padded up to a multiple of the alignment"
+    return "pad each sequence to a multiple of the alignment, then add them up"
+
+
+@checker("4.1", library_answers=[packed_thd_length])
+def check_packed_length(fn: Callable[[list[int], int, int], int]) -> str:
+    """Exercise 4.1: fn(lengths, tp, cp) predicts the packed THD row count preprocess_thd_engine builds."""
+    for lengths, tp, cp in PACKED_CASES:
+        got = fn(list(lengths), tp, cp)
         if isinstance(got, bool) or not isinstance(got, numbers.Integral):
-            raise ExerciseFailure(f"fn({length}, {tp}, {cp}) should return an int, got {type(got).__name__}")
-        if got == want:
-            continue
-        hint = f"expected {want}"
-        if length % align_size(tp, cp) == 0 and got == length + align_size(tp, cp):
-            hint += ": an already aligned length needs no padding; take the remainder modulo the alignment again"
-        elif cp > 1 and got == aligned_length(length, tp * cp, 1):
-            hint += ": with cp > 1 the zigzag split needs 2*cp chunks, so the alignment is tp*cp*2"
-        elif cp > 1 and got == aligned_length(length, tp, 1):
-            hint += ": you ignored cp; each of the 2*cp zigzag chunks must also be whole"
-        elif got < length:
-            hint += ": padding never removes tokens"
-        raise ExerciseFailure(f"fn({length}, tp={tp}, cp={cp}) gave {got}; {hint}")
-    return f"all {len(ALIGN_CASES)} (L, tp, cp) cases right"
+            raise ExerciseFailure(f"fn({list(lengths)}, {tp}, {cp}) should return an int, got {type(got).__name__}")
+        want = packed_thd_length(lengths, tp, cp)
+        if got != want:
+            hint = _packed_hint(int(got), lengths, tp, cp)
+            raise ExerciseFailure(f"fn({list(lengths)}, tp={tp}, cp={cp}) gave {got}, expected {want}: {hint}")
+    return f"all {len(PACKED_CASES)} (lengths, tp, cp) cases right"
 
 
-ZIGZAG_CASES: tuple[tuple[int, int], ...] = ((8, 2), (16, 4), (24, 3), (12, 1))
+# ---------------------------------------------------------------- 4.2 a guard that finds a CP split bug
+
+SplitFn = Callable[[torch.Tensor, int, int], torch.Tensor]
 
 
-@checker("4.2", library_answers=[rank_positions, zigzag_split, zigzag_chunks])
-def check_zigzag_positions(fn: Callable[[int, int, int], Sequence[int]]) -> str:
-    """Exercise 4.2: fn(seq_len, cp, rank) lists the positions a zigzag CP rank holds, in order."""
-    for seq_len, cp in ZIGZAG_CASES:
-        for rank in range(cp):
-            want = rank_positions(seq_len, cp, rank, "zigzag").tolist()
-            got = fn(seq_len, cp, rank)
-            if isinstance(got, torch.Tensor):
-                got = got.tolist()
-            if isinstance(got, str) or not isinstance(got, Sequence):
-                raise ExerciseFailure(f"fn({seq_len}, {cp}, {rank}) should return a list of positions, got {got!r}")
-            got = list(got)
-            if got == want:
-                continue
-            hint = f"expected {want}"
-            if cp > 1 and got == rank_positions(seq_len, cp, rank, "contiguous").tolist():
-                hint += ": that is the contiguous split; zigzag cuts 2*cp chunks and pairs chunk r with 2*cp-1-r"
-            elif sorted(got) == want:
-                hint += ": the right positions, but keep them in sequence order"
-            elif cp > 1 and len(got) == len(want):
-                hint += ": rank r holds chunk r and chunk 2*cp-1-r (counting from 0)"
-            raise ExerciseFailure(f"fn(seq_len={seq_len}, cp={cp}, rank={rank}) gave {got}; {hint}")
-    return f"{len(ZIGZAG_CASES)} (seq_len, cp) cases right, so every rank does equal causal work"
+def _split_contiguous(x: torch.Tensor, cp: int, rank: int) -> torch.Tensor:
+    return x.chunk(cp)[rank]
 
 
-@checker("4.3", library_answers=[minimal_align_size])
-def check_minimal_alignment(fn: Callable[[int, int], int]) -> str:
-    """Exercise 4.3: fn(tp, cp) is the least length multiple that both zigzag CP and SP accept."""
-    cases = [(tp, cp) for tp in (1, 2, 3, 4, 6, 8) for cp in (1, 2, 3, 4)]
-    for tp, cp in cases:
-        want = minimal_align_size(tp, cp)
-        got = fn(tp, cp)
-        if got == want:
-            continue
-        hint = f"expected {want}"
-        if cp == 1:
-            hint += ": without context parallelism (cp == 1) there is no zigzag split, so only SP's tp matters"
-        elif got == align_size(tp, cp):
-            hint += ": that is upstream's product tp*cp*2; it works, but for even tp a smaller multiple does too"
-        elif cp > 1 and got == tp * cp:
-            hint += ": each rank's tp*cp part is fine for SP, but the zigzag split also needs 2*cp whole chunks"
-        raise ExerciseFailure(f"fn(tp={tp}, cp={cp}) gave {got}; {hint}")
-    return f"{len(cases)} (tp, cp) pairs right"
+def _split_one_from_each_half(x: torch.Tensor, cp: int, rank: int) -> torch.Tensor:
+    chunks = x.chunk(2 * cp)
+    return torch.cat([chunks[rank], chunks[cp + rank]]) if cp > 1 else x
+
+
+def _split_swapped(x: torch.Tensor, cp: int, rank: int) -> torch.Tensor:
+    chunks = x.chunk(2 * cp)
+    return torch.cat([chunks[2 * cp - 1 - rank], chunks[rank]]) if cp > 1 else x
+
+
+def _split_mirror_off_by_one(x: torch.Tensor, cp: int, rank: int) -> torch.Tensor:
+    chunks = x.chunk(2 * cp)
+    return torch.cat([chunks[rank], chunks[(2 * cp - 2 - rank) % (2 * cp)]]) if cp > 1 else x
+
+
+BUGGY_SPLITS: tuple[tuple[SplitFn, str], ...] = (
+    (_split_contiguous, "the contiguous split (rank r holds block r): every row once, but unbalanced"),
+    (_split_one_from_each_half, "a split giving rank r chunks r and cp+r: every row once, not the zigzag pairing"),
+    (_split_swapped, "a split with the right chunks in the wrong order (2*cp-1-r before r)"),
+    (_split_mirror_off_by_one, "a split pairing chunk r with 2*cp-2-r: rows duplicated and missing"),
+)
+SPLIT_CASES: tuple[tuple[int, int], ...] = ((8, 2), (24, 3), (16, 4), (12, 1))
+
+
+def _verdict(guard: Callable[..., object], *args: object) -> str | None:
+    """None when the guard passes, the AssertionError's text when it fails; other errors are the learner's bug."""
+    try:
+        guard(*args)
+    except AssertionError as e:
+        return str(e) or "AssertionError"
+    except NotImplementedError:
+        raise  # a stub: the exercise is not attempted yet
+    except Exception as e:
+        raise ExerciseFailure(f"your guard raised {type(e).__name__}: {e} (a guard fails with AssertionError)") from e
+    return None
+
+
+@checker("4.2", library_answers=[zigzag_split, rank_positions, zigzag_chunks, zigzag_merge])
+def check_split_guard(guard: Callable[[SplitFn, int, int], object]) -> str:
+    """Exercise 4.2: guard(split_fn, seq_len, cp) raises AssertionError unless split_fn is the zigzag split."""
+    for seq_len, cp in SPLIT_CASES:
+        failed = _verdict(guard, zigzag_split, seq_len, cp)
+        if failed is not None:
+            where = f"seq_len={seq_len}, cp={cp}"
+            raise ExerciseFailure(f"your guard rejected the correct zigzag split ({where}): {failed}")
+    for split, what in BUGGY_SPLITS:
+        for seq_len, cp in SPLIT_CASES:
+            rows = torch.arange(seq_len)
+            same = all(torch.equal(split(rows, cp, r), zigzag_split(rows, cp, r)) for r in range(cp))
+            if not same and _verdict(guard, split, seq_len, cp) is None:
+                raise ExerciseFailure(f"your guard let {what} through at seq_len={seq_len}, cp={cp}")
+    return f"passes the zigzag split and catches all {len(BUGGY_SPLITS)} buggy splits"
+
+
+# ---------------------------------------------------------------- 4.3 the guard test for the padding
+
+PadFn = Callable[[torch.Tensor, int, int, int], tuple[torch.Tensor, torch.Tensor]]
+
+
+def _pad_to(input_ids: torch.Tensor, pad_id: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+    lengths = input_ids.offsets().diff()
+    rows = [torch.cat([s, s.new_full((max(length - len(s), 0),), pad_id)])[:length] for s in input_ids.unbind()]
+    padded = torch.stack(rows)
+    return padded, torch.arange(length)[None, :] < lengths[:, None]
+
+
+def _pad_tp_only(ids: torch.Tensor, pad_id: int, tp: int, cp: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return _pad_to(ids, pad_id, aligned_length(int(ids.offsets().diff().max()), tp, 1))
+
+
+def _pad_tp_times_cp(ids: torch.Tensor, pad_id: int, tp: int, cp: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return _pad_to(ids, pad_id, aligned_length(int(ids.offsets().diff().max()), tp * cp, 1))
+
+
+def _pad_mask_all_true(ids: torch.Tensor, pad_id: int, tp: int, cp: int) -> tuple[torch.Tensor, torch.Tensor]:
+    padded, mask = pad_nested(ids, pad_id, tp, cp)
+    return padded, torch.ones_like(mask)
+
+
+def _pad_rounds_down(ids: torch.Tensor, pad_id: int, tp: int, cp: int) -> tuple[torch.Tensor, torch.Tensor]:
+    longest = int(ids.offsets().diff().max())
+    align = aligned_length(1, tp, cp)
+    return _pad_to(ids, pad_id, max(longest - longest % align, align))
+
+
+BUGGY_PADS: tuple[tuple[PadFn, str], ...] = (
+    (pad_nested_unaligned, "the pre-#7702 padding (to the longest sequence, no alignment)"),
+    (_pad_tp_only, "a padding that aligns to tp and ignores cp"),
+    (_pad_tp_times_cp, "a padding that aligns to tp*cp, without the factor 2 of the zigzag chunks"),
+    (_pad_mask_all_true, "a padding whose mask marks the padded positions as real"),
+    (_pad_rounds_down, "a padding that rounds the longest length down and drops real tokens"),
+)
+
+
+@checker("4.3", library_answers=[pad_nested])
+def check_padding_guard(guard: Callable[[PadFn], object]) -> str:
+    """Exercise 4.3: guard(pad_fn) raises AssertionError unless pad_fn's output survives SP and zigzag CP."""
+    failed = _verdict(guard, pad_nested)
+    if failed is not None:
+        raise ExerciseFailure(f"your guard rejected a correct padding function: {failed}")
+    for pad, what in BUGGY_PADS:
+        if _verdict(guard, pad) is None:
+            raise ExerciseFailure(f"your guard let {what} through: test a case where it goes wrong")
+    return f"passes the aligned padding and catches all {len(BUGGY_PADS)} buggy ones"

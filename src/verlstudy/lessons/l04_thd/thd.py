@@ -5,9 +5,9 @@ and asserts `S % tp == 0`. Zigzag context parallelism (CP) cuts S into `2 * cp` 
 rank r the chunks r and `2*cp-1-r`, so S must divide by `2 * cp` and each rank's `S / cp` must still
 divide by `tp`. Upstream pads once, at the model's entry, to a multiple of
 `tp * cp * 2 if cp > 1 else tp` (`verl/models/mcore/util.py::build_vlm_attn_mask_thd`), and the
-fused forward path reuses that function. This module is our own version of that arithmetic, a mock
-of the scatter that fails the way Megatron's does, the zigzag split, and a toy model whose "fused"
-and "unfused" log-prob paths share one padding function.
+fused forward path reuses that function. This module is the course's own version of that
+arithmetic, a mock of the scatter that fails the way Megatron's does, and the zigzag split (the toy
+model that uses them is in `toy.py`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import logging
 import math
 import numbers
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Literal
 
@@ -24,7 +24,6 @@ import matplotlib.figure
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.colors import ListedColormap
-from torch import nn
 
 from verlstudy.kit.params import positive_int
 from verlstudy.kit.plots import COLORS, apply_style
@@ -32,7 +31,6 @@ from verlstudy.kit.plots import COLORS, apply_style
 # The once-per-process torch log line that jagged tensors can trigger carries a PID and a time.
 _NOISY_LOGGERS = ("torch.fx._symbolic_trace", "torch.nested")
 
-PadFn = Callable[[torch.Tensor, int, int, int], tuple[torch.Tensor, torch.Tensor]]
 Split = Literal["contiguous", "zigzag"]
 
 
@@ -105,9 +103,11 @@ def pack_sequences(sequences: Sequence[Sequence[int] | torch.Tensor]) -> torch.T
             raise TypeError(f"sequences[{i}] must hold integer token ids, got dtype {t.dtype}")
         tensors.append(t)
     offsets = torch.tensor([0, *(t.numel() for t in tensors)]).cumsum(0)
-    # Building from (values, offsets) is the THD layout itself, and cheaper than from a list.
+    # Building from (values, offsets) is the THD layout itself, and cheaper than from a list. The
+    # longest length is passed as well: without it, `to_padded_tensor` pads to the whole buffer's length.
+    longest = max(t.numel() for t in tensors)
     with quiet_nested():
-        return torch.nested.nested_tensor_from_jagged(torch.cat(tensors), offsets=offsets)
+        return torch.nested.nested_tensor_from_jagged(torch.cat(tensors), offsets=offsets, max_seqlen=longest)
 
 
 def seq_lengths(input_ids: torch.Tensor) -> torch.Tensor:
@@ -140,6 +140,17 @@ def padding_needed(length: int, tp: int, cp: int) -> int:
 def aligned_length(length: int, tp: int, cp: int) -> int:
     """The smallest multiple of `align_size(tp, cp)` that is >= `length`."""
     return _check_length("length", length) + padding_needed(length, tp, cp)
+
+
+def packed_thd_length(lengths: Sequence[int], tp: int, cp: int) -> int:
+    """Rows of the packed THD buffer when each sequence is padded on its own to `align_size(tp, cp)`.
+
+    The total over CP ranks (`cu_seqlens_padded[-1]`), as verl 0.9.1's `preprocess_thd_engine` builds
+    it without FP8 padding or length buckets; it differs from the `[B, L]` rectangle of the VLM ids.
+    """
+    if isinstance(lengths, str) or not isinstance(lengths, Sequence) or len(lengths) == 0:
+        raise ValueError("lengths must be a non-empty list of sequence lengths")
+    return sum(aligned_length(_check_length(f"lengths[{i}]", n), tp, cp) for i, n in enumerate(lengths))
 
 
 def minimal_align_size(tp: int, cp: int) -> int:
@@ -352,63 +363,3 @@ def shard_lengths(padded_len: int, tp: int, cp: int) -> list[list[int]]:
     cp = positive_int("cp", cp)
     positions = torch.arange(padded_len)
     return [[int(sp_scatter(zigzag_split(positions, cp, c), tp, t).numel()) for t in range(tp)] for c in range(cp)]
-
-
-# ---------------------------------------------------------------- a toy model: one padding, two paths
-
-
-class TinyLM(nn.Module):
-    """Embedding -> per-token MLP (the SP region) -> LM head, small enough for a notebook."""
-
-    def __init__(self, vocab_size: int, hidden: int) -> None:
-        super().__init__()
-        vocab_size = positive_int("vocab_size", vocab_size)
-        hidden = positive_int("hidden", hidden)
-        self.embed = nn.Embedding(vocab_size, hidden)
-        self.mlp = nn.Sequential(nn.LayerNorm(hidden), nn.Linear(hidden, hidden), nn.GELU())
-        self.head = nn.Linear(hidden, vocab_size)
-
-    def hidden_states(self, padded_ids: torch.Tensor, tp: int = 1, cp: int = 1) -> torch.Tensor:
-        """`[B, L]` ids -> `[B, L, H]`, computing the MLP shard by shard over (cp, tp) ranks as Megatron lays it out."""
-        tp = positive_int("tp", tp)
-        cp = positive_int("cp", cp)
-        x = self.embed(padded_ids).transpose(0, 1)  # [S, B, H], Megatron's layout
-        cp_parts = []
-        for c in range(cp):
-            local = zigzag_split(x, cp, c)
-            cp_parts.append(sp_gather([self.mlp(sp_scatter(local, tp, t)) for t in range(tp)]))
-        return zigzag_merge(cp_parts).transpose(0, 1)
-
-
-def _padded_batch(
-    model: TinyLM, input_ids: torch.Tensor, labels: torch.Tensor, pad_fn: PadFn, tp: int, cp: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    if not isinstance(model, TinyLM):
-        raise TypeError(f"model must be a TinyLM, got {type(model).__name__}")
-    if not callable(pad_fn):
-        raise TypeError("pad_fn must be a function (input_ids, pad_token_id, tp, cp) -> (padded, mask)")
-    if not torch.equal(seq_lengths(input_ids), seq_lengths(labels)):
-        raise ValueError("labels must have the same per-sequence lengths as input_ids")
-    ids, mask = pad_fn(input_ids, 0, tp, cp)
-    # Labels go through the same padding so logits and labels share one aligned length.
-    padded_labels, _ = pad_fn(labels, 0, tp, cp)
-    return model.hidden_states(ids, tp, cp), padded_labels, mask
-
-
-def unfused_logprobs(
-    model: TinyLM, input_ids: torch.Tensor, labels: torch.Tensor, tp: int, cp: int, pad_fn: PadFn = pad_nested
-) -> torch.Tensor:
-    """Log-prob of each label token, materialising the full `[B, L, V]` log-softmax; returns the THD values."""
-    hidden, padded_labels, mask = _padded_batch(model, input_ids, labels, pad_fn, tp, cp)
-    logp = torch.log_softmax(model.head(hidden), dim=-1)
-    return logp.gather(-1, padded_labels[..., None]).squeeze(-1)[mask]
-
-
-def fused_logprobs(
-    model: TinyLM, input_ids: torch.Tensor, labels: torch.Tensor, tp: int, cp: int, pad_fn: PadFn = pad_nested
-) -> torch.Tensor:
-    """The same log-probs from hidden states and head weights on real tokens only (no `[B, L, V]` tensor kept)."""
-    hidden, padded_labels, mask = _padded_batch(model, input_ids, labels, pad_fn, tp, cp)
-    h, y = hidden[mask], padded_labels[mask]
-    label_logit = (h * model.head.weight[y]).sum(-1) + model.head.bias[y]
-    return label_logit - torch.logsumexp(model.head(h), dim=-1)
