@@ -9,12 +9,14 @@
 # after hundreds of devices have started. This lesson derives every size from the few that are chosen,
 # makes the bad combinations fail on a laptop with an error that names them, and then makes the
 # algorithmic choices visible: asymmetric clipping ("clip-higher", 0.2 / 0.28) and dual clip (c = 10)
-# on the loss surface and on a toy GRPO bandit.
+# on the loss surface and on a toy GRPO bandit, then the rest of the recipe's loss (rollout correction
+# and the KL term) and where its offload settings put the memory.
 #
 # **You will learn** how TP, PP, CP, EP and ETP split 512 devices into data-parallel and
 # expert-data-parallel groups; how a rollout layout differs; how to read a Megatron pipeline layout
-# string; how a GRPO step is cut into mini- and micro-batches; verl's clipped policy loss region by
-# region; and why a higher upper clip keeps a policy's entropy up for longer.
+# string; how a GRPO step is cut into mini- and micro-batches; what parameter and optimizer offload
+# move off the device; verl's clipped policy loss region by region, and what rollout correction and
+# the KL loss add to it; and why a higher upper clip keeps a policy's entropy up for longer.
 #
 # **Time:** 50 minutes. **Assumes:** what data/tensor/pipeline parallelism are; PPO's ratio and clip.
 #
@@ -28,6 +30,15 @@
 #   + 1e-6), torch's unbiased std, a group of one gets mean 0 and std 1.
 # - `verl/workers/config/rollout.py`: with expert parallelism, rollout `ep == tp * dp`.
 # - `verl/trainer/ppo/ray_trainer.py`: `ppo_mini_batch_size` counts prompts and is multiplied by `rollout.n`.
+# - `verl/trainer/ppo/rollout_corr_helper.py::compute_rollout_correction_weights`,
+#   `compute_rollout_rejection_mask`; `verl/trainer/ppo/core_algos.py::kl_penalty`;
+#   `verl/workers/utils/losses.py::ppo_loss` (how the terms are added).
+# - `verl/utils/megatron_utils.py::offload_megatron_model_to_cpu` (what `param_offload` moves), and
+#   Megatron-core's `megatron/core/optimizer/optimizer_config.py` and `cpu_offloading/README.md` (what
+#   `optimizer_cpu_offload`, `optimizer_offload_fraction`, `use_precision_aware_optimizer` do).
+# - The recipe itself: `examples/ascend_extras/grpo_trainer/run_glm5_2_megatron.sh`, a bash script
+#   outside the wheel, read at commit `89dad2d7`; `data/recipes/glm52_grpo_7788.yaml` is the course's
+#   transcription of its numbers.
 #
 # Facts checked against verl 0.9.1. All code here is our own (`verlstudy.lessons.l07_grpo_recipe.parallel`, `verlstudy.lessons.l07_grpo_recipe.grpo`);
 # `tests/test_grpo.py` compares our loss and advantages with upstream's functions when verl is installed.
@@ -46,6 +57,11 @@ from verlstudy.kit.exercises import check_exercise
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.resources import data_dir
 from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.kit.upstream import upstream_cell
+from verlstudy.lessons.l07_grpo_recipe.correction import parse_k1_bounds
+from verlstudy.lessons.l07_grpo_recipe.correction import recipe_loss as full_recipe_loss
+from verlstudy.lessons.l07_grpo_recipe.memory import NO_OFFLOAD, OffloadSettings, memory_by_phase, totals
+from verlstudy.lessons.l07_grpo_recipe.upstream import check_recipe_loss_cell
 from verlstudy.lessons.l07_grpo_recipe.grpo import (
     bandit_problem,
     entropy,
@@ -66,6 +82,7 @@ from verlstudy.lessons.l07_grpo_recipe.parallel import (
     parse_pipeline_layout,
     pipeline_bubble_fraction,
 )
+import matplotlib.pyplot as plt
 from verlstudy.kit.plots import bar_plot, line_plot
 from verlstudy.kit.seeding import seed_everything
 
@@ -79,12 +96,14 @@ reset_claims()
 # %% [markdown]
 # ## 1. Symptom: a wall of numbers
 # The recipe's numbers, as `data/recipes/glm52_grpo_7788.yaml` stores them (only the chosen ones; every
-# derived size below is computed). One wrong entry here and the job fails after 512 devices have
-# started, or worse, runs with a layout nobody meant.
+# derived size below is computed), transcribed from the PR's launch script
+# `examples/ascend_extras/grpo_trainer/run_glm5_2_megatron.sh`. One wrong entry here and the job fails
+# after 512 devices have started, or worse, runs with a layout nobody meant.
 
 # %%
 recipe = load_recipe(data_dir() / "recipes" / "glm52_grpo_7788.yaml")
-for section in ("cluster", "train", "rollout", "batch", "algorithm"):
+print("from", recipe["upstream_file"], "at", recipe["upstream_commit"][:8])
+for section in ("cluster", "train", "rollout", "batch", "algorithm", "rollout_correction", "offload"):
     print(f"{section:<9}", ", ".join(f"{k}={v}" for k, v in recipe[section].items()))
 
 # %% [markdown]
@@ -132,9 +151,14 @@ with expect_error(ValueError, match="must equal tp*dp"):
 # %% [markdown]
 # ### The pipeline layout string
 # `Et*10|t*12|...|t*4L` places layers on stages: `|` separates the 8 stages, `t*N` is N decoder layers,
-# `E` the embedding (first stage), `L` the loss head (last stage). The first and last stages carry that
-# extra work, so they get fewer decoder layers (10 and 4). The others are not even either (8 to 12),
-# and a pipeline runs at the pace of its largest stage: its ratio to the mean is claimed below.
+# `E` the embedding (first stage), `L` the loss head (last stage). The stages are uneven: 10, 12, 8, 8,
+# 12, 12, 12, 4. The PR does not say why: its description only says it adds a 32-node script, and the
+# script has no comment on the layout. **The course's reading, not upstream's:** the last stage also
+# runs the output projection over the vocabulary and the loss for every token, so it gets the fewest
+# decoder layers (4); stage 0 adds only the embedding lookup, which is cheap, and gets 10; why stages
+# 2 and 3 get 8 where their neighbours get 12 the PR does not let us recover (a measured balance is
+# one guess). Whatever the reason, a pipeline runs at the pace of its largest stage: its ratio to the
+# mean is claimed below.
 
 # %%
 pipeline = parse_pipeline_layout(train["pipeline_layout"])
@@ -179,7 +203,8 @@ with expect_error(ValueError, match="does not split over dp=3"):
 # distributed optimizer does, and over edp for expert weights; activations ignored) per **billion**
 # parameters, so no model size has to be assumed. Dense weights are split 64 ways (tp x pp) and their
 # optimizer state 8 ways more; expert weights are split 512 ways (etp x ep x pp) but, with edp = 1,
-# their optimizer state not at all, so it is twice their weights and grads.
+# their optimizer state not at all, so it is twice their weights and grads. That would sit on the
+# device, were it not for the recipe's offload settings (next).
 
 # %%
 per_billion = {kind: estimate_train_memory_per_device(layout, **{f"{kind}_params": 1e9, f"{other}_params": 0})
@@ -193,6 +218,39 @@ claim("dense optimizer / weights+grads", per_billion["dense"]["optimizer_bytes"]
       / per_billion["dense"]["weights_and_grads_bytes"], 12 / 8 / 6, rtol=1e-9)
 claim("expert optimizer / weights+grads (edp=1)", per_billion["expert"]["optimizer_bytes"]
       / per_billion["expert"]["weights_and_grads_bytes"], 12 / 6, rtol=1e-9)
+
+# %% [markdown]
+# ### Where that state lives: the recipe's offload settings
+# The recipe's `offload` section (five settings from the script) moves most of it to host memory:
+# - `param_offload` (verl, `megatron_utils.py::offload_megatron_model_to_cpu`): while the actor is idle
+#   (during rollout) its bf16 weights are copied to pinned host memory and its grad buffer is freed.
+# - `optimizer_offload` (verl, `offload_megatron_optimizer`): the optimizer state goes to the host while idle.
+# - `optimizer_cpu_offload` with `optimizer_offload_fraction=1` (Megatron-core `OptimizerConfig`:
+#   "offload optimizer states tensor and compute to CPU"): all of the optimizer state stays on the host
+#   even while training, and the Adam step runs on the CPU.
+# - `use_precision_aware_optimizer`: Megatron's `cpu_offloading/README.md` lists it with the two above
+#   as what enables CPU offload. It would allow bf16 grads and moments, but the recipe leaves their
+#   dtypes at Megatron's fp32 defaults, so it changes no byte count here.
+#
+# The course's estimate (`memory_by_phase`; activations not modelled) per rank and per 1e9 expert
+# parameters, the edp = 1 case above, in the two phases of a step. The reference model
+# (`ref_param_offload`) is offloaded likewise and not plotted.
+
+# %%
+offload = OffloadSettings.from_recipe(recipe["offload"])
+mib = {name: {k: v / 2**20 for k, v in totals(memory_by_phase(layout, 0, 1e9, s)).items()}
+       for name, s in (("no offload", NO_OFFLOAD), ("#7788", offload))}
+fig = bar_plot({f"{name}: {k}": v for name, t in mib.items() for k, v in t.items()},
+               title="Actor memory per rank, per 1e9 expert params", ylabel="MiB", digits=4, show=False)
+plt.setp(fig.axes[0].get_xticklabels(), rotation=35, ha="right")  # eight long labels: slant them
+fig.tight_layout()
+plt.show()
+per_rank = 1e9 / 512 / 2**20  # MiB per byte-per-parameter on one rank
+claim("no offload: device holds 18 B/param in both phases", mib["no offload"]["rollout device"], 18 * per_rank, rtol=1e-9)
+claim("#7788 training: device 6 B/param (weights + grads)", mib["#7788"]["train device"], 6 * per_rank, rtol=1e-9)
+claim("#7788 training: host 12 B/param (all optimizer state)", mib["#7788"]["train host"], 12 * per_rank, rtol=1e-9)
+claim("#7788 rollout: the actor holds no device memory", mib["#7788"]["rollout device"] == 0.0)
+claim("#7788 rollout: host 14 B/param (grads freed)", mib["#7788"]["rollout host"], 14 * per_rank, rtol=1e-9)
 
 # %% [markdown]
 # ## 4. The algorithm: GRPO advantages
@@ -257,6 +315,45 @@ for name, out in (("verl default (0.2, 0.2, c=3)", default), ("#7788 (0.2, 0.28,
           f"ppo_kl={out.ppo_kl:.3f}")
 claim("clip-higher clips fewer tokens", recipe_loss.pg_clipfrac < default.pg_clipfrac)
 claim("c=10 dual-clips fewer tokens than c=3", recipe_loss.pg_clipfrac_lower < default.pg_clipfrac_lower)
+
+# %% [markdown]
+# ### The rest of the recipe's loss: rollout correction and the KL term
+# The recipe optimises more than the clipped loss. From its `rollout_correction` and `algorithm` sections:
+# - `rollout_rs=token_k1`, threshold `0.6_1.6`: verl (`compute_rollout_rejection_mask`) drops a token from
+#   the response mask when pi_rollout / pi_train leaves [0.6, 1.6], i.e. when the inference engine and
+#   the trainer disagree too much about it.
+# - `rollout_is=token`, threshold 2.0, `rollout_is_batch_normalize=true`: each token's loss is weighted by
+#   min(pi_train / pi_rollout, 2), divided by the mean weight over the response
+#   (`compute_rollout_correction_weights`; the mean is taken before rejection).
+# - `use_kl_loss`, `kl_loss_coef=0.002`, `kl_loss_type` left at verl's default `low_var_kl`: plus
+#   0.002 x the token-mean k3 estimate of KL to the reference model (`losses.py::ppo_loss`).
+#
+# On the same toy batch, with engine log-probs that drift from the trainer's (std 0.3) and a reference
+# policy (std 0.2), term by term:
+
+# %%
+rollout_logp = old_logp + torch.randn(4, 64, generator=gen) * 0.3  # what the inference engine reported
+ref_logp = old_logp + torch.randn(4, 64, generator=gen) * 0.2  # the frozen reference policy
+rc, alg = recipe["rollout_correction"], recipe["algorithm"]
+full = full_recipe_loss(logp, old_logp, rollout_logp, ref_logp, advantages, mask, clips=(0.2, 0.28, 10.0),
+                        is_threshold=rc["rollout_is_threshold"], is_batch_normalize=rc["rollout_is_batch_normalize"],
+                        rs_bounds=parse_k1_bounds(rc["rollout_rs_threshold"]), kl_loss_coef=alg["kl_loss_coef"])
+fig = bar_plot({"clip only": full.clip_only, "+ token_k1 rejection": full.with_rejection,
+                "+ token IS weights": full.with_is, "+ 0.002 x KL": full.total},
+               title="The #7788 loss on the toy batch, term by term", ylabel="loss", digits=4)
+print(f"tokens rejected {full.rejected_fraction:.4f}, IS weights truncated at 2 {full.truncated_fraction:.4f}, "
+      f"low_var_kl {full.kl:.4f}")
+claim("clip-only term is section 5's recipe loss", full.clip_only, recipe_loss.loss.item(), rtol=1e-5)
+claim("token_k1 rejects some tokens, not most", 0 < full.rejected_fraction < 0.5)
+claim("normalised IS weights average 1 over the response", (full.weights * mask).sum().item() / mask.sum().item(), 1.0, rtol=1e-5)
+claim("the KL term adds 0.002 x KL", full.total - full.with_is, alg["kl_loss_coef"] * full.kl, rtol=1e-3)
+
+# %% [markdown]
+# The same batch through upstream's own functions (loaded from verl's source): the rejection mask, the
+# weights and each term must match ours.
+
+# %%
+upstream_cell(lambda: check_recipe_loss_cell((logp, old_logp, rollout_logp, ref_logp, advantages, mask), full))
 
 # %% [markdown]
 # ## 6. Why clip-higher: a toy GRPO bandit
@@ -327,7 +424,8 @@ claim(f"clip-higher ends with more entropy on all {robustness_seeds} further see
 # divide is a `ValueError` naming the numbers) and the tests: `tests/test_parallel.py` pins the recipe's
 # derived sizes, and `tests/test_grpo.py` pins the loss on hand-computed cases, each clip region, the
 # clip fractions, the closed-form bandit gradient against autograd, and our loss and advantages against
-# verl 0.9.1's own functions on generated cases (when verl is installed).
+# verl 0.9.1's own functions on generated cases (when verl is installed); `test_correction.py` does
+# the same for the rollout correction and KL terms, and `test_memory.py` pins the offload estimate.
 #
 # ## 8. Exercises
 # **7.1** Write `my_dp_sizes(world, tp, pp, cp, ep, etp)` returning `(dp, edp)`, or raising
@@ -411,15 +509,17 @@ upstream_check()
 # ## Takeaways
 # - Dense and expert weights divide the same devices differently: `dp = world / (tp*cp*pp)` = 8 and
 #   `edp = world / (etp*ep*pp)` = 1 for #7788; check both before launching, and remember that edp = 1
-#   leaves the expert optimizer state unsharded.
+#   leaves the expert optimizer state unsharded, which is why the recipe keeps all optimizer state on
+#   the host (`optimizer_cpu_offload`, fraction 1) and offloads the weights during rollout.
 # - Rollout has its own layout (8 replicas of TP8 x DP8, EP = 64 = tp*dp).
-# - The layout string must place exactly `num_layers` on exactly `pp` stages; first and last stages
-#   carry the embedding and loss head, so they get fewer layers.
+# - The layout string must place exactly `num_layers` on exactly `pp` stages; #7788's stages are uneven
+#   (4 layers on the loss stage) for reasons the PR does not state.
 # - `ppo_mini_batch_size` counts prompts; with n = 8 and dp = 8 each rank runs 16 micro-batches per
 #   mini-batch, enough to fill an 8-stage pipeline, which still idles 7/23 of the time.
 # - verl's loss: clipped where the ratio leaves `[1 - low, 1 + high]` on the side the advantage pushes,
 #   dual-clipped at `-A c` for A < 0. Clip-higher frees rare positive tokens and keeps entropy up for
-#   longer at the same reward.
+#   longer at the same reward. The recipe then drops tokens the engine and trainer disagree on
+#   (token_k1), reweights the rest (truncated IS) and adds 0.002 x KL to the reference.
 
 # %%
 claims_table()

@@ -159,3 +159,59 @@ def test_the_mechanisms_own_functions_are_refused(assert_wrong):
 @pytest.mark.parametrize("exercise_id", ["7.1", "7.2", "7.3"])
 def test_no_mechanism_function_passes(assert_mechanism_does_not_pass, exercise_id):
     assert_mechanism_does_not_pass(exercise_id, "verlstudy.lessons.l07_grpo_recipe", exclude=["train_clip_bandit"])
+
+
+def _advantages_with(epsilon: float, guard: bool = False):
+    def answer(rewards):
+        n = len(rewards)
+        mean = sum(rewards) / n
+        std = (sum((r - mean) ** 2 for r in rewards) / (n - 1)) ** 0.5
+        if guard and std == 0:
+            return [0.0] * n
+        return [(r - mean) / (std + epsilon) for r in rewards]
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "mentions"),
+    [
+        (_advantages_with(1e-8), "matches epsilon=1e-08"),
+        (_advantages_with(1e-5), "matches epsilon=1e-05"),
+        (_advantages_with(0.0, guard=True), "matches epsilon=0"),
+        (_advantages_with(1e-3), "matches epsilon=0.001"),
+    ],
+)
+def test_7_3_rejects_a_wrong_epsilon_and_names_it(assert_wrong, answer, mentions):
+    assert_wrong("7.3", answer, mentions=mentions)
+
+
+def test_7_3_rejects_epsilon_inside_the_square_root(assert_wrong):
+    def in_variance(rewards):
+        n = len(rewards)
+        mean = sum(rewards) / n
+        var = sum((r - mean) ** 2 for r in rewards) / (n - 1)
+        return [(r - mean) / (var + 1e-6) ** 0.5 for r in rewards]
+
+    assert_wrong("7.3", in_variance, mentions="not to the variance")
+
+
+def test_7_3_rejects_forgetting_the_mean_and_non_numbers(assert_wrong):
+    assert_wrong("7.3", lambda rewards: [float(r) for r in rewards], mentions="subtract the group mean")
+    assert_wrong("7.3", lambda rewards: ["0"] * len(rewards), mentions="return numbers")
+
+
+def test_7_1_rejects_three_typical_mistakes(assert_wrong):
+    def swapped(world, tp, pp, cp, ep, etp):
+        return tuple(reversed(reference_dp_sizes(world, tp, pp, cp, ep, etp)))
+
+    def expert_uses_tp(world, tp, pp, cp, ep, etp):
+        if world % (tp * cp * pp) or world % (tp * ep * pp):
+            raise ValueError("does not divide")
+        return world // (tp * cp * pp), world // (tp * ep * pp)
+
+    assert_wrong("7.1", swapped, mentions="expected (dp, edp)")
+    assert_wrong("7.1", expert_uses_tp, mentions=("expected (dp, edp)", "raised ValueError", "raise ValueError"))
+    assert_wrong(
+        "7.1", lambda w, tp, pp, cp, ep, etp: (w // (tp * cp * pp), w // (etp * ep * pp)), mentions="raise ValueError"
+    )

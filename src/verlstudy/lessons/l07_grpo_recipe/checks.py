@@ -115,14 +115,45 @@ def check_token_loss(fn: Callable[[float, float, float, float, float], float]) -
     return f"{len(_LOSS_CASES)} cases match"
 
 
+# (rewards, why): the tiny-spread group (std 2e-6) is where epsilon=1e-6 moves the answer visibly
+_ADVANTAGE_CASES: tuple[list[float], ...] = (
+    [1.0, 0.0, 0.0, 1.0],
+    [0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+    [1.0, 1.0, 1.0, 1.0],
+    [0.2, 0.9, 0.4],
+    [0.0, 0.0, 0.0, 4e-6],  # std 2e-6: epsilon 1e-6 gives the last response 1.0; epsilon 0 would give 1.5
+)
+_OTHER_EPSILONS = (0.0, 1e-8, 1e-7, 1e-5, 1e-4, 1e-3, 1e-2)
+
+
+def _advantage_variants(rewards: list[float]) -> dict[str, list[float]]:
+    """Typical wrong versions of GRPO's advantages for one group, keyed by the mistake they make."""
+    n, mean = len(rewards), sum(rewards) / len(rewards)
+    var = sum((r - mean) ** 2 for r in rewards) / (n - 1)
+    population = (sum((r - mean) ** 2 for r in rewards) / n) ** 0.5
+    out: dict[str, list[float]] = {}
+    if population > 0:
+        out["use the unbiased std (divide by n - 1), as torch.std does by default and verl uses"] = [
+            (r - mean) / (population + GRPO_EPSILON) for r in rewards
+        ]
+    out[f"add epsilon to the std, not to the variance: (r - mean) / (std + {GRPO_EPSILON})"] = [
+        (r - mean) / (var + GRPO_EPSILON) ** 0.5 for r in rewards
+    ]
+    for eps in _OTHER_EPSILONS:
+        if var > 0 or eps > 0:
+            out[f"epsilon must be {GRPO_EPSILON} (verl's default); your answer matches epsilon={eps:g}"] = [
+                (r - mean) / (var**0.5 + eps) for r in rewards
+            ]
+    return out
+
+
 @checker("7.3", library_answers=[group_advantages])
 def check_advantages(fn: Callable[[list[float]], list[float]]) -> str:
     """Exercise checker: `fn(rewards_of_one_group)` must return GRPO's normalised advantages."""
     if not callable(fn):
         raise ExerciseFailure("pass your function itself, e.g. check_advantages(advantages)")
-    cases = ([1.0, 0.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], [0.2, 0.9, 0.4])
-    for rewards in cases:
-        want = group_advantages(torch.tensor([rewards])).squeeze(0).tolist()
+    for rewards in _ADVANTAGE_CASES:
+        want = group_advantages(torch.tensor([rewards], dtype=torch.float64)).squeeze(0).tolist()
         try:
             got = fn(list(rewards))
         except ZeroDivisionError as e:
@@ -136,18 +167,23 @@ def check_advantages(fn: Callable[[list[float]], list[float]]) -> str:
             got = got.tolist()
         if not isinstance(got, list | tuple) or len(got) != len(rewards):
             raise ExerciseFailure(f"for rewards {rewards} return a list of {len(rewards)} advantages, got {got!r}")
-        if any(isinstance(g, float) and math.isnan(g) for g in got):
+        if any(isinstance(g, bool) or not isinstance(g, numbers.Real) for g in got):
+            raise ExerciseFailure(f"for rewards {rewards} return numbers (floats), got {got!r}")
+        if any(math.isnan(float(g)) for g in got):
             raise ExerciseFailure(
                 f"rewards {rewards} gave NaN: when every reward is equal the std is 0; add epsilon={GRPO_EPSILON}"
             )
-        if any(abs(float(g) - w) > 1e-4 for g, w in zip(got, want, strict=True)):
-            population = torch.tensor(rewards).std(unbiased=False)
-            hint = "subtract the group mean, then divide by (std + epsilon)"
-            if float(population) > 0:
-                alt = [(r - sum(rewards) / len(rewards)) / (float(population) + GRPO_EPSILON) for r in rewards]
-                if all(abs(a - float(g)) < 1e-4 for a, g in zip(alt, got, strict=True)):
-                    hint = "use the unbiased std (divide by n - 1), as torch.std does by default and verl uses"
-            raise ExerciseFailure(
-                f"for rewards {rewards} you returned {got}, expected {[round(w, 4) for w in want]}; {hint}"
+        if any(abs(float(g) - w) > 1e-4 * max(1.0, abs(w)) for g, w in zip(got, want, strict=True)):
+            hint = next(
+                (
+                    mistake
+                    for mistake, alt in _advantage_variants(rewards).items()
+                    if all(abs(a - float(g)) <= 1e-6 * max(1.0, abs(a)) for a, g in zip(alt, got, strict=True))
+                ),
+                f"subtract the group mean, then divide by (std + {GRPO_EPSILON})",
             )
-    return f"{len(cases)} groups match"
+            raise ExerciseFailure(
+                f"for rewards {rewards} you returned {[round(float(g), 4) for g in got]}, "
+                f"expected {[round(w, 4) for w in want]}; hint: {hint}"
+            )
+    return f"{len(_ADVANTAGE_CASES)} groups match"

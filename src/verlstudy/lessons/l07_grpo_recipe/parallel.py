@@ -361,7 +361,23 @@ RECIPE_KEYS: dict[str, tuple[str, ...]] = {
         "max_prompt_length",
         "max_response_length",
     ),
-    "algorithm": ("clip_ratio_low", "clip_ratio_high", "clip_ratio_c", "kl_loss_coef"),
+    "algorithm": ("clip_ratio_low", "clip_ratio_high", "clip_ratio_c", "use_kl_loss", "kl_loss_coef", "kl_loss_type"),
+    "rollout_correction": (
+        "rollout_is",
+        "rollout_is_threshold",
+        "rollout_is_batch_normalize",
+        "rollout_rs",
+        "rollout_rs_threshold",
+    ),
+    "offload": (
+        "param_offload",
+        "optimizer_offload",
+        "optimizer_cpu_offload",
+        "optimizer_offload_fraction",
+        "use_precision_aware_optimizer",
+        "use_distributed_optimizer",
+        "ref_param_offload",
+    ),
 }
 
 

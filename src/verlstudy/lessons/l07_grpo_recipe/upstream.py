@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import math
 import random
 import types
 from collections.abc import Callable
@@ -12,7 +13,9 @@ import numpy as np
 import torch
 
 from verlstudy.kit import upstream
+from verlstudy.kit.claims import claim
 from verlstudy.kit.upstream import Comparison, report_check
+from verlstudy.lessons.l07_grpo_recipe.correction import RecipeLoss, recipe_loss
 from verlstudy.lessons.l07_grpo_recipe.grpo import group_advantages, policy_loss
 
 
@@ -116,9 +119,145 @@ def compare_group_advantages(cases: int = 300, seed: int = 0, ours: Callable[...
     )
 
 
-COMPARISONS = (compare_policy_loss, compare_group_advantages)
+@functools.lru_cache(maxsize=1)
+def recipe_loss_functions() -> dict[str, Callable]:
+    """verl's rollout-correction helpers, kl_penalty and the vanilla loss, with verl's own masked_sum/mean."""
+    verl_f = types.SimpleNamespace(
+        **upstream.load_upstream("utils/torch_functional.py", ["masked_sum", "masked_mean"], {"torch": torch})
+    )
+    correction = upstream.load_upstream(
+        "trainer/ppo/rollout_corr_helper.py",
+        ["compute_rollout_correction_weights", "compute_rollout_rejection_mask"],
+        {"torch": torch, "math": math, "verl_F": verl_f},
+    )
+    provided = {
+        "torch": torch,
+        "np": np,
+        "verl_F": verl_f,
+        "register_policy_loss": lambda _name: lambda fn: fn,
+        "AlgoConfig": type("AlgoConfig", (), {}),
+    }
+    core = upstream.load_upstream(
+        "trainer/ppo/core_algos.py", ["compute_policy_loss_vanilla", "kl_penalty", "agg_loss"], provided
+    )
+    return {**correction, **core}
+
+
+def upstream_recipe_loss(logp, old_logp, rollout_logp, ref_logp, advantages, mask) -> dict[str, object]:
+    """The #7788 loss by upstream's functions, wired as verl 0.9.1 wires them (ray_trainer, then losses.ppo_loss)."""
+    fns = recipe_loss_functions()
+    log_ratio = old_logp - rollout_logp  # rollout_corr_helper: log(pi_train / pi_rollout)
+    weights, _ = fns["compute_rollout_correction_weights"](log_ratio, mask, "token", 2.0, True)
+    kept, _ = fns["compute_rollout_rejection_mask"](log_ratio, mask, "token_k1", "0.6_1.6")
+    config = _ActorConfig(
+        clip_ratio=0.2, clip_ratio_low=0.2, clip_ratio_high=0.28, clip_ratio_c=10.0, global_batch_info={}
+    )
+    pg_loss, _ = fns["compute_policy_loss_vanilla"](old_logp, logp, advantages, kept, "token-mean", config, weights)
+    kld = fns["kl_penalty"](logp, ref_logp, "low_var_kl")
+    kl = fns["agg_loss"](kld, kept, "token-mean")
+    return {
+        "weights": weights,
+        "kept_mask": kept,
+        "with_is": float(pg_loss),
+        "kl": float(kl),
+        "total": float(pg_loss + 0.002 * kl),
+    }
+
+
+def _agrees(ours: RecipeLoss, theirs: dict[str, object], tol: float = 1e-6) -> str:
+    """'' when every term agrees, else the name of the first that does not."""
+    if not torch.equal(ours.kept_mask, theirs["kept_mask"]):  # type: ignore[arg-type]
+        return "kept_mask"
+    if not torch.allclose(ours.weights, theirs["weights"], rtol=tol, atol=tol):  # type: ignore[arg-type]
+        return "weights"
+    for key in ("with_is", "kl", "total"):
+        if not _close(getattr(ours, key), theirs[key], tol):  # type: ignore[arg-type]
+            return key
+    return ""
+
+
+def toy_recipe_batch(shape: tuple[int, int], seed: int, spread: float = 0.8, mismatch: float = 0.3):
+    """(logp, old_logp, rollout_logp, ref_logp, advantages, mask): a batch whose engine log-probs drift."""
+    gen = torch.Generator().manual_seed(seed)
+    old = -torch.rand(shape, generator=gen, dtype=torch.float64) * 3
+    logp = old + torch.randn(shape, generator=gen, dtype=torch.float64) * spread
+    rollout = old + torch.randn(shape, generator=gen, dtype=torch.float64) * mismatch
+    ref = old + torch.randn(shape, generator=gen, dtype=torch.float64) * 0.2
+    adv = torch.randn(shape, generator=gen, dtype=torch.float64)
+    mask = (torch.rand(shape, generator=gen) < 0.85).double()
+    mask.view(-1)[0] = 1.0
+    return logp, old, rollout, ref, adv, mask
+
+
+def compare_recipe_loss(cases: int = 300, seed: int = 0, ours: Callable[..., RecipeLoss] | None = None) -> Comparison:
+    ours = ours or recipe_loss
+    name = "verl/trainer/ppo/rollout_corr_helper.py + core_algos.py::kl_penalty, compute_policy_loss_vanilla"
+    rng = random.Random(seed)
+    for i in range(cases):
+        shape = (rng.randint(1, 4), rng.randint(2, 12))
+        batch = toy_recipe_batch(shape, seed * 100003 + i, rng.choice([0.05, 0.3, 1.0]), rng.choice([0.05, 0.3, 1.0]))
+        try:
+            mine = ours(*batch)
+        except ValueError:  # token_k1 rejected every token: upstream's loss would be 0/0 too
+            continue
+        differs = _agrees(mine, upstream_recipe_loss(*batch))
+        if differs:
+            return Comparison(
+                "07", name, upstream.verl_version(), i + 1, "differ", f"case {i}: shape {shape}: {differs}"
+            )
+    return Comparison("07", name, upstream.verl_version(), cases, "agree", "IS weights, token_k1 mask, KL, total")
+
+
+def check_recipe_loss_cell(batch: tuple[torch.Tensor, ...], ours: RecipeLoss) -> None:
+    """The lesson body's upstream cell: upstream's functions on the toy batch, beside ours, as claims."""
+    theirs = upstream_recipe_loss(*batch)
+    where = "verl 0.9.1 verl/trainer/ppo/rollout_corr_helper.py"
+    claim(
+        "upstream token_k1 keeps the same tokens",
+        torch.equal(ours.kept_mask, theirs["kept_mask"]),
+        upstream=f"{where}::compute_rollout_rejection_mask",
+    )
+    claim(
+        "upstream truncated, normalised IS weights match",
+        torch.allclose(ours.weights, theirs["weights"], rtol=1e-5),
+        upstream=f"{where}::compute_rollout_correction_weights",
+    )
+    claim(
+        "upstream loss with IS weights",
+        theirs["with_is"],
+        ours.with_is,
+        rtol=1e-5,
+        digits=4,
+        upstream="verl 0.9.1 verl/trainer/ppo/core_algos.py::compute_policy_loss_vanilla",
+    )
+    claim(
+        "upstream low_var_kl loss",
+        theirs["kl"],
+        ours.kl,
+        rtol=1e-5,
+        digits=4,
+        upstream="verl 0.9.1 verl/trainer/ppo/core_algos.py::kl_penalty",
+    )
+    claim(
+        "upstream total (pg + 0.002 kl)",
+        theirs["total"],
+        ours.total,
+        rtol=1e-5,
+        digits=4,
+        upstream="verl 0.9.1 verl/workers/utils/losses.py::ppo_loss",
+    )
+
+
+COMPARISONS = (compare_policy_loss, compare_group_advantages, compare_recipe_loss)
 
 
 def upstream_check(cases: int = 50) -> None:
     """The lesson's upstream cell: one line per comparison, a skip line without verl; raises if upstream differs."""
-    report_check("07", [lambda: compare_policy_loss(cases), lambda: compare_group_advantages(cases)])
+    report_check(
+        "07",
+        [
+            lambda: compare_policy_loss(cases),
+            lambda: compare_group_advantages(cases),
+            lambda: compare_recipe_loss(cases),
+        ],
+    )

@@ -1,0 +1,77 @@
+"""memory: device vs host bytes per rank with and without the #7788 offload settings."""
+
+import pytest
+
+from verlstudy.kit.resources import data_dir
+from verlstudy.lessons.l07_grpo_recipe.memory import NO_OFFLOAD, OffloadSettings, memory_by_phase, totals
+from verlstudy.lessons.l07_grpo_recipe.parallel import ParallelLayout, load_recipe
+
+LAYOUT = ParallelLayout(nodes=32, devices_per_node=16, tp=8, pp=8, cp=1, ep=64, etp=1)
+RECIPE = load_recipe(data_dir() / "recipes" / "glm52_grpo_7788.yaml")
+SHARE = 512.0  # expert params on one rank: 1 / (etp * ep * pp)
+
+
+def test_the_recipe_file_carries_the_scripts_offload_settings():
+    off = RECIPE["offload"]
+    assert off["param_offload"] and off["optimizer_offload"] and off["optimizer_cpu_offload"]
+    assert off["optimizer_offload_fraction"] == 1.0 and off["use_precision_aware_optimizer"]
+    assert off["ref_param_offload"] and off["use_distributed_optimizer"]
+    assert RECIPE["upstream_commit"] == "89dad2d7a82dbd0e6740788fd755ecb09613c72f"
+
+
+def test_without_offload_everything_stays_on_the_device_in_both_phases():
+    t = totals(memory_by_phase(LAYOUT, 0, 512e6, NO_OFFLOAD))
+    per_param = 512e6 / SHARE
+    assert t == {
+        "train device": 18 * per_param,
+        "train host": 0.0,
+        "rollout device": 18 * per_param,
+        "rollout host": 0.0,
+    }
+
+
+def test_the_recipes_offload_moves_the_optimizer_to_the_host_and_empties_the_device_in_rollout():
+    by = memory_by_phase(LAYOUT, 0, 512e6, OffloadSettings.from_recipe(RECIPE["offload"]))
+    per_param = 512e6 / SHARE
+    assert totals(by) == {
+        "train device": 6 * per_param,
+        "train host": 12 * per_param,
+        "rollout device": 0.0,
+        "rollout host": 14 * per_param,  # weights copied out, grads freed, optimizer already there
+    }
+    assert by["rollout"]["host"]["grads"] == 0.0
+
+
+def test_half_the_optimizer_on_the_cpu_and_no_idle_offload():
+    s = OffloadSettings(optimizer_cpu_offload=True, optimizer_offload_fraction=0.5)
+    t = totals(memory_by_phase(LAYOUT, 0, 512e6, s))
+    per_param = 512e6 / SHARE
+    assert t["train device"] == 12 * per_param and t["train host"] == 6 * per_param
+    assert t["rollout device"] == 12 * per_param  # weights, grads and half the optimizer stay resident
+
+
+def test_dense_optimizer_state_is_sharded_over_dp():
+    t = totals(memory_by_phase(LAYOUT, 64e6, 0, NO_OFFLOAD))
+    assert t["train device"] == pytest.approx(1e6 * (6 + 12 / 8))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"optimizer_offload_fraction": 1.5}, ValueError, "optimizer_offload_fraction"),
+        ({"optimizer_offload_fraction": True}, ValueError, "optimizer_offload_fraction"),
+        ({"param_offload": "yes"}, TypeError, "param_offload"),
+    ],
+)
+def test_bad_settings_are_refused(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        OffloadSettings(**kwargs)
+
+
+def test_bad_inputs_name_the_argument():
+    with pytest.raises(TypeError, match="offload must be an OffloadSettings"):
+        memory_by_phase(LAYOUT, 0, 1, {"param_offload": True})
+    with pytest.raises(ValueError, match="lacks optimizer_offload"):
+        OffloadSettings.from_recipe({"param_offload": True})
+    with pytest.raises(TypeError, match="offload mapping"):
+        OffloadSettings.from_recipe([1])
