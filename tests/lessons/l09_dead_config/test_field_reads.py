@@ -90,3 +90,44 @@ def test_dead_fields_bad_input():
         field_reads.dead_fields("m.py", Cfg)
     with pytest.raises(TypeError, match="dataclass type"):
         field_reads.dead_fields({"m.py": ""}, int)
+
+
+# ---- keyed by path, lazily parsed ---------------------------------------------------------
+
+
+def test_same_named_files_do_not_hide_each_other(tmp_path):
+    # the bug: keyed by basename, b/utils.py replaced a/utils.py and a's read of `a` was lost
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "utils.py").write_text("def f(cfg):\n    return cfg.a\n")
+    (tmp_path / "b" / "utils.py").write_text("def g(cfg, self):\n    self._b = cfg.b\n")
+    files = [tmp_path / "a" / "utils.py", tmp_path / "b" / "utils.py"]
+    assert sorted(field_reads.source_texts(files)) == ["a/utils.py", "b/utils.py"]
+    dead = field_reads.dead_fields(files, ["a", "b"])
+    assert [(d.name, d.sites) for d in dead] == [("b", ("b/utils.py:2",))]
+    assert sorted(field_reads.source_texts(files, root=tmp_path.parent)) == [
+        f"{tmp_path.name}/a/utils.py",
+        f"{tmp_path.name}/b/utils.py",
+    ]
+    with pytest.raises(ValueError, match="not inside root"):
+        field_reads.source_texts(files, root=tmp_path / "a")
+
+
+def test_only_files_that_mention_a_followed_name_are_parsed():
+    sources = {"uses.py": "use(cfg.a)\n", "broken.py": "def (:\n"}  # never parsed: mentions no field
+    assert [d.name for d in field_reads.dead_fields(sources, ["a", "b"])] == ["b"]
+    with pytest.raises(errors.ConfigError, match=r"broken\.py:1: cannot parse"):
+        field_reads.dead_fields({**sources, "broken.py": "b = (\n"}, ["b"])
+
+
+def test_field_names_as_a_list_and_private_names_skipped():
+    assert [d.name for d in field_reads.dead_fields({"m.py": "use(cfg.a)\n"}, ["_target_", "a", "c"])] == ["c"]
+    with pytest.raises(TypeError, match="identifiers"):
+        field_reads.dead_fields({"m.py": ""}, ["not a name"])
+    with pytest.raises(TypeError, match="list of field names"):
+        field_reads.dead_fields({"m.py": ""}, "abc")
+
+
+def test_eager_index_lists_every_read():
+    reads, _ = field_reads._index_reads({"m.py": "x = cfg.a\nuse(cfg.a, cfg['b'])\n"})
+    assert {name: len(r) for name, r in reads.items() if name in ("a", "b")} == {"a": 2, "b": 1}

@@ -143,8 +143,14 @@ def test_merge_removed_key_gives_the_migration_message_with_the_users_line():
         loading.merge(base, user)
     text = str(info.value)
     assert text.startswith("my_run.yaml:3: 'actor.megatron' has no key 'grad_offload'")
-    for part in ("verl 0.9.1", "PR #7544", "Use 'param_offload' instead"):
+    for part in (
+        "verl 0.9.1",
+        "PR #7544",
+        "removing it changes nothing; delete 'grad_offload' from your config",
+        "'param_offload' is not a replacement: it offloads the parameters too",
+    ):
         assert part in text
+    assert "instead" not in text, "the PR names no replacement: param_offload does more than the removed key"
 
 
 def test_merge_typo_suggests_the_closest_key():

@@ -80,9 +80,14 @@ def test_build_unknown_key_suggests_and_removed_key_migrates():
 
 
 def test_build_with_a_custom_removal_table():
-    table = {"old": errors.Removal("old", "v2", "new", "renamed", 1)}
-    with pytest.raises(errors.RemovedKeyError, match=r"'old' was removed in v2 \(PR #1\): renamed\. Use 'new' instead"):
+    table = {"old": errors.Removal("old", "v2", "nothing read it", 1)}
+    with pytest.raises(
+        errors.RemovedKeyError,
+        match=r"'old' was removed in v2 \(PR #1\): nothing read it, so removing it changes nothing; delete 'old'",
+    ):
         schema.build(Engine, {"old": 1}, removals=table)
+    table = {"old": errors.Removal("old", "v2", "renamed", 2, effect="its value is lost", not_a_replacement="X.")}
+    assert table["old"].message().endswith("so its value is lost; delete 'old' from your config. X.")
 
 
 def test_build_wraps_post_init_errors_with_the_location(pkg):
@@ -147,14 +152,28 @@ def test_instantiate_bad_target_names_the_line():
         schema.resolve_target("X")
 
 
-def test_unchecked_instantiation_fails_like_upstream_with_no_location(pkg):
+def test_hydra_shaped_instantiation_names_the_target_class_but_no_file(pkg):
     block = loading.compose(ROOT).data["actor"]["megatron"]
-    assert isinstance(schema.instantiate_unchecked(block), pkg.config.McoreEngineConfig)
+    assert isinstance(schema.instantiate_like_hydra(block), pkg.config.McoreEngineConfig)
     block["grad_offload_typo"] = True
-    with pytest.raises(TypeError, match="unexpected keyword argument 'grad_offload_typo'"):
-        schema.instantiate_unchecked(block)
+    with pytest.raises(schema.InstantiationError) as info:
+        schema.instantiate_like_hydra(block, full_key="actor.megatron")
+    lines = str(info.value).splitlines()
+    assert lines[0] == "Error in call to target 'engine_config.config.McoreEngineConfig':"
+    assert lines[1].startswith("TypeError(") and "unexpected keyword argument 'grad_offload_typo'" in lines[1]
+    assert lines[2] == "full_key: actor.megatron"
+    assert isinstance(info.value.__cause__, TypeError)
+    assert ".yaml" not in str(info.value), "hydra's error carries no file or line"
     with pytest.raises(errors.ConfigError, match="needs a mapping with a _target_"):
-        schema.instantiate_unchecked({"a": 1})
+        schema.instantiate_like_hydra({"a": 1})
+
+
+def test_hydra_shaped_instantiation_builds_nested_targets_first(pkg):
+    block = loading.compose(ROOT).data["actor"]["megatron"]
+    block["router_replay"]["mode"] = "R9"
+    # the nested block's own class rejects nothing here; McoreEngineConfig's __post_init__ does, naming itself
+    with pytest.raises(schema.InstantiationError, match=r"^Error in call to target 'engine_config\.config\.Mcore"):
+        schema.instantiate_like_hydra(block)
 
 
 def test_field_names_and_removed_field_guard(pkg):

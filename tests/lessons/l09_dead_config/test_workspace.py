@@ -46,8 +46,8 @@ def test_half_removal_dataclass_only_breaks_instantiation(tmp_pkg):
     workspace.replace_once(tmp_pkg / "config.py", "    grad_offload: bool = False\n", "")
     workspace.import_fresh(tmp_pkg)
     block = loading.compose(tmp_pkg / "conf" / "trainer.yaml").data["actor"]["megatron"]
-    with pytest.raises(TypeError, match="unexpected keyword argument 'grad_offload'"):
-        schema.instantiate_unchecked(block)
+    with pytest.raises(schema.InstantiationError, match="unexpected keyword argument 'grad_offload'"):
+        schema.instantiate_like_hydra(block)
     with pytest.raises(
         errors.RemovedKeyError, match=r"^engine/megatron\.yaml:9: McoreEngineConfig has no key 'grad_offload'"
     ):

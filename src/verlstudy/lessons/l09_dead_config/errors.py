@@ -1,8 +1,8 @@
 """Lesson 09's config errors, and the removal table that turns an old key into a way forward.
 
 A key the schema does not have is an `UnknownKeyError` suggesting the closest valid names; a key that
-existed once is a `RemovedKeyError` naming the release and the replacement (verl PR #7544 removed
-`grad_offload` in 0.9.1).
+existed once is a `RemovedKeyError` naming the release, what removing it changes (for `grad_offload`,
+removed in verl 0.9.1 by PR #7544: nothing) and to delete it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ class UnknownKeyError(ConfigError):
 
 
 class RemovedKeyError(UnknownKeyError):
-    """A key that existed once and was removed; the message names the release and the replacement."""
+    """A key that existed once and was removed; the message names the release and says what to do."""
 
 
 class StaleGeneratedConfigError(ConfigError):
@@ -34,29 +34,34 @@ class StaleGeneratedConfigError(ConfigError):
 
 @dataclass(frozen=True)
 class Removal:
-    """One removed config key: where it went and what to use instead."""
+    """One removed config key: why it went, what removing it changes, and what is *not* its replacement."""
 
     key: str
     removed_in: str
-    use_instead: str
     why: str
     pr: int
+    effect: str = "removing it changes nothing"
+    not_a_replacement: str = ""  # a key that looks like a replacement but does more
 
     def message(self) -> str:
-        return (
-            f"{self.key!r} was removed in {self.removed_in} (PR #{self.pr}): {self.why}. "
-            f"Use {self.use_instead!r} instead and delete {self.key!r} from your config."
+        text = (
+            f"{self.key!r} was removed in {self.removed_in} (PR #{self.pr}): {self.why}, "
+            f"so {self.effect}; delete {self.key!r} from your config."
         )
+        return f"{text} {self.not_a_replacement}" if self.not_a_replacement else text
 
 
-# verl 0.9.0 still ships grad_offload; 0.9.1 does not (checked in both wheels).
+# verl 0.9.0 still ships grad_offload; 0.9.1 does not (checked in both wheels). PR #7544: the option "was
+# never consumed", removing it "does not change runtime behavior"; users remove it from their configs.
 REMOVED_KEYS: dict[str, Removal] = {
     "grad_offload": Removal(
         key="grad_offload",
         removed_in="verl 0.9.1",
-        use_instead="param_offload",
-        why="it was never read; gradient buffers are offloaded together with the parameters when param_offload=True",
+        why="it was copied into MegatronEngine._is_offload_grad and never read",
         pr=7544,
+        not_a_replacement=(
+            "'param_offload' is not a replacement: it offloads the parameters too (gradient buffers already follow it)."
+        ),
     ),
 }
 

@@ -65,8 +65,11 @@ class ConfigTree:
 
 
 def dotted(path: KeyPath) -> str:
-    """A key path as text: 'actor.megatron', or '<root>' for the empty path."""
-    return ".".join(path) if path else "<root>"
+    """A key path as text: 'actor.megatron', 'optim.betas[0]' (list items), or '<root>' for the empty path."""
+    text = ""
+    for key in path:
+        text += key if key.startswith("[") or not text else f".{key}"
+    return text or "<root>"
 
 
 # ---------------------------------------------------------------------------------------------

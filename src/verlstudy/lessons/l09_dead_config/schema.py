@@ -1,7 +1,8 @@
 """Lesson 09's dataclasses <-> YAML: strict building, instantiation, and the field checks a removal needs.
 
-`build` checks `_target_`, types, unknown and removed keys (errors carry file:line);
-`instantiate_unchecked` is the plain `cls(**yaml_block)` a loader without a schema does;
+`build` checks `_target_`, types (list elements too), unknown and removed keys (errors carry file:line);
+`instantiate_like_hydra` is upstream's path without a schema check (`hydra.utils.instantiate`'s shape);
+`to_dict`/`dump_yaml` write what `build` reads back, also for verl's `BaseConfig`-shaped classes;
 `assert_field_removed` is verl #7466's kind of guard test; `yaml_field_mismatches` compares a YAML
 block with its dataclass.
 """
@@ -50,44 +51,59 @@ def _type_name(annotation: Any) -> str:
     return str(annotation).replace("typing.", "")
 
 
+_SCALAR_CHECKS: dict[Any, Callable[[Any], bool]] = {
+    bool: lambda v: isinstance(v, bool),
+    int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+    float: lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    str: lambda v: isinstance(v, str),
+    list: lambda v: isinstance(v, list),
+    dict: lambda v: isinstance(v, dict),
+}
+
+
 def _convert(value: Any, annotation: Any, path: KeyPath, tree: ConfigTree, removals: Mapping[str, Removal]) -> Any:
     where = tree.where(path)
     origin = typing.get_origin(annotation)
     if annotation is Any:
-        return value
+        return copy.deepcopy(value)
     if origin in (typing.Union, types.UnionType):
         arms = typing.get_args(annotation)
         if value is None and type(None) in arms:
             return None
-        errors = []
         for arm in arms:
             if arm is type(None):
                 continue
             try:
                 return _convert(value, arm, path, tree, removals)
-            except ConfigError as err:
-                errors.append(str(err))
+            except ConfigError:
+                continue
         raise ConfigError(f"{where}: {dotted(path)!r} must be {_type_name(annotation)}, got {value!r}")
+    if origin is typing.Literal:
+        if value not in typing.get_args(annotation):
+            raise ConfigError(f"{where}: {dotted(path)!r} must be one of {typing.get_args(annotation)}, got {value!r}")
+        return value
     if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
         return build(annotation, value, path=path, tree=tree, removals=removals)
     if value is None:
         raise ConfigError(f"{where}: {dotted(path)!r} must be {_type_name(annotation)}, got null")
-    checks: dict[Any, Callable[[Any], bool]] = {
-        bool: lambda v: isinstance(v, bool),
-        int: lambda v: isinstance(v, int) and not isinstance(v, bool),
-        float: lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-        str: lambda v: isinstance(v, str),
-        list: lambda v: isinstance(v, list),
-        dict: lambda v: isinstance(v, dict),
-    }
-    check = checks.get(origin or annotation)
+    check = _SCALAR_CHECKS.get(origin or annotation)
     if check is not None and not check(value):
         raise ConfigError(
             f"{where}: {dotted(path)!r} must be {_type_name(annotation)}, got {type(value).__name__} {value!r}"
         )
+    args = typing.get_args(annotation)
+    if origin is list and args:  # list[float]: every element is checked, as OmegaConf does upstream
+        return [_convert(v, args[0], (*path, f"[{i}]"), tree, removals) for i, v in enumerate(value)]
+    if origin is dict and len(args) == 2:
+        return {k: _convert(v, args[1], (*path, str(k)), tree, removals) for k, v in value.items()}
     if annotation is float:
         return float(value)
     return copy.deepcopy(value)
+
+
+def _none_default(f: dataclasses.Field) -> bool:
+    """verl writes `strategy: str = None`: a field whose default is None accepts null (a course rule)."""
+    return f.default is None
 
 
 def build(
@@ -116,16 +132,20 @@ def build(
     if TARGET_KEY in data:
         # the block's _target_ line says which file defined it
         where = tree.where((*path, TARGET_KEY))
-    if target is not None and target != class_path(cls):
+    # '' is verl's BaseConfig default for `_target_`: no target written, the field's type decides
+    if target not in (None, "") and target != class_path(cls):
         raise ConfigError(f"{where}: _target_ is {target!r} but this block builds {class_path(cls)!r}")
-    init_fields = [f for f in dataclasses.fields(cls) if f.init]
+    # `_target_` is the dispatch key (hydra pops it), never passed on, even where BaseConfig has it as a field
+    init_fields = [f for f in dataclasses.fields(cls) if f.init and f.name != TARGET_KEY]
     names = [f.name for f in init_fields]
     for key in data:
         if key != TARGET_KEY and key not in names:
             raise unknown_key_error(key, names, where=tree.where((*path, key)), owner=cls.__name__, removals=removals)
     hints = typing.get_type_hints(cls)
     kwargs = {
-        f.name: _convert(data[f.name], hints[f.name], (*path, f.name), tree, removals)
+        f.name: None
+        if data[f.name] is None and _none_default(f)
+        else _convert(data[f.name], hints[f.name], (*path, f.name), tree, removals)
         for f in init_fields
         if f.name in data
     }
@@ -150,20 +170,33 @@ def instantiate(tree: ConfigTree, *, removals: Mapping[str, Removal] = REMOVED_K
     return walk(tree.data, ())
 
 
-def instantiate_unchecked(data: Mapping[str, Any]) -> Any:
-    """What a plain `cls(**yaml_block)` does (upstream's path without a schema check): nested
-    `_target_` blocks are built the same way, and an unknown key surfaces as Python's own
-    "unexpected keyword argument" TypeError, with no file, line or way forward."""
+class InstantiationError(Exception):
+    """The error shape of upstream's path, `hydra.utils.instantiate` (called by verl/utils/config.py::
+    omega_conf_to_dataclass): 'Error in call to target ...' naming the class, then Python's own error."""
 
-    def walk(node: Any) -> Any:
-        if isinstance(node, Mapping):
-            items = {k: walk(v) for k, v in node.items() if k != TARGET_KEY}
-            return resolve_target(node[TARGET_KEY])(**items) if TARGET_KEY in node else items
-        return node
+
+def instantiate_like_hydra(data: Mapping[str, Any], full_key: str = "") -> Any:
+    """Build a `_target_` block the way `hydra.utils.instantiate` does (the course's reconstruction):
+    nested `_target_` blocks first, then `cls(**keys)` with no schema check, so an unknown key is
+    Python's "unexpected keyword argument", wrapped as hydra wraps it: the target class and the
+    key path are named, but not the file, the line or a way forward."""
+
+    def walk(node: Any, key: str) -> Any:
+        if not isinstance(node, Mapping):
+            return node
+        items = {k: walk(v, f"{key}.{k}" if key else k) for k, v in node.items() if k != TARGET_KEY}
+        if TARGET_KEY not in node:
+            return items
+        target = node[TARGET_KEY]
+        try:
+            return resolve_target(target)(**items)
+        except Exception as err:
+            message = f"Error in call to target {target!r}:\n{err!r}" + (f"\nfull_key: {key}" if key else "")
+            raise InstantiationError(message) from err
 
     if not isinstance(data, Mapping) or TARGET_KEY not in data:
-        raise ConfigError("instantiate_unchecked needs a mapping with a _target_")
-    return walk(data)
+        raise ConfigError("instantiate_like_hydra needs a mapping with a _target_")
+    return walk(data, full_key)
 
 
 def to_dict(instance: Any) -> dict[str, Any]:
@@ -172,6 +205,8 @@ def to_dict(instance: Any) -> dict[str, Any]:
         raise TypeError(f"to_dict takes a dataclass instance, got {type(instance).__name__}")
     out: dict[str, Any] = {TARGET_KEY: class_path(type(instance))}
     for f in dataclasses.fields(instance):
+        if f.name == TARGET_KEY:  # verl's BaseConfig field (default ''): the class path above replaces it
+            continue
         value = getattr(instance, f.name)
         out[f.name] = to_dict(value) if dataclasses.is_dataclass(value) else copy.deepcopy(value)
     return out

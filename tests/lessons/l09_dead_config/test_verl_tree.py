@@ -1,0 +1,88 @@
+"""Specification of verl_tree: upstream config fields read with `ast`, and the dead-field search on verl."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+
+from verlstudy.kit import upstream
+from verlstudy.lessons.l09_dead_config import verl_tree
+
+needs = pytest.mark.skipif(not upstream.verl_available(), reason="verl is not installed (make setup installs it)")
+needs_090 = pytest.mark.skipif(not upstream.verl_available("0.9.0"), reason="verl 0.9.0 was not fetched")
+
+SOURCE = """
+from dataclasses import dataclass
+from typing import ClassVar
+@dataclass
+class Base:
+    _target_: str = ""
+@dataclass
+class A(Base):
+    x: int = 1
+    y: int = 2
+    kind: ClassVar[str] = "a"
+    plain = 3
+@dataclass
+class B(A):
+    z: int = 0
+    x: int = 5
+"""
+
+
+def test_dataclass_fields_from_source_match_dataclasses_fields():
+    names = verl_tree.dataclass_fields({"m.py": SOURCE}, "B")
+    namespace: dict = {}
+    exec(compile(SOURCE, "m.py", "exec", dont_inherit=True), namespace)  # without this file's __future__ flag
+    assert names == [f.name for f in dataclasses.fields(namespace["B"])] == ["_target_", "x", "y", "z"]
+    with pytest.raises(LookupError, match="no top-level class 'C'"):
+        verl_tree.dataclass_fields({"m.py": SOURCE}, "C")
+    with pytest.raises(TypeError, match="mapping"):
+        verl_tree.dataclass_fields(SOURCE, "B")
+
+
+@needs
+@needs_090
+def test_grad_offload_is_dead_in_090_and_gone_in_091():
+    start = time.perf_counter()
+    before, after = verl_tree.scan_release("0.9.0"), verl_tree.scan_release()
+    seconds = time.perf_counter() - start
+    assert "grad_offload" in before.fields and "grad_offload" not in after.fields
+    assert set(before.fields) - set(after.fields) == {"grad_offload"}
+    (grad,) = [d for d in before.dead if d.name == "grad_offload"]
+    assert grad.copied_into == ("self._is_offload_grad",)
+    assert grad.sites == ("verl/workers/engine/megatron/transformer_impl.py:198",)
+    # the basename bug called these dead on 0.9.1; keyed by path they are read
+    for live in ("param_offload", "use_mbridge", "optimizer_offload", "router_replay"):
+        assert live not in after.dead_names()
+    assert after.dead_names() == ["dist_checkpointing_prefix"], "the next cleanup candidate"
+    assert seconds < 3, f"the search over two releases took {seconds:.1f} s"
+
+
+@needs
+def test_upstream_fields_from_ast_equal_the_loaded_classes():
+    from verlstudy.lessons.l09_dead_config.upstream import load_config_classes
+
+    cls = load_config_classes()["McoreEngineConfig"]
+    assert verl_tree.engine_config_fields() == [f.name for f in dataclasses.fields(cls)]
+
+
+def test_package_files_bad_folder(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no package folder"):
+        verl_tree.package_files(tmp_path / "nope")
+
+
+@needs
+def test_release_sources_names_a_missing_file():
+    with pytest.raises(upstream.UpstreamMoved, match=r"has no file verl/no/such\.py"):
+        verl_tree.release_sources(["no/such.py"])
+
+
+@needs
+def test_keyed_by_name_the_bug_loses_files_and_calls_read_fields_dead():
+    wrong, right = verl_tree.scan_keyed_by_name(), verl_tree.scan_release()
+    assert wrong.files < right.files
+    assert set(right.dead_names()) < set(wrong.dead_names())
+    assert "use_mbridge" in wrong.dead_names() and "use_mbridge" not in right.dead_names()
