@@ -1,6 +1,7 @@
 """`verlstudy run` never loses a run or a learner's work: every failure is a row, every output path is checked."""
 
 import json
+import os
 import shutil
 import time
 
@@ -197,3 +198,22 @@ def test_a_twin_edited_after_the_ipynb_is_what_refresh_builds(tmp_path):
     lesson = _lesson_files(tmp_path)
     os.utime(lesson.notebook, (1, 1))  # the twin is the newer file: its version is meant
     assert twins.edited_after_twin(lesson) == []
+
+
+# ---------------------------------------------------------------- nothing written outside the output folders
+
+
+@pytest.mark.slow
+def test_kernels_keep_library_caches_in_the_build_folder(tmp_path, monkeypatch):
+    from verlstudy.course import twins
+
+    for key in twins.CACHE_ENV:
+        monkeypatch.delenv(key, raising=False)
+    twins.quiet_kernel_env()
+    for key, folder in twins.CACHE_ENV.items():
+        assert os.environ[key] == str(twins.cache_root() / folder)
+    source = _notebook(tmp_path / "mpl.ipynb", "import matplotlib\nprint(matplotlib.get_configdir())")
+    status, error, _ = runner.execute_with_papermill(source, tmp_path / "out" / "mpl.ipynb", {}, tmp_path)
+    assert (status, error) == ("passed", "")
+    printed = nbformat.read(tmp_path / "out" / "mpl.ipynb", as_version=4).cells[0].outputs[0]["text"].strip()
+    assert printed == str(twins.cache_root() / "matplotlib")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 
-from verlstudy.course.registry import Lesson
+from verlstudy.course.registry import Lesson, build_root
 from verlstudy.kit.records import RECORD_MIME
 
 KERNEL_NAME = "python3"
@@ -65,10 +65,31 @@ def course_kernel_manager_class() -> type:
     return CourseKernelManager
 
 
+# caches libraries would put in the home or the system temp folder go under the course's build folder instead
+CACHE_ENV = {
+    "MPLCONFIGDIR": "matplotlib",
+    "TORCHINDUCTOR_CACHE_DIR": "torchinductor",
+    "TRITON_CACHE_DIR": "triton",
+}
+
+
+def cache_root() -> Path:
+    return build_root() / "cache"
+
+
 def quiet_kernel_env() -> None:
-    """Set the kernel environment in this process; kernels started from here inherit it."""
+    """Set the kernel environment in this process; kernels started from here inherit it.
+
+    Besides quieting logs, library caches (matplotlib's font cache, torch's compile caches) go to
+    build/cache/, so a read-only home or a shared temp folder never breaks or collects a lesson run.
+    """
     for key, value in QUIET_ENV.items():
         os.environ.setdefault(key, value)
+    for key, folder in CACHE_ENV.items():
+        if key not in os.environ:
+            path = cache_root() / folder
+            path.mkdir(parents=True, exist_ok=True)
+            os.environ[key] = str(path)
 
 
 # ---------------------------------------------------------------- notebooks <-> twins
