@@ -257,3 +257,13 @@ def test_output_change_validates_inputs(trained: TinyLMWithMTP) -> None:
         output_change(trained, trained, torch.zeros(2, 3))
     with pytest.raises(ValueError, match="different shapes"):
         output_change(trained, make(3, vocab=40), torch.arange(4).reshape(1, 4))
+
+
+def test_a_refused_load_leaves_the_model_untouched_even_for_a_value_that_is_not_a_tensor(trained, fresh) -> None:
+    state = {k: v.clone() for k, v in trained.state_dict().items()}
+    first = next(iter(state))
+    state[first] = state[first].numpy()  # an easy slip when a checkpoint was read with numpy
+    before = {k: v.clone() for k, v in fresh.state_dict().items()}
+    with pytest.raises(TypeError, match=rf"given\['{first}'\] is a ndarray, not a torch.Tensor"):
+        load_state_dict_audited(fresh, state)
+    assert all(torch.equal(before[k], v) for k, v in fresh.state_dict().items())

@@ -141,6 +141,13 @@ def audit_state_dict(
     for label, mapping in (("expected", expected), ("given", given)):
         if not isinstance(mapping, Mapping):
             raise TypeError(f"{label} must be a mapping of key -> tensor (a state dict), got {type(mapping).__name__}")
+        not_tensors = [k for k, v in mapping.items() if not isinstance(v, torch.Tensor)]
+        if not_tensors:  # e.g. a numpy array: torch would refuse it half-way through copying
+            first = not_tensors[0]
+            raise TypeError(
+                f"{label}[{first!r}] is a {type(mapping[first]).__name__}, not a torch.Tensor "
+                f"({len(not_tensors)} such value(s)); convert with torch.from_numpy first"
+            )
     shapes_given = {k: tuple(v.shape) for k, v in given.items()}
     loaded, mismatches = [], []
     for key, tensor in expected.items():
@@ -183,7 +190,12 @@ def load_state_dict_audited(
     report = audit_state_dict(model.state_dict(), state_dict, allow_missing, allow_unexpected)
     report.raise_if_not_ok()
     fitting = {k: state_dict[k] for k in report.loaded}
-    result = model.load_state_dict(fitting, strict=False)
+    before = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    try:
+        result = model.load_state_dict(fitting, strict=False)
+    except Exception:
+        model.load_state_dict(before)  # all or nothing: never a half-loaded model
+        raise
     # torch must agree with the audit: what it left missing is exactly what the patterns allowed.
     if sorted(result.missing_keys) != sorted(report.missing_allowed) or result.unexpected_keys:
         raise RuntimeError(
