@@ -61,12 +61,39 @@ bar_plot(minutes, title="Minutes per lesson", ylabel="minutes")
 claim("minutes in the whole course", sum(minutes.values()), expected=400)
 
 # %% [markdown]
+# ## The arc every lesson follows
+# Each lesson after this one takes one verl PR through the same arc: the **symptom** a user saw,
+# **reproduce** it on a CPU, find the **cause**, apply the **fix**, add the **guard** (a test that would
+# have caught it), then **exercises**, a check against **upstream** verl's own code, **takeaways**, and
+# the **claims table** that ends every notebook. The next cell does not take that on trust: it reads
+# every notebook of the course and marks `y` where a section heading names a stage. The rule is the
+# course's own (in `l00_start_here/arc.py`): a heading names a stage when its label, the part before
+# any colon, uses the stage's word. A lesson whose story does not split that way shows `-`: the table
+# is the honest answer, not a promise.
+
+# %%
+from verlstudy.kit.resources import notebooks_dir
+from verlstudy.lessons.l00_start_here.arc import arc_table, course_arcs, read_cells
+
+arcs = course_arcs(notebooks_dir())
+print(arc_table(arcs))
+pr_lessons = [a for a in arcs if a.code != "00"]  # this lesson is the tour, not a PR
+claim("lesson notebooks read", len(arcs), expected=len(lessons))
+tail = ("exercises", "upstream", "takeaways", "claims table")
+with_tail = sum(all(a.stages[s] is not None for s in tail) for a in pr_lessons)
+claim("PR lessons ending exercises, upstream, takeaways, claims table", with_tail, expected=len(pr_lessons))
+claim("PR lessons whose named stages come in arc order", sum(a.in_order for a in pr_lessons), expected=len(pr_lessons))
+claim("PR lessons naming every stage in a heading", sum(not a.missing for a in pr_lessons), expected=3)
+
+# %% [markdown]
 # ## Running the course
 # | what | command |
 # | --- | --- |
 # | set up and run every lesson, write `build/report.md` | `make course` |
 # | run the tests (unit tests, nbval, papermill, structure) | `make test` |
 # | run some lessons with parameters | `verlstudy run 01 04 -p seed=1 --device cpu` |
+# | write the student edition (solutions replaced by stubs) into `student/` | `make student` |
+# | the same, into a folder you choose | `verlstudy student --out DIR` |
 # | check the environment | `verlstudy doctor` |
 #
 # On a GPU or NPU machine, install the torch build for it first, then `verlstudy run --device cuda`
@@ -165,6 +192,63 @@ def find_unstable(text: str) -> list[str]:
 check_exercise("0.2", find_unstable)
 
 # %% [markdown]
+# ## How a verdict is reached, and the student edition
+# `make student` (or `verlstudy student --out DIR`) writes the student edition. Every cell tagged
+# `solution` and `exercise-N.M` keeps its imports, signatures and docstrings, and each function body
+# becomes `raise NotImplementedError("exercise N.M")`; the checker cell right after it, tagged
+# `checker` and the same `exercise-N.M`, stays as it is. This lesson's own cells, read from its notebook:
+
+# %%
+from verlstudy.lessons.l00_start_here.editions import demo_verdict, exercise_cells
+
+rows = exercise_cells(read_cells(notebooks_dir() / "00_start_here.ipynb"))
+for row in rows:
+    print(row)
+paired = [r["next cell"] == ["checker", f"exercise-{r['exercise']}"] for r in rows]
+claim("solution cells here, each followed by its checker", sum(paired), expected=2)
+
+# %% [markdown]
+# `check_exercise` gives one of three verdicts: **correct**; **not yet right**, with the checker's
+# message naming the mistake; **not attempted**, when the answer still raises `NotImplementedError`, as
+# every stub does. Here are all three on exercise 0.1: a stub written the way the student edition
+# writes it, a plausible wrong answer, and your `seeded_sample` from above (in the student edition,
+# the stub until you fill it in). `demo_verdict` calls `check_exercise` but holds back its printed
+# line and its record, so the course's report counts only the checker cells' verdicts.
+
+# %%
+def seeded_sample_stub(seed: int, n: int) -> torch.Tensor:
+    """Exercise 0.1 as the student edition hands it out."""
+    raise NotImplementedError("exercise 0.1")
+
+
+answers = {
+    "the stub": seeded_sample_stub,
+    "no seed at all": lambda seed, n: torch.randn(n),  # a plausible wrong answer
+    "your seeded_sample": seeded_sample,  # last, so exercise_results() ends on your own verdict
+}
+verdicts = {name: demo_verdict("0.1", answer) for name, answer in answers.items()}
+for name, (verdict, message) in verdicts.items():
+    print(f"{name:>20} -> {verdict}" + (f": {message}" if message else ""))
+claim("verdict for the stub", verdicts["the stub"][0], expected="not attempted")
+claim("verdict for the unseeded answer", verdicts["no seed at all"][0], expected="not yet right")
+
+# %% [markdown]
+# ## Where progress shows
+# - Each checker cell prints one line, `exercise N.M: <verdict>`, and records the same verdict as data
+#   in the notebook's outputs.
+# - `exercise_results()` (in `verlstudy.kit.exercises`) gives this lesson's verdicts so far; the demo
+#   above ended on your own answer, so it holds your verdict for 0.1.
+# - The claims table at the end lists every claim the lesson checked.
+# - `verlstudy run` writes a report (`build/report.md`) whose "exercises correct" column counts each
+#   lesson's recorded verdicts.
+
+# %%
+from verlstudy.kit.exercises import exercise_results
+
+print(exercise_results())
+claim("exercises with a verdict in this lesson", sorted(exercise_results()), expected=["0.1", "0.2"])
+
+# %% [markdown]
 # ## Optional: an accelerator cell
 # Cells like this one are tagged `gpu`; on a CPU they print one line and move on.
 
@@ -189,6 +273,10 @@ upstream_check()
 # %% [markdown]
 # ## Takeaways
 # - One registry, one command to run everything, one to test everything.
+# - Every lesson after this one walks symptom, reproduce, cause, fix, guard, exercises, upstream,
+#   takeaways and claims table; the table above, read from the notebooks, shows where one names fewer.
+# - In the student edition your answers start as stubs: "not attempted" until you write them, then
+#   "not yet right" with a reason, or "correct".
 # - Every number in a lesson is a checked claim; every expected failure goes through `expect_error`.
 # - Outputs must be the same on every run: seed, round, and never print addresses, timings or paths.
 

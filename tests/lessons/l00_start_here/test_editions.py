@@ -1,0 +1,51 @@
+"""Lesson 00's student-edition reader and verdict demo: three verdicts, nothing printed, bad input refused."""
+
+import pytest
+import torch
+
+from verlstudy.kit.exercises import exercise_results, reset_exercises
+from verlstudy.kit.resources import notebooks_dir
+from verlstudy.lessons.l00_start_here.arc import read_cells
+from verlstudy.lessons.l00_start_here.editions import demo_verdict, exercise_cells
+
+
+def test_lesson_00_pairs_each_solution_cell_with_its_checker():
+    rows = exercise_cells(read_cells(notebooks_dir() / "00_start_here.ipynb"))
+    assert [r["exercise"] for r in rows] == ["0.1", "0.2"]
+    assert all(r["next cell"] == ["checker", f"exercise-{r['exercise']}"] for r in rows)
+
+
+def test_exercise_cells_reports_a_missing_id_and_a_missing_checker():
+    cells = [{"cell_type": "code", "metadata": {"tags": ["solution"]}, "source": "def f(): pass"}]
+    assert exercise_cells(cells) == [{"exercise": None, "tags": ["solution"], "next cell": []}]
+    with pytest.raises(TypeError, match="cells must be a list"):
+        exercise_cells("cells")
+
+
+def stub(seed, n):
+    raise NotImplementedError("exercise 0.1")
+
+
+def good(seed, n):
+    return torch.randn(n, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict", "says"),
+    [
+        (stub, "not attempted", ""),
+        (lambda seed, n: torch.randn(n), "not yet right", "different numbers"),
+        (good, "correct", "untouched"),
+    ],
+)
+def test_demo_verdict_gives_each_verdict_and_prints_nothing(capsys, answer, verdict, says):
+    reset_exercises()
+    got, message = demo_verdict("0.1", answer)
+    assert got == verdict and says in message and not message.startswith(":")
+    assert capsys.readouterr().out == ""  # the checker's line is held back
+    assert exercise_results() == {"0.1": verdict}  # read back where a learner's verdict is
+
+
+def test_demo_verdict_refuses_a_non_string_id():
+    with pytest.raises(TypeError, match="exercise_id must be a string"):
+        demo_verdict(0.1, stub)
