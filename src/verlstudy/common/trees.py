@@ -14,11 +14,14 @@ against verl 0.9.1); the code here is written for this course:
 - the input is never mutated; jagged nested tensors (``layout=torch.jagged``) are tensors and are
   detached whole, keeping their offsets.
 
-Cyclic containers are not supported (as upstream): they recurse until RecursionError.
+Cyclic containers are not supported (as upstream): they recurse until RecursionError. The leaf walk
+(`tensor_leaves`, `grad_attached_paths`) also looks inside sets and dataclasses, which `detach_tree`
+returns unchanged, so a contract check still finds a grad tensor kept there.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import TypeVar
 
@@ -85,6 +88,13 @@ def _walk(obj: object, path: str) -> Iterator[tuple[str, object]]:
     elif isinstance(obj, list | tuple):
         for i, v in enumerate(obj):
             yield from _walk(v, f"{path}[{i}]")
+    elif isinstance(obj, set | frozenset):
+        # no order or keys to name: number the items (a grad tensor in a set must still be found)
+        for i, v in enumerate(obj):
+            yield from _walk(v, f"{path}{{item {i}}}")
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for field in dataclasses.fields(obj):
+            yield from _walk(getattr(obj, field.name), f"{path}.{field.name}")
     else:
         yield path, obj
 

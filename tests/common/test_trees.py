@@ -1,0 +1,29 @@
+"""verlstudy.common.trees: the leaf walk finds a grad tensor wherever a stored output keeps it."""
+
+from dataclasses import dataclass
+
+import torch
+
+from verlstudy.common.trees import grad_attached_paths
+
+
+@dataclass
+class Stored:
+    log_probs: torch.Tensor
+    step: int = 0
+
+
+def _attached() -> torch.Tensor:
+    return torch.randn(3, requires_grad=True) * 2
+
+
+def test_a_grad_tensor_in_a_set_is_found():
+    assert grad_attached_paths({"kept": {_attached()}}, "out") == ["out.kept{item 0}"]
+
+
+def test_a_grad_tensor_in_a_dataclass_is_found_by_field():
+    assert grad_attached_paths({"record": Stored(_attached())}, "out") == ["out.record.log_probs"]
+
+
+def test_detached_values_in_sets_and_dataclasses_pass():
+    assert grad_attached_paths({"a": {torch.zeros(2)}, "b": Stored(torch.zeros(1))}, "out") == []
