@@ -394,3 +394,12 @@ def test_causal_work_closed_form_matches_counting_positions() -> None:
         causal_work(6, 2, "zigzag")
     with pytest.raises(ValueError, match="split must be"):
         causal_work(8, 2, "ring")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bool, torch.complex64])
+def test_token_ids_that_are_not_integers_are_rejected(dtype):
+    with pytest.raises(TypeError, match="integer token ids"):
+        pack_sequences([torch.ones(3, dtype=dtype)])
+    jagged = torch.nested.nested_tensor([torch.ones(3), torch.ones(2)], layout=torch.jagged).to(dtype)
+    with pytest.raises(TypeError, match="input_ids must hold integer token ids"):
+        seq_lengths(jagged)

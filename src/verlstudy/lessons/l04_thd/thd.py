@@ -68,6 +68,8 @@ def _check_jagged(name: str, value: object) -> torch.Tensor:
         )
     if value.dim() != 2:
         raise ValueError(f"{name} must be [B, j] (a batch of 1-D token sequences), got {value.dim()} dims")
+    if value.dtype.is_floating_point or value.dtype.is_complex or value.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer token ids, got dtype {value.dtype}")
     return value
 
 
@@ -99,7 +101,7 @@ def pack_sequences(sequences: Sequence[Sequence[int] | torch.Tensor]) -> torch.T
         t = seq if isinstance(seq, torch.Tensor) else torch.tensor(list(seq), dtype=torch.long)
         if t.dim() != 1:
             raise ValueError(f"sequences[{i}] must be 1-D (token ids), got shape {tuple(t.shape)}")
-        if t.dtype.is_floating_point or t.dtype.is_complex:
+        if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
             raise TypeError(f"sequences[{i}] must hold integer token ids, got dtype {t.dtype}")
         tensors.append(t)
     offsets = torch.tensor([0, *(t.numel() for t in tensors)]).cumsum(0)
