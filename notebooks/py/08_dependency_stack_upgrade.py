@@ -30,8 +30,14 @@
 #   Megatron-LM's release tag; `verl/models/mcore/model_forward_1f1b_overlap.py` cites `.../blob/core_r0.14.0/...`,
 #   one of its release branches.
 #
-# Our fixtures in `data/stacks/` are written here, modelled on the PR, not copied; `data/stacks/README.md`
-# says which refs are upstream's and which are illustrative.
+# - `docker/ascend/Dockerfile.ascend_9.1.0_a2` at ead7f6c51 (#7338) and `scripts/install_vllm_mcore_npu.sh` at
+#   5ba5f2f51 (#7404): the image and install script *before* #7604. `data/stacks/before_upgrade/` is the course's
+#   rewrite of them with the same pins and shell shapes (python 3.12 base image, `torch==2.10.0+cpu` inside an
+#   `if ...; then \`, transformers at a commit, `pip install mbridge` with no version).
+# - Upstream PR-branch commit 1b0be36f5 (2026-08-11) put Megatron-LM on `--branch core_r0.18.0` in both 9.1.0
+#   images; 49d3564f0 reverted it. The post-#7604 files are not in the course's stored upstream history, so the
+#   "after" manifest is the course's reconstruction from #7604/#7827's descriptions, and `data/stacks/hand_edited/`
+#   is a fixture the course wrote with planted defects: claims that count them say "fixture self-check".
 #
 # Facts checked against verl 0.9.1.
 
@@ -57,8 +63,8 @@ from verlstudy.lessons.l08_dependency_stack.manifests import (
     tree_problems,
     upgrade_diff,
 )
-from verlstudy.common.pins import naming_problems, pins_in_files, pins_table, read_files, ref_drift
-from verlstudy.common.refs import ref_naming_problem
+from verlstudy.common.pins import pins_in_files, pins_table, read_files, ref_drift, ref_findings, unpinned_installs
+from verlstudy.common.refs import ref_finding, ref_naming_problem
 from verlstudy.kit.devices import pick_device, skip_unless
 from verlstudy.kit.params import check_int
 from verlstudy.kit.plots import bar_plot
@@ -96,8 +102,8 @@ print(diff.table())
 claim("components added", sorted(c.name for c in diff.added)
       == sorted(["MegatronAdaptor", "TransformerEngineNPU", "MindSpeed-Ops", "MindSpeed-Bridge", "Megatron-Bridge"]),
       upstream="#7604: adaptor, TransformerEngineNPU, MindSpeed Ops, MindSpeed Bridge, Megatron Bridge")
-claim("vanilla mbridge and the transformers pin removed", sorted(c.name for c in diff.removed) == ["mbridge", "transformers"],
-      upstream="#7604: away from vanilla mbridge; obsolete transformer pins removed")
+claim("the transformers commit pin removed", [c.name for c in diff.removed] == ["transformers"],
+      upstream="#7604: obsolete transformer pins removed; Dockerfile.ascend_9.1.0_a2@ead7f6c51 checks out cc7ab9be")
 megatron = {ch.name: ch for ch in diff.changed}["Megatron-LM"]
 claim("Megatron-LM moves from a branch to a tag", (megatron.old.kind, megatron.new.kind) == ("branch", "tag"),
       upstream="#7827: Megatron-LM ref corrected to core_v0.18.0")
@@ -105,23 +111,51 @@ claim("the new stack sets vanilla_mbridge=False", diff.settings == (("vanilla_mb
       upstream="verl 0.9.1 engine/megatron.yaml: vanilla_mbridge: False")
 
 # %% [markdown]
-# ## Before the upgrade: two files that agreed
-# `data/stacks/before_upgrade/` holds an image Dockerfile and an install script pinned to the old stack. They
-# agree with each other and with the old manifest: nothing has drifted yet. (Only the naming rule objects, to
-# Megatron-LM's `core_r0.16.0`, the branch the old manifest records too.)
+# ## Before the upgrade: the real files already drifted
+# `data/stacks/before_upgrade/` is the course's rewrite of upstream's pre-#7604 image and install script (cited
+# above). Parsing them needs two shell shapes the real files use: a pin after `if ...; then \` on a continued
+# line, and an empty line inside a continued `RUN` (Docker skips it). The image is the old manifest's source, so
+# what the parser finds beyond it is the install script disagreeing with the image:
 
 # %%
-before = pins_in_files(read_files(stacks / "before_upgrade"))
+before_files = read_files(stacks / "before_upgrade")
+before = pins_in_files(before_files)
 print(pins_table(before))
-claim("before the upgrade: pins that disagree with the old manifest, or with each other",
-      len(manifest_mismatches(before, old)) + len(ref_drift(before)), expected=0)
-claim("the old files pin Megatron-LM to the branch core_r0.16.0",
-      {p.ref for p in before if p.repo == "nvidia/megatron-lm"} == {"core_r0.16.0"})
+before_drift = ref_drift(before)
+print("\n".join(d.describe() for d in before_drift))
+claim("pre-#7604 files: the one repository pinned two ways is torchvision (0.25.0 vs 0.25.0+cpu)",
+      [(d.repo, d.refs) for d in before_drift] == [("pypi:torchvision", ("0.25.0", "0.25.0+cpu"))],
+      upstream="install_vllm_mcore_npu.sh@5ba5f2f51: torchvision==0.25.0; Dockerfile.ascend_9.1.0_a2@ead7f6c51: 0.25.0+cpu")
+claim("the image pins torch 2.10.0+cpu only inside `if ...; then \\`",
+      [p.ref for p in before if p.repo == "pypi:torch"] == ["2.10.0+cpu"],
+      upstream="Dockerfile.ascend_9.1.0_a2@ead7f6c51")
+claim("the script installs transformers 5.10.4 from PyPI; the image builds a git commit",
+      {p.ref for p in before if p.repo == "pypi:transformers"} == {"5.10.4"}
+      and [p.ref[:8] for p in before if p.repo == "huggingface/transformers"] == ["cc7ab9be"],
+      upstream="install_vllm_mcore_npu.sh@5ba5f2f51 and Dockerfile.ascend_9.1.0_a2@ead7f6c51")
+print("\n".join(manifest_mismatches(before, old)))
+claim("install-script pins that disagree with the image (old manifest) or are not in it", len(manifest_mismatches(before, old)),
+      expected=6)
+unpinned = sorted({p.file for p in unpinned_installs(before_files) if p.repo == "pypi:mbridge"})
+claim("both pre-#7604 files install mbridge with no version", unpinned == sorted(before_files),
+      upstream="Dockerfile.ascend_9.1.0_a2@ead7f6c51 and install_vllm_mcore_npu.sh@5ba5f2f51: pip install mbridge")
+
+# %% [markdown]
+# Megatron-LM's `core_r0.16.0` is not a slip: it is a real release branch. A branch can move after the release;
+# the tag `core_v0.16.0` cannot. Preferring the tag is the course's advice, so the checker reports it as a
+# separate `policy` finding, not a `naming` error:
+
+# %%
+before_findings = ref_findings(before)
+print("\n".join(before_findings))
+claim("pre-#7604 files: ref findings are policy only (Megatron-LM's branch, in both files)",
+      len(before_findings) == 2 and all(": policy: megatron-lm ref 'core_r0.16.0'" in f for f in before_findings))
 
 # %% [markdown]
 # ## Symptom: the same upgrade, edited by hand in four files
-# `data/stacks/hand_edited/` holds the upgrade as it looks when each file is edited separately: two image
-# Dockerfiles, an install script and a CI workflow. `verlstudy.common.pins` finds every pin in them
+# `data/stacks/hand_edited/` is the course's fixture, with planted defects, of the upgrade as it looks when each
+# file is edited separately: two image Dockerfiles, an install script and a CI workflow (its Megatron-LM
+# `--branch core_r0.18.0` has the shape of upstream PR-branch commit 1b0be36f5). `verlstudy.common.pins` finds every pin in them
 # (`git clone --branch`, `git checkout`, `pip install name==v`, `pip install git+URL@ref`, `actions/checkout`
 # with `repository`/`ref`), following `ARG`s, shell variables and workflow `env:` blocks:
 
@@ -136,24 +170,28 @@ print(pins_table(hand))
 # %%
 places = dict(Counter(p.repo.split("/")[-1] for p in hand))
 bar_plot(places, title="places that pin each component (hand-edited files)", ylabel="pins")
-claim("places that pin Megatron-LM", places["megatron-lm"], expected=len(hand_files))
+claim("fixture self-check: places that pin Megatron-LM", places["megatron-lm"], expected=len(hand_files))
 
 # %% [markdown]
 # ## Reproduce: the r/v trap and a pin that disagrees
 # The naming rule knows each repository's scheme: Megatron-LM release tags `core_vX.Y.Z`, the Ascend repos'
-# branches `core_rX.Y.Z`, Megatron-Bridge tags `vX.Y.Z`; a commit hash always passes. The drift check groups
-# pins by repository (host and case ignored) and reports every repository pinned to more than one ref.
+# branches `core_rX.Y.Z`, Megatron-Bridge tags `vX.Y.Z`; a commit hash always passes. Megatron-LM's own
+# `core_rX.Y.Z` branches exist, so pinning one is a `policy` finding; a ref that fits no scheme (MindSpeed
+# `core_v0.18.0`) is a `naming` one. The drift check groups pins by repository (host and case ignored) and
+# reports every repository pinned to more than one ref.
 
 # %%
-problems = naming_problems(hand)
+problems = ref_findings(hand)
 print("\n".join(problems))
 drifts = ref_drift(hand)
 print("\n".join(d.describe() for d in drifts))
-claim("Megatron-LM core_r0.18.0 is flagged, with core_v0.18.0 suggested",
-      ref_naming_problem("NVIDIA/Megatron-LM", "core_r0.18.0").endswith("did you mean 'core_v0.18.0'?"),
+claim("Megatron-LM core_r0.18.0 is a policy finding, with the tag core_v0.18.0 suggested",
+      ref_finding("NVIDIA/Megatron-LM", "core_r0.18.0").kind == "policy"
+      and "prefer the tag 'core_v0.18.0'" in ref_finding("NVIDIA/Megatron-LM", "core_r0.18.0").message,
       upstream="#7604 wrote core_r0.18.0; #7827 corrected it to core_v0.18.0")
-claim("naming problems in the hand-edited files", len(problems), expected=4)
-claim("repositories pinned two ways", sorted(d.repo for d in drifts)
+claim("fixture self-check: policy and naming findings in the hand-edited files",
+      (len(ref_findings(hand, "policy")), len(ref_findings(hand, "naming"))) == (3, 1))
+claim("fixture self-check: repositories pinned two ways", sorted(d.repo for d in drifts)
       == ["ascend/mindspeed", "nvidia-nemo/megatron-bridge", "nvidia/megatron-lm"])
 
 # %% [markdown]
@@ -164,10 +202,10 @@ claim("repositories pinned two ways", sorted(d.repo for d in drifts)
 # %%
 mismatches = manifest_mismatches(hand, new)
 print("\n".join(mismatches))
-claim("hand-edited pins that disagree with the manifest", len(mismatches), expected=5)
+claim("fixture self-check: hand-edited pins that disagree with the manifest", len(mismatches), expected=5)
 print(manifest_problems(old))
-claim("the naming rule flags only the old manifest's Megatron-LM branch ref", len(manifest_problems(old)) == 1
-      and manifest_problems(old)[0].startswith("Megatron-LM:") and manifest_problems(new) == [])
+claim("the old manifest's one finding is the policy one on Megatron-LM's branch", len(manifest_problems(old)) == 1
+      and manifest_problems(old)[0].startswith("Megatron-LM: policy:") and manifest_problems(new) == [])
 
 # %% [markdown]
 # ## Fix: generate the pins from the manifest
@@ -177,8 +215,8 @@ claim("the naming rule flags only the old manifest's Megatron-LM branch ref", le
 
 # %%
 generated = {
-    "Dockerfile.ascend_a2": render_dockerfile(new, base_image="quay.io/ascend/cann:9.1.0-910b-ubuntu22.04-py3.11"),
-    "Dockerfile.ascend_a3": render_dockerfile(new, base_image="quay.io/ascend/cann:9.1.0-a3-ubuntu22.04-py3.11"),
+    "Dockerfile.ascend_a2": render_dockerfile(new, base_image="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.1.0-910b-ubuntu22.04-py3.12"),
+    "Dockerfile.ascend_a3": render_dockerfile(new, base_image="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.1.0-a3-ubuntu22.04-py3.12"),
     "install_npu.sh": render_install_script(new),
     "npu_e2e.yml": render_workflow(new, job="e2e_ppo_megatron"),
 }
@@ -186,7 +224,7 @@ print("\n".join(generated["Dockerfile.ascend_a3"].splitlines()[:8]) + "\n...")
 gen = pins_in_files(generated)
 claim("every generated file pins exactly the manifest", all(
     {(p.repo, p.ref) for p in gen if p.file == name} == manifest_pins(new) for name in generated))
-claim("drift, naming problems and mismatches after generating", len(ref_drift(gen)) + len(naming_problems(gen))
+claim("drift, ref findings and mismatches after generating", len(ref_drift(gen)) + len(ref_findings(gen))
       + len(manifest_mismatches(gen, new)), expected=0)
 
 # %% [markdown]
@@ -198,7 +236,7 @@ claim("drift, naming problems and mismatches after generating", len(ref_drift(ge
 # %%
 hand_found = tree_problems(hand_files, new)
 print(f"hand-edited files: {len(hand_found)} problems, first: {hand_found[0]}")
-claim("the CI check's findings on the hand-edited files", len(hand_found),
+claim("fixture self-check: the CI check's findings on the hand-edited files", len(hand_found),
       expected=len(mismatches) + len(problems) + len(drifts))
 claim("the CI check is clean on the generated files", tree_problems(generated, new) == [])
 
@@ -206,8 +244,8 @@ claim("the CI check is clean on the generated files", tree_problems(generated, n
 # ## Exercises
 # **8.1** Write `fix_ref(repo, ref)`: when `ref` breaks the repository's naming scheme because `core_r` and
 # `core_v` were swapped, return the corrected ref; otherwise return `ref` unchanged (a repository without a
-# scheme, a commit hash, or a ref that already fits). `ref_naming_problem(repo, ref)` tells you whether a ref
-# fits.
+# scheme, a commit hash, a ref that already fits, or one whose swap would still break the scheme).
+# `ref_naming_problem(repo, ref)` tells you whether a ref fits.
 
 # %% tags=["solution", "exercise-8.1"]
 def fix_ref(repo: str, ref: str) -> str:
@@ -270,7 +308,10 @@ upstream_check()
 # ## Takeaways
 # - Write a stack down as data; an upgrade is then a diff you can read (added, removed, changed, tag vs branch).
 # - A ref copied into several files will drift, and a one-letter slip (`core_r` vs `core_v`) follows the
-#   copies; parse the files and check them: naming scheme, agreement, manifest.
+#   copies; parse the files and check them: naming scheme, agreement, manifest. Even upstream's pre-#7604
+#   image and install script disagreed (torchvision `0.25.0+cpu` vs `0.25.0`) and left mbridge unpinned.
+# - A real release branch where a tag exists (Megatron-LM `core_r0.16.0`) is a policy finding (the course's
+#   advice: prefer the tag), kept apart from naming slips.
 # - Generate the pins from one manifest; the check then guards the generator, not every hand edit.
 
 # %%

@@ -1,7 +1,26 @@
 #!/usr/bin/env bash
-# Bare-metal install before the upgrade to Megatron 0.18 (verlstudy lesson 08 fixture, modelled on the state before #7604).
-set -euo pipefail
-git clone --depth 1 --branch core_r0.16.0 https://github.com/NVIDIA/Megatron-LM.git
-git clone https://gitcode.com/Ascend/MindSpeed.git && git -C MindSpeed checkout core_r0.16.0
-pip install --no-deps mbridge==0.15.1 transformers==4.57.1 \
-    torch==2.7.1 torch_npu==2.7.1
+# verlstudy lesson 08: the bare-metal install before verl #7604, rewritten by the course with the real
+# script's pins and shell shapes. Source: verl scripts/install_vllm_mcore_npu.sh at 5ba5f2f51 (#7404, 2026-08-14).
+# Left out: the vllm-ascend build flags and the verl install (no pins there).
+set -ex
+USE_MEGATRON=${USE_MEGATRON:-1}
+
+# the packages that go with vLLM-Ascend 0.23.0: no +cpu suffix here, unlike the image
+pip install torchvision==0.25.0
+pip install torchaudio==2.10.0
+pip install triton-ascend==3.2.2 --extra-index-url https://triton-ascend.osinfra.cn/pypi/simple/
+pip install "transformers==5.10.4"
+
+git clone --depth 1 --branch v0.23.0 https://github.com/vllm-project/vllm.git
+git clone -b releases/v0.23.0 https://github.com/vllm-project/vllm-ascend.git
+
+if [ $USE_MEGATRON -eq 1 ]; then
+    git clone https://gitcode.com/Ascend/MindSpeed.git
+    cd MindSpeed && git checkout core_r0.16.0 && cd ..
+    git clone --depth 1 --branch core_r0.16.0 https://github.com/NVIDIA/Megatron-LM.git
+    pip install -e Megatron-LM
+    pip install -e MindSpeed
+    pip install mbridge
+fi
+
+pip install transformers==5.10.4 xgrammar==0.1.33

@@ -19,7 +19,7 @@ from typing import Literal
 
 import yaml
 
-from verlstudy.common.refs import Drift, EnvSetting, Pin, ref_naming_problem, repo_key
+from verlstudy.common.refs import Drift, EnvSetting, Pin, ref_finding, ref_naming_problem, repo_key
 from verlstudy.common.shell_pins import ShellState, expand_vars, logical_lines, run_shell, run_shell_line, shell_tokens
 
 FileKind = Literal["dockerfile", "shell", "workflow"]
@@ -204,6 +204,29 @@ def naming_problems(pins: Iterable[Pin]) -> list[str]:
         if problem:
             out.append(f"{p.file}:{p.line}: {problem}")
     return out
+
+
+def ref_findings(pins: Iterable[Pin], kind: str | None = None) -> list[str]:
+    """'file:line: message' for each pin with a finding; `kind` 'naming' or 'policy' keeps only that kind.
+
+    Unlike `naming_problems`, a real release branch where a tag exists (Megatron-LM `core_r0.16.0`) is a
+    `policy` finding here, kept apart from `naming` slips such as MindSpeed `core_v0.18.0`.
+    """
+    if kind not in (None, "naming", "policy"):
+        raise ValueError(f"kind={kind!r} is not allowed; choose 'naming', 'policy' or None (both)")
+    out = []
+    for p in pins:
+        found = ref_finding(p.repo, p.ref)
+        if found is not None and kind in (None, found.kind):
+            out.append(f"{p.file}:{p.line}: {found.kind}: {found.message}")
+    return out
+
+
+def unpinned_installs(files: Mapping[str, str]) -> list[Pin]:
+    """`pip install name` with no version at all, across {file name: text}: each as a Pin whose ref is ''."""
+    if not isinstance(files, Mapping) or not files:
+        raise ValueError("files must be a non-empty mapping of file name -> text")
+    return [p for name, text in files.items() for p in _parse(text, file_kind(name), name).unpinned]
 
 
 def pins_table(pins: Iterable[Pin]) -> str:

@@ -86,12 +86,13 @@ class NamingScheme:
     pattern: str
     example: str
     why: str
+    release_branch: str | None = None  # the repo also keeps release branches named so (movable: a policy matter)
 
 
 # Repository name (last path component, lower-case) -> how its release refs are named.
 NAMING_SCHEMES: dict[str, NamingScheme] = {
     "megatron-lm": NamingScheme("tag", r"core_v\d+\.\d+\.\d+(rc\d+)?", "core_v0.18.0",
-                                "NVIDIA Megatron-LM releases are tags core_vX.Y.Z"),
+                                "NVIDIA Megatron-LM releases are tags core_vX.Y.Z", r"core_r\d+\.\d+\.\d+"),
     "mindspeed": NamingScheme("branch", r"core_r\d+\.\d+\.\d+", "core_r0.18.0",
                               "Ascend MindSpeed follows Megatron on branches core_rX.Y.Z"),
     "megatronadaptor": NamingScheme("branch", r"core_r\d+\.\d+\.\d+", "core_r0.18.0",
@@ -131,3 +132,42 @@ def ref_naming_problem(repo: str, ref: str, kind: str | None = None) -> str | No
     if kind is not None and kind != scheme.kind:
         return f"{name} ref {ref!r} is recorded as a {kind}, but {scheme.why}"
     return None
+
+
+FINDING_KINDS: tuple[str, ...] = ("naming", "policy")
+
+
+@dataclass(frozen=True)
+class RefFinding:
+    """What is wrong with one ref: `naming` (breaks the repo's scheme: a slip) or `policy` (a real but
+    movable release branch where the repo publishes a tag: a choice the course advises against)."""
+
+    kind: str  # one of FINDING_KINDS
+    message: str
+
+
+def ref_policy_note(repo: str, ref: str) -> str | None:
+    """Why pinning `ref` is a policy question, or None: a release branch of a repo that also tags its releases.
+
+    Megatron-LM keeps `core_rX.Y.Z` branches beside its `core_vX.Y.Z` tags; the branch exists and builds,
+    but it can move after the release. Preferring the tag is the course's advice, not a naming error.
+    """
+    if not isinstance(ref, str) or not ref.strip():
+        raise TypeError(f"ref must be a non-empty string, got {ref!r}")
+    scheme = NAMING_SCHEMES.get(repo_key(repo).split("/")[-1])
+    if scheme is None or scheme.release_branch is None or not re.fullmatch(scheme.release_branch, ref):
+        return None
+    tag = _swap_rv(ref)
+    return (
+        f"{repo_key(repo).split('/')[-1]} ref {ref!r} is a release branch, which can move after the release;"
+        f" prefer the tag {tag!r} (policy, not a naming slip)"
+    )
+
+
+def ref_finding(repo: str, ref: str, kind: str | None = None) -> RefFinding | None:
+    """`ref_policy_note` as a `policy` finding, else `ref_naming_problem` as a `naming` finding, else None."""
+    note = None if kind in ("tag", "commit") else ref_policy_note(repo, ref)
+    if note is not None:
+        return RefFinding("policy", note)
+    problem = ref_naming_problem(repo, ref, kind)
+    return RefFinding("naming", problem) if problem else None

@@ -15,8 +15,17 @@ from dataclasses import dataclass, field
 from verlstudy.common.refs import EnvSetting, Pin, repo_key
 
 _OPERATORS = {";", "&&", "||", "|", "&", "(", ")", ";;"}
+# words that open or continue a compound command; the command after them still runs (`then pip install ...`)
+_KEYWORDS = {"if", "then", "else", "elif", "fi", "while", "until", "do", "done", "{", "}", "!", "time"}
 _VAR = re.compile(r"\$\{(\w+)(?::?-([^}]*))?\}|\$(\w+)")
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^;,\s]+)$")
+_BARE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?$")  # a package name with no version at all
+# pip install options whose value is the next word (so that word is not a package name)
+_PIP_VALUE_OPTS = {
+    "-e", "--editable", "-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url",
+    "--trusted-host", "-f", "--find-links", "-t", "--target", "--prefix", "--root", "--src", "--platform",
+    "--python-version", "--upgrade-strategy", "-C", "--config-settings", "--no-binary", "--only-binary",
+}  # fmt: skip
 _ASSIGN = re.compile(r"^([A-Za-z_]\w*)=(.*)$", re.S)
 # git clone options that take a value (the next token) when not written as --opt=value
 _CLONE_VALUE_OPTS = {
@@ -48,8 +57,8 @@ def logical_lines(text: str, drop_comment_lines: bool = False) -> list[tuple[int
     buf: list[str] = []
     start = 0
     for number, raw in enumerate(text.splitlines(), start=1):
-        if drop_comment_lines and buf and raw.lstrip().startswith("#"):
-            continue  # Docker drops comment lines inside a continued instruction
+        if drop_comment_lines and buf and (raw.lstrip().startswith("#") or not raw.strip()):
+            continue  # Docker drops comment and empty lines inside a continued instruction
         line = _strip_comment(raw).rstrip()
         if not buf:
             start = number
@@ -110,6 +119,7 @@ class ShellState:
     cwd: str | None = None
     pins: list[Pin | None] = field(default_factory=list)
     exports: list[EnvSetting] = field(default_factory=list)
+    unpinned: list[Pin] = field(default_factory=list)  # `pip install name` with no version: ref is ""
 
 
 def _git_clone(args: list[str], state: ShellState, line: int) -> None:
@@ -167,16 +177,22 @@ def _git_checkout(args: list[str], state: ShellState, line: int, folder: str | N
 
 
 def _pip_install(args: list[str], state: ShellState, line: int) -> None:
+    option_value = False  # this word is the value of an option such as -e PATH or --index-url URL
     for arg in args:
-        if "git+" in arg:
+        is_value, option_value = option_value, arg in _PIP_VALUE_OPTS
+        if "git+" in arg:  # `-e git+URL@ref` pins too
             url = arg[arg.index("git+") + 4 :].split("#", 1)[0]
             head, _, ref = url.rpartition("@")
-            if head and ref and "/" not in ref and "://" in head:
+            # the ref follows the path (refs may hold '/': releases/v0.23.0); in ssh://git@host/o/r '@' is the user's
+            if ref and "://" in head and "/" in head.split("://", 1)[1]:
                 state.pins.append(Pin(repo_key(head), ref, "pip git+", state.file, line))
             continue
         m = _PIN.match(arg)
         if m:
             state.pins.append(Pin(repo_key("pypi:" + m.group(1)), m.group(2), "pip ==", state.file, line))
+        elif _BARE.match(arg) and not is_value:
+            name = arg.split("[", 1)[0]
+            state.unpinned.append(Pin(repo_key("pypi:" + name), "", "pip (no version)", state.file, line))
 
 
 def _pip_args(cmd: list[str]) -> list[str] | None:
@@ -197,6 +213,10 @@ def run_shell(text: str, state: ShellState, first_line: int = 1, drop_comment_li
 
 def run_shell_line(logical: str, state: ShellState, line: int) -> None:
     for cmd in _commands(shell_tokens(logical)):
+        while cmd and cmd[0] in _KEYWORDS:  # `if ...; then \` joins onto the next line: skip to the command
+            cmd = cmd[1:]
+        if not cmd:
+            continue
         cmd = [expand_vars(tok, state.env) for tok in cmd]
         exported = cmd[0] == "export"
         words = cmd[1:] if exported else cmd

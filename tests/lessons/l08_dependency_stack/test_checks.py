@@ -12,11 +12,16 @@ DATA = data_dir()
 MANIFESTS = [load_manifest(DATA / "stacks" / f"ascend_megatron_{v}.toml") for v in ("0.18", "0.16")]
 
 
-def _fix_ref(repo: str, ref: str) -> str:
-    problem = ref_naming_problem(repo, ref)
-    if problem is None:
+def _naive_swap(repo: str, ref: str) -> str:
+    """Swaps whenever the ref breaks the scheme, without checking that the swap fits."""
+    if ref_naming_problem(repo, ref) is None:
         return ref
     return ref.replace("core_r", "core_v") if "core_r" in ref else ref.replace("core_v", "core_r")
+
+
+def _fix_ref(repo: str, ref: str) -> str:
+    swapped = _naive_swap(repo, ref)
+    return swapped if ref_naming_problem(repo, swapped) is None else ref
 
 
 def _pip_line(m: StackManifest) -> str:
@@ -67,8 +72,10 @@ def test_pip_line_checker():
         (lambda repo, ref: ref.replace("core_r", "core_v"), "swap r and v"),  # knows only NVIDIA's scheme
         (lambda repo, ref: ref.replace("core_r", "core_X").replace("core_v", "core_r").replace("X", "v"), "unchanged"),
         (lambda repo, ref: ref.replace("core_v", "core_r"), "swap r and v"),  # knows only Ascend's scheme
+        (_naive_swap, "swapped ref still breaks the scheme"),  # MindSpeed core_v0.18.0rc1 -> core_r0.18.0rc1
+        (lambda repo, ref: _naive_swap(repo, ref) if "rc" not in ref else ref, "still breaks"),  # core_r0.18
     ],
-    ids=["always-v", "always-swap", "always-r"],
+    ids=["always-v", "always-swap", "always-r", "swap-unchecked", "swap-unchecked-no-patch"],
 )
 def test_8_1_rejects(assert_wrong, wrong, mentions):
     assert_wrong("8.1", wrong, mentions=mentions)

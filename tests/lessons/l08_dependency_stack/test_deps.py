@@ -18,6 +18,8 @@ from verlstudy.common.pins import (
     pins_table,
     read_files,
     ref_drift,
+    ref_findings,
+    unpinned_installs,
 )
 from verlstudy.common.refs import Drift, Pin, ref_naming_problem, repo_key
 from verlstudy.course.registry import project_root
@@ -398,19 +400,20 @@ def test_fixture_upgrade_diff_matches_the_pr():
         "MindSpeed-Bridge",
         "Megatron-Bridge",
     ]
-    assert [c.name for c in diff.removed] == ["mbridge", "transformers"]
+    assert [c.name for c in diff.removed] == ["transformers"]  # mbridge was never pinned (pip install mbridge)
     changes = {ch.name: ch.what for ch in diff.changed}
     assert changes == {
         "Megatron-LM": "ref core_r0.16.0 -> core_v0.18.0, branch -> tag",
         "MindSpeed": "ref core_r0.16.0 -> core_r0.18.0",
     }
-    assert diff.unchanged == ("torch", "torch_npu")
+    assert diff.unchanged == ("vllm", "vllm-ascend", "torch", "torchvision", "setuptools", "flash-linear-attention")
     assert diff.settings == (("vanilla_mbridge", True, False),)
     table = diff.table()
     assert "| changed | Megatron-LM | branch core_r0.16.0 | tag core_v0.18.0 |" in table
     assert "| setting | vanilla_mbridge | true | false |" in table
     assert manifest_problems(new) == []
-    assert len(manifest_problems(old)) == 1 and "did you mean 'core_v0.16.0'" in manifest_problems(old)[0]
+    [policy] = manifest_problems(old)
+    assert policy.startswith("Megatron-LM: policy:") and "prefer the tag 'core_v0.16.0'" in policy
 
 
 def test_diff_of_a_manifest_with_itself_is_empty_and_repo_moves_show():
@@ -484,16 +487,23 @@ def test_hand_edited_fixture_is_caught_and_the_generated_files_are_clean():
     assert manifest_mismatches(generated, manifest) == []
 
 
-def test_before_upgrade_fixture_agrees_with_the_old_manifest_and_drifts_nowhere():
+def test_before_upgrade_files_carry_the_real_pre_7604_pins_and_drift():
     old = load_manifest(DATA / "stacks" / "ascend_megatron_0.16.toml")
     files = read_files(DATA / "stacks" / "before_upgrade")
     assert sorted(files) == ["Dockerfile.ascend_a2", "install_npu.sh"]
     pins = pins_in_files(files)
-    assert {(p.repo, p.ref) for p in pins if p.file == "install_npu.sh"} == manifest_pins(old)
+    # the image is the old manifest's source: it pins exactly the manifest
     assert {(p.repo, p.ref) for p in pins if p.file == "Dockerfile.ascend_a2"} == manifest_pins(old)
-    assert manifest_mismatches(pins, old) == [] and ref_drift(pins) == []
-    problems = naming_problems(pins)  # only the policy objection to Megatron-LM's release branch
-    assert len(problems) == 2 and all("megatron-lm ref 'core_r0.16.0'" in p for p in problems)
+    assert "py3.12" in files["Dockerfile.ascend_a2"] and "ead7f6c51" in files["Dockerfile.ascend_a2"]
+    assert "5ba5f2f51" in files["install_npu.sh"]
+    [drift] = ref_drift(pins)  # the real one: torchvision without and with +cpu
+    assert (drift.repo, drift.refs) == ("pypi:torchvision", ("0.25.0", "0.25.0+cpu"))
+    mismatches = manifest_mismatches(pins, old)
+    assert len(mismatches) == 6 and all(m.startswith("install_npu.sh:") for m in mismatches)
+    assert ref_findings(pins, "naming") == []
+    assert len(ref_findings(pins, "policy")) == 2
+    assert naming_problems(pins) != []  # the compatible name still flags the branch (lessons 05/06 rely on it)
+    assert {p.file for p in unpinned_installs(files) if p.repo == "pypi:mbridge"} == set(files)
 
 
 @pytest.mark.parametrize("render", [render_dockerfile, render_install_script, render_workflow, manifest_pins])

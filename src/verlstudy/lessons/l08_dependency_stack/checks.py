@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from verlstudy.common.pins import parse_pins
+from verlstudy.common.refs import ref_naming_problem
 from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.lessons.l08_dependency_stack.manifests import StackManifest, manifest_pins
 
@@ -15,6 +16,9 @@ FIX_REF_CASES: tuple[tuple[str, str, str], ...] = (
     ("Ascend/MindSpeed", "core_v0.18.0", "core_r0.18.0"),
     ("Ascend/MegatronAdaptor", "core_v0.16.0", "core_r0.16.0"),
     ("Ascend/MindSpeed", "core_r0.18.0", "core_r0.18.0"),
+    # swapping does not help here: core_r0.18.0rc1 still breaks MindSpeed's scheme, core_v0.18 Megatron-LM's
+    ("Ascend/MindSpeed", "core_v0.18.0rc1", "core_v0.18.0rc1"),
+    ("NVIDIA/Megatron-LM", "core_r0.18", "core_r0.18"),
     ("NVIDIA/Megatron-LM", "core_v0.16.0", "core_v0.16.0"),
     ("vllm-project/vllm", "releases/v0.23.0", "releases/v0.23.0"),
     ("NVIDIA/Megatron-LM", "ba7b5ebce12af60627a80985792a1449ce45f46c", "ba7b5ebce12af60627a80985792a1449ce45f46c"),
@@ -27,7 +31,9 @@ def check_fix_ref(fn: Callable[[str, str], str]) -> str:
     for repo, ref, want in FIX_REF_CASES:
         got = fn(repo, ref)
         if got != want:
-            if ref == want:
+            if ref == want and ref_naming_problem(repo, ref) is not None:
+                hint = "the swapped ref still breaks the scheme: check the swap with ref_naming_problem, else keep ref"
+            elif ref == want:
                 hint = "this ref already fits (or the repo has no scheme, or it is a commit): return it unchanged"
             else:
                 hint = "use ref_naming_problem(repo, ref) to see whether it breaks the scheme, then swap r and v"

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verlstudy.common.pins import naming_problems, pins_in_files, ref_drift
-from verlstudy.common.refs import COMMIT_HASH, REF_KINDS, Pin, ref_naming_problem, repo_key
+from verlstudy.common.pins import pins_in_files, ref_drift, ref_findings
+from verlstudy.common.refs import COMMIT_HASH, REF_KINDS, Pin, ref_finding, repo_key
 
 # ---------------------------------------------------------------- stack manifests
 
@@ -100,12 +100,13 @@ def load_manifest(path: str | Path) -> StackManifest:
 
 
 def manifest_problems(manifest: StackManifest) -> list[str]:
-    """Naming-rule problems of a manifest's components (ref and recorded kind against the repo's scheme)."""
+    """Ref findings of a manifest's components: 'name: naming: ...' (ref or recorded kind breaks the repo's
+    scheme) or 'name: policy: ...' (a movable release branch where the repo publishes a tag)."""
     out = []
     for c in manifest.components:
-        problem = None if c.is_pypi else ref_naming_problem(c.repo, c.ref, c.kind)
-        if problem:
-            out.append(f"{c.name}: {problem}")
+        found = None if c.is_pypi else ref_finding(c.repo, c.ref, c.kind)
+        if found:
+            out.append(f"{c.name}: {found.kind}: {found.message}")
     return out
 
 
@@ -240,9 +241,9 @@ def manifest_pins(manifest: StackManifest) -> set[tuple[str, str]]:
 
 def tree_problems(files: Mapping[str, str], manifest: StackManifest) -> list[str]:
     """Everything a CI check over a tree of files should fail on: pins that disagree with the manifest,
-    refs that break their repository's naming scheme, and repositories pinned two ways."""
+    ref findings (naming slips and branch-vs-tag policy, each labelled), and repositories pinned two ways."""
     pins = pins_in_files(files)
-    return manifest_mismatches(pins, manifest) + naming_problems(pins) + [d.describe() for d in ref_drift(pins)]
+    return manifest_mismatches(pins, manifest) + ref_findings(pins) + [d.describe() for d in ref_drift(pins)]
 
 
 def manifest_mismatches(pins: Iterable[Pin], manifest: StackManifest) -> list[str]:
