@@ -217,3 +217,21 @@ def test_kernels_keep_library_caches_in_the_build_folder(tmp_path, monkeypatch):
     assert (status, error) == ("passed", "")
     printed = nbformat.read(tmp_path / "out" / "mpl.ipynb", as_version=4).cells[0].outputs[0]["text"].strip()
     assert printed == str(twins.cache_root() / "matplotlib")
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"cells": 3}', ""])
+def test_a_corrupt_notebook_is_named_not_a_traceback(tmp_path, text):
+    broken = tmp_path / "05_broken.ipynb"
+    broken.write_text(text)
+    with pytest.raises(ValueError, match=r"05_broken.ipynb is not a valid notebook"):
+        runner.notebook_parameters(broken)
+
+
+def test_the_cli_names_a_corrupt_lesson_notebook(monkeypatch, tmp_path, capsys):
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "00_start_here.ipynb").write_text("{not json")
+    monkeypatch.setattr(registry, "notebooks_dir", lambda: course)
+    monkeypatch.setattr(registry.Lesson, "notebook", property(lambda self: course / f"{self.stem}.ipynb"))
+    assert cli.main(["run", "00", "--out", str(tmp_path / "out")]) == 2
+    assert "00_start_here.ipynb is not a valid notebook" in capsys.readouterr().err

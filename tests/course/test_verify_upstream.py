@@ -129,3 +129,19 @@ def test_group_advantages_with_the_population_std_are_caught():
 
     row = l07.compare_group_advantages(cases=300, ours=population_std)
     assert row.status == "differ" and "rewards" in row.detail
+
+
+@pytest.mark.parametrize("cases", ["0", "-3"])
+def test_cases_below_one_is_one_line_and_exit_2(cases, capsys):
+    assert main(["verify-upstream", "--cases", cases]) == 2
+    assert (
+        capsys.readouterr().err.strip()
+        == f"verlstudy verify-upstream: --cases must be at least 1 (generated inputs per comparison), got {cases}"
+    )
+
+
+def test_a_row_that_agreed_on_zero_cases_is_never_recorded(tmp_path):
+    row = Comparison("02", "verl/x.py::f", "0.9.1", 0, "agree")
+    with pytest.raises(ValueError, match="agreed on 0 cases"):
+        verify.record([row], tmp_path / "verified.json")
+    assert not (tmp_path / "verified.json").exists()

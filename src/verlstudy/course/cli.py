@@ -257,6 +257,8 @@ def cmd_verify_upstream(args: argparse.Namespace) -> int:
     from verlstudy.course import verify
     from verlstudy.kit import upstream
 
+    if args.cases < 1:
+        raise UsageError(f"--cases must be at least 1 (generated inputs per comparison), got {args.cases}")
     try:
         rows = verify.verify_all(cases=args.cases, seed=args.seed)
     except upstream.VerlNotInstalled as e:
@@ -266,7 +268,10 @@ def cmd_verify_upstream(args: argparse.Namespace) -> int:
     agree = [r for r in rows if r.status == "agree"]
     print(f"\n{len(agree)} agree, {len(differ)} differ, {len(rows) - len(agree) - len(differ)} not comparable")
     if args.record and not differ:
-        path = verify.record(rows)
+        try:
+            path = verify.record(rows)
+        except ValueError as e:
+            raise UsageError(str(e)) from e
         print(f"recorded the verified verl version in {path.relative_to(registry.project_root())}")
     return 1 if differ else 0
 

@@ -30,9 +30,20 @@ from verlstudy.kit.resources import notebooks_dir
 # ---------------------------------------------------------------- parameters
 
 
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    """Read a notebook, or a ValueError naming the file and what is wrong with it (not a raw JSON traceback)."""
+    try:
+        return nbformat.read(path, as_version=4)
+    except OSError as e:
+        raise ValueError(f"{path} cannot be read: {e.strerror or e}") from e
+    except Exception as e:  # invalid JSON, or JSON that is not a notebook
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"{path} is not a valid notebook ({first[:200]}); restore it, e.g. with git checkout") from e
+
+
 def notebook_parameters(path: Path) -> dict[str, object]:
     """Names and default values assigned in the notebook's cell tagged `parameters`."""
-    nb = nbformat.read(path, as_version=4)
+    nb = read_notebook(path)
     cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     if len(cells) != 1:
         raise ValueError(f"{path.name} must have exactly one cell tagged 'parameters', found {len(cells)}")
@@ -84,7 +95,7 @@ def validate_parameters(lesson: Lesson, params: Mapping[str, object]) -> None:
     import contextlib
     import io
 
-    nb = nbformat.read(lesson.notebook, as_version=4)
+    nb = read_notebook(lesson.notebook)
     code = [c for c in nb.cells if c.cell_type == "code"]
     index = next(i for i, c in enumerate(code) if "parameters" in c.metadata.get("tags", []))
     namespace: dict[str, object] = {"__name__": f"verlstudy_validate_{lesson.code}"}

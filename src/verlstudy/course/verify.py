@@ -48,6 +48,9 @@ def record(rows: list[Comparison], path: Path | None = None) -> Path:
     """Write the verified verl version per lesson (every comparable row agreed) to data/upstream_verified.json."""
     if any(r.status == "differ" for r in rows):
         raise ValueError("not recording: some lessons differ from upstream")
+    empty = [r for r in rows if r.status == "agree" and r.cases < 1]
+    if empty:
+        raise ValueError(f"not recording: lesson {empty[0].lesson} agreed on 0 cases, which verifies nothing")
     path = path or registry.data_dir() / "upstream_verified.json"
     data = {}
     for lesson in registry.LESSONS:
