@@ -235,3 +235,49 @@ def test_the_cli_names_a_corrupt_lesson_notebook(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(registry.Lesson, "notebook", property(lambda self: course / f"{self.stem}.ipynb"))
     assert cli.main(["run", "00", "--out", str(tmp_path / "out")]) == 2
     assert "00_start_here.ipynb is not a valid notebook" in capsys.readouterr().err
+
+
+SLEEPY_RUN = """
+import sys
+from pathlib import Path
+import nbformat
+from verlstudy.course import cli, runner
+
+sleepy = Path(sys.argv[1])
+nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import time; time.sleep(120)")])
+nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+nbformat.write(nb, sleepy)
+
+def sleeping_lesson(lesson, out_dir, parameters=None, timeout_s=600):  # a real kernel, no real lesson
+    out_dir.mkdir(parents=True, exist_ok=True)
+    print("kernel starting", flush=True)
+    status, error, seconds = runner.execute_with_papermill(sleepy, out_dir / lesson.notebook.name, {}, out_dir)
+    return runner.RunResult(lesson, status, seconds, error=error)
+
+runner.run_one = sleeping_lesson
+sys.exit(cli.main(["run", "00", "01", "02", "--workers", "1", "--no-floor", "--out", sys.argv[2]]))
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_within_seconds_kills_the_kernel_and_writes_a_partial_report(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLEEPY_RUN, str(tmp_path / "sleepy.ipynb"), str(tmp_path / "out")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout.readline().strip() == "kernel starting"
+    time.sleep(4)  # the kernel is up and sleeping in its cell
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - start < 10, "Ctrl-C must stop the run within seconds"
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert report.startswith("# Course run (interrupted: partial)") and "| not run |" in report
