@@ -33,7 +33,7 @@ from verlstudy.kit.plots import bar_plot
 from verlstudy.kit.seeding import seed_everything
 
 dev = pick_device(device)
-seed_everything(check_int("seed", seed, minimum=0))
+seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
 n_draws = check_int("n_draws", n_draws, minimum=1, maximum=1000)
 reset_claims()
 print(f"running on {dev.type}")

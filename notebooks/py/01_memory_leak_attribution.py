@@ -74,7 +74,7 @@ from verlstudy.kit.seeding import seed_everything
 from verlstudy.kit.upstream import upstream_cell, verl_version
 
 dev = pick_device(device)
-seed = seed_everything(check_int("seed", seed, minimum=0))
+seed = seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
 seq_len = check_int("seq_len", seq_len, minimum=1, maximum=4096)
 hidden = check_int("hidden", hidden, minimum=1, maximum=1024)
 dtype = check_choice("dtype", dtype, ("float32", "bfloat16"))

@@ -84,7 +84,7 @@ from verlstudy.lessons.l02_detach.upstream import (
 from verlstudy.common.trees import count_new_tensors, detach_tree, detach_tree_always, grad_attached_paths
 
 dev = pick_device(device)
-seed = seed_everything(check_int("seed", seed, minimum=0))
+seed = seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
 n_leaves = check_int("n_leaves", n_leaves, minimum=1, maximum=100_000)
 steps = check_int("steps", steps, minimum=2, maximum=200)
 group_size = check_int("group_size", group_size, minimum=2, maximum=64)

@@ -75,7 +75,7 @@ from verlstudy.lessons.l04_thd.thd import (
 from verlstudy.lessons.l04_thd.toy import TinyLM, fused_logprobs, thd_logprobs, unfused_logprobs
 
 dev = pick_device(device)
-seed_everything(check_int("seed", seed, minimum=0))
+seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
 tp = check_int("tp", tp, minimum=1, maximum=8)
 cp = check_int("cp", cp, minimum=1, maximum=4)
 hidden = check_int("hidden", hidden, minimum=1, maximum=1024)

@@ -97,7 +97,7 @@ hidden = check_int("hidden", hidden, minimum=1, maximum=256)
 n_layers = check_int("n_layers", n_layers, minimum=2, maximum=8)
 n_shards = check_int("n_shards", n_shards, minimum=1, maximum=4)
 n_tokens = check_int("n_tokens", n_tokens, minimum=1, maximum=4096)
-seed_everything(check_int("seed", seed, minimum=0))
+seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
 reset_claims()
 print(f"running on {dev.type}")
 

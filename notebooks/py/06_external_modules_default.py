@@ -81,7 +81,7 @@ from verlstudy.kit.seeding import seed_everything
 
 dev = pick_device(device)
 timeout_s = check_float("timeout_s", timeout_s, minimum=1.0, maximum=120.0)
-seed_everything(check_int("seed", seed, minimum=0))
+seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
 reset_claims()
 print(f"running on {dev.type}")
 

@@ -87,7 +87,7 @@ from verlstudy.kit.plots import bar_plot, line_plot
 from verlstudy.kit.seeding import seed_everything
 
 dev = pick_device(device)
-seed = seed_everything(check_int("seed", seed, minimum=0))
+seed = seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
 bandit_steps = check_int("bandit_steps", bandit_steps, minimum=40, maximum=200)
 bandit_prompts = check_int("bandit_prompts", bandit_prompts, minimum=64, maximum=512)
 robustness_seeds = check_int("robustness_seeds", robustness_seeds, minimum=1, maximum=8)

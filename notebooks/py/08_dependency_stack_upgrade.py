@@ -71,7 +71,7 @@ from verlstudy.kit.plots import bar_plot
 from verlstudy.kit.seeding import seed_everything
 
 dev = pick_device(device)
-seed_everything(check_int("seed", seed, minimum=0))
+seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
 reset_claims()
 stacks = data_dir() / "stacks"
 # The lesson is about this one upgrade (#7604, then #7827): fixed, not parameters, since every claim is about it.

@@ -72,7 +72,7 @@ from verlstudy.kit.seeding import seed_everything
 dev = pick_device(device)
 hidden = check_int("hidden", hidden, minimum=1, maximum=4096)
 diff_context = check_int("diff_context", diff_context, minimum=0, maximum=10)
-seed_everything(check_int("seed", seed, minimum=0))
+seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
 reset_claims()
 PKG = data_dir() / "engine_config"
 print(f"running on {dev.type}")
