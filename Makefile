@@ -10,6 +10,8 @@ CONSTRAINTS ?= constraints.txt
 PIP_CONSTRAINT := $(if $(CONSTRAINTS),-c $(CONSTRAINTS),)
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 LAB_DIR ?= notebooks
+# JupyterLab refuses to start as root (most containers and cloud workshop machines) unless told it may
+LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 STAMP := $(VENV)/.installed
 # Earlier verl releases some lessons compare with (04: build_vlm_attn_mask_thd before #7702; 09: the 0.9.0 tree),
 # each unpacked without dependencies into $(VENV)/verl-releases/<version> and read as files, never imported.
@@ -55,7 +57,8 @@ test-fast: setup
 ## JupyterLab for learners (kept out of the test path: it slows every nbformat import); LAB_DIR=student in a workshop
 lab: setup
 	$(BIN)/python -m pip install -q $(PIP_CONSTRAINT) -e ".[dev,lab]"
-	$(BIN)/jupyter lab $(LAB_DIR)/
+	@echo "JupyterLab for $(LAB_DIR)/: open the http://127.0.0.1:8888/lab?token=... URL it prints below (Ctrl-C stops it)"
+	$(BIN)/jupyter lab $(LAB_ARGS) $(LAB_DIR)/
 
 ## compare each lesson's helper with upstream verl's own function (record the version with RECORD=--record)
 verify-upstream: setup

@@ -103,3 +103,15 @@ def test_the_ci_cache_is_keyed_on_the_exact_python_and_the_lock_and_the_weekly_j
     for key in (push, weekly):
         assert "steps.python.outputs.python-version" in key and "requirements.lock" in key
     assert push.split("-")[0] != weekly.split("-")[0]
+
+
+def test_make_lab_starts_as_root_and_takes_extra_arguments():
+    dry = subprocess.run(["make", "-n", "lab"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    lab = next(line for line in dry.splitlines() if "jupyter lab" in line and "echo" not in line)
+    import os
+
+    assert ("--allow-root" in lab) == (os.geteuid() == 0)
+    custom = subprocess.run(
+        ["make", "-n", "lab", "LAB_ARGS=--port=9999"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    assert "jupyter lab --port=9999" in custom
