@@ -22,7 +22,7 @@ export TORCH_CPP_LOG_LEVEL := ERROR
 export OMP_NUM_THREADS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: setup course test test-fast lab lint lock student site verify-upstream clean
+.PHONY: setup course test test-fast lab lint lock extremes student site verify-upstream clean
 
 $(STAMP): pyproject.toml $(CONSTRAINTS) requirements.lock requirements-upstream.txt
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +76,10 @@ student: setup
 ## run the course, then render it to HTML in site/ (open site/index.html)
 site: course
 	$(BIN)/verlstudy site --from build/executed --out site
+
+## every lesson at the corners of its allowed parameters (minutes; weekly in CI, not in make test)
+extremes: setup
+	$(BIN)/python tools/extremes.py --workers $(WORKERS)
 
 ## recompile requirements.lock from pyproject.toml (keeps today's pins; UPGRADE=1 takes the newest allowed)
 lock: setup

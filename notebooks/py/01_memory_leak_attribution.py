@@ -75,10 +75,10 @@ from verlstudy.kit.upstream import upstream_cell, verl_version
 
 dev = pick_device(device)
 seed = seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
-seq_len = check_int("seq_len", seq_len, minimum=1, maximum=4096)
-hidden = check_int("hidden", hidden, minimum=1, maximum=1024)
+seq_len = check_int("seq_len", seq_len, minimum=1, maximum=1024)
+hidden = check_int("hidden", hidden, minimum=1, maximum=256)
 dtype = check_choice("dtype", dtype, ("float32", "bfloat16"))
-num_micro_batches = check_int("num_micro_batches", num_micro_batches, minimum=3, maximum=64)
+num_micro_batches = check_int("num_micro_batches", num_micro_batches, minimum=3, maximum=16)
 reset_claims()
 cfg = pl.PipelineConfig(seq_len=seq_len, hidden=hidden, dtype=dtype)
 print(cfg)

@@ -45,6 +45,8 @@ steps = 12  # bandit training steps per placement
 group_size = 8  # responses per prompt (GRPO group)
 lr = 0.5
 kl_coef = 0.001
+# The ranges the next cell allows are the ones over which every claim of the lesson holds (tools/extremes.py
+# runs both corners): fewer steps or smaller groups leave too few non-zero advantages to show the trap.
 
 # %%
 import gc
@@ -86,10 +88,10 @@ from verlstudy.common.trees import count_new_tensors, detach_tree, detach_tree_a
 dev = pick_device(device)
 seed = seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
 n_leaves = check_int("n_leaves", n_leaves, minimum=1, maximum=100_000)
-steps = check_int("steps", steps, minimum=2, maximum=200)
-group_size = check_int("group_size", group_size, minimum=2, maximum=64)
-lr = check_float("lr", lr, minimum=1e-4, maximum=10.0)
-kl_coef = check_float("kl_coef", kl_coef, minimum=1e-6, maximum=1.0)
+steps = check_int("steps", steps, minimum=8, maximum=200)
+group_size = check_int("group_size", group_size, minimum=4, maximum=64)
+lr = check_float("lr", lr, minimum=0.5, maximum=10.0)
+kl_coef = check_float("kl_coef", kl_coef, minimum=1e-6, maximum=0.005)
 reset_claims()
 print(f"running on {dev.type}")
 

@@ -106,7 +106,7 @@ from verlstudy.lessons.l03_router_replay.text_config import (
 )
 
 dev = pick_device(device)
-n_tokens = check_int("n_tokens", n_tokens, minimum=8, maximum=4096)
+n_tokens = check_int("n_tokens", n_tokens, minimum=8, maximum=1024)
 hidden = check_int("hidden", hidden, minimum=2, maximum=256)
 num_experts = check_int("num_experts", num_experts, minimum=2, maximum=64)
 topk = check_int("topk", topk, minimum=1, maximum=num_experts - 1)

@@ -340,7 +340,8 @@ with torch.no_grad():
 moved = int((wrong - reference).abs().gt(1e-4).sum())
 print(f"tp=2, cp=2: contiguous split moves {moved} of {wrong.numel()} log-probs, by up to "
       f"{(wrong - reference).abs().max():.2f} nats; zigzag moves {int((right - reference).abs().gt(1e-4).sum())}")
-claim("a contiguous split changes log-probs of the toy at tp=2, cp=2", moved, expected=8)
+# how many move depends on the model's sizes (8 of 20 at the defaults, printed above); that some move does not
+claim("a contiguous split changes log-probs of the toy at tp=2, cp=2", moved > 0)
 
 # %% [markdown]
 # ## 7. Where labels do meet the padded length: BSHD with `forced_max_seqlen`
