@@ -101,3 +101,13 @@ def test_expect_error_match_checks_the_message():
         raise ValueError("cp is wrong")
     with pytest.raises(TypeError, match="exception class"), expect_error("ValueError"):  # type: ignore[arg-type]
         pass
+
+
+def test_claims_table_ends_with_the_lessons_exercise_verdicts(capsys, monkeypatch):
+    from verlstudy.kit import exercises
+
+    reset_claims()
+    claim("one", True)
+    monkeypatch.setattr(exercises, "exercise_results", lambda: {"0.1": "correct", "0.2": "not attempted"})
+    claims_table()
+    assert capsys.readouterr().out.rstrip().endswith("1/2 exercises correct: 0.1 correct, 0.2 not attempted")

@@ -134,6 +134,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if all(r.status == "passed" for r in results) else 1
 
 
+def cmd_progress(args: argparse.Namespace) -> int:
+    from verlstudy.course import files, progress
+
+    csv_path = Path(args.csv) if args.csv else None
+    junit = Path(args.junit) if args.junit else None
+    try:
+        files.check_report_paths({"--csv": csv_path, "--junit": junit})
+        build = Path(args.build) if args.build else registry.build_root() / "progress"
+        for folder in args.folders:  # executed copies never land in a learner's folder
+            if build.resolve() == Path(folder).resolve() or Path(folder).resolve() in build.resolve().parents:
+                raise ValueError(f"--build {build} lies inside {folder}: choose a build folder elsewhere")
+        rows = progress.collect([Path(f) for f in args.folders], build, workers=args.workers)
+    except ValueError as e:
+        raise UsageError(str(e)) from e
+    print(progress.table(rows), end="")
+    if csv_path:
+        csv_path.write_text(progress.to_csv(rows))
+    if junit:
+        junit.write_text(progress.to_junit(rows))
+    return 0
+
+
 def _version(package: str) -> str | None:
     try:
         return importlib.metadata.version(package)
@@ -300,6 +322,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-floor", action="store_true", help="skip the floor notebook (no timing baseline)")
     run.set_defaults(func=cmd_run)
+
+    prog = sub.add_parser("progress", help="execute learners' notebooks and show each exercise's verdict")
+    prog.add_argument("folders", nargs="+", help="a learner's student folder, or a folder of learners' folders")
+    prog.add_argument("--csv", default=None, metavar="FILE", help="also write the rows as CSV")
+    prog.add_argument("--junit", default=None, metavar="FILE", help="also write a JUnit XML file")
+    prog.add_argument("--build", default=None, help="where executed copies go (default: build/progress)")
+    prog.add_argument("--workers", type=int, default=2)
+    prog.set_defaults(func=cmd_progress)
 
     sub.add_parser("doctor", help="[OK]/[FAIL] environment check").set_defaults(func=cmd_doctor)
 

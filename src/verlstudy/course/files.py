@@ -62,7 +62,7 @@ def check_run_out(out: Path, protected: list[Path]) -> None:
             )
 
 
-REPORT_STARTS = {".md": "# Course run", ".xml": "<testsuites", ".json": "{"}
+REPORT_STARTS = {".md": "# Course run", ".xml": "<testsuites", ".json": "{", ".csv": "learner,"}
 
 
 def check_report_paths(named: dict[str, Path | None]) -> None:
@@ -72,7 +72,7 @@ def check_report_paths(named: dict[str, Path | None]) -> None:
         if path is None:
             continue
         if path.suffix == ".ipynb":
-            raise ValueError(f"{flag} {path} is a notebook: reports are .md, .xml or .json files")
+            raise ValueError(f"{flag} {path} is a notebook: reports are .md, .xml, .json or .csv files")
         if path.is_dir():
             raise ValueError(f"{flag} {path} is a folder: name a file inside it")
         resolved = path.resolve()

@@ -128,7 +128,7 @@ def reset_claims() -> None:
 
 
 def claims_table() -> None:
-    """Print the lesson's claims as a Markdown table: claim, upstream, ours, reproduced."""
+    """Print the lesson's claims as a Markdown table (claim, upstream, ours, reproduced), then the exercise verdicts."""
     if not _CLAIMS:
         raise ValueError("no claims recorded yet: call claim(...) in the lesson before claims_table()")
     rows = ["| claim | upstream | ours | reproduced |", "| --- | --- | --- | --- |"]
@@ -136,6 +136,11 @@ def claims_table() -> None:
         rows.append(f"| {c.name} | {c.upstream} | {c.ours} | {'yes' if c.reproduced else 'no'} |")
     done = sum(c.reproduced for c in _CLAIMS)
     rows.append(f"\n{done}/{len(_CLAIMS)} claims reproduced")
+    verdicts = exercises.exercise_results()
+    if verdicts:  # where the learner stands, beside the lesson's own claims
+        correct = sum(v == "correct" for v in verdicts.values())
+        shown = ", ".join(f"{i} {v}" for i, v in verdicts.items())
+        rows.append(f"{correct}/{len(verdicts)} exercises correct: {shown}")
     print("\n".join(rows))
 
 
