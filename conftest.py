@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 import pytest
 
 from verlstudy.course.twins import quiet_kernel_env
-from verlstudy.kit.exercises import ExerciseFailure, find_checker
+from verlstudy.kit.exercises import ExerciseFailure, exercise_method, find_checker
 
 # Kernels started by nbval and papermill inherit this process's environment: make it quiet and deterministic.
 quiet_kernel_env()
@@ -50,13 +50,19 @@ def verdict_of(exercise_id: str, *answer: object) -> str:
 
 @pytest.fixture
 def assert_wrong():
-    """assert_wrong("2.1", answer, mentions="grad_fn"): the checker rejects it and its message names the mistake."""
+    """assert_wrong("2.1", answer, mentions="grad_fn"): the checker rejects it and its message names the mistake.
+
+    The message is what a learner reads on a first wrong try, so it must not contain the exercise's
+    method (that is shown only after repeated tries, or on request).
+    """
 
     def check(exercise_id: str, *answer: object, mentions: str | tuple[str, ...]) -> str:
         verdict = verdict_of(exercise_id, *answer)
         assert verdict.startswith("not yet right: "), f"exercise {exercise_id} accepted a wrong answer: {verdict}"
         words = (mentions,) if isinstance(mentions, str) else mentions
         assert any(w.lower() in verdict.lower() for w in words), f"message should name the mistake ({words}): {verdict}"
+        method = exercise_method(exercise_id)
+        assert not method or method not in verdict, f"a first wrong try of {exercise_id} shows the method: {verdict}"
         return verdict
 
     return check

@@ -137,3 +137,79 @@ def test_an_answer_that_uses_other_course_helpers_is_still_judged_on_its_result(
     assert find_checker("99.2")(own) is None
     assert exercises.handed_over(own, [_library_square]) is None
     assert exercises.handed_over(42) is None
+
+
+# ---------------------------------------------------------------- hints escalate
+
+
+@checker("99.4", method="square it: multiply x by itself", reveals=["x * x"])
+def _square_with_method(fn):
+    if fn(3) == 6:
+        raise ExerciseFailure("square(3) is not 6: that is x + x", method="x + x doubles; you want x times x")
+    if fn(3) != 9:
+        raise ExerciseFailure("square(3) should be 9")
+    return "right"
+
+
+def _tries(capsys, answers):
+    exercises.reset_exercises()
+    printed = []
+    for answer in answers:
+        check_exercise("99.4", answer)
+        printed.append(capsys.readouterr().out)
+    return printed
+
+
+def test_the_first_wrong_tries_name_the_mistake_and_only_point_to_the_method(capsys):
+    first, second = _tries(capsys, [lambda x: x + 1, lambda x: x - 1])
+    for out in (first, second):
+        assert out.splitlines()[0] == "exercise 99.4: not yet right: square(3) should be 9"
+        assert "multiply x by itself" not in out
+        assert 'exercise_hint("99.4") shows the method' in out
+
+
+def test_the_method_follows_from_the_third_wrong_try_on(capsys):
+    *_, third = _tries(capsys, [lambda x: x + 1, lambda x: x - 1, lambda x: 0])
+    assert third.splitlines()[1] == "  method (after 3 tries): square it: multiply x by itself"
+
+
+def test_a_failure_can_carry_its_own_method_and_exercise_hint_shows_it_on_request(capsys):
+    _tries(capsys, [lambda x: x + x])
+    exercises.exercise_hint("99.4")
+    assert capsys.readouterr().out == "exercise 99.4 method: x + x doubles; you want x times x\n"
+
+
+def test_a_right_answer_after_wrong_ones_prints_only_the_verdict_and_reset_forgets_the_tries(capsys):
+    printed = _tries(capsys, [lambda x: 0, lambda x: 0, lambda x: x * x])
+    assert printed[-1] == "exercise 99.4: correct: right\n"
+    exercises.reset_exercises()
+    check_exercise("99.4", lambda x: 0)
+    assert "method (after" not in capsys.readouterr().out
+
+
+def test_the_record_holds_the_nudge_never_the_method(capsys):
+    _tries(capsys, [lambda x: 0, lambda x: 0])
+    check_exercise("99.4", lambda x: 0)
+    out = capsys.readouterr().out
+    assert "method (after 3 tries)" in out
+    assert exercises.exercise_results()["99.4"] == "not yet right"
+    assert exercises._VERDICTS["99.4"]["message"] == "square(3) should be 9"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"method": 3}, "method must be a string"),
+        ({"reveals": "x"}, "list of strings"),
+        ({"reveals": [""]}, "non-empty"),
+    ],
+)
+def test_a_checker_declaration_with_a_bad_method_or_reveals_is_refused(kwargs, error):
+    with pytest.raises(TypeError, match=error):
+        checker("99.3", **kwargs)
+
+
+@pytest.mark.parametrize("lesson", range(10))
+def test_every_course_exercise_has_a_method_for_the_learner_who_is_stuck(lesson):
+    missing = [i for i in exercises.registered_exercises(lesson) if not exercises.exercise_method(i)]
+    assert missing == [], f"exercises {missing} have no method=... in their @checker"

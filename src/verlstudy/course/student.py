@@ -3,6 +3,11 @@
 Every cell tagged `solution` keeps its function signatures and docstrings, and each body becomes
 `raise NotImplementedError("exercise N.M")`; the checker cell after it (tagged `checker` and
 `exercise-N.M`) is found by its tags. The checkers then print "not attempted".
+
+It is what the learner executes, so no cell keeps a stored output (they would show results before
+the learner predicts them). A markdown cell tagged `after-you-try-N.M` sits where it reads best in
+the full edition and moves to just after exercise N.M's checker here, collapsed, so text stating an
+answer is never on screen before the exercise.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from verlstudy.course.files import WouldOverwriteWork, check_out_dir, write_all
 from verlstudy.course.registry import Lesson
 
 EXERCISE_TAG = re.compile(r"^exercise-(\d+)\.(\d+)$")
+AFTER_TAG = re.compile(r"^after-you-try-(\d+\.\d+)$")
 
 
 class MalformedExercise(ValueError):
@@ -61,9 +67,52 @@ def stub_source(source: str, exercise_id: str, where: str = "solution cell") -> 
     return "\n".join(out).rstrip() + "\n"
 
 
+def after_you_try(cell: nbformat.NotebookNode) -> str | None:
+    """The exercise id a cell is held back for (tag `after-you-try-N.M`), or None."""
+    found = [m.group(1) for t in cell.metadata.get("tags", []) if (m := AFTER_TAG.match(t))]
+    if len(found) > 1:
+        raise MalformedExercise(f"a cell may wait for one exercise only, has {found}")
+    return found[0] if found else None
+
+
+def _hold_back_answers(nb: nbformat.NotebookNode, lesson: Lesson) -> None:
+    """Move each `after-you-try-N.M` markdown cell after N.M's checker, collapsed (in place)."""
+    held: dict[str, list[nbformat.NotebookNode]] = {}
+    kept = []
+    for i, cell in enumerate(nb.cells):
+        exercise_id = after_you_try(cell)
+        if exercise_id is None:
+            kept.append(cell)
+            continue
+        if cell.cell_type != "markdown":
+            raise MalformedExercise(
+                f"{lesson.notebook.name}, cell {i}: only markdown can wait for exercise {exercise_id} "
+                "(a moved code cell would change what runs); put the exercise before the code instead"
+            )
+        cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
+        held.setdefault(exercise_id, []).append(cell)
+    for exercise_id, cells in held.items():
+        at = next(
+            (
+                i
+                for i, c in enumerate(kept)
+                if "checker" in c.metadata.get("tags", []) and f"exercise-{exercise_id}" in c.metadata.get("tags", [])
+            ),
+            None,
+        )
+        if at is None:
+            name = lesson.notebook.name
+            raise MalformedExercise(f"{name}: cells wait for exercise {exercise_id}, which has no checker")
+        kept[at + 1 : at + 1] = cells
+    nb.cells = kept
+
+
 def student_notebook(nb: nbformat.NotebookNode, lesson: Lesson) -> nbformat.NotebookNode:
     """The student edition of one lesson's notebook (a new notebook; the input is not changed)."""
     nb = nbformat.from_dict(nb)
+    for cell in nb.cells:  # what the learner executes: nothing on screen before they run it
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
     code_index = 0
     exercises = 0
     for i, cell in enumerate(nb.cells):
@@ -89,6 +138,7 @@ def student_notebook(nb: nbformat.NotebookNode, lesson: Lesson) -> nbformat.Note
         exercises += 1
     if exercises == 0:
         raise MalformedExercise(f"{lesson.notebook.name}: no cell tagged 'solution' (every lesson has exercises)")
+    _hold_back_answers(nb, lesson)
     return nb
 
 

@@ -1,5 +1,11 @@
 """Exercises: `check_exercise("N.M", answer)` finds lesson N's checker by id and records a verdict.
 
+Hints escalate. A wrong answer's message names the mistake (a nudge, never the solution); the
+exercise's *method* (how to get there) is printed only from the `METHOD_AFTER_TRIES`-th wrong try
+on, or whenever the learner asks with `exercise_hint("N.M")`. Each checker also declares the texts
+that would give its answer away (`reveals=`); the student edition's test fails if any of them shows
+before the exercise.
+
 Checkers and their reference answers live in each lesson's `checks.py`, registered with
 `@checker("N.M")`; a notebook reaches them only through `check_exercise`, so nothing it imports hands
 a learner the answer. The lookup is by naming convention at run time (`verlstudy.lessons.lNN_*.checks`),
@@ -27,11 +33,26 @@ LESSONS_PACKAGE = "verlstudy.lessons"
 
 
 class ExerciseFailure(AssertionError):
-    """Raised by an exercise checker with an explanation of what is wrong with the learner's answer."""
+    """Raised by an exercise checker with what is wrong with the learner's answer (the nudge).
 
+    `method`, when given, is how to get this case right: it replaces the checker's own method in the
+    escalation, so it too is shown only after repeated tries or on request.
+    """
+
+    def __init__(self, message: str, *, method: str | None = None) -> None:
+        super().__init__(message)
+        self.method = method
+
+
+# The method is printed with this many wrong tries and more (the first ones only name the mistake)
+METHOD_AFTER_TRIES = 3
 
 _CHECKERS: dict[str, Callable[..., object]] = {}
 _VERDICTS: dict[str, dict[str, str]] = {}
+_METHODS: dict[str, str] = {}
+_REVEALS: dict[str, tuple[str, ...]] = {}
+_WRONG_TRIES: dict[str, int] = {}
+_LAST_METHOD: dict[str, str] = {}
 
 
 def _check_id(exercise_id: object) -> tuple[int, int]:
@@ -103,15 +124,34 @@ def handed_over(answer: object, library_answers: Iterable[Callable[..., object]]
     return None
 
 
-def checker(exercise_id: str, library_answers: Iterable[Callable[..., object]] = ()) -> Callable[[F], F]:
+def _texts(value: object, name: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a list of strings, got {type(value).__name__}")
+    texts = tuple(value)
+    if not all(isinstance(t, str) and t.strip() for t in texts):
+        raise TypeError(f"{name} must hold non-empty strings, got {texts!r}")
+    return texts
+
+
+def checker(
+    exercise_id: str,
+    library_answers: Iterable[Callable[..., object]] = (),
+    *,
+    method: str = "",
+    reveals: Iterable[str] = (),
+) -> Callable[[F], F]:
     """Register the decorated function as the checker of `exercise_id` (used in a lesson's checks.py).
 
     Before the checker runs, every callable in the answer is refused if it is the library's own
     code or wraps one of `library_answers` (see `handed_over`), so importing the mechanism is not a
-    way to pass.
+    way to pass. `method` is the escalated hint (how to solve it); `reveals` are the texts (numbers,
+    formulas, names) that state the answer, which must not appear before the exercise.
     """
     _check_id(exercise_id)
     answers = tuple(library_answers)
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a string (how to solve exercise {exercise_id}), got {type(method).__name__}")
+    revealing = _texts(reveals, "reveals")
 
     def register(fn: F) -> F:
         @functools.wraps(fn)
@@ -127,6 +167,8 @@ def checker(exercise_id: str, library_answers: Iterable[Callable[..., object]] =
             if (previous.__module__, previous.__qualname__) != (fn.__module__, fn.__qualname__):
                 raise ValueError(f"exercise {exercise_id} already has a checker: {previous.__qualname__}")
         _CHECKERS[exercise_id] = guarded
+        _METHODS[exercise_id] = method.strip()
+        _REVEALS[exercise_id] = revealing
         return fn
 
     return register
@@ -160,21 +202,42 @@ def registered_exercises(lesson_number: int) -> list[str]:
     return sorted(ids, key=_check_id)
 
 
+def exercise_method(exercise_id: str) -> str:
+    """The method (escalated hint) of `exercise_id`: the checker's own, or the one its last failure gave."""
+    find_checker(exercise_id)
+    return _LAST_METHOD.get(exercise_id) or _METHODS.get(exercise_id, "")
+
+
+def exercise_reveals(exercise_id: str) -> tuple[str, ...]:
+    """The texts that state `exercise_id`'s answer (declared with `@checker(..., reveals=...)`)."""
+    find_checker(exercise_id)
+    return _REVEALS.get(exercise_id, ())
+
+
+def exercise_hint(exercise_id: str) -> None:
+    """Print the method for `exercise_id` on request (a learner who is stuck asks for it)."""
+    method = exercise_method(exercise_id)
+    print(f"exercise {exercise_id} method: {method or 'no further hint: reread the section before the exercise'}")
+
+
 def check_exercise(exercise_id: str, *answer: object, **kwargs: object) -> None:
     """Run exercise `exercise_id`'s checker on the learner's answer; print and record one verdict.
 
     The verdict is "correct", "not attempted" (the answer still raises NotImplementedError, as the
     student edition's stubs do) or "not yet right" (the checker raised ExerciseFailure, whose message
     says what is wrong). Any other exception in the learner's code is reported, not raised, so one
-    broken answer does not stop the rest of the notebook. Verdicts: `exercise_results()`.
+    broken answer does not stop the rest of the notebook. A wrong try prints only what is wrong; from
+    the `METHOD_AFTER_TRIES`-th wrong try on the method follows. Verdicts: `exercise_results()`.
     """
     check = find_checker(exercise_id)
+    method = _METHODS.get(exercise_id, "")
     try:
         detail = check(*answer, **kwargs)
     except NotImplementedError:
         verdict, message = "not attempted", ""
     except ExerciseFailure as e:
         verdict, message = "not yet right", str(e)
+        method = e.method or method
     except Exception as e:  # the learner's code crashed: say where, briefly
         last = traceback.extract_tb(e.__traceback__)[-1]
         verdict, message = "not yet right", f"your code raised {type(e).__name__}: {e} (in {last.name})"
@@ -182,6 +245,13 @@ def check_exercise(exercise_id: str, *answer: object, **kwargs: object) -> None:
         verdict, message = "correct", str(detail) if detail else ""
     _VERDICTS[exercise_id] = {"verdict": verdict, "message": message}
     print(f"exercise {exercise_id}: {verdict}" + (f": {message}" if message else ""))
+    if verdict == "not yet right":
+        tries = _WRONG_TRIES[exercise_id] = _WRONG_TRIES.get(exercise_id, 0) + 1
+        _LAST_METHOD[exercise_id] = method
+        if method and tries >= METHOD_AFTER_TRIES:
+            print(f"  method (after {tries} tries): {method}")
+        elif method:
+            print(f'  (try again; stuck? exercise_hint("{exercise_id}") shows the method)')
     records.emit({"kind": "exercise", "id": exercise_id, "verdict": verdict, "message": message})
 
 
@@ -191,5 +261,7 @@ def exercise_results() -> dict[str, str]:
 
 
 def reset_exercises() -> None:
-    """Forget this process's verdicts (a lesson's first cell calls it through reset_claims)."""
+    """Forget this process's verdicts and tries (a lesson's first cell calls it through reset_claims)."""
     _VERDICTS.clear()
+    _WRONG_TRIES.clear()
+    _LAST_METHOD.clear()
