@@ -25,14 +25,18 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 .PHONY: setup course test test-fast lab lint lock extremes student site verify-upstream clean
 
 $(STAMP): pyproject.toml $(CONSTRAINTS) requirements.lock requirements-upstream.txt
+	@echo "setup: creating $(VENV) with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "setup: installing torch $$(sed -n 's/^torch==//p' $(CONSTRAINTS) 2>/dev/null) (the CPU wheel is about 190 MB to download on a fresh machine; a minute or two)"
 	$(BIN)/python -m pip install -q --retries 1 --no-deps $(PIP_CONSTRAINT) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),) torch
+	@echo "setup: installing the locked packages (requirements.lock), the course, and verl $(VERL_RELEASES) for comparisons"
 	$(BIN)/python -m pip install -q --require-hashes --no-deps -r requirements.lock
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 	$(BIN)/python -m pip install -q --no-deps -r requirements-upstream.txt
 	for v in $(VERL_RELEASES); do $(BIN)/python -m pip install -q --no-deps --upgrade --target $(VENV)/verl-releases/$$v verl==$$v || exit 1; done
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (verlstudy)" >/dev/null
 	touch $(STAMP)
+	@echo "setup: done ($(BIN)/verlstudy doctor checks it)"
 
 setup: $(STAMP)
 

@@ -10,8 +10,12 @@ import platform
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from verlstudy.course import registry
+
+if TYPE_CHECKING:
+    from verlstudy.course.runner import RunResult
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "npu")  # the same as verlstudy.kit.devices, without importing torch
 
@@ -28,13 +32,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress(total: int):
-    """A tqdm bar on a terminal, nothing in CI or in a pipe."""
-    if not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="notebook", leave=False)
+def progress_line(done: int, total: int, result: RunResult) -> str:
+    """One line per finished notebook: where the run is, what finished, how it went (stderr, not a report)."""
+    what = f"{result.lesson.code} {result.lesson.title}" if result.lesson else "floor (import torch + matplotlib)"
+    how = result.status
+    if result.status != "passed":
+        how = result.status.upper() + (f": {result.error.splitlines()[0]}" if result.error else "")
+    return f"[{done:>{len(str(total))}}/{total}] {what}: {how} ({result.seconds:.1f} s)"
 
 
 def _run_paths(args: argparse.Namespace) -> tuple[Path, Path, Path | None, Path | None]:
@@ -106,25 +110,22 @@ def cmd_run(args: argparse.Namespace) -> int:
                 runner.validate_parameters(lesson, params)
             except (ValueError, TypeError) as e:
                 raise UsageError(f"bad parameter for lesson {lesson.code}: {e}") from e
-    bar = _progress(len(lessons) + (0 if args.no_floor else 1))
+    total, finished = len(lessons) + (0 if args.no_floor else 1), []
+    # a plain line per notebook, so a terminal, a pipe and a CI log all see where the run is (TQDM_DISABLE or not)
+    print(f"verlstudy run: {total} notebooks, {args.workers} at a time, into {out}", file=sys.stderr, flush=True)
 
     def done(result: runner.RunResult) -> None:
-        if bar is not None:
-            bar.set_postfix_str(result.name)
-            bar.update(1)
+        finished.append(result)
+        print(progress_line(len(finished), total, result), file=sys.stderr, flush=True)
 
     try:
         results, floor = runner.run_lessons(
             lessons, out, params, workers=args.workers, with_floor=not args.no_floor, on_done=done
         )
     except runner.Interrupted as stop:
-        if bar is not None:
-            bar.close()
         _write_reports(args, out, report_path, junit, results_path, stop.results, stop.floor, interrupted=True)
         print("verlstudy run: interrupted; the report above is partial", file=sys.stderr)
         return 130
-    if bar is not None:
-        bar.close()
     _write_reports(args, out, report_path, junit, results_path, results, floor)
     bad = [r for r in results if r.status == "bad parameter"]
     if bad:
