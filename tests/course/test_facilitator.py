@@ -66,3 +66,37 @@ class TestDayPlan:
 
 def test_exercise_ids_are_read_from_the_notebook_tags():
     assert student.exercise_ids(registry.get_lesson(4)) == ["4.1", "4.2", "4.3"]
+
+
+def _makefile_targets() -> set[str]:
+    makefile = (registry.project_root() / "Makefile").read_text()
+    return set(re.findall(r"^([a-z][a-z-]*):", makefile, flags=re.MULTILINE))
+
+
+def _subcommands() -> set[str]:
+    from verlstudy.course.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    return set(sub.choices)
+
+
+def test_every_command_the_guide_names_exists():
+    commands = re.findall(r"`(?:\.venv/bin/)?(verlstudy|make) ([a-z-]+)", GUIDE)
+    assert {tool for tool, _ in commands} == {"verlstudy", "make"}, "the guide names no commands?"
+    missing = [
+        f"{tool} {name}"
+        for tool, name in commands
+        if name not in (_subcommands() if tool == "verlstudy" else _makefile_targets())
+    ]
+    assert missing == [], f"docs/facilitator.md names commands that do not exist: {missing}"
+
+
+def test_the_day_table_names_the_workshop_commands_and_the_hint():
+    day = GUIDE[GUIDE.index("## The day, command by command") : GUIDE.index("## How to run every session")]
+    for command in ("make course", "make site", "make student", "verlstudy doctor", "make lab LAB_DIR=student"):
+        assert f"`{command}" in day or f"/{command}" in day, command
+    assert "verlstudy progress" in day and 'exercise_hint("N.M")' in day
+    from verlstudy.kit import exercises
+
+    assert "third wrong try" in day and exercises.METHOD_AFTER_TRIES == 3
