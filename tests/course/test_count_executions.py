@@ -1,14 +1,11 @@
 """The execution count `make test` ends with: nbval's notebooks plus the runs the course's code logged."""
 
-import importlib.util
 from pathlib import Path
 
+from tools import count_executions as count
 from verlstudy.course import twins
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("count_executions", ROOT / "tools" / "count_executions.py")
-count = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(count)
 
 JUNIT = """<testsuites><testsuite>
 <testcase classname="notebooks.00_start_here.ipynb" name="Cell 0"/>

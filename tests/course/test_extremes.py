@@ -1,16 +1,13 @@
 """tools/extremes.py reads each lesson's allowed ranges from its validation cell (the runs are weekly)."""
 
-import importlib.util
 from pathlib import Path
 
 import yaml
 
+from tools import extremes
 from verlstudy.course import registry
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("extremes", ROOT / "tools" / "extremes.py")
-extremes = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(extremes)
 
 
 def test_lesson_02s_ranges_are_the_ones_its_claims_hold_over():

@@ -1,15 +1,14 @@
 """The lock: every package `make setup` installs is pinned with hashes, and it moves with pyproject.toml."""
 
-import importlib.util
 import re
 from pathlib import Path
 
 from packaging.requirements import Requirement
 
+from tools import lock as lock_tool
+
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("lock_tool", ROOT / "tools" / "lock.py")
-lock_tool = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(lock_tool)
+
 LOCK_TEXT = (ROOT / "requirements.lock").read_text()
 PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==([^\s\\]+)", re.MULTILINE)
 

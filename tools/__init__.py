@@ -1,0 +1,1 @@
+"""Maintainer scripts (lock, execution count, parameter extremes), importable by the tests."""
