@@ -24,7 +24,7 @@ import json
 import subprocess
 import sys
 
-from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.devices import pick_device, skip_unless
 from verlstudy.kit.hygiene import sanitize, unstable_fragments
@@ -154,7 +154,8 @@ with expect_error(AssertionError):
 # ## Exercises
 # **0.1** Write `seeded_sample(seed, n)` returning `n` standard-normal draws that are the same for the
 # same seed, *without* moving the global random stream (other cells must not change because you
-# sampled here). Hint: `torch.Generator`.
+# sampled here). Every exercise works the same way: a wrong try names the mistake; stuck, run
+# `exercise_hint("0.1")` for the method (it also shows by itself from the third wrong try on).
 
 # %% tags=["solution", "exercise-0.1"]
 def seeded_sample(seed: int, n: int) -> torch.Tensor:
@@ -193,13 +194,22 @@ check_exercise("0.2", find_unstable)
 
 # %% [markdown]
 # ## How a verdict is reached, and the student edition
-# `make student` (or `verlstudy student --out DIR`) writes the student edition. Every cell tagged
-# `solution` and `exercise-N.M` keeps its imports, signatures and docstrings, and each function body
-# becomes `raise NotImplementedError("exercise N.M")`; the checker cell right after it, tagged
-# `checker` and the same `exercise-N.M`, stays as it is. This lesson's own cells, read from its notebook:
+# `make student` (or `verlstudy student --out DIR`) writes the student edition, the notebooks a learner
+# runs. It differs from this full edition in three ways:
+# - every cell tagged `solution` and `exercise-N.M` keeps its imports, signatures and docstrings, and
+#   each function body becomes `raise NotImplementedError("exercise N.M")`; the checker cell right
+#   after it, tagged `checker` and the same `exercise-N.M`, stays as it is;
+# - no cell keeps a stored output: every output on screen is one the learner ran, so no result shows
+#   before they predict it;
+# - a markdown cell tagged `after-you-try-N.M` (text that states exercise N.M's answer) moves to just
+#   after that exercise's checker, collapsed: open it once you have tried.
+#
+# Each checker declares the texts that would give its answer away, and a test of the course fails if
+# one shows in any cell before the exercise, printed outputs included. This lesson's own exercise
+# cells, read from its notebook:
 
 # %%
-from verlstudy.lessons.l00_start_here.editions import demo_verdict, exercise_cells
+from verlstudy.lessons.l00_start_here.editions import demo_tries, demo_verdict, exercise_cells
 
 rows = exercise_cells(read_cells(notebooks_dir() / "00_start_here.ipynb"))
 for row in rows:
@@ -233,14 +243,38 @@ claim("verdict for the stub", verdicts["the stub"][0], expected="not attempted")
 claim("verdict for the unseeded answer", verdicts["no seed at all"][0], expected="not yet right")
 
 # %% [markdown]
+# ## Hints escalate
+# A wrong answer never gets the solution. Its first tries print a **nudge**: the message names the
+# mistake, and a second line points to `exercise_hint("N.M")`. From the third wrong try on
+# (`METHOD_AFTER_TRIES` in `verlstudy.kit.exercises`) the **method**, how to get there, follows as
+# well; `exercise_hint("N.M")` prints it whenever you ask. Here is the unseeded answer checked three
+# times in a row. `demo_tries` holds the output back like `demo_verdict`, and afterwards puts back
+# your own count of wrong tries and your verdict, so the demo costs you nothing.
+
+# %%
+from verlstudy.kit.exercises import METHOD_AFTER_TRIES
+
+tries = demo_tries("0.1", answers["no seed at all"], tries=METHOD_AFTER_TRIES)
+for number, lines in enumerate(tries, start=1):
+    print(f"try {number}:", *lines, sep="\n  ")
+with_method = [any(line.startswith("  method (after") for line in lines) for lines in tries]
+claim("wrong tries that print only the nudge", with_method.count(False), expected=2)
+claim("the try that adds the method", with_method.index(True) + 1, expected=METHOD_AFTER_TRIES)
+exercise_hint("0.2")
+
+# %% [markdown]
 # ## Where progress shows
 # - Each checker cell prints one line, `exercise N.M: <verdict>`, and records the same verdict as data
 #   in the notebook's outputs.
-# - `exercise_results()` (in `verlstudy.kit.exercises`) gives this lesson's verdicts so far; the demo
+# - `exercise_results()` (in `verlstudy.kit.exercises`) gives this lesson's verdicts so far; the demos
 #   above ended on your own answer, so it holds your verdict for 0.1.
-# - The claims table at the end lists every claim the lesson checked.
+# - The claims table at the end lists every claim the lesson checked, then the exercises' verdicts.
 # - `verlstudy run` writes a report (`build/report.md`) whose "exercises correct" column counts each
 #   lesson's recorded verdicts.
+# - A facilitator sees where everyone is with `verlstudy progress DIR` (a learner's student folder, or
+#   a folder of learners' folders): it runs the notebooks in fresh kernels into a build folder, never
+#   touching DIR, and prints one row per exercise (correct, not yet right or not attempted, with the
+#   checker's message) and a total per lesson; `--csv FILE` and `--junit FILE` save the same rows.
 
 # %%
 from verlstudy.kit.exercises import exercise_results
@@ -275,8 +309,9 @@ upstream_check()
 # - One registry, one command to run everything, one to test everything.
 # - Every lesson after this one walks symptom, reproduce, cause, fix, guard, exercises, upstream,
 #   takeaways and claims table; the table above, read from the notebooks, shows where one names fewer.
-# - In the student edition your answers start as stubs: "not attempted" until you write them, then
-#   "not yet right" with a reason, or "correct".
+# - In the student edition your answers start as stubs and no output is stored: "not attempted" until
+#   you write them, then "not yet right" with the mistake named (the method from the third try, or
+#   with `exercise_hint`), or "correct".
 # - Every number in a lesson is a checked claim; every expected failure goes through `expect_error`.
 # - Outputs must be the same on every run: seed, round, and never print addresses, timings or paths.
 

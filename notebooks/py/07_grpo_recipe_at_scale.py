@@ -22,12 +22,12 @@
 #
 # **Upstream files cited** (paths inside verl):
 # - `verl/trainer/ppo/core_algos.py::compute_policy_loss_vanilla`: ratio = exp(clamp(logp - old_logp,
-#   -20, 20)); `max(-A*r, -A*clip(r, 1-low, 1+high))`, and for A < 0 also `min(that, -A*clip_ratio_c)`;
-#   metrics `pg_clipfrac`, `pg_clipfrac_lower`, `ppo_kl`. Its inputs come from an `ActorConfig`
+#   -20, 20)); the clipped loss with separate lower and upper bounds and, for A < 0, the dual clip
+#   (section 5); metrics `pg_clipfrac`, `pg_clipfrac_lower`, `ppo_kl`. Its inputs come from an `ActorConfig`
 #   (`clip_ratio_low/high` fall back to `clip_ratio` when None, `clip_ratio_c` via `config.get(..., 3.0)`,
 #   aggregation via `config.global_batch_info`); ours takes plain arguments and aggregates on one rank.
-# - `verl/trainer/ppo/core_algos.py::compute_grpo_outcome_advantage`: (score - group mean) / (group std
-#   + 1e-6), torch's unbiased std, a group of one gets mean 0 and std 1.
+# - `verl/trainer/ppo/core_algos.py::compute_grpo_outcome_advantage`: the group-normalised advantages of
+#   section 4; a group of one gets mean 0 and std 1.
 # - `verl/workers/config/rollout.py`: with expert parallelism, rollout `ep == tp * dp`.
 # - `verl/trainer/ppo/ray_trainer.py`: `ppo_mini_batch_size` counts prompts and is multiplied by `rollout.n`.
 # - `verl/trainer/ppo/rollout_corr_helper.py::compute_rollout_correction_weights`,
@@ -53,7 +53,7 @@ robustness_seeds = 4  # extra seeds the clip-higher result is re-checked on (1..
 # %%
 import torch
 
-from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.resources import data_dir
 from verlstudy.kit.devices import pick_device, skip_unless
@@ -105,6 +105,29 @@ recipe = load_recipe(data_dir() / "recipes" / "glm52_grpo_7788.yaml")
 print("from", recipe["upstream_file"], "at", recipe["upstream_commit"][:8])
 for section in ("cluster", "train", "rollout", "batch", "algorithm", "rollout_correction", "offload"):
     print(f"{section:<9}", ", ".join(f"{k}={v}" for k, v in recipe[section].items()))
+
+# %% [markdown]
+# ### Predict first: exercise 7.1
+# Before the next sections derive them: the recipe's dense (attention) weights exist in `dp` replicas
+# and its MoE expert weights in `edp` replicas; each is sharded by the parallel sizes that apply to it
+# (which of TP, PP, CP, EP and ETP apply to which is the question). **7.1** Write
+# `my_dp_sizes(world, tp, pp, cp, ep, etp)` returning `(dp, edp)`, or raising `ValueError` when either
+# does not come out whole. Then try a layout of your own on 512 devices that does not divide, and read
+# `ParallelLayout`'s error. A wrong answer's message names the mistake; from the third wrong try the
+# checker adds the method, and `exercise_hint("7.1")` prints it whenever you ask.
+
+# %% tags=["solution", "exercise-7.1"]
+def my_dp_sizes(world: int, tp: int, pp: int, cp: int, ep: int, etp: int) -> tuple[int, int]:
+    """Return (dp, edp) for a layout, or raise ValueError if world does not divide."""
+    if world % (tp * cp * pp) or world % (etp * ep * pp):
+        raise ValueError(f"world={world} does not divide by tp*cp*pp or etp*ep*pp")
+    return world // (tp * cp * pp), world // (etp * ep * pp)
+
+
+# %% tags=["checker", "exercise-7.1"]
+check_exercise("7.1", my_dp_sizes)
+with expect_error(ValueError, match="not divisible"):
+    ParallelLayout(nodes=32, devices_per_node=16, tp=8, pp=8, cp=1, ep=64, etp=2)
 
 # %% [markdown]
 # ## 2. Reproduce: layouts that do not divide
@@ -251,6 +274,46 @@ claim("#7788 training: device 6 B/param (weights + grads)", mib["#7788"]["train 
 claim("#7788 training: host 12 B/param (all optimizer state)", mib["#7788"]["train host"], 12 * per_rank, rtol=1e-9)
 claim("#7788 rollout: the actor holds no device memory", mib["#7788"]["rollout device"] == 0.0)
 claim("#7788 rollout: host 14 B/param (grads freed)", mib["#7788"]["rollout host"], 14 * per_rank, rtol=1e-9)
+
+# %% [markdown]
+# ### Predict first: exercises 7.2 and 7.3
+# The algorithm next: the loss and the advantages. Write both before sections 4 and 5 show them.
+#
+# **7.2** Write `my_token_loss(ratio, advantage, clip_low, clip_high, clip_c)`: verl's per-token loss as
+# plain Python floats: PPO's pessimistic clipped loss, the ratio clipped to `[1 - clip_low, 1 + clip_high]`,
+# and verl's dual clip, which bounds the loss of a negative-advantage token by `clip_c`.
+
+# %% tags=["solution", "exercise-7.2"]
+def my_token_loss(ratio: float, advantage: float, clip_low: float, clip_high: float, clip_c: float) -> float:
+    """Return the per-token clipped policy loss of verl's compute_policy_loss_vanilla."""
+    clipped_ratio = min(max(ratio, 1 - clip_low), 1 + clip_high)
+    loss = max(-advantage * ratio, -advantage * clipped_ratio)
+    if advantage < 0:
+        loss = min(loss, -advantage * clip_c)
+    return loss
+
+
+# %% tags=["checker", "exercise-7.2"]
+check_exercise("7.2", my_token_loss)
+
+# %% [markdown]
+# **7.3** Write `my_advantages(rewards)` for one group (a list of floats): GRPO's normalised
+# advantages, with the unbiased std and epsilon 1e-6, and no NaN when every reward is the same.
+
+# %% tags=["solution", "exercise-7.3"]
+def my_advantages(rewards: list[float]) -> list[float]:
+    """Return GRPO's normalised advantage of each reward, in order, as a list of floats.
+
+    `rewards` holds the rewards of one prompt's group of responses (at least two of them).
+    """
+    n = len(rewards)
+    mean = sum(rewards) / n
+    std = (sum((r - mean) ** 2 for r in rewards) / (n - 1)) ** 0.5
+    return [(r - mean) / (std + 1e-6) for r in rewards]
+
+
+# %% tags=["checker", "exercise-7.3"]
+check_exercise("7.3", my_advantages)
 
 # %% [markdown]
 # ## 4. The algorithm: GRPO advantages
@@ -428,58 +491,9 @@ claim(f"clip-higher ends with more entropy on all {robustness_seeds} further see
 # the same for the rollout correction and KL terms, and `test_memory.py` pins the offload estimate.
 #
 # ## 8. Exercises
-# **7.1** Write `my_dp_sizes(world, tp, pp, cp, ep, etp)` returning `(dp, edp)`, or raising
-# `ValueError` when either does not come out whole. Then try a layout of your own on 512 devices that
-# does not divide, and read `ParallelLayout`'s error.
-
-# %% tags=["solution", "exercise-7.1"]
-def my_dp_sizes(world: int, tp: int, pp: int, cp: int, ep: int, etp: int) -> tuple[int, int]:
-    """Return (dp, edp) for a layout, or raise ValueError if world does not divide."""
-    if world % (tp * cp * pp) or world % (etp * ep * pp):
-        raise ValueError(f"world={world} does not divide by tp*cp*pp or etp*ep*pp")
-    return world // (tp * cp * pp), world // (etp * ep * pp)
-
-
-# %% tags=["checker", "exercise-7.1"]
-check_exercise("7.1", my_dp_sizes)
-with expect_error(ValueError, match="not divisible"):
-    ParallelLayout(nodes=32, devices_per_node=16, tp=8, pp=8, cp=1, ep=64, etp=2)
-
-# %% [markdown]
-# **7.2** Write `my_token_loss(ratio, advantage, clip_low, clip_high, clip_c)`: verl's per-token loss as
-# plain Python floats (asymmetric clip, then dual clip for A < 0 only).
-
-# %% tags=["solution", "exercise-7.2"]
-def my_token_loss(ratio: float, advantage: float, clip_low: float, clip_high: float, clip_c: float) -> float:
-    """Return the per-token clipped policy loss of verl's compute_policy_loss_vanilla."""
-    clipped_ratio = min(max(ratio, 1 - clip_low), 1 + clip_high)
-    loss = max(-advantage * ratio, -advantage * clipped_ratio)
-    if advantage < 0:
-        loss = min(loss, -advantage * clip_c)
-    return loss
-
-
-# %% tags=["checker", "exercise-7.2"]
-check_exercise("7.2", my_token_loss)
-
-# %% [markdown]
-# **7.3** Write `my_advantages(rewards)` for one group (a list of floats): GRPO's normalised
-# advantages, with the unbiased std and epsilon 1e-6, and no NaN when every reward is the same.
-
-# %% tags=["solution", "exercise-7.3"]
-def my_advantages(rewards: list[float]) -> list[float]:
-    """Return GRPO's normalised advantage of each reward, in order, as a list of floats.
-
-    `rewards` holds the rewards of one prompt's group of responses (at least two of them).
-    """
-    n = len(rewards)
-    mean = sum(rewards) / n
-    std = (sum((r - mean) ** 2 for r in rewards) / (n - 1)) ** 0.5
-    return [(r - mean) / (std + 1e-6) for r in rewards]
-
-
-# %% tags=["checker", "exercise-7.3"]
-check_exercise("7.3", my_advantages)
+# The three exercises came before the sections that answer them: **7.1** before section 2, **7.2** and
+# **7.3** before section 4. Any still "not yet right"? Go back to it now; `exercise_hint("7.N")` prints the
+# method, and the sections since then show the reasoning.
 
 # %% [markdown]
 # ## On an accelerator

@@ -48,7 +48,7 @@ seed = 0
 # %%
 from collections import Counter
 
-from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.claims import claim, claims_table, reset_claims
 from verlstudy.kit.resources import data_dir
 from verlstudy.lessons.l08_dependency_stack.manifests import (
@@ -109,6 +109,30 @@ claim("Megatron-LM moves from a branch to a tag", (megatron.old.kind, megatron.n
       upstream="#7827: Megatron-LM ref corrected to core_v0.18.0")
 claim("the new stack sets vanilla_mbridge=False", diff.settings == (("vanilla_mbridge", True, False),),
       upstream="verl 0.9.1 engine/megatron.yaml: vanilla_mbridge: False")
+
+# %% [markdown]
+# ### Predict first: exercise 8.1
+# Megatron-LM moved from `core_r0.16.0` to `core_v0.18.0`, and #7827 had to fix exactly that letter. Before
+# the checks below report on real files, write the fix yourself. **8.1** Write `fix_ref(repo, ref)`: when
+# `ref` breaks the repository's naming scheme because `core_r` and `core_v` were swapped, return the
+# corrected ref; otherwise return `ref` unchanged (a repository without a scheme, a commit hash, a ref that
+# already fits, or one whose swap would still break the scheme). `ref_naming_problem(repo, ref)` tells you
+# whether a ref fits. A wrong answer's message names the mistake; from the third wrong try the checker adds
+# the method, and `exercise_hint("8.1")` prints it on request.
+
+# %% tags=["solution", "exercise-8.1"]
+def fix_ref(repo: str, ref: str) -> str:
+    """`ref` with core_r/core_v swapped if that is what breaks `repo`'s naming scheme, else `ref`."""
+    if ref_naming_problem(repo, ref) is None:
+        return ref
+    for wrong, right in (("core_r", "core_v"), ("core_v", "core_r")):
+        if ref.startswith(wrong) and ref_naming_problem(repo, right + ref[len(wrong):]) is None:
+            return right + ref[len(wrong):]
+    return ref
+
+
+# %% tags=["checker", "exercise-8.1"]
+check_exercise("8.1", fix_ref)
 
 # %% [markdown]
 # ## Before the upgrade: the real files already drifted
@@ -242,29 +266,10 @@ claim("the CI check is clean on the generated files", tree_problems(generated, n
 
 # %% [markdown]
 # ## Exercises
-# **8.1** Write `fix_ref(repo, ref)`: when `ref` breaks the repository's naming scheme because `core_r` and
-# `core_v` were swapped, return the corrected ref; otherwise return `ref` unchanged (a repository without a
-# scheme, a commit hash, a ref that already fits, or one whose swap would still break the scheme).
-# `ref_naming_problem(repo, ref)` tells you whether a ref fits.
-
-# %% tags=["solution", "exercise-8.1"]
-def fix_ref(repo: str, ref: str) -> str:
-    """`ref` with core_r/core_v swapped if that is what breaks `repo`'s naming scheme, else `ref`."""
-    if ref_naming_problem(repo, ref) is None:
-        return ref
-    for wrong, right in (("core_r", "core_v"), ("core_v", "core_r")):
-        if ref.startswith(wrong) and ref_naming_problem(repo, right + ref[len(wrong):]) is None:
-            return right + ref[len(wrong):]
-    return ref
-
-
-# %% tags=["checker", "exercise-8.1"]
-check_exercise("8.1", fix_ref)
-
-# %% [markdown]
-# **8.2** Write `pip_line(manifest)`: one shell command, `pip install ...`, that pins every component of a
-# manifest: `name==version` for a `pypi:` package, `git+URL@ref` for a git repository. The checker parses your
-# command back with `verlstudy.common.pins` and compares it with both manifests.
+# **8.1** came earlier, before the checks that answer it. **8.2** Write `pip_line(manifest)`: one shell
+# command, `pip install ...`, that pins every component of a manifest: `name==version` for a `pypi:`
+# package, `git+URL@ref` for a git repository. The checker parses your command back with
+# `verlstudy.common.pins` and compares it with both manifests.
 
 # %% tags=["solution", "exercise-8.2"]
 def pip_line(manifest: StackManifest) -> str:

@@ -17,9 +17,7 @@ def test_a_failed_lesson_line_shouts_and_gives_the_first_line_of_its_reason():
     assert progress_line(2, 2, runner.RunResult(None, "passed", 5.0)).startswith("[2/2] floor (import torch")
 
 
-def test_the_run_prints_its_plan_then_one_line_per_notebook_even_with_tqdm_disabled(
-    tmp_path, monkeypatch, capsys
-):
+def test_the_run_prints_its_plan_then_one_line_per_notebook_even_with_tqdm_disabled(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TQDM_DISABLE", "1")
 
     def fake_run_lessons(lessons, out, params, *, workers, with_floor, on_done):

@@ -1,6 +1,7 @@
 """Workshop editions: the student edition (stubs, no leaked solutions, still runs) and the site."""
 
 import ast
+import re
 from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
 from pathlib import Path
@@ -10,6 +11,8 @@ import pytest
 
 from verlstudy.course import registry, runner, site, student
 from verlstudy.course.cli import main
+
+VERDICT_LINE = re.compile(r"^exercise \d+\.\d+: ")
 
 LESSON0 = registry.get_lesson(0)
 SOLUTION = '''import math
@@ -153,7 +156,8 @@ def test_student_edition_runs_and_reports_every_exercise_not_attempted(tmp_path)
         verdicts = [
             o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if "exercise " in o.get("text", "")
         ]
-        verdict_lines = [line for text in verdicts for line in text.splitlines() if line.startswith("exercise ")]
+        # verdict lines only: "exercise 0.2 method: ..." is lesson 00 showing exercise_hint, not a verdict
+        verdict_lines = [line for text in verdicts for line in text.splitlines() if VERDICT_LINE.match(line)]
         assert verdict_lines and all(line.endswith(": not attempted") for line in verdict_lines), verdict_lines
 
 

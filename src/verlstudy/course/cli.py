@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
-import importlib.util
 import json
-import platform
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from verlstudy.course import registry
+from verlstudy.course.doctor import doctor_checks, verl_status  # noqa: F401  (verl_status: the tests import it here)
 
 if TYPE_CHECKING:
     from verlstudy.course.runner import RunResult
@@ -157,52 +155,8 @@ def cmd_progress(args: argparse.Namespace) -> int:
     return 0
 
 
-def _version(package: str) -> str | None:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def verl_status(installed: str | None, verified: dict[str, str]) -> str:
-    """The doctor's verl line: installed or not, and whether it is the version the lessons were checked against."""
-    if not installed:
-        return "not installed (upstream cells skip; `pip install --no-deps -r requirements-upstream.txt` adds it)"
-    behind = sorted(code for code, version in verified.items() if version != installed)
-    if not behind:
-        return installed
-    lessons = ", ".join(behind)
-    return f"{installed}; lessons {lessons} were verified against another verl: run `verlstudy verify-upstream`"
-
-
-def doctor_checks() -> list[tuple[bool, str]]:
-    """(ok, line) for each thing the course needs, and informational lines for optional things."""
-    checks: list[tuple[bool, str]] = []
-    py_ok = sys.version_info >= (3, 11)
-    checks.append((py_ok, f"Python {platform.python_version()} (needs >= 3.11)"))
-    for package in ("torch", "numpy", "matplotlib", "papermill", "nbval", "nbformat", "jupytext", "ipykernel"):
-        version = _version(package)
-        checks.append((version is not None, f"{package} {version or 'not installed'}"))
-    from verlstudy.course.twins import KERNEL_NAME, course_kernel_manager_class
-
-    # the spec the runner will start (sys.prefix only), not whatever `python3` the Jupyter path finds first
-    spec = course_kernel_manager_class()(kernel_name=KERNEL_NAME).kernel_spec
-    python = Path(spec.argv[0]).resolve() if spec.argv else None
-    same = python == Path(sys.executable).resolve() or spec.argv[0] in ("python", "python3", sys.executable)
-    where = spec.argv[0] if same else f"{spec.argv[0]}, not this interpreter {sys.executable}"
-    checks.append((same, f"kernel '{KERNEL_NAME}' for lessons runs {where}"))
-    from verlstudy.kit import devices
-
-    found = devices.visible_accelerators()
-    checks.append((True, f"accelerators visible: {', '.join(found) if found else 'none (CPU only; GPU cells skip)'}"))
-    checks.append((True, "optional verl: " + verl_status(_version("verl"), registry.upstream_verified_versions())))
-    missing = [lesson.code for lesson in registry.LESSONS if not lesson.notebook.exists()]
-    checks.append((not missing, f"notebooks: {len(registry.LESSONS) - len(missing)}/{len(registry.LESSONS)} present"))
-    return checks
-
-
 def cmd_doctor(args: argparse.Namespace) -> int:
-    checks = doctor_checks()
+    checks = doctor_checks(start_kernel=not args.no_kernel_start)
     for ok, line in checks:
         print(f"[{'OK' if ok else 'FAIL'}] {line}")
     return 0 if all(ok for ok, _ in checks) else 1
@@ -332,7 +286,11 @@ def build_parser() -> argparse.ArgumentParser:
     prog.add_argument("--workers", type=int, default=2)
     prog.set_defaults(func=cmd_progress)
 
-    sub.add_parser("doctor", help="[OK]/[FAIL] environment check").set_defaults(func=cmd_doctor)
+    doctor = sub.add_parser("doctor", help="[OK]/[FAIL] environment check (starts the lessons' kernel once)")
+    doctor.add_argument(
+        "--no-kernel-start", action="store_true", help="only resolve the kernel spec (fast; lesson 00 uses it)"
+    )
+    doctor.set_defaults(func=cmd_doctor)
 
     refresh = sub.add_parser("refresh", help="re-execute lessons and store their reference outputs")
     refresh.add_argument("lessons", nargs="*")

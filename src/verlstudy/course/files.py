@@ -2,10 +2,62 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})  # "no space left" and "quota exceeded" read the same to a user
+
+
+class WriteFailed(Exception):
+    """The disk filled up (or a write failed) while the course wrote a file: one line for the user, exit code 1."""
+
+
+def is_disk_full(error: BaseException | None) -> bool:
+    """True if `error`, or an error it was raised from, is ENOSPC/EDQUOT (libraries wrap OSError)."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, OSError) and error.errno in DISK_FULL:
+            return True
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return False
+
+
+def disk_full_message(path: Path, kept: str = "nothing else was overwritten") -> str:
+    return f"disk full while writing {path}: free space and rerun; {kept}"
+
+
+@contextmanager
+def replacing(path: Path, suffix: str = ".partial") -> Iterator[Path]:
+    """Yield a temporary path beside `path`; on success it replaces `path` at once (os.replace), else it goes.
+
+    A write that fails halfway (a full disk, Ctrl-C) leaves the file that was there, never half of a new one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=suffix + path.suffix, dir=path.parent)
+    os.close(handle)
+    temporary = Path(name)
+    try:
+        yield temporary
+        os.replace(temporary, path)
+    except OSError as e:
+        if is_disk_full(e):
+            raise WriteFailed(disk_full_message(path, f"{path.name} was left as it was")) from e
+        raise
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Write a whole file or nothing: through a temporary file beside it, then os.replace."""
+    with replacing(Path(path)) as temporary:
+        temporary.write_text(text)
+    return Path(path)
 
 
 def check_out_dir(out: Path) -> None:
@@ -19,8 +71,13 @@ def write_all(out: Path, files: dict[str, str]) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
         for name, text in files.items():
-            (staging / name).parent.mkdir(parents=True, exist_ok=True)
-            (staging / name).write_text(text)
+            try:
+                (staging / name).parent.mkdir(parents=True, exist_ok=True)
+                (staging / name).write_text(text)
+            except OSError as e:  # nothing has reached `out` yet: say so, and leave it as it was
+                if is_disk_full(e):
+                    raise WriteFailed(disk_full_message(out / name, f"nothing in {out} was changed")) from e
+                raise
         out.mkdir(exist_ok=True)
         for name in files:
             (out / name).parent.mkdir(parents=True, exist_ok=True)

@@ -75,7 +75,7 @@ class TestExerciseCheckers:
                 "the dual clip applies only when A < 0",
             ),
             (lambda r, a, lo, hi, c: reference_token_loss(r, a, lo, lo, c), "1 + clip_high, not 1 + clip_low"),
-            (lambda r, a, lo, hi, c: 0.0, "start from max(-A*r"),
+            (lambda r, a, lo, hi, c: 0.0, "wrong for the ratio inside [1 - clip_low, 1 + clip_high]"),
         ],
     )
     def test_typical_wrong_losses_get_their_hint(self, wrong, hint, capsys):

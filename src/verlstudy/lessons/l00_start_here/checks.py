@@ -10,22 +10,27 @@ from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.kit.hygiene import unstable_fragments
 
 
-@checker("0.1")
+@checker(
+    "0.1",
+    method=(
+        "make a private generator, g = torch.Generator().manual_seed(seed), and draw with "
+        "torch.randn(n, generator=g): the same seed gives the same numbers and the global stream never moves"
+    ),
+    reveals=["torch.Generator", "generator=generator"],
+)
 def check_seeded_sample(seeded_sample: Callable[[int, int], torch.Tensor]) -> str:
     """Exercise 0.1: seeded_sample(seed, n) is reproducible and leaves the global RNG alone."""
     first = seeded_sample(7, 5)
     if not isinstance(first, torch.Tensor) or first.shape != (5,):
         raise ExerciseFailure(f"seeded_sample(7, 5) should return a tensor of shape (5,), got {first!r}")
     if not torch.equal(first, seeded_sample(7, 5)):
-        raise ExerciseFailure("two calls with seed 7 gave different numbers: seed a generator inside the function")
+        raise ExerciseFailure("two calls with seed 7 gave different numbers: the draws do not depend on the seed yet")
     if torch.equal(first, seeded_sample(8, 5)):
         raise ExerciseFailure("seeds 7 and 8 gave the same numbers: the seed is not used")
     before = torch.get_rng_state()
     seeded_sample(7, 5)
     if not torch.equal(before, torch.get_rng_state()):
-        raise ExerciseFailure(
-            "the global RNG moved: use torch.Generator().manual_seed(seed) instead of torch.manual_seed"
-        )
+        raise ExerciseFailure("the global RNG moved: sampling here changes what every later cell draws")
     return "reproducible, and the global random stream is untouched"
 
 
@@ -39,7 +44,16 @@ UNSTABLE_CASES: tuple[str, ...] = (
 )
 
 
-@checker("0.2", library_answers=[unstable_fragments])
+@checker(
+    "0.2",
+    library_answers=[unstable_fragments],
+    method=(
+        "write one regular expression per kind: 0x and at least 6 hex digits; a number followed by s, ms or us; "
+        "an ISO date YYYY-MM-DD with an optional THH:MM; /tmp/ and the path after it; 'pid' and its digits; "
+        "127.0.0.1 or localhost, a colon and the port; return every re.finditer match of each, as strings"
+    ),
+    reveals=["0x[0-9a-fA-F]{6,}", "/tmp/[\\w./-]+"],
+)
 def check_unstable_detector(find_unstable: Callable[[str], list[str]]) -> str:
     """Exercise 0.2: find_unstable(text) returns the fragments that change between runs."""
     for text in UNSTABLE_CASES:
@@ -52,6 +66,7 @@ def check_unstable_detector(find_unstable: Callable[[str], list[str]]) -> str:
             if extra:
                 hint = f"{extra} is stable text (the same every run), not something that changes"
             else:
-                hint = f"you missed {sorted(set(expected) - set(got))}; expected {expected}"
+                missed = sorted(set(expected) - set(got))
+                hint = f"you missed {missed}, which changes between runs (expected {len(expected)})"
             raise ExerciseFailure(f"for {text!r} you found {sorted(got)}; {hint}")
     return f"all {len(UNSTABLE_CASES)} cases right"

@@ -4,15 +4,20 @@
 `exercise-N.M`) and the checker cell after each. `demo_verdict` runs `check_exercise` on an answer the
 way a checker cell does, but keeps its printed line and its record out of the notebook, so a
 demonstration of a wrong answer is not counted as the learner's verdict in the course's report.
+`demo_tries` shows the hints escalating: the same answer checked several times, each try's printed
+lines returned. Neither counts against the learner: the wrong tries they make are restored after it,
+so a learner's own first wrong try still gets the nudge, not the method.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from IPython.utils.capture import capture_output
 
+from verlstudy.kit import exercises
 from verlstudy.kit.exercises import check_exercise, exercise_results
 
 EXERCISE_TAG = re.compile(r"^exercise-(\d+\.\d+)$")
@@ -40,17 +45,59 @@ def exercise_cells(cells: Sequence[Mapping[str, object]]) -> list[dict[str, obje
     return rows
 
 
+@contextmanager
+def _tries_kept(exercise_id: str, verdict: bool = False) -> Iterator[None]:
+    """Restore the learner's count of wrong tries of `exercise_id` (its last method; its verdict) afterwards.
+
+    The kit keeps them in private dicts and has no public way to put them back, so this reads them
+    directly; the tests pin that a learner's next wrong try still gets the nudge after a demo.
+    """
+    stores = (exercises._WRONG_TRIES, exercises._LAST_METHOD, *((exercises._VERDICTS,) if verdict else ()))
+    saved = [(d, d.get(exercise_id)) for d in stores]
+    try:
+        yield
+    finally:
+        for store, value in saved:
+            store.pop(exercise_id, None)
+            if value is not None:
+                store[exercise_id] = value
+
+
+def _check_id(exercise_id: object) -> None:
+    if not isinstance(exercise_id, str):
+        raise TypeError(f"exercise_id must be a string like '0.1', got {exercise_id!r}")
+
+
 def demo_verdict(exercise_id: str, answer: object) -> tuple[str, str]:
     """(verdict, message) that `check_exercise(exercise_id, answer)` gives, with its output and record held back.
 
     The verdict is read back through `exercise_results()`, the same place a learner's verdicts are.
     """
-    if not isinstance(exercise_id, str):
-        raise TypeError(f"exercise_id must be a string like '0.1', got {exercise_id!r}")
-    with capture_output(stdout=True, stderr=False, display=True) as captured:
+    _check_id(exercise_id)
+    with _tries_kept(exercise_id), capture_output(stdout=True, stderr=False, display=True) as captured:
         check_exercise(exercise_id, answer)
     verdict = exercise_results()[exercise_id]
-    line = captured.stdout.strip()
+    line = captured.stdout.strip().splitlines()[0]
     prefix = f"exercise {exercise_id}: {verdict}"
     message = line[len(prefix) :].removeprefix(": ") if line.startswith(prefix) else line
     return verdict, message
+
+
+def demo_tries(exercise_id: str, answer: object, tries: int = 3) -> list[list[str]]:
+    """The lines `check_exercise(exercise_id, answer)` prints on each of `tries` tries in a row.
+
+    Shows the escalation: a wrong answer's first tries print the nudge, the later ones the method too.
+    Output and records are held back as in `demo_verdict`, and the learner's own count of wrong tries
+    and verdict are restored afterwards.
+    """
+    _check_id(exercise_id)
+    if isinstance(tries, bool) or not isinstance(tries, int) or tries < 1:
+        raise ValueError(f"tries must be a positive int, got {tries!r}")
+    printed = []
+    with _tries_kept(exercise_id, verdict=True):
+        exercises._WRONG_TRIES.pop(exercise_id, None)  # the demo starts from a first try
+        for _ in range(tries):
+            with capture_output(stdout=True, stderr=False, display=True) as captured:
+                check_exercise(exercise_id, answer)
+            printed.append(captured.stdout.rstrip("\n").splitlines())
+    return printed

@@ -1,7 +1,8 @@
 """Lesson 07's exercise checkers: 7.1 dp/edp arithmetic, 7.2 verl's per-token clipped loss, 7.3 GRPO advantages.
 
 A notebook reaches them only as check_exercise("N.M", answer); the mechanism's own loss and
-advantage functions are refused as answers. Each checker names the usual mistake it recognises.
+advantage functions are refused as answers. A wrong answer's message names the mistake it shows; how
+to get there is each checker's `method`, shown after repeated tries or by `exercise_hint`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,15 @@ _LAYOUT_CASES: tuple[tuple[int, int, int, int, int, int], ...] = (
 )
 
 
-@checker("7.1")
+@checker(
+    "7.1",
+    method=(
+        "the dense weights are split by tp, cp and pp, so dp = world // (tp*cp*pp); the experts by etp, ep and pp "
+        "(cp does not enter), so edp = world // (etp*ep*pp). First check world % (tp*cp*pp) and "
+        "world % (etp*ep*pp), and raise ValueError if either is not 0"
+    ),
+    reveals=["world = tp * cp * dp * pp", "world = etp * ep * edp * pp", "dp = 512 / 64 = 8"],
+)
 def check_dp_sizes(fn: Callable[[int, int, int, int, int, int], tuple[int, int]]) -> str:
     """Exercise checker: `fn(world, tp, pp, cp, ep, etp)` returns (dp, edp) or raises ValueError."""
     if not callable(fn):
@@ -49,16 +58,27 @@ def check_dp_sizes(fn: Callable[[int, int, int, int, int, int], tuple[int, int]]
                 f"{args} divides (dp={want[0]}, edp={want[1]}) but your function raised ValueError"
             ) from None
         if want is None:
-            raise ExerciseFailure(
-                f"{args} does not divide, so raise ValueError; you returned {got!r}. "
-                "hint: check world % (tp*cp*pp) and world % (etp*ep*pp) before dividing"
-            )
+            raise ExerciseFailure(f"{args} does not divide, so raise ValueError; you returned {got!r}")
         if not isinstance(got, tuple | list) or len(got) != 2 or tuple(got) != want:
-            hint = "dp = world // (tp*cp*pp); edp = world // (etp*ep*pp)"
-            if isinstance(got, tuple | list) and len(got) == 2 and got[0] == want[0]:
-                hint = "edp counts copies of each expert shard: world // (etp*ep*pp), where cp does not enter"
-            raise ExerciseFailure(f"for {args} you returned {got!r}, expected (dp, edp) = {want}; hint: {hint}")
+            raise ExerciseFailure(
+                f"for {args} you returned {got!r}, expected (dp, edp) = {want}{_layout_mistake(got, want, cp)}"
+            )
     return f"{len(_LAYOUT_CASES)} layouts match"
+
+
+def _layout_mistake(got: object, want: tuple[int, int], cp: int) -> str:
+    """The mistake a wrong (dp, edp) shows, named without the formula."""
+    if not isinstance(got, tuple | list) or len(got) != 2:
+        return ": return a pair (dp, edp)"
+    if tuple(got) == want[::-1]:
+        return ": the two are swapped"
+    if got[0] == want[0] and got[1] * cp == want[1]:
+        return ": your edp is divided by cp too, but cp does not enter the expert grid"
+    if got[0] == want[0]:
+        return ": your dp is right, your edp is not"
+    if got[1] == want[1]:
+        return ": your edp is right, your dp is not"
+    return ""
 
 
 _LOSS_CASES: tuple[tuple[float, float, float, float, float], ...] = (
@@ -83,14 +103,36 @@ def _token_loss_variants(ratio: float, adv: float, low: float, high: float, c: f
     symmetric = max(unclipped, -adv * min(max(ratio, 1 - low), 1 + low))
     return {
         "right": min(pessimistic, -adv * c) if adv < 0 else pessimistic,
-        "the dual clip is missing: for A < 0 take min(..., -A*clip_c)": pessimistic,
+        "the dual clip is missing: a negative advantage's loss is not capped": pessimistic,
         "the dual clip applies only when A < 0": min(pessimistic, -adv * c),
         "the upper bound is 1 + clip_high, not 1 + clip_low": min(symmetric, -adv * c) if adv < 0 else symmetric,
         "take the max (the pessimistic term), not the min": min(unclipped, -adv * min(max(ratio, 1 - low), 1 + high)),
     }
 
 
-@checker("7.2", library_answers=[clipped_token_loss, policy_loss])
+def _loss_region(ratio: float, adv: float, low: float, high: float, c: float) -> str:
+    """Where on the loss surface a case lies, to say where a wrong loss goes wrong."""
+    if adv < 0 and ratio > c:
+        return "A < 0 with the ratio past clip_c, where the dual clip binds"
+    if ratio > 1 + high:
+        side = "the upper clip binds" if adv > 0 else "nothing clips (the pessimistic side)"
+        return f"A {'>' if adv > 0 else '<'} 0 with the ratio above 1 + clip_high, where {side}"
+    if ratio < 1 - low:
+        side = "the lower clip binds" if adv < 0 else "nothing clips (the pessimistic side)"
+        return f"A {'>' if adv > 0 else '<'} 0 with the ratio below 1 - clip_low, where {side}"
+    return "the ratio inside [1 - clip_low, 1 + clip_high], where nothing clips"
+
+
+@checker(
+    "7.2",
+    library_answers=[clipped_token_loss, policy_loss],
+    method=(
+        "per token, take the pessimistic (larger) of the unclipped and the clipped term: "
+        "max(-A*r, -A*min(max(r, 1 - clip_low), 1 + clip_high)); then, only when A < 0, cap it: "
+        "min(that, -A*clip_c)"
+    ),
+    reveals=["max(-A r, -A clip(r, 1 - 0.2, 1 + high))", "`-A c`"],
+)
 def check_token_loss(fn: Callable[[float, float, float, float, float], float]) -> str:
     """Exercise checker: `fn(ratio, advantage, clip_low, clip_high, clip_c)` must equal verl's per-token loss."""
     if not callable(fn):
@@ -104,13 +146,13 @@ def check_token_loss(fn: Callable[[float, float, float, float, float], float]) -
             raise ExerciseFailure(f"return one number (a float), got {type(got).__name__} {got!r}")
         if abs(float(got) - want) > 1e-6:
             variants = _token_loss_variants(ratio, adv, low, high, c)
-            hint = next(
+            mistake = next(
                 (name for name, v in variants.items() if name != "right" and abs(v - float(got)) < 1e-6),
-                "start from max(-A*r, -A*clip(r, 1-clip_low, 1+clip_high))",
+                f"your loss is wrong for {_loss_region(ratio, adv, low, high, c)}",
             )
             raise ExerciseFailure(
                 f"for ratio={ratio}, A={adv}, clip_low={low}, clip_high={high}, clip_c={c} you returned {got:.4g}, "
-                f"expected {want:.4g}; hint: {hint}"
+                f"expected {want:.4g}: {mistake}"
             )
     return f"{len(_LOSS_CASES)} cases match"
 
@@ -133,12 +175,13 @@ def _advantage_variants(rewards: list[float]) -> dict[str, list[float]]:
     population = (sum((r - mean) ** 2 for r in rewards) / n) ** 0.5
     out: dict[str, list[float]] = {}
     if population > 0:
-        out["use the unbiased std (divide by n - 1), as torch.std does by default and verl uses"] = [
+        out["your std is the population one (divided by n): verl uses the unbiased std, torch's default"] = [
             (r - mean) / (population + GRPO_EPSILON) for r in rewards
         ]
-    out[f"add epsilon to the std, not to the variance: (r - mean) / (std + {GRPO_EPSILON})"] = [
+    out["your epsilon sits inside the square root: add epsilon to the std, not to the variance"] = [
         (r - mean) / (var + GRPO_EPSILON) ** 0.5 for r in rewards
     ]
+    out["your advantages are not scaled by the group's spread"] = [r - mean for r in rewards]
     for eps in _OTHER_EPSILONS:
         if var > 0 or eps > 0:
             out[f"epsilon must be {GRPO_EPSILON} (verl's default); your answer matches epsilon={eps:g}"] = [
@@ -147,7 +190,15 @@ def _advantage_variants(rewards: list[float]) -> dict[str, list[float]]:
     return out
 
 
-@checker("7.3", library_answers=[group_advantages])
+@checker(
+    "7.3",
+    library_answers=[group_advantages],
+    method=(
+        f"take the group's mean and its unbiased std (the root of the squared deviations summed and divided by "
+        f"n - 1); each advantage is (r - mean) / (std + {GRPO_EPSILON}), so a constant group gives 0, not NaN"
+    ),
+    reveals=["its reward minus its group's mean, over the group's (unbiased) std + 1e-6"],
+)
 def check_advantages(fn: Callable[[list[float]], list[float]]) -> str:
     """Exercise checker: `fn(rewards_of_one_group)` must return GRPO's normalised advantages."""
     if not callable(fn):
@@ -160,8 +211,8 @@ def check_advantages(fn: Callable[[list[float]], list[float]]) -> str:
             if len(set(rewards)) != 1:
                 raise
             raise ExerciseFailure(
-                f"rewards {rewards} raised ZeroDivisionError: when every reward is equal the std is 0; "
-                f"add epsilon={GRPO_EPSILON} to the std before dividing"
+                f"rewards {rewards} raised ZeroDivisionError: every reward is equal, so the std is 0 and "
+                f"you divided by it; add epsilon={GRPO_EPSILON}"
             ) from e
         if isinstance(got, torch.Tensor):
             got = got.tolist()
@@ -171,19 +222,20 @@ def check_advantages(fn: Callable[[list[float]], list[float]]) -> str:
             raise ExerciseFailure(f"for rewards {rewards} return numbers (floats), got {got!r}")
         if any(math.isnan(float(g)) for g in got):
             raise ExerciseFailure(
-                f"rewards {rewards} gave NaN: when every reward is equal the std is 0; add epsilon={GRPO_EPSILON}"
+                f"rewards {rewards} gave NaN: every reward is equal, so the std is 0; add epsilon={GRPO_EPSILON}"
             )
         if any(abs(float(g) - w) > 1e-4 * max(1.0, abs(w)) for g, w in zip(got, want, strict=True)):
-            hint = next(
+            centred = abs(sum(float(g) for g in got)) <= 1e-6 * len(got)
+            mistake = next(
                 (
                     mistake
                     for mistake, alt in _advantage_variants(rewards).items()
                     if all(abs(a - float(g)) <= 1e-6 * max(1.0, abs(a)) for a, g in zip(alt, got, strict=True))
                 ),
-                f"subtract the group mean, then divide by (std + {GRPO_EPSILON})",
+                "" if centred else "your advantages do not sum to 0 over the group: subtract the group mean",
             )
             raise ExerciseFailure(
                 f"for rewards {rewards} you returned {[round(float(g), 4) for g in got]}, "
-                f"expected {[round(w, 4) for w in want]}; hint: {hint}"
+                f"expected {[round(w, 4) for w in want]}" + (f"; {mistake}" if mistake else "")
             )
     return f"{len(_ADVANTAGE_CASES)} groups match"

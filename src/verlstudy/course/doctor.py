@@ -1,0 +1,150 @@
+"""`verlstudy doctor`: [OK]/[FAIL] for what the course needs, including a start of the kernel lessons run on."""
+
+from __future__ import annotations
+
+import atexit
+import importlib.metadata
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+from verlstudy.course import registry
+
+PACKAGES = ("torch", "numpy", "matplotlib", "papermill", "nbval", "nbformat", "jupytext", "ipykernel")
+KERNEL_TIMEOUT_S = 60  # a cold start imports torch; a hang shows as a [FAIL] after this long, not forever
+# what the kernel prints: the interpreter it runs and the torch it imports (the two a stale kernel gets wrong)
+KERNEL_SNIPPET = (
+    "import json, sys\n"
+    "try:\n"
+    "    import torch\n"
+    "    torch_version = torch.__version__\n"
+    "except Exception as e:\n"
+    "    torch_version = f'cannot import torch: {type(e).__name__}: {e}'\n"
+    "print(json.dumps({'python': sys.executable, 'torch': torch_version}))\n"
+)
+
+
+def version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def verl_status(installed: str | None, verified: dict[str, str]) -> str:
+    """The doctor's verl line: installed or not, and whether it is the version the lessons were checked against."""
+    if not installed:
+        return "not installed (upstream cells skip; `pip install --no-deps -r requirements-upstream.txt` adds it)"
+    behind = sorted(code for code, v in verified.items() if v != installed)
+    if not behind:
+        return installed
+    lessons = ", ".join(behind)
+    return f"{installed}; lessons {lessons} were verified against another verl: run `verlstudy verify-upstream`"
+
+
+def kernel_spec_line() -> tuple[bool, str]:
+    """The spec the runner will start (sys.prefix only), not whatever `python3` the Jupyter path finds first."""
+    from verlstudy.course.twins import KERNEL_NAME, course_kernel_manager_class
+
+    spec = course_kernel_manager_class()(kernel_name=KERNEL_NAME).kernel_spec
+    python = Path(spec.argv[0]).resolve() if spec.argv else None
+    same = python == Path(sys.executable).resolve() or spec.argv[0] in ("python", "python3", sys.executable)
+    where = spec.argv[0] if same else f"{spec.argv[0]}, not this interpreter {sys.executable}"
+    return same, f"kernel '{KERNEL_NAME}' for lessons runs {where}"
+
+
+def judge_kernel_output(text: str, seconds: float, expected_python: str = sys.executable) -> tuple[bool, str]:
+    """(ok, line) from what KERNEL_SNIPPET printed: the right interpreter and an importable torch."""
+    lines = [line for line in text.strip().splitlines() if line.startswith("{")]
+    try:
+        seen = json.loads(lines[-1])
+        python, torch_version = str(seen["python"]), str(seen["torch"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        return False, f"kernel started but printed {text.strip()[:120]!r}, not the interpreter and torch version"
+    if Path(python).resolve() != Path(expected_python).resolve():
+        return False, f"kernel runs the wrong interpreter {python}, not {expected_python} (re-run `make setup`)"
+    if torch_version.startswith("cannot import torch"):
+        return False, f"kernel runs {python} but {torch_version}"
+    return True, f"kernel started in {seconds:.1f} s: {python}, torch {torch_version}"
+
+
+def start_kernel_check(timeout_s: float = KERNEL_TIMEOUT_S, manager_class: type | None = None) -> tuple[bool, str]:
+    """Start the kernel lessons run on (the runner's own manager class), run KERNEL_SNIPPET, shut it down."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from verlstudy.course.twins import KERNEL_ARGS, KERNEL_NAME, course_kernel_manager_class, quiet_kernel_env
+
+    manager_class = manager_class or course_kernel_manager_class()
+    try:  # the spec's interpreter, so a [FAIL] names which kernel it was
+        name = f"kernel '{KERNEL_NAME}' ({manager_class(kernel_name=KERNEL_NAME).kernel_spec.argv[0]})"
+    except Exception as e:
+        return False, f"kernel '{KERNEL_NAME}' has no usable spec: {type(e).__name__}: {e}"
+    quiet_kernel_env()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(KERNEL_SNIPPET)]
+    client = NotebookClient(
+        nb,
+        timeout=int(timeout_s),
+        startup_timeout=int(timeout_s),
+        kernel_name=KERNEL_NAME,
+        record_timing=False,
+        shutdown_kernel="immediate",
+        extra_arguments=KERNEL_ARGS,
+        kernel_manager_class=manager_class,
+    )
+    start = time.perf_counter()
+    try:
+        client.execute()
+    except Exception as e:  # every way a start fails is one [FAIL] line with its reason
+        return False, f"{name} did not run a cell: {kernel_failure(e, timeout_s)}"
+    finally:
+        # nbclient's exit hook would clean up a kernel that never started and print a traceback at exit
+        atexit.unregister(client._cleanup_kernel)
+    text = "".join(o.get("text", "") for o in nb.cells[0].get("outputs", []) if o.get("output_type") == "stream")
+    return judge_kernel_output(text, time.perf_counter() - start)
+
+
+def kernel_failure(error: Exception, timeout_s: float) -> str:
+    """One line saying why the kernel could not run the snippet."""
+    kind = type(error).__name__
+    message = str(error).strip().splitlines()[0] if str(error).strip() else kind
+    if kind == "DeadKernelError" or "died" in message:
+        return f"the kernel died ({message[:160]})"
+    if kind == "CellTimeoutError" or isinstance(error, TimeoutError) or "didn't respond" in message:
+        return f"timed out after {timeout_s:g} s"
+    if isinstance(error, FileNotFoundError):
+        return f"its interpreter cannot be started ({message[:160]})"
+    return f"{kind}: {message[:160]}"
+
+
+def doctor_checks(*, start_kernel: bool = True) -> list[tuple[bool, str]]:
+    """(ok, line) for each thing the course needs, and informational lines for optional things."""
+    checks: list[tuple[bool, str]] = []
+    py_ok = sys.version_info >= (3, 11)
+    checks.append((py_ok, f"Python {platform.python_version()} (needs >= 3.11)"))
+    for package in PACKAGES:
+        found = version(package)
+        checks.append((found is not None, f"{package} {found or 'not installed'}"))
+    checks.append(kernel_spec_line())
+    if start_kernel:
+        checks.append(start_kernel_check())
+    else:
+        checks.append((True, "kernel start skipped (--no-kernel-start)"))
+    from verlstudy.kit import devices
+
+    accelerators = devices.visible_accelerators()
+    seen = ", ".join(accelerators) if accelerators else "none (CPU only; GPU cells skip)"
+    checks.append((True, f"accelerators visible: {seen}"))
+    try:
+        verified = registry.upstream_verified_versions()
+    except (OSError, ValueError, AttributeError, TypeError) as e:  # a corrupt record is named, not a traceback
+        path = registry.data_dir() / "upstream_verified.json"
+        checks.append((False, f"{path}: not the JSON `verify-upstream --record` writes ({e}); restore it with git"))
+        verified = {}
+    checks.append((True, "optional verl: " + verl_status(version("verl"), verified)))
+    missing = [lesson.code for lesson in registry.LESSONS if not lesson.notebook.exists()]
+    checks.append((not missing, f"notebooks: {len(registry.LESSONS) - len(missing)}/{len(registry.LESSONS)} present"))
+    return checks

@@ -1,0 +1,162 @@
+"""What a lesson page shows in place of raw text outputs: Markdown tables as tables, figure data collapsed.
+
+The stored notebooks stay as they are (nbval compares their text); only the copy rendered for the
+site is changed, output by output, before nbconvert turns it into HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+
+import nbformat
+
+SEPARATOR = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
+CLAIMS_HEADER = ("claim", "upstream", "ours", "reproduced")
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def table_html(header: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str] = ()) -> str:
+    """An HTML table of plain-text cells (escaped); `align` holds 'left' or 'right' per column."""
+    if not header:
+        raise ValueError("a table needs at least one header cell")
+    for row in rows:
+        if len(row) != len(header):
+            raise ValueError(f"table row {list(row)!r} has {len(row)} cells; the header has {len(header)}")
+    aligns = list(align) + ["left"] * (len(header) - len(align))
+
+    def tr(cells: Sequence[str], tag: str) -> str:
+        # right-aligned columns are numbers: they read best lined up on the right
+        return (
+            "<tr>"
+            + "".join(
+                f"<{tag}{' class=num' if a == 'right' else ''}>{html.escape(str(c))}</{tag}>"
+                for c, a in zip(cells, aligns, strict=True)
+            )
+            + "</tr>"
+        )
+
+    body = "".join(tr(row, "td") for row in rows)
+    return f'<table class="data"><thead>{tr(header, "th")}</thead><tbody>{body}</tbody></table>'
+
+
+def _pipe_table(lines: list[str]) -> str:
+    header, separator, *rows = lines
+    align = ["right" if c.endswith(":") and not c.startswith(":") else "left" for c in _cells(separator)]
+    width = len(_cells(header))
+    # a row with a stray "|" inside a cell keeps its text: the extra cells join the last column
+    body = [
+        [*c[: width - 1], " | ".join(c[width - 1 :])] if len(c) > width else c + [""] * (width - len(c))
+        for c in map(_cells, rows)
+    ]
+    return table_html(_cells(header), body, align[:width])
+
+
+def text_to_html(text: str) -> str | None:
+    """Text with its Markdown pipe tables rendered as tables (the rest in <pre>), or None if it has none."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    lines = text.rstrip("\n").split("\n")
+    parts: list[str] = []
+    plain: list[str] = []
+    i, found = 0, False
+    while i < len(lines):
+        if lines[i].lstrip().startswith("|") and i + 1 < len(lines) and SEPARATOR.match(lines[i + 1].strip()):
+            j = i + 2
+            while j < len(lines) and lines[j].lstrip().startswith("|"):
+                j += 1
+            if plain:
+                parts.append(f"<pre>{html.escape(chr(10).join(plain))}</pre>")
+                plain = []
+            parts.append(_pipe_table([ln.strip() for ln in lines[i:j]]))
+            i, found = j, True
+            continue
+        plain.append(lines[i])
+        i += 1
+    if not found:
+        return None
+    if any(p.strip() for p in plain):
+        parts.append(f"<pre>{html.escape(chr(10).join(plain))}</pre>")
+    return "".join(parts)
+
+
+def split_figure_data(text: str) -> tuple[str, str] | None:
+    """(text before, data dump) when `text` ends with what kit.plots prints beside a figure, else None.
+
+    The dump is a title line ending in ':' followed by indented lines (one per series or bar).
+    """
+    lines = text.rstrip("\n").split("\n")
+    i = len(lines)
+    while i > 0 and lines[i - 1].startswith("  "):
+        i -= 1
+    if i == len(lines) or i == 0 or not lines[i - 1].rstrip().endswith(":") or lines[i - 1].startswith(" "):
+        return None
+    before = "\n".join(lines[: i - 1])
+    return (before + "\n" if before else ""), "\n".join(lines[i - 1 :]) + "\n"
+
+
+def _html_output(fragment: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_output("display_data", data={"text/html": fragment})
+
+
+def _is_figure(output: nbformat.NotebookNode) -> bool:
+    return output.get("output_type") in ("display_data", "execute_result") and any(
+        k.startswith("image/") for k in output.get("data", {})
+    )
+
+
+def _collapse_figure_data(outputs: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
+    """Each figure first, then its printed data in a closed <details>: the numbers stay one click away."""
+    result: list[nbformat.NotebookNode] = []
+    for output in outputs:
+        prev = result[-1] if result else None
+        if _is_figure(output) and prev is not None and prev.get("output_type") == "stream":
+            split = split_figure_data(prev.get("text", ""))
+            if split is not None:
+                before, dump = split
+                result.pop()
+                if before.strip():
+                    result.append(nbformat.v4.new_output("stream", name=prev.get("name", "stdout"), text=before))
+                result.append(output)
+                result.append(
+                    _html_output(
+                        f'<details class="figure-data"><summary>figure data</summary><pre>{html.escape(dump)}</pre>'
+                        "</details>"
+                    )
+                )
+                continue
+        result.append(output)
+    return result
+
+
+def claims_cell_html(text: str, rows: Sequence[Sequence[str]]) -> str:
+    """The claims_table() output as an HTML table built from the claim records, its summary lines kept."""
+    rest = [ln for ln in text.rstrip("\n").split("\n") if ln.strip() and not ln.lstrip().startswith("|")]
+    summary = f"<pre>{html.escape(chr(10).join(rest))}</pre>" if rest else ""
+    return f'<div class="claims">{table_html(CLAIMS_HEADER, rows)}{summary}</div>'
+
+
+def _is_claims_cell(cell: nbformat.NotebookNode) -> bool:
+    return cell.cell_type == "code" and cell.source.strip() == "claims_table()"
+
+
+def page_cells(nb: nbformat.NotebookNode, claims: Sequence[Sequence[str]]) -> nbformat.NotebookNode:
+    """Rewrite the outputs of `nb` (a copy the caller owns) for reading on the site; returns it."""
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        outputs = _collapse_figure_data(list(cell.get("outputs", [])))
+        shown: list[nbformat.NotebookNode] = []
+        for output in outputs:
+            text = output.get("text", "") if output.get("output_type") == "stream" else ""
+            if _is_claims_cell(cell) and "| claim |" in text and claims:
+                shown.append(_html_output(claims_cell_html(text, claims)))
+                continue
+            fragment = text_to_html(text) if text else None
+            shown.append(_html_output(fragment) if fragment is not None else output)
+        cell.outputs = shown
+    return nb

@@ -1,0 +1,87 @@
+"""`verlstudy doctor` starts the kernel lessons run on: a broken spec is a [FAIL] naming it, the real one [OK]."""
+
+import json
+import sys
+
+import pytest
+
+from verlstudy.course import doctor
+from verlstudy.course.cli import main
+
+
+def fake_kernel(tmp_path, monkeypatch, argv: list[str]) -> None:
+    """A `python3` spec in a fake sys.prefix: the only folder the course's kernel manager looks in."""
+    folder = tmp_path / "share" / "jupyter" / "kernels" / "python3"
+    folder.mkdir(parents=True)
+    (folder / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "fake", "language": "python"}))
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))
+
+
+def test_a_spec_whose_interpreter_is_missing_is_a_fail_naming_it(tmp_path, monkeypatch):
+    fake_kernel(tmp_path, monkeypatch, ["/nonexistent/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"])
+    ok, line = doctor.start_kernel_check(timeout_s=10)
+    assert not ok
+    assert line.startswith("kernel 'python3' (/nonexistent/python) did not run a cell: its interpreter cannot be")
+
+
+def test_a_kernel_that_dies_on_start_is_a_fail_saying_so(tmp_path, monkeypatch):
+    fake_kernel(tmp_path, monkeypatch, [sys.executable, "-c", "import sys; sys.exit(3)", "-f", "{connection_file}"])
+    ok, line = doctor.start_kernel_check(timeout_s=10)
+    assert not ok and "the kernel died" in line, line
+
+
+def test_a_kernel_that_never_answers_times_out_with_the_seconds(tmp_path, monkeypatch):
+    fake_kernel(tmp_path, monkeypatch, [sys.executable, "-c", "import time; time.sleep(30)", "-f", "{connection_file}"])
+    ok, line = doctor.start_kernel_check(timeout_s=2)
+    assert not ok and line.endswith("timed out after 2 s"), line
+
+
+def test_the_cli_prints_the_kernel_fail_and_exits_1_without_a_traceback(tmp_path, monkeypatch, capsys):
+    fake_kernel(tmp_path, monkeypatch, ["/nonexistent/python", "-f", "{connection_file}"])
+    assert main(["doctor"]) == 1
+    captured = capsys.readouterr()
+    assert "[FAIL] kernel 'python3' (/nonexistent/python) did not run a cell" in captured.out
+    assert "Traceback" not in captured.out + captured.err
+
+
+def test_the_kernels_answer_is_judged_interpreter_then_torch():
+    good = json.dumps({"python": sys.executable, "torch": "2.5.0"})
+    assert doctor.judge_kernel_output(good, 1.5) == (True, f"kernel started in 1.5 s: {sys.executable}, torch 2.5.0")
+    wrong = json.dumps({"python": "/usr/bin/python3.9", "torch": "2.5.0"})
+    ok, line = doctor.judge_kernel_output(wrong, 1.0, expected_python="/opt/course/bin/python")
+    assert not ok and line.startswith(
+        "kernel runs the wrong interpreter /usr/bin/python3.9, not /opt/course/bin/python"
+    )
+    no_torch = json.dumps({"python": sys.executable, "torch": "cannot import torch: ModuleNotFoundError: torch"})
+    assert doctor.judge_kernel_output(no_torch, 1.0)[1].endswith("but cannot import torch: ModuleNotFoundError: torch")
+    assert doctor.judge_kernel_output("hello", 1.0) == (
+        False,
+        "kernel started but printed 'hello', not the interpreter and torch version",
+    )
+
+
+def test_no_kernel_start_skips_the_start(monkeypatch, capsys):
+    def started(*args, **kwargs):
+        raise AssertionError("--no-kernel-start must not start a kernel")
+
+    monkeypatch.setattr(doctor, "start_kernel_check", started)
+    main(["doctor", "--no-kernel-start"])
+    assert "[OK] kernel start skipped (--no-kernel-start)" in capsys.readouterr().out
+
+
+def test_a_corrupt_verified_record_is_a_fail_naming_it(monkeypatch):
+    from verlstudy.course import registry
+
+    def corrupt() -> dict[str, str]:
+        raise json.JSONDecodeError("Expecting value", "{", 0)
+
+    monkeypatch.setattr(registry, "upstream_verified_versions", corrupt)
+    lines = [line for ok, line in doctor.doctor_checks(start_kernel=False) if not ok]
+    assert any("upstream_verified.json: not the JSON" in line for line in lines), lines
+
+
+@pytest.mark.slow
+def test_the_real_kernel_starts_on_this_interpreter_with_torch():
+    ok, line = doctor.start_kernel_check()
+    assert ok, line
+    assert line.startswith("kernel started in ") and f": {sys.executable}, torch " in line
