@@ -213,7 +213,9 @@ def cmd_site(args: argparse.Namespace) -> int:
         written = site.build_site(Path(args.out), source, registry.select_lessons(args.lessons))
     except (ValueError, FileNotFoundError) as e:
         raise UsageError(str(e)) from e
-    print(f"site: {len(written)} pages in {args.out} (open {Path(args.out) / 'index.html'})")
+    out = Path(args.out)
+    print(f"site: {len(written)} pages; to project, open {out / 'index.html'}")
+    print(f"site: the student site (solutions behind 'show solution') is {out / site.STUDENT_DIR / 'index.html'}")
     return 0
 
 

@@ -1,4 +1,10 @@
-"""The rendered site: every executed lesson as a standalone HTML page, and an index with the claims."""
+"""The rendered site, two editions from one command: `out/` in full (to project) and `out/student/`.
+
+Every executed lesson becomes a page with a sidebar (index, every lesson, this page's sections),
+previous/next links, claims tables as tables and figures at readable size; the student edition
+collapses each solution behind "show solution" and moves "after you try" text after its exercise.
+No page loads anything from the network: the site works from a USB stick.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +15,17 @@ from pathlib import Path
 
 import nbformat
 
-from verlstudy.course import registry
+from verlstudy.course import plan, registry, student
 from verlstudy.course.files import check_out_dir, write_all
 from verlstudy.course.outcomes import notebook_records
 from verlstudy.course.registry import Lesson
+from verlstudy.course.site_cells import CLAIMS_HEADER, page_cells, table_html, text_to_html
+from verlstudy.course.site_page import PageLink, collapse_cells, page_html
 from verlstudy.kit import records
+
+EDITIONS = ("full", "student")
+STUDENT_DIR = "student"
+FACILITATOR_PAGE = "facilitator.html"
 
 
 def claims_rows(nb: nbformat.NotebookNode) -> list[tuple[str, str, str, str]]:
@@ -33,48 +45,119 @@ def without_records(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return page
 
 
-def render_notebook_html(nb: nbformat.NotebookNode) -> str:
-    """A standalone HTML page for an executed notebook, figures embedded as data URIs."""
+def render_cells_html(nb: nbformat.NotebookNode) -> str:
+    """The cells of `nb` as HTML (nbconvert's `basic` template: no page shell, no scripts), figures embedded."""
     from nbconvert import HTMLExporter
 
-    exporter = HTMLExporter(template_name="classic", embed_images=True, exclude_input_prompt=False)
-    body, _ = exporter.from_notebook_node(without_records(nb))
+    exporter = HTMLExporter(template_name="basic", embed_images=True, exclude_input_prompt=True)
+    body, _ = exporter.from_notebook_node(nb)
     return body
 
 
-def index_html(lessons: Sequence[Lesson], executed: dict[str, nbformat.NotebookNode]) -> str:
-    """The site's index: the course map (links, PRs, minutes) and each lesson's claims table."""
+def _with_cell_ids(nb: nbformat.NotebookNode) -> None:
+    # a solution is collapsed by its cell id: give any cell without one (older notebooks) a stable id
+    for i, cell in enumerate(nb.cells):
+        if not cell.get("id"):
+            cell["id"] = f"cell-{i}"
+
+
+def collapsed_summaries(nb: nbformat.NotebookNode) -> dict[str, str]:
+    """cell id -> the summary it is collapsed behind in the student site (solutions, after-you-try text)."""
+    summaries = {}
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        exercise = next((t.removeprefix("exercise-") for t in tags if student.EXERCISE_TAG.match(t)), None)
+        if "solution" in tags and exercise:
+            summaries[cell["id"]] = f"show solution: exercise {exercise}"
+        elif (waiting := student.after_you_try(cell)) is not None:
+            summaries[cell["id"]] = f"after you try: exercise {waiting}"
+    return summaries
+
+
+def lesson_body(lesson: Lesson, nb: nbformat.NotebookNode, edition: str) -> str:
+    """One lesson's cells as HTML for `edition` ('full' or 'student'); the executed notebook is not changed."""
+    if edition not in EDITIONS:
+        raise ValueError(f"edition must be one of {EDITIONS}, got {edition!r}")
+    page = page_cells(without_records(nb), claims_rows(nb))
+    _with_cell_ids(page)
+    if edition == "full":
+        return render_cells_html(page)
+    student.hold_back_answers(page, lesson)
+    return collapse_cells(render_cells_html(page), collapsed_summaries(page))
+
+
+def _lesson_links(lessons: Sequence[Lesson]) -> list[PageLink]:
+    return [PageLink(f"{lesson.stem}.html", f"{lesson.code} · {lesson.title}") for lesson in lessons]
+
+
+def index_body(lessons: Sequence[Lesson], executed: dict[str, nbformat.NotebookNode], edition: str) -> str:
+    """The index: the course map, the day plan, the facilitator guide (full edition) and every claims table."""
     e = html.escape
-    rows, sections = [], []
+    rows = []
     for lesson in lessons:
         prs = ", ".join(f'<a href="{link}">#{n}</a>' for n, link in zip(lesson.prs, lesson.pr_links, strict=True))
         rows.append(
             f'<tr><td>{lesson.code}</td><td><a href="{lesson.stem}.html">{e(lesson.title)}</a></td>'
-            f"<td>{prs or '-'}</td><td>{lesson.minutes}</td><td>{e(lesson.upstream_verified)}</td></tr>"
-        )
-        claims = claims_rows(executed[lesson.stem])
-        body = "".join(
-            f"<tr><td>{e(c)}</td><td>{e(u)}</td><td>{e(o)}</td><td>{e(r)}</td></tr>" for c, u, o, r in claims
-        )
-        sections.append(
-            f'<h3 id="claims-{lesson.code}">{lesson.code} · {e(lesson.title)}</h3>'
-            "<table><tr><th>claim</th><th>upstream</th><th>ours</th><th>reproduced</th></tr>"
-            f"{body}</table>"
+            f"<td>{prs or '-'}</td><td class=num>{lesson.minutes}</td><td>{e(lesson.upstream_verified)}</td></tr>"
         )
     total = sum(lesson.minutes for lesson in lessons)
+    codes = {lesson.code for lesson in lessons}
+    day = plan.day_plan(lessons=lessons, breaks=[b for b in plan.DAY_BREAKS if b[0] in codes])
+    guide = (
+        f'<p>Running a workshop? Read the <a href="{FACILITATOR_PAGE}">facilitator guide</a>.</p>'
+        if edition == "full"
+        else "<p>The student edition: every solution waits behind <em>show solution</em>; try first.</p>"
+    )
+    claims = "".join(
+        f'<h3 id="claims-{lesson.code}">{lesson.code} · {e(lesson.title)}</h3>'
+        + table_html(CLAIMS_HEADER, claims_rows(executed[lesson.stem]))
+        for lesson in lessons
+    )
     return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>verlstudy</title>"
-        "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}"
-        "td,th{border-bottom:1px solid #ddd;padding:.2em .6em;text-align:left}</style></head><body>"
         "<h1>verlstudy</h1><p>Runnable lessons from merged verl pull requests.</p>"
-        "<h2>Course map</h2><table><tr><th>NN</th><th>lesson</th><th>upstream PR</th><th>minutes</th>"
-        f"<th>verified against verl</th></tr>{''.join(rows)}</table><p>{len(lessons)} lessons, {total} minutes.</p>"
-        f"<h2>Claims from the last run</h2>{''.join(sections)}</body></html>\n"
+        f"{guide}<h2 id=course-map>Course map</h2><table><thead><tr><th>NN</th><th>lesson</th><th>upstream PR</th>"
+        f"<th class=num>minutes</th><th>verified against verl</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"<p>{len(lessons)} lessons, {total} minutes.</p>"
+        f"<h2 id=day-plan>The day (<code>verlstudy plan</code>)</h2>{text_to_html(day)}"
+        f"<h2 id=claims>Claims from the last run</h2>{claims}"
     )
 
 
+def facilitator_body() -> str | None:
+    """docs/facilitator.md as HTML, or None where the guide is not shipped (an installed package without docs)."""
+    from nbconvert.filters.markdown import markdown2html
+
+    path = registry.project_root() / "docs" / "facilitator.md"
+    return markdown2html(path.read_text()) if path.is_file() else None
+
+
+def edition_pages(
+    lessons: Sequence[Lesson], executed: dict[str, nbformat.NotebookNode], edition: str
+) -> dict[str, str]:
+    """file name -> page HTML for one edition of the site."""
+    links = _lesson_links(lessons)
+    guide = facilitator_body() if edition == "full" else None
+    extra = [PageLink(FACILITATOR_PAGE, "Facilitator guide")] if guide is not None else []
+    label = "student edition" if edition == "student" else ""
+
+    def page(title: str, body: str, current: str | None = None) -> str:
+        return page_html(title, body, lessons=links, current=current, extra=extra, edition=label)
+
+    pages = {}
+    for lesson, link in zip(lessons, links, strict=True):
+        body = lesson_body(lesson, executed[lesson.stem], edition)
+        pages[link.href] = page(f"{lesson.code} · {lesson.title}", body, link.href)
+    pages["index.html"] = page("verlstudy", index_body(lessons, executed, edition))
+    if guide is not None:
+        pages[FACILITATOR_PAGE] = page("verlstudy · facilitator guide", guide)
+    return pages
+
+
 def build_site(out: Path, executed_dir: Path | None = None, lessons: Sequence[Lesson] | None = None) -> list[Path]:
-    """Render every executed lesson (from `executed_dir`, default the stored notebooks) plus an index."""
+    """Render every executed lesson (from `executed_dir`, default the stored notebooks) in both editions.
+
+    The full edition goes to `out/`, the student edition to `out/student/`; each has its own index.
+    """
     out = Path(out)
     check_out_dir(out)
     lessons = list(lessons) if lessons else list(registry.LESSONS)
@@ -83,8 +166,11 @@ def build_site(out: Path, executed_dir: Path | None = None, lessons: Sequence[Le
         path = (Path(executed_dir) / lesson.notebook.name) if executed_dir else lesson.notebook
         if not path.exists():
             raise FileNotFoundError(f"no executed notebook for lesson {lesson.code}: {path} (run `verlstudy run`)")
-        executed[lesson.stem] = nbformat.read(path, as_version=4)
-    files = {f"{stem}.html": render_notebook_html(nb) for stem, nb in executed.items()}
-    files["index.html"] = index_html(lessons, executed)
+        try:
+            executed[lesson.stem] = nbformat.read(path, as_version=4)
+        except (ValueError, OSError) as e:  # a corrupt notebook is named, not a traceback
+            raise ValueError(f"{path} is not a readable notebook ({e}); run the lesson again") from e
+    files = edition_pages(lessons, executed, "full")
+    files |= {f"{STUDENT_DIR}/{name}": text for name, text in edition_pages(lessons, executed, "student").items()}
     write_all(out, files)
     return [out / name for name in files]

@@ -44,9 +44,16 @@ def table_html(header: Sequence[str], rows: Sequence[Sequence[str]], align: Sequ
     return f'<table class="data"><thead>{tr(header, "th")}</thead><tbody>{body}</tbody></table>'
 
 
+ROW = re.compile(r"^\s*\|.*\|\s*$")
+
+
 def _pipe_table(lines: list[str]) -> str:
-    header, separator, *rows = lines
-    align = ["right" if c.endswith(":") and not c.startswith(":") else "left" for c in _cells(separator)]
+    """A table from Markdown pipe lines; the separator line (if any) gives the alignment."""
+    header, *rows = lines
+    align: list[str] = []
+    if rows and SEPARATOR.match(rows[0]):
+        align = ["right" if c.endswith(":") and not c.startswith(":") else "left" for c in _cells(rows[0])]
+        rows = rows[1:]
     width = len(_cells(header))
     # a row with a stray "|" inside a cell keeps its text: the extra cells join the last column
     body = [
@@ -57,7 +64,7 @@ def _pipe_table(lines: list[str]) -> str:
 
 
 def text_to_html(text: str) -> str | None:
-    """Text with its Markdown pipe tables rendered as tables (the rest in <pre>), or None if it has none."""
+    """Text with its pipe tables (two or more lines `| ... |`) rendered as tables, the rest in <pre>; None if none."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     lines = text.rstrip("\n").split("\n")
@@ -65,10 +72,10 @@ def text_to_html(text: str) -> str | None:
     plain: list[str] = []
     i, found = 0, False
     while i < len(lines):
-        if lines[i].lstrip().startswith("|") and i + 1 < len(lines) and SEPARATOR.match(lines[i + 1].strip()):
-            j = i + 2
-            while j < len(lines) and lines[j].lstrip().startswith("|"):
-                j += 1
+        j = i
+        while j < len(lines) and ROW.match(lines[j]):
+            j += 1
+        if j - i >= 2:
             if plain:
                 parts.append(f"<pre>{html.escape(chr(10).join(plain))}</pre>")
                 plain = []

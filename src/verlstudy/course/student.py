@@ -75,7 +75,7 @@ def after_you_try(cell: nbformat.NotebookNode) -> str | None:
     return found[0] if found else None
 
 
-def _hold_back_answers(nb: nbformat.NotebookNode, lesson: Lesson) -> None:
+def hold_back_answers(nb: nbformat.NotebookNode, lesson: Lesson) -> None:
     """Move each `after-you-try-N.M` markdown cell after N.M's checker, collapsed (in place)."""
     held: dict[str, list[nbformat.NotebookNode]] = {}
     kept = []
@@ -138,7 +138,7 @@ def student_notebook(nb: nbformat.NotebookNode, lesson: Lesson) -> nbformat.Note
         exercises += 1
     if exercises == 0:
         raise MalformedExercise(f"{lesson.notebook.name}: no cell tagged 'solution' (every lesson has exercises)")
-    _hold_back_answers(nb, lesson)
+    hold_back_answers(nb, lesson)
     return nb
 
 

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 COLORS = ("#1f5aa6", "#d1495b", "#2e8b57", "#edae49", "#6c4f9e", "#00798c")
 STYLE = {
     "figure.figsize": (6.0, 3.4),
-    "figure.dpi": 80,
+    "figure.dpi": 110,  # 660x374 px: readable on a projected site page without upscaling
     "axes.grid": True,
     "grid.alpha": 0.3,
     "axes.spines.top": False,
