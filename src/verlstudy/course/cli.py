@@ -69,17 +69,15 @@ def _run_paths(args: argparse.Namespace) -> tuple[Path, Path, Path | None, Path 
 
 def _write_reports(args, out, report_path, junit, results_path, results, floor, interrupted=False) -> None:
     from verlstudy.course import reports
+    from verlstudy.course.files import write_text
 
     report = reports.report_markdown(results, floor, interrupted=interrupted, out=out)
-    report_path.parent.mkdir(parents=True, exist_ok=True)
-    report_path.write_text(report)
-    print(report, end="")
+    print(report, end="")  # on screen first: a full disk below still leaves the user the table
+    write_text(report_path, report)  # whole or not at all: a full disk keeps the previous file
     if junit:
-        junit.parent.mkdir(parents=True, exist_ok=True)
-        junit.write_text(reports.junit_xml(results, floor))
+        write_text(junit, reports.junit_xml(results, floor))
     if results_path:
-        results_path.parent.mkdir(parents=True, exist_ok=True)
-        results_path.write_text(reports.results_json(results, floor, interrupted=interrupted))
+        write_text(results_path, reports.results_json(results, floor, interrupted=interrupted))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -149,9 +147,9 @@ def cmd_progress(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from e
     print(progress.table(rows), end="")
     if csv_path:
-        csv_path.write_text(progress.to_csv(rows))
+        files.write_text(csv_path, progress.to_csv(rows))
     if junit:
-        junit.write_text(progress.to_junit(rows))
+        files.write_text(junit, progress.to_junit(rows))
     return 0
 
 
@@ -340,8 +338,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "workers", 1) < 1:
         print("verlstudy: --workers must be at least 1", file=sys.stderr)
         return 2
+    from verlstudy.course.files import WriteFailed, disk_full_message, is_disk_full
+
     try:
         return int(args.func(args))
     except UsageError as e:
         print(f"verlstudy {args.command}: {e}", file=sys.stderr)
         return 2
+    except WriteFailed as e:
+        print(f"verlstudy {args.command}: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # a full disk anywhere else (a notebook, a site page) is one line, not a traceback
+        if not is_disk_full(e):
+            raise
+        print(f"verlstudy {args.command}: {disk_full_message(Path(e.filename or '?'))}", file=sys.stderr)
+        return 1

@@ -31,6 +31,14 @@ def disk_full_message(path: Path, kept: str = "nothing else was overwritten") ->
     return f"disk full while writing {path}: free space and rerun; {kept}"
 
 
+def _mode_for(path: Path) -> int:
+    if path.exists():
+        return path.stat().st_mode & 0o7777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 @contextmanager
 def replacing(path: Path, suffix: str = ".partial") -> Iterator[Path]:
     """Yield a temporary path beside `path`; on success it replaces `path` at once (os.replace), else it goes.
@@ -44,6 +52,7 @@ def replacing(path: Path, suffix: str = ".partial") -> Iterator[Path]:
     temporary = Path(name)
     try:
         yield temporary
+        os.chmod(temporary, _mode_for(path))  # mkstemp makes 0600; keep what the file had, or the umask's default
         os.replace(temporary, path)
     except OSError as e:
         if is_disk_full(e):

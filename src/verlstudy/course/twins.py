@@ -12,6 +12,7 @@ from pathlib import Path
 
 import nbformat
 
+from verlstudy.course.files import write_text
 from verlstudy.course.registry import Lesson, build_root
 from verlstudy.kit.records import RECORD_MIME
 
@@ -268,7 +269,7 @@ def refresh(lesson: Lesson, source: str = "py", *, force: bool = False) -> list[
     execute_in_place(nb, lesson.notebook.parent, name=lesson.stem)
     nb = normalise(nb)
     nbformat.validate(nb)
-    nbformat.write(nb, lesson.notebook)
-    lesson.twin.parent.mkdir(parents=True, exist_ok=True)
-    lesson.twin.write_text(twin_text(nb))
+    text = nbformat.writes(nb)
+    write_text(lesson.notebook, text if text.endswith("\n") else text + "\n")  # a full disk leaves it whole
+    write_text(lesson.twin, twin_text(nb))
     return changed_cells(old, nb)

@@ -13,6 +13,7 @@ from datetime import date
 from pathlib import Path
 
 from verlstudy.course import registry
+from verlstudy.course.files import write_text
 from verlstudy.kit import upstream
 from verlstudy.kit.upstream import Comparison
 
@@ -66,5 +67,5 @@ def record(rows: list[Comparison], path: Path | None = None) -> Path:
             "how": how,
             "on": date.today().isoformat(),
         }
-    path.write_text(json.dumps(data, indent=2) + "\n")
+    write_text(path, json.dumps(data, indent=2) + "\n")
     return path
