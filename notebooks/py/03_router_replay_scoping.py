@@ -29,11 +29,12 @@
 #   the backward list is popped FIFO, a replay mask picks replayed rows where set, native elsewhere).
 # - `verl/utils/megatron/router_replay_utils.py`: `iter_model_routers` (walks the forwarded model's decoder
 #   only: MTP layers restart their numbering at 1),
-#   `merge_router_topk_indices` (sorts routers by `layer_number`, rejects duplicates, int16 routes, a
-#   0-layer `(B, S, 0, topk)` map for a stage without MoE layers, raises for a stage whose routers captured
-#   nothing), `set_router_replay_data` (by absolute layer `layer_number - 1` when the routes cover every
-#   decoder layer, else by MoE-layer ordinal), `pp_gather` (layer counts first, padding on the layer dim
-#   only, uint8 view because NCCL has no int16), `is_moe_layer`, `RouterReplayHelper.get_micro_batch_router_list`
+#   `merge_router_topk_indices` (stacks the routers' int16 routes into one map, in the order section 3 is
+#   about; a 0-layer `(B, S, 0, topk)` map for a stage without MoE layers, raises for a stage whose routers
+#   captured nothing), `set_router_replay_data` (by absolute layer `layer_number - 1` when the routes cover
+#   every decoder layer, else by MoE-layer ordinal), `pp_gather` (layer counts first, padding on the layer
+#   dim only, a uint8 payload because NCCL has no int16: section 4), `is_moe_layer`,
+#   `RouterReplayHelper.get_micro_batch_router_list`
 #   (the positional registry slice; in 0.9.1 it returns `[]` at once on an empty registry).
 # - `verl/workers/engine/megatron/transformer_impl.py`: `enable_routing_replay = mode != "disabled"` gates
 #   every hook; `verl/workers/config/actor.py::RouterReplayConfig` (the three modes);
@@ -66,7 +67,7 @@ import time
 
 import torch
 
-from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.devices import pick_device, skip_unless
 from verlstudy.common.dist import run_local
@@ -143,8 +144,8 @@ print(f"recorded routes: shape {tuple(recorded.shape)} (tokens, layers, topk), {
 
 # %% [markdown]
 # verl's own RECORD merge, `merge_router_topk_indices(..., model=model)` from verl 0.9.1, on the same toy
-# model: one sequence of `n_tokens` tokens, every position valid. It walks the model's routers, sorts them
-# by layer number, stacks their int16 routes and packs them back to `(batch, seq, layers, topk)`:
+# model: one sequence of `n_tokens` tokens, every position valid. It walks the model's routers, stacks
+# their int16 routes (in which order is section 3's subject) and packs them back to `(batch, seq, layers, topk)`:
 
 # %%
 def upstream_merge_agrees() -> None:
@@ -304,7 +305,29 @@ with expect_error(ValueError, match="'disabled', 'R2', 'R3'"):
 # ## 3. The silent mismatch: routers met out of layer order
 # A module walk meets routers in *registration* order, which need not be layer order. RECORD stacks the
 # routes in some order; REPLAY gives layer `n` the column `n - 1`. If RECORD stacked in walk order, every
-# column lands on another layer: same shape, no error. Here the layers are registered as 2, 3, 1.
+# column lands on another layer: same shape, no error.
+
+# %% [markdown]
+# ### Predict first: exercise 3.1
+# Write the stacking before the next cells show the bug and the fix. **3.1** Stack per-layer routes met in
+# walk order into one `(tokens, layers, topk)` int16 map whose columns follow layer numbers; two routers
+# claiming the same layer must raise `ValueError`. A wrong answer's message names the mistake; from the
+# third wrong try the checker adds the method, and `exercise_hint("3.1")` prints it whenever you ask.
+
+# %% tags=["solution", "exercise-3.1"]
+def stack_by_layer(pairs: list[tuple[int, torch.Tensor]]) -> torch.Tensor:
+    """Return routes (tokens, layers, topk) int16 with columns sorted by layer number; ValueError on duplicates."""
+    layer_numbers = [n for n, _ in pairs]
+    if len(set(layer_numbers)) != len(layer_numbers):
+        raise ValueError(f"duplicate layer numbers: {layer_numbers}")
+    return torch.stack([routes.to(torch.int16) for _, routes in sorted(pairs, key=lambda p: p[0])], dim=1)
+
+
+# %% tags=["checker", "exercise-3.1"]
+check_exercise("3.1", stack_by_layer)
+
+# %% [markdown]
+# Now the bug and the fix, on a model whose layers are registered as 2, 3, 1:
 
 # %%
 shuffled = TinyMoE(**sizes, layer_numbers=(2, 3, 1), registry=[])
@@ -389,9 +412,36 @@ _ = upstream_cell(upstream_absolute_replay)
 # After RECORD each pipeline stage holds routes for its own layers only; `pp_gather` assembles the whole
 # map. It is a **collective**: every rank must call it. Stages own different numbers of MoE layers
 # (`pp_layer_counts`, including a stage with none), so the ranks first exchange a small header, then pad
-# only the layer dim to the largest stage, send the int16 routes as a **uint8 view** (NCCL has no int16)
-# and strip the padding. Expert ids above 255 (here 384 experts, as Kimi-K2 has) show why it must be a
-# bit view and not a value cast:
+# only the layer dim to the largest stage, send the int16 routes as bytes (NCCL has no int16) and strip
+# the padding.
+
+# %% [markdown]
+# ### Predict first: exercise 3.2
+# **3.2** Write the wire format of `pp_gather`: `to_wire(routes, max_layers)` turns int16 routes
+# `(B, S, L, k)` into a uint8 payload `(B, S, max_layers, 2k)` zero-padded on the layer dim only, and
+# `from_wire(payload, layer_count)` gives back the exact int16 routes. Expert ids go above 255 (384
+# experts, as Kimi-K2 has).
+
+# %% tags=["solution", "exercise-3.2"]
+def to_wire(routes: torch.Tensor, max_layers: int) -> torch.Tensor:
+    """Return the uint8 payload (B, S, max_layers, 2k) of int16 `routes`, zero-padded on dim 2."""
+    payload = routes.contiguous().view(torch.uint8)
+    padded = payload.new_zeros(payload.shape[0], payload.shape[1], max_layers, payload.shape[3])
+    padded[:, :, : payload.shape[2]] = payload
+    return padded
+
+
+def from_wire(payload: torch.Tensor, layer_count: int) -> torch.Tensor:
+    """Return the int16 routes of the first `layer_count` layers of a uint8 payload."""
+    return payload[:, :, :layer_count].contiguous().view(torch.int16)
+
+
+# %% tags=["checker", "exercise-3.2"]
+check_exercise("3.2", to_wire, from_wire)
+
+# %% [markdown]
+# The course's `pipeline.to_wire` sends the int16 routes as a **uint8 view**. Expert ids above 255 show why
+# it must be a bit view and not a value cast:
 
 # %%
 expert_ids = torch.tensor([3, 255, 300, 383], dtype=torch.int16).reshape(1, 1, 1, 4)
@@ -488,11 +538,50 @@ claim("every rank raised long before the collective timeout", time.monotonic() -
 # Model attributes (`hidden_size`, `num_hidden_layers`, ...) of a multimodal model live on its text
 # branch. Omni-style configs also carry audio and code2wav sub-configs with attributes of the same name.
 # A naive breadth-first walk from the root answers with whatever it meets first: the root's own 1024, or
-# an audio sibling's value. `get_text_config_attr` follows verl 0.9.1's
-# `verl/utils/megatron_utils.py::get_hf_config_attr`: the text config (`get_text_config()`, else
-# `text_config`), then `text_config`, `language_config`, `thinker_config`, `model_config` deepest first,
-# each node after its branches, never other siblings; `None` counts as absent, `0`/`False` are values.
-# (#7106's first version of it was a queue over those four names that read the root first.)
+# an audio sibling's value.
+
+# %% [markdown]
+# ### Predict first: exercise 3.3
+# **3.3** Write `find_text_attr(config, name)`, the lookup of verl's `get_hf_config_attr`: `name` read from
+# the config's *text branch*. That branch is the text config (what `get_text_config()` returns if the
+# config has that method, else its `text_config`), the sub-configs `text_config`, `language_config`,
+# `thinker_config` (a thinker's own `text_config` included) and `model_config`, and then the config
+# itself. A value found deeper on the branch wins over one nearer the root; `None` means absent, while `0`
+# and `False` are values; never read other sub-configs (audio, decoder); survive a config that contains
+# itself; raise `AttributeError` when nothing on the branch has the attribute.
+
+# %% tags=["solution", "exercise-3.3"]
+def find_text_attr(config: object, name: str) -> object:
+    """Return `name` from the text branch of `config`, or raise AttributeError."""
+    seen: set[int] = set()
+
+    def walk(node: object):
+        if node is None or id(node) in seen:
+            return
+        seen.add(id(node))
+        getter = getattr(node, "get_text_config", None)
+        text = getter() if callable(getter) else getattr(node, "text_config", None)
+        if text is not None and text is not node:
+            yield from walk(text)
+        for branch in ("text_config", "language_config", "thinker_config", "model_config"):
+            yield from walk(getattr(node, branch, None))
+        yield node
+
+    for node in walk(config):
+        if getattr(node, name, None) is not None:
+            return getattr(node, name)
+    raise AttributeError(f"{type(config).__name__} has no nested {name}")
+
+
+# %% tags=["checker", "exercise-3.3"]
+check_exercise("3.3", find_text_attr)
+
+# %% [markdown]
+# `get_text_config_attr` follows verl 0.9.1's `verl/utils/megatron_utils.py::get_hf_config_attr`: the text
+# config (`get_text_config()`, else `text_config`), then `text_config`, `language_config`,
+# `thinker_config`, `model_config` deepest first, each node after its branches, never other siblings;
+# `None` counts as absent, `0`/`False` are values. (#7106's first version of it was a queue over those
+# four names that read the root first.)
 
 # %%
 text = ToyConfig("Text", hidden_size=4096, tie_word_embeddings=False, first_k_dense_replace=0)
@@ -562,75 +651,9 @@ for name, (guard, bug, fix) in guard_runs.items():
 
 # %% [markdown]
 # ## Exercises
-# **3.1** Stack per-layer routes met in walk order into one `(tokens, layers, topk)` int16 map whose
-# columns follow layer numbers; two routers claiming the same layer must raise `ValueError`.
-
-# %% tags=["solution", "exercise-3.1"]
-def stack_by_layer(pairs: list[tuple[int, torch.Tensor]]) -> torch.Tensor:
-    """Return routes (tokens, layers, topk) int16 with columns sorted by layer number; ValueError on duplicates."""
-    layer_numbers = [n for n, _ in pairs]
-    if len(set(layer_numbers)) != len(layer_numbers):
-        raise ValueError(f"duplicate layer numbers: {layer_numbers}")
-    return torch.stack([routes.to(torch.int16) for _, routes in sorted(pairs, key=lambda p: p[0])], dim=1)
-
-
-# %% tags=["checker", "exercise-3.1"]
-check_exercise("3.1", stack_by_layer)
-
-# %% [markdown]
-# **3.2** Write the wire format of `pp_gather`: `to_wire(routes, max_layers)` turns int16 routes
-# `(B, S, L, k)` into a uint8 payload `(B, S, max_layers, 2k)` zero-padded on the layer dim only, and
-# `from_wire(payload, layer_count)` gives back the exact int16 routes. Expert ids go above 255.
-
-# %% tags=["solution", "exercise-3.2"]
-def to_wire(routes: torch.Tensor, max_layers: int) -> torch.Tensor:
-    """Return the uint8 byte view of int16 `routes`, zero-padded to `max_layers` on dim 2."""
-    payload = routes.contiguous().view(torch.uint8)
-    padded = payload.new_zeros(payload.shape[0], payload.shape[1], max_layers, payload.shape[3])
-    padded[:, :, : payload.shape[2]] = payload
-    return padded
-
-
-def from_wire(payload: torch.Tensor, layer_count: int) -> torch.Tensor:
-    """Return the int16 routes of the first `layer_count` layers of a uint8 payload."""
-    return payload[:, :, :layer_count].contiguous().view(torch.int16)
-
-
-# %% tags=["checker", "exercise-3.2"]
-check_exercise("3.2", to_wire, from_wire)
-
-# %% [markdown]
-# **3.3** Write `find_text_attr(config, name)`: the text config first (`get_text_config()` if the config has
-# it, else `text_config`), then `text_config`, `language_config`, `thinker_config`, `model_config` deepest
-# first (a `thinker_config`'s own `text_config` before the thinker), each config after its branches, the
-# root last; `None` is absent but `0`/`False` are values; never read other sub-configs (audio, decoder);
-# survive cycles; raise `AttributeError` when the branch has nothing.
-
-# %% tags=["solution", "exercise-3.3"]
-def find_text_attr(config: object, name: str) -> object:
-    """Return `name` from the text branch of `config`, or raise AttributeError."""
-    seen: set[int] = set()
-
-    def walk(node: object):
-        if node is None or id(node) in seen:
-            return
-        seen.add(id(node))
-        getter = getattr(node, "get_text_config", None)
-        text = getter() if callable(getter) else getattr(node, "text_config", None)
-        if text is not None and text is not node:
-            yield from walk(text)
-        for branch in ("text_config", "language_config", "thinker_config", "model_config"):
-            yield from walk(getattr(node, branch, None))
-        yield node
-
-    for node in walk(config):
-        if getattr(node, name, None) is not None:
-            return getattr(node, name)
-    raise AttributeError(f"{type(config).__name__} has no nested {name}")
-
-
-# %% tags=["checker", "exercise-3.3"]
-check_exercise("3.3", find_text_attr)
+# The three exercises came before the sections that answer them: **3.1** in section 3, **3.2** in section 4,
+# **3.3** in section 5. Any still "not yet right"? Go back to it now: `exercise_hint("3.N")` prints the
+# method, and the section after each exercise shows the reasoning.
 
 # %% [markdown]
 # ## On an accelerator

@@ -22,8 +22,8 @@
 # - `verl/models/mcore/util.py::build_vlm_attn_mask_thd`: jagged `input_ids` -> padded ids and a bool
 #   mask. In verl 0.9.0 it pads to the longest length; in 0.9.1 (after #7702) it pads that length up to
 #   `tp_size * cp_size * 2 if cp_size > 1 else tp_size`, like its sibling `build_vlm_attn_mask_bshd`.
-# - Same file: `preprocess_thd_engine` packs nested tensors (ids, labels) into one THD row, each sequence
-#   padded on its own; `postprocess_thd_engine` unpacks a model output back to the original lengths;
+# - Same file: `preprocess_thd_engine` packs nested tensors (ids, labels) into one THD row (section 5);
+#   `postprocess_thd_engine` unpacks a model output back to the original lengths;
 #   `preprocess_bshd_engine` pads labels for the BSHD format, to `forced_max_seqlen` when given.
 # - `verl/models/mcore/model_forward.py::gptmodel_forward_model_engine` and
 #   `verl/models/mcore/model_forward_fused.py::fused_forward_model_engine`: for vision models both call
@@ -49,7 +49,7 @@ import torch.nn.functional as F
 
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.devices import pick_device, skip_unless
-from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.params import check_int
 from verlstudy.kit.plots import line_plot
 from verlstudy.kit.seeding import seed_everything
@@ -157,7 +157,7 @@ with expect_error(AssertionError, match="divisible by tensor parallel size"):
 # With context parallelism the toy fails even earlier: the course's zigzag split (section 4) refuses a
 # length that does not divide by `2*cp`. That error is the course's toy's own, not a reported upstream
 # failure. verl's THD engine packs with `preprocess_thd_engine` (verl/models/mcore/util.py), whose
-# per-sequence alignment already includes the `2*cp` factor; this lesson does not establish what
+# alignment already includes the `2*cp` factor; this lesson does not establish what
 # upstream's VLM path did with CP before #7702.
 
 # %%
@@ -241,6 +241,26 @@ padded_len = aligned_length(4026, tp, cp)
 shards = shard_lengths(padded_len, tp, cp)
 print(f"L=4026 -> {padded_len} at tp={tp}, cp={cp}; tokens per (cp rank, tp rank):", shards)
 claim("every (cp, tp) rank gets an equal whole slice", {n for row in shards for n in row} == {padded_len // (tp * cp)})
+
+# %% [markdown]
+# ### Predict first: exercise 4.1
+# **4.1 Predict a length.** verl's THD engine packs a micro-batch into one row, and section 5 runs it.
+# Before it does, write `my_packed_length(lengths, tp, cp)`: the packed row's total length over all CP
+# ranks (`cu_seqlens_padded[-1]`, no FP8 padding, no length bucket) for sequences of `lengths` tokens. It
+# is not the `[B, L]` size of the VLM ids. Think about what the SP scatter and the zigzag split need when
+# one row holds several sequences, each attending only to itself. Work one case by hand first: `[7, 5, 9]`
+# at TP=2, CP=2. A wrong answer's message names the mistake; from the third wrong try the checker adds the
+# method, and `exercise_hint("4.1")` prints it whenever you ask.
+
+# %% tags=["solution", "exercise-4.1"]
+def my_packed_length(lengths: list[int], tp: int, cp: int) -> int:
+    """Return the packed THD length (an int) for sequences of `lengths` tokens at TP size `tp`, CP size `cp`."""
+    align = tp * cp * 2 if cp > 1 else tp
+    return sum(n + (align - n % align) % align for n in lengths)
+
+
+# %% tags=["checker", "exercise-4.1"]
+check_exercise("4.1", my_packed_length)
 
 # %% [markdown]
 # ## 5. Upstream's THD VLM path: only the ids are padded
@@ -375,22 +395,9 @@ upstream_cell(upstream_bshd_forced)
 
 # %% [markdown]
 # ## Exercises
-# **4.1 Predict a length.** verl's THD engine packs a micro-batch into one row, each sequence padded on
-# its own (section 5). Write `my_packed_length(lengths, tp, cp)`: the packed row's total length over all
-# CP ranks (`cu_seqlens_padded[-1]`, no FP8 padding, no length bucket) for sequences of `lengths` tokens.
-# It is not the `[B, L]` size of the VLM ids. Work one case by hand first: `[7, 5, 9]` at TP=2, CP=2.
-
-# %% tags=["solution", "exercise-4.1"]
-def my_packed_length(lengths: list[int], tp: int, cp: int) -> int:
-    """Return the packed THD length (an int) for sequences of `lengths` tokens at TP size `tp`, CP size `cp`."""
-    align = tp * cp * 2 if cp > 1 else tp
-    return sum(n + (align - n % align) % align for n in lengths)
-
-
-# %% tags=["checker", "exercise-4.1"]
-check_exercise("4.1", my_packed_length)
-
-# %% [markdown]
+# **4.1** came before section 5, which answers it; still "not yet right"? Go back to it now:
+# `exercise_hint("4.1")` prints the method.
+#
 # **4.2 Find a CP split bug.** A colleague's split gives rank r "one chunk from each half":
 
 # %%

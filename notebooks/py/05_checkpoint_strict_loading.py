@@ -81,7 +81,7 @@ from verlstudy.lessons.l05_checkpoint.export import (
     source_index,
 )
 from verlstudy.lessons.l05_checkpoint.upstream import CourseBridge, verl_save
-from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.resources import data_dir
 from verlstudy.kit.upstream import upstream_cell
@@ -225,12 +225,52 @@ print(loose.summary())
 claim("a 'mtp' prefix also ignores mtp_extra.scale", "mtp_extra.scale" in loose.ignored)
 
 # %% [markdown]
+# ### Predict first: exercises 5.1 and 5.2
+# Before the fix below shows the course's design, write its two parts yourself: a matcher that does not
+# let `"mtp"` cover `mtp_extra`, and the audit that says which missing keys a `strict=False` load hid. A
+# wrong answer's message names the mistake; from the third wrong try the checker adds the method, and
+# `exercise_hint("5.1")` prints it whenever you ask.
+#
+# **5.1** Write `matches_module(key, pattern)`: True when `key` lies inside the module that `pattern`
+# names (with or without a trailing dot), or is that name itself. `"mtp"` must match `"mtp.proj.weight"`
+# but not `"mtp_norm.weight"`, and `"layers.1"` must not match `"layers.10.weight"`.
+
+# %% tags=["solution", "exercise-5.1"]
+def matches_module(key: str, pattern: str) -> bool:
+    """Return True if `key` is the module `pattern` names or lies inside it (whole module names only)."""
+    module = pattern.rstrip(".")
+    return key == module or key.startswith(module + ".")
+
+
+# %% tags=["checker", "exercise-5.1"]
+check_exercise("5.1", matches_module)
+
+# %% [markdown]
+# **5.2** Write `silently_missing(model, state_dict, allowed)`: load `state_dict` into `model` with plain
+# `strict=False` (the model must end up holding the checkpoint's weights), then return the sorted list of
+# missing keys that no module in `allowed` covers: exactly the keys a `strict=False` load would have
+# hidden from you. Modules match whole names (use your `matches_module`): `"mtp."` covers `mtp.head.weight`,
+# not `mtp_extra.weight`, nor a nested `blocks.mtp.weight`.
+
+# %% tags=["solution", "exercise-5.2"]
+def silently_missing(model: torch.nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
+    """Load with strict=False; return the sorted missing keys that no allowed module covers."""
+    result = model.load_state_dict(state_dict, strict=False)
+    return sorted(k for k in result.missing_keys if not any(matches_module(k, p) for p in allowed))
+
+
+# %% tags=["checker", "exercise-5.2"]
+check_exercise("5.2", silently_missing)
+
+# %% [markdown]
 # ## Fix: an audited export that names the modules that may be missing
 # `export_hf_weights_audited(weights, index, allow_unwritten=("mtp.",))` (the course's design, with
 # Megatron-Bridge's ignored prefixes as precedent) checks the stream against the index *before* writing:
-# source tensors inside an allowed module (whole module names, so `"mtp"` and `"mtp."` both mean the module
-# `mtp`) may be missing; any other missing source tensor, and any tensor the index does not know, raises
-# `ExportAuditError` naming them, and no shard is written.
+# source tensors inside an allowed module may be missing; any other missing source tensor, and any tensor the
+# index does not know, raises `ExportAuditError` naming them, and no shard is written. It matches whole
+# module names, so `"mtp"` and `"mtp."` both mean the module `mtp`: a key lies in module `name` when it is
+# `name` itself or starts with `name + "."`, so neither covers `mtp_extra`. Your 5.1 and 5.2 are its two
+# halves, the matcher and the list of missing keys that no allowed module covers.
 
 # %%
 audited = export_hf_weights_audited(trained.state_dict(), index, allow_unwritten=(MTP_PREFIX,))
@@ -329,36 +369,9 @@ claim("the r/v swap is caught both ways", all(p is not None for p in swap_proble
 
 # %% [markdown]
 # ## Exercises
-# **5.1** Write `matches_module(key, pattern)`: True when `key` lies inside the module that `pattern`
-# names (with or without a trailing dot), or is that name itself. `"mtp"` must match `"mtp.proj.weight"`
-# but not `"mtp_norm.weight"`, and `"layers.1"` must not match `"layers.10.weight"`.
-
-# %% tags=["solution", "exercise-5.1"]
-def matches_module(key: str, pattern: str) -> bool:
-    """Return True if `key` is the module `pattern` names or lies inside it (whole module names only)."""
-    module = pattern.rstrip(".")
-    return key == module or key.startswith(module + ".")
-
-
-# %% tags=["checker", "exercise-5.1"]
-check_exercise("5.1", matches_module)
-
-# %% [markdown]
-# **5.2** Write `silently_missing(model, state_dict, allowed)`: load `state_dict` into `model` with plain
-# `strict=False` (the model must end up holding the checkpoint's weights), then return the sorted list of
-# missing keys that no module in `allowed` covers: exactly the keys a `strict=False` load would have
-# hidden from you. Modules match whole names (use your `matches_module`): `"mtp."` covers `mtp.head.weight`,
-# not `mtp_extra.weight`, nor a nested `blocks.mtp.weight`.
-
-# %% tags=["solution", "exercise-5.2"]
-def silently_missing(model: torch.nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
-    """Load with strict=False; return the sorted missing keys that no allowed module covers."""
-    result = model.load_state_dict(state_dict, strict=False)
-    return sorted(k for k in result.missing_keys if not any(matches_module(k, p) for p in allowed))
-
-
-# %% tags=["checker", "exercise-5.2"]
-check_exercise("5.2", silently_missing)
+# The two exercises came before the fix that answers them: **5.1** and **5.2** just before "Fix: an audited
+# export". Any still "not yet right"? Go back to it now; `exercise_hint("5.N")` prints the method, and the
+# audited export and the load side since then show the reasoning.
 
 # %% [markdown]
 # ## On an accelerator

@@ -11,9 +11,8 @@
 # failed with the variable set, and every other process that imported verl was now patched whether it wanted
 # to be or not.
 #
-# **You will learn** where such a variable acts (only in a process that imports verl), when it acts too late
-# (a library imported before verl has already bound the unpatched function), why a worker subprocess that
-# never imports verl stays unpatched even though it inherits the variable, why a default baked into an image
+# **You will learn** in which processes such a variable acts and when it acts too late, why a worker
+# subprocess can stay unpatched even though it inherits the variable, why a default baked into an image
 # is a silent change for everyone, and what to do instead. The same PRs also show the other half of
 # "configuration in many files": refs pinned separately in a Dockerfile, an install script and a CI workflow
 # drift apart, and a small checker finds where.
@@ -45,7 +44,7 @@ seed = 0
 # %%
 import tempfile
 
-from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.resources import data_dir
 from verlstudy.common.pins import (
@@ -93,7 +92,28 @@ print(f"running on {dev.type}")
 # EngineCore/worker subprocesses, started from Ray actors, never import verl at all. And in every other
 # container process that did import verl, the adaptor's patches were applied silently. (What the patch was
 # needed for, per #7886: avoiding an `nvidia_resiliency_ext.__version__` import crash on the NPU stack.)
+
+# %% [markdown]
+# ### Predict first: exercise 6.1
+# Before you see how verl reads the variable: it holds module names separated by commas, typed by hand into
+# a Dockerfile or a workflow, so it may hold blanks (`"a, b"`) or a trailing comma (`"a,"`). A wrong
+# answer's message names the mistake; from the third wrong try the checker adds the method, and
+# `exercise_hint("6.1")` prints it whenever you ask.
 #
+# **6.1** Write `parse_modules(value)`, a forgiving parser: the module names in a comma-separated value,
+# with blanks around names stripped and empty entries dropped (an empty value names no modules). The next
+# section shows whether verl itself is that forgiving.
+
+# %% tags=["solution", "exercise-6.1"]
+def parse_modules(value: str) -> list[str]:
+    """Module names in `value`, e.g. ' a , b,,' -> ['a', 'b']."""
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+# %% tags=["checker", "exercise-6.1"]
+check_exercise("6.1", parse_modules)
+
+# %% [markdown]
 # ## How verl reads the variable
 # The hook is not a function we could import: it is a few statements at the top level of `verl/__init__.py`,
 # whose imports (`verl.protocol`) pull in Ray and torch. So we find them in the installed verl's source with
@@ -115,7 +135,8 @@ _ = upstream_cell(show_upstream_hook)  # prints one skip line instead when verl 
 
 # %% [markdown]
 # verl splits on commas and imports each piece as given. The course's parser (`parse_module_list`, the
-# course's design, not verl's) strips blanks, drops empty entries and names the entry when an import fails:
+# course's design, not verl's; your 6.1) strips blanks, drops empty entries and names the entry when an
+# import fails:
 
 # %%
 with expect_error(ExternalModuleError, match="megatron_adaptr"):
@@ -150,6 +171,40 @@ claim("'a, b': upstream's hook fails on the blank", errors[0], expected="ModuleN
       upstream="verl/__init__.py hook in a child, real importlib")
 claim("'a,': upstream's hook fails on the empty entry", errors[1], expected="ValueError: Empty module name",
       upstream="verl/__init__.py hook in a child, real importlib")
+
+# %% [markdown]
+# ### Predict first: exercise 6.2
+# Next the experiments run processes that import these packages in different orders, with and without the
+# variable. Predict them first, from the sources printed above.
+#
+# **6.2** Write `will_be_patched(imports, env_value)`: given the order in which a process imports
+# `toyverl`, `toylib_adaptor`, `toylib.ops` and `toylib.model`, and the value of `VERL_USE_EXTERNAL_MODULES`
+# (`None` when unset; values hold no blanks), return whether `toylib.model.forward()` ends up patched.
+# `toyverl` runs upstream's hook. The checker compares you with the rule the experiments below measure.
+
+# %% tags=["solution", "exercise-6.2"]
+def will_be_patched(imports: list[str], env_value: str | None) -> bool:
+    """Return whether `toylib.model.forward()` ends up patched (a bool).
+
+    `imports` lists the modules in the order the process imports them; `env_value` is the value of
+    VERL_USE_EXTERNAL_MODULES, or None when it is unset.
+    """
+    named = (env_value or "").split(",")  # split as verl splits it
+    for module in imports:
+        if module == "toylib_adaptor" or (module == "toyverl" and "toylib_adaptor" in named):
+            return True
+        if module == "toylib.model":
+            return False
+    return False
+
+
+# %% tags=["checker", "exercise-6.2"]
+check_exercise("6.2", will_be_patched)
+
+# %% [markdown]
+# Now five processes, each a subprocess of its own: the image default with verl imported first, the same
+# with the library imported first, a driver whose worker subprocess never imports verl, no default, and an
+# explicit import at every entry point. Compare each row with what your `will_be_patched` says:
 
 # %%
 experiments = lesson_experiments()
@@ -291,43 +346,9 @@ claim("the drift the course planted: Megatron-LM, Dockerfile vs install script",
 
 # %% [markdown]
 # ## Exercises
-# **6.1** Write `parse_modules(value)`, the course's forgiving parser (verl does not do this, as shown
-# above): the module names in a comma-separated value, with blanks around names stripped and empty entries
-# dropped (an empty value names no modules).
-
-# %% tags=["solution", "exercise-6.1"]
-def parse_modules(value: str) -> list[str]:
-    """Module names in `value`, e.g. ' a , b,,' -> ['a', 'b']."""
-    return [part.strip() for part in value.split(",") if part.strip()]
-
-
-# %% tags=["checker", "exercise-6.1"]
-check_exercise("6.1", parse_modules)
-
-# %% [markdown]
-# **6.2** Write `will_be_patched(imports, env_value)`: given the order in which a process imports
-# `toyverl`, `toylib_adaptor`, `toylib.ops` and `toylib.model`, and the value of `VERL_USE_EXTERNAL_MODULES`
-# (`None` when unset; values hold no blanks), return whether `toylib.model.forward()` ends up patched. The
-# checker compares you with the rule the subprocess experiments measured, with upstream's hook in `toyverl`.
-
-# %% tags=["solution", "exercise-6.2"]
-def will_be_patched(imports: list[str], env_value: str | None) -> bool:
-    """Return whether `toylib.model.forward()` ends up patched (a bool).
-
-    `imports` lists the modules in the order the process imports them; `env_value` is the value of
-    VERL_USE_EXTERNAL_MODULES, or None when it is unset.
-    """
-    named = (env_value or "").split(",")  # split as verl splits it
-    for module in imports:
-        if module == "toylib_adaptor" or (module == "toyverl" and "toylib_adaptor" in named):
-            return True
-        if module == "toylib.model":
-            return False
-    return False
-
-
-# %% tags=["checker", "exercise-6.2"]
-check_exercise("6.2", will_be_patched)
+# The two exercises came before the sections that answer them: **6.1** before "How verl reads the
+# variable", **6.2** before the subprocess experiments. Any still "not yet right"? Go back to it now;
+# `exercise_hint("6.N")` prints the method, and the sections since then show the reasoning.
 
 # %% [markdown]
 # ## On an Ascend machine

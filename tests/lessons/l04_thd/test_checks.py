@@ -65,7 +65,11 @@ def test_4_1_rejects_the_vlm_rectangle(assert_wrong):
 
 
 def test_4_1_rejects_aligning_the_total(assert_wrong):
-    assert_wrong("4.1", lambda lengths, tp, cp: up_to(sum(lengths), alignment(tp, cp)), mentions="aligned the total")
+    assert_wrong(
+        "4.1",
+        lambda lengths, tp, cp: up_to(sum(lengths), alignment(tp, cp)),
+        mentions="aligned the sum of the lengths as one block",
+    )
 
 
 def test_4_1_rejects_no_padding(assert_wrong):
@@ -73,11 +77,15 @@ def test_4_1_rejects_no_padding(assert_wrong):
 
 
 def test_4_1_rejects_tp_times_cp_without_the_factor_two(assert_wrong):
-    assert_wrong("4.1", lambda lengths, tp, cp: sum(up_to(n, tp * cp) for n in lengths), mentions="tp*cp*2")
+    assert_wrong(
+        "4.1", lambda lengths, tp, cp: sum(up_to(n, tp * cp) for n in lengths), mentions="misses the zigzag's factor 2"
+    )
 
 
 def test_4_1_rejects_ignoring_cp(assert_wrong):
-    assert_wrong("4.1", lambda lengths, tp, cp: sum(up_to(n, tp) for n in lengths), mentions="you ignored cp")
+    assert_wrong(
+        "4.1", lambda lengths, tp, cp: sum(up_to(n, tp) for n in lengths), mentions="your alignment ignores cp"
+    )
 
 
 def test_4_1_rejects_one_cp_ranks_share(assert_wrong):
@@ -85,6 +93,14 @@ def test_4_1_rejects_one_cp_ranks_share(assert_wrong):
         return reference_packed_length(lengths, tp, cp) // cp
 
     assert_wrong("4.1", per_rank, mentions="one CP rank's share")
+
+
+def test_4_1_rejects_rounding_down_with_the_case_but_not_the_formula(assert_wrong):
+    def rounds_down(lengths, tp, cp):
+        return sum(n - n % alignment(tp, cp) for n in lengths)
+
+    verdict = assert_wrong("4.1", rounds_down, mentions="expected 24")
+    assert "tp*cp*2" not in verdict  # a mistake it does not recognise gets the case, not the alignment
 
 
 def test_4_1_rejects_a_float(assert_wrong):
@@ -131,7 +147,7 @@ def test_4_2_rejects_a_guard_that_ignores_the_order_within_a_rank(assert_wrong):
             want = {p for c in pieces for p in range(c * chunk, (c + 1) * chunk)}
             assert set(split_fn(torch.arange(seq_len), cp, r).tolist()) == want
 
-    assert_wrong("4.2", sets_only, mentions="wrong order")
+    assert_wrong("4.2", sets_only, mentions="right chunks in the wrong order")
 
 
 def test_4_2_rejects_a_guard_that_rejects_the_correct_split(assert_wrong):

@@ -4,7 +4,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from verlstudy.kit.exercises import ExerciseFailure, check_exercise, exercise_results
+from verlstudy.kit.exercises import ExerciseFailure, check_exercise, exercise_method, exercise_results
 from verlstudy.lessons.l06_external_modules.checks import check_parse_modules, check_predict_patched
 from verlstudy.lessons.l06_external_modules.modules_env import (
     ADAPTOR,
@@ -41,12 +41,15 @@ def verdict(exercise_id, checker, *args):
 
 def test_parse_modules_checker():
     assert verdict("6.1", check_parse_modules, own_parse) == "correct"
-    with pytest.raises(ExerciseFailure, match="strip blanks"):
+    assert verdict("6.1", check_parse_modules, lambda v: tuple(own_parse(v))) == "correct"
+    with pytest.raises(ExerciseFailure, match="keep the blanks"):
         check_parse_modules(lambda v: [p for p in v.split(",") if p])
-    with pytest.raises(ExerciseFailure, match="drop empty entries"):
+    with pytest.raises(ExerciseFailure, match="holds empty names"):
         check_parse_modules(lambda v: [p.strip() for p in v.split(",")] if v else [])
-    with pytest.raises(ExerciseFailure, match="return \\[\\]"):
+    with pytest.raises(ExerciseFailure, match="names no modules"):
         check_parse_modules(split_like_verl_091_but_empty_gives_blank)
+    with pytest.raises(ExerciseFailure, match="return a list"):
+        check_parse_modules(lambda v: v)
     assert verdict("6.1", check_parse_modules, _stub) == "not attempted"
 
 
@@ -60,7 +63,7 @@ def test_predict_patched_checker():
     def env_is_enough(imports: Sequence[str], env: str | None) -> bool:
         return bool(env) or ADAPTOR in imports
 
-    with pytest.raises(ExerciseFailure, match="binds `attention` when it is imported"):
+    with pytest.raises(ExerciseFailure, match="too late"):
         check_predict_patched(env_is_enough)
     with pytest.raises(ExerciseFailure, match="return a bool"):
         check_predict_patched(lambda imports, env: "yes")
@@ -72,11 +75,30 @@ def test_splitting_on_commas_as_verl_0_9_1_does_is_a_wrong_answer(assert_wrong):
     assert split_like_verl_091("a, b") == ["a", " b"]  # the same mistake as the lesson's model of 0.9.1
 
 
-def test_6_1_rejects_plausible_wrong_parsers(assert_wrong):
-    assert_wrong("6.1", lambda value: [p for p in value.split(",") if p], mentions="strip blanks")
-    assert_wrong("6.1", lambda value: [p.lstrip() for p in value.split(",") if p.strip()], mentions="strip blanks")
-    assert_wrong("6.1", lambda value: value.replace(" ", "").split(","), mentions="names no modules")
-    assert_wrong("6.1", lambda value: [p.strip() for p in value.split(",")] if value else [], mentions="drop empty")
+def verl_split_but_empty_is_none(value):
+    return value.split(",") if value else []
+
+
+@pytest.mark.parametrize(
+    ("answer", "mentions"),
+    [
+        (lambda value: [p for p in value.split(",") if p], "keep the blanks"),
+        (lambda value: [p.lstrip() for p in value.split(",") if p.strip()], "keep the blanks"),
+        (verl_split_but_empty_is_none, "verl 0.9.1's own split"),
+        (lambda value: value.replace(" ", "").split(","), "names no modules"),
+        (lambda value: [p.strip() for p in value.split(",")] if value else [], "empty names"),
+        (lambda value: value.split(), "does not hold the names between the commas"),
+    ],
+    ids=["no strip", "left strip only", "verl's split", "no empty check", "keeps empty entries", "splits on blanks"],
+)
+def test_6_1_rejects_plausible_wrong_parsers(assert_wrong, answer, mentions):
+    verdict_text = assert_wrong("6.1", answer, mentions=mentions)
+    assert ".strip()" not in verdict_text and "split" not in verdict_text.replace("verl 0.9.1's own split", "")
+
+
+def test_6_1_method_says_how(assert_wrong):
+    method = exercise_method("6.1")
+    assert "split the value on commas" in method and "strip" in method
 
 
 def test_6_2_rejects_ignoring_the_import_order(assert_wrong):
@@ -98,10 +120,23 @@ def test_6_2_rejects_plausible_wrong_predictions(assert_wrong):
                 return False
         return False
 
+    def hook_ignores_the_variable(imports, env):  # importing verl alone is thought to patch
+        return own_predict([ADAPTOR if m == HOOK_PACKAGE else m for m in imports], None)
+
+    def adaptor_anywhere(imports, env):  # the adaptor patches even when imported after the model
+        return ADAPTOR in imports or (HOOK_PACKAGE in imports and ADAPTOR in (env or "").split(","))
+
     assert_wrong("6.2", exact_value, mentions="comma-separated list")
-    assert_wrong("6.2", any_toylib_first_is_too_late, mentions="importing toylib.ops first is harmless")
-    assert_wrong("6.2", substring_match, mentions="only the modules the variable names")
+    assert_wrong("6.2", any_toylib_first_is_too_late, mentions="not the module that binds `attention`")
+    assert_wrong("6.2", substring_match, mentions="does not name toylib_adaptor")
+    assert_wrong("6.2", hook_ignores_the_variable, mentions="does not name toylib_adaptor")
+    assert_wrong("6.2", adaptor_anywhere, mentions="too late")
     assert_wrong("6.2", lambda imports, env: "yes", mentions="return a bool")
+
+
+def test_6_2_messages_do_not_state_the_rule(assert_wrong):
+    verdict_text = assert_wrong("6.2", lambda imports, env: False, mentions="yet you said unpatched")
+    assert "iff" not in verdict_text and "before the library" not in verdict_text
 
 
 def test_the_mechanisms_own_parser_and_predictor_are_refused(assert_wrong):

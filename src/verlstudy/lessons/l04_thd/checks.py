@@ -3,7 +3,8 @@
 
 A notebook reaches them only as check_exercise("N.M", answer); the mechanism's own functions are
 refused as answers. 4.2 and 4.3 hand the learner's guard known-good and known-bad functions (the
-bad ones live only here); each checker names the mistake it recognises.
+bad ones live only here). A wrong answer's message names the mistake it shows; how to get there is each
+checker's `method`, shown after repeated tries or by `exercise_hint`.
 """
 
 from __future__ import annotations
@@ -39,23 +40,33 @@ PACKED_CASES: tuple[tuple[tuple[int, ...], int, int], ...] = (
 )
 
 
-def _packed_hint(got: int, lengths: tuple[int, ...], tp: int, cp: int) -> str:
+def _packed_mistake(got: int, lengths: tuple[int, ...], tp: int, cp: int) -> str:
+    """The mistake a wrong packed length shows, named without the formula ("" when none is recognised)."""
     if cp > 1 and got * cp == packed_thd_length(lengths, tp, cp):
-        return "that is one CP rank's share; give the total over the CP ranks (cu_seqlens_padded[-1])"
+        return ": that is one CP rank's share, not the total over the CP ranks (cu_seqlens_padded[-1])"
     if cp > 1 and got == sum(aligned_length(n, tp * cp, 1) for n in lengths):
-        return "with cp > 1 the zigzag split needs 2*cp chunks, so each sequence aligns to tp*cp*2"
+        return ": your alignment with cp > 1 misses the zigzag's factor 2"
     if cp > 1 and got == sum(aligned_length(n, tp, 1) for n in lengths):
-        return "you ignored cp; each sequence is cut into 2*cp zigzag chunks too"
+        return ": your alignment ignores cp"
     if got == len(lengths) * aligned_length(max(lengths), tp, cp):
-        return "that is the [B, L] rectangle of the VLM input_ids; the packed labels pad each sequence to its own"
+        return ": that is the [B, L] rectangle of the VLM input_ids, not the packed row"
     if got == aligned_length(sum(lengths), tp, cp):
-        return "you aligned the total; the THD engine pads each sequence on its own before packing them"
+        return ": you aligned the sum of the lengths as one block"
     if got == sum(lengths):
-        return "no padding at all: every sequence is padded up to a multiple of the alignment"
-    return "pad each sequence to a multiple of the alignment, then add them up"
+        return ": that is the number of real tokens, with no padding at all"
+    return ""
 
 
-@checker("4.1", library_answers=[packed_thd_length])
+@checker(
+    "4.1",
+    library_answers=[packed_thd_length],
+    method=(
+        "the alignment is a = tp*cp*2 when cp > 1, else tp (section 3); round each sequence's length up to a "
+        "multiple of a on its own, n + (a - n % a) % a, and add the rounded lengths: the total over every CP "
+        "rank, no [B, L] rectangle"
+    ),
+    reveals=["each sequence padded on its own", "align each sequence, then add", "expected=(1, 22)"],
+)
 def check_packed_length(fn: Callable[[list[int], int, int], int]) -> str:
     """Exercise 4.1: fn(lengths, tp, cp) predicts the packed THD row count preprocess_thd_engine builds."""
     for lengths, tp, cp in PACKED_CASES:
@@ -64,8 +75,8 @@ def check_packed_length(fn: Callable[[list[int], int, int], int]) -> str:
             raise ExerciseFailure(f"fn({list(lengths)}, {tp}, {cp}) should return an int, got {type(got).__name__}")
         want = packed_thd_length(lengths, tp, cp)
         if got != want:
-            hint = _packed_hint(int(got), lengths, tp, cp)
-            raise ExerciseFailure(f"fn({list(lengths)}, tp={tp}, cp={cp}) gave {got}, expected {want}: {hint}")
+            mistake = _packed_mistake(int(got), lengths, tp, cp)
+            raise ExerciseFailure(f"fn({list(lengths)}, tp={tp}, cp={cp}) gave {got}, expected {want}{mistake}")
     return f"all {len(PACKED_CASES)} (lengths, tp, cp) cases right"
 
 
@@ -96,7 +107,7 @@ def _split_mirror_off_by_one(x: torch.Tensor, cp: int, rank: int) -> torch.Tenso
 BUGGY_SPLITS: tuple[tuple[SplitFn, str], ...] = (
     (_split_contiguous, "the contiguous split (rank r holds block r): every row once, but unbalanced"),
     (_split_one_from_each_half, "a split giving rank r chunks r and cp+r: every row once, not the zigzag pairing"),
-    (_split_swapped, "a split with the right chunks in the wrong order (2*cp-1-r before r)"),
+    (_split_swapped, "a split holding the right chunks in the wrong order"),
     (_split_mirror_off_by_one, "a split pairing chunk r with 2*cp-2-r: rows duplicated and missing"),
 )
 SPLIT_CASES: tuple[tuple[int, int], ...] = ((8, 2), (24, 3), (16, 4), (12, 1))
@@ -115,7 +126,16 @@ def _verdict(guard: Callable[..., object], *args: object) -> str | None:
     return None
 
 
-@checker("4.2", library_answers=[zigzag_split, rank_positions, zigzag_chunks, zigzag_merge])
+@checker(
+    "4.2",
+    library_answers=[zigzag_split, rank_positions, zigzag_chunks, zigzag_merge],
+    method=(
+        "for each rank r in range(cp) build the rows zigzag gives it by hand: with chunk = seq_len // (2*cp), "
+        "the rows of chunk r followed by the rows of chunk 2*cp-1-r (with cp == 1, every row); then assert "
+        "split_fn(torch.arange(seq_len), cp, r).tolist() equals that list, order included, with a message"
+    ),
+    reveals=["a split that holds every row once can still be wrong"],
+)
 def check_split_guard(guard: Callable[[SplitFn, int, int], object]) -> str:
     """Exercise 4.2: guard(split_fn, seq_len, cp) raises AssertionError unless split_fn is the zigzag split."""
     for seq_len, cp in SPLIT_CASES:
@@ -172,7 +192,17 @@ BUGGY_PADS: tuple[tuple[PadFn, str], ...] = (
 )
 
 
-@checker("4.3", library_answers=[pad_nested])
+@checker(
+    "4.3",
+    library_answers=[pad_nested],
+    method=(
+        "loop over a few (lengths, tp, cp) cases whose longest length is not a multiple of the alignment, with "
+        "cp = 1 and cp > 1 (one with an odd tp); build ids with pack_sequences, call pad_fn(ids, 0, tp, cp) and "
+        "assert: padded.shape[1] >= the longest length and padded.shape[1] % (tp*cp*2 if cp > 1 else tp) == 0; "
+        "mask.sum(dim=1) equals the lengths; padded[mask] equals ids.values()"
+    ),
+    reveals=["a padding guard needs an unaligned longest length and a case with CP"],
+)
 def check_padding_guard(guard: Callable[[PadFn], object]) -> str:
     """Exercise 4.3: guard(pad_fn) raises AssertionError unless pad_fn's output survives SP and zigzag CP."""
     failed = _verdict(guard, pad_nested)
@@ -180,5 +210,5 @@ def check_padding_guard(guard: Callable[[PadFn], object]) -> str:
         raise ExerciseFailure(f"your guard rejected a correct padding function: {failed}")
     for pad, what in BUGGY_PADS:
         if _verdict(guard, pad) is None:
-            raise ExerciseFailure(f"your guard let {what} through: test a case where it goes wrong")
+            raise ExerciseFailure(f"your guard let {what} through: none of your cases shows it wrong")
     return f"passes the aligned padding and catches all {len(BUGGY_PADS)} buggy ones"

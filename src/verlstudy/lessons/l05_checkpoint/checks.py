@@ -1,7 +1,8 @@
 """Lesson 05's exercise checkers: 5.1 matches a module pattern, 5.2 audits a strict=False load.
 
 A notebook reaches them only as check_exercise("N.M", answer); the mechanism's own matcher and
-audit are refused as answers.
+audit are refused as answers. A wrong answer's message names the mistake it shows; how to get there is
+each checker's `method`, shown after repeated tries or by `exercise_hint`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,31 @@ from verlstudy.lessons.l05_checkpoint.checkpoint import (
 )
 
 
-@checker("5.1", library_answers=[matches_prefix])
+def _matcher_mistake(fn: Callable[[str, str], bool], key: str, pattern: str, got: bool) -> str:
+    """The mistake a wrong match shows, named without the rule."""
+    module = pattern.rstrip(".")
+    if got and key.startswith(module) and not key.startswith(module + "."):
+        return f"your test matches the letters of {module!r}, not the whole module name"
+    if got and module not in key:
+        return f"your test matches {key!r}, which does not mention {module!r} at all"
+    if got:
+        return f"{module!r} is not the first module of {key!r}: your test finds it further in"
+    if key == module:
+        return "a key that is the module's own name lies in it too"
+    if not pattern.endswith(".") and fn(key, pattern + ".") is True:
+        return "your matcher works only when the pattern ends with a dot"
+    return "your matcher misses a key inside the module"
+
+
+@checker(
+    "5.1",
+    library_answers=[matches_prefix],
+    method=(
+        "strip the pattern's trailing dot to get the module name; then the key is in it exactly when "
+        "key == module or key.startswith(module + '.')"
+    ),
+    reveals=['module names, so `"mtp"` and `"mtp."` both mean the module `mtp`', 'starts with `name + "."`'],
+)
 def check_prefix_matcher(fn: Callable[[str, str], bool]) -> str:
     """Exercise 5.1: `fn(key, pattern)` must match a whole module name, not a string prefix."""
     if not callable(fn):
@@ -40,13 +65,8 @@ def check_prefix_matcher(fn: Callable[[str, str], bool]) -> str:
         if not isinstance(got, bool):
             raise ExerciseFailure(f"return a bool; for ({key!r}, {pattern!r}) you returned {type(got).__name__}")
         if got != want:
-            hint = (
-                "compare whole module names: strip the trailing dot, then test key == module or "
-                "key.startswith(module + '.')"
-                if not want
-                else "a pattern may be written with or without its trailing dot"
-            )
-            raise ExerciseFailure(f"({key!r}, {pattern!r}) -> {got}, expected {want} ({why}); hint: {hint}")
+            mistake = _matcher_mistake(fn, key, pattern, got)
+            raise ExerciseFailure(f"({key!r}, {pattern!r}) -> {got}, expected {want} ({why}): {mistake}")
     return f"{len(cases)} cases"
 
 
@@ -67,20 +87,33 @@ def _without(state: Mapping[str, torch.Tensor], *modules: str) -> dict[str, torc
     return {k: v for k, v in state.items() if not any(k.startswith(m + ".") for m in modules)}
 
 
-def _hint(got: list[str], want: list[str], allowed: tuple[str, ...]) -> str:
+def _audit_mistake(got: list[str], want: list[str], allowed: tuple[str, ...]) -> str:
+    """The mistake a wrong list of keys shows, named without the rule."""
     if set(got) == set(want):
-        return "sort the keys"
-    if set(want) - set(got) and any(any(p.rstrip(".") in k for p in allowed) for k in set(want) - set(got)):
+        return "the right keys, but not sorted"
+    hidden = sorted(set(want) - set(got))
+    if hidden and allowed and any(any(p.rstrip(".") in k for p in allowed) for k in hidden):
         return (
-            "match whole module names: a key is covered only if it is the module or starts with module + '.'; "
-            "a plain prefix or substring test also covers mtp_extra.* or blocks.mtp.*"
+            f"you left out {', '.join(hidden)}, which no allowed module covers: your test of the allowed "
+            "modules covers more than the modules themselves"
         )
     if set(got) - set(want) and allowed:
-        return "leave out keys that an allowed module covers (they may be missing)"
-    return "load with strict=False and look at the result's missing_keys"
+        return "you also returned keys that an allowed module covers: those may be missing"
+    if hidden:
+        return f"you left out {', '.join(hidden)}: missing, and no allowed module covers them"
+    return "you returned keys that are not missing"
 
 
-@checker("5.2", library_answers=[audit_state_dict, load_state_dict_audited])
+@checker(
+    "5.2",
+    library_answers=[audit_state_dict, load_state_dict_audited],
+    method=(
+        "result = model.load_state_dict(state_dict, strict=False) loads the weights and lists "
+        "result.missing_keys; keep the missing keys k for which no p in allowed gives matches_module(k, p) "
+        "(your 5.1), and return them sorted"
+    ),
+    reveals=["any other missing source tensor", "missing key(s) not allowed"],
+)
 def check_missing_audit(fn: Callable[[nn.Module, Mapping[str, torch.Tensor], tuple[str, ...]], list[str]]) -> str:
     """Exercise 5.2: `fn(model, state_dict, allowed)` loads, then returns the sorted missing keys no module allows."""
     if not callable(fn):
@@ -116,9 +149,10 @@ def check_missing_audit(fn: Callable[[nn.Module, Mapping[str, torch.Tensor], tup
         held = target.state_dict()
         if not all(torch.equal(held[k], v) for k, v in state.items()):
             raise ExerciseFailure(
-                f"for {label} the model does not hold the checkpoint's weights: load it with "
-                "model.load_state_dict(state_dict, strict=False), do not only compare key sets"
+                f"for {label} the model does not hold the checkpoint's weights afterwards: your function "
+                "worked out the keys but did not load the weights into the model"
             )
         if got != want:
-            raise ExerciseFailure(f"for {label} you returned {got}, expected {want}; hint: {_hint(got, want, allowed)}")
+            mistake = _audit_mistake(got, want, allowed)
+            raise ExerciseFailure(f"for {label} (allowed: {allowed}) you returned {got}, expected {want}: {mistake}")
     return f"{len(cases)} cases"
