@@ -61,7 +61,7 @@ import torch
 from verlstudy.lessons.l09_dead_config import errors, field_reads, golden, loading, schema, verl_tree, workspace
 from verlstudy.lessons.l09_dead_config import upstream as l09_upstream
 from verlstudy.kit.upstream import upstream_cell
-from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.resources import data_dir
 from verlstudy.kit.devices import pick_device, skip_unless
@@ -132,10 +132,39 @@ for number, line in enumerate(engine_lines, start=1):
         print(f"engine.py:{number}: {line.strip()}")
 
 # %% [markdown]
-# `field_reads.dead_fields(sources, McoreEngineConfig)` does that search with `ast` for every field: a read that
-# is only *copied* (`self._x = cfg.field`) counts only if the copy is itself read somewhere, followed through
-# chains of copies. It matches attributes by name, whatever object they hang on, so it can miss a dead
-# field whose name is reused elsewhere, but it never calls a read field dead.
+# ### Predict first: exercise 9.1
+# `grad_offload` is in the engine, so a search for the name finds it; what tells a dead flag from a live one
+# is whether its copy is ever *read* (used in a condition, an argument, an expression) or only *assigned*.
+# Before the search below runs, write its heart yourself. **9.1** Write `attribute_reads(source)`
+# returning the set of attribute names (the `name` of `x.name`) that the Python code `source` *reads*:
+# `self._x = cfg.a` reads `a`, and only assigns `_x`. The `ast` module parses the source for you. A wrong
+# answer's message names the mistake; from the third wrong try the checker adds the method, and
+# `exercise_hint("9.1")` prints it whenever you ask.
+
+# %% tags=["solution", "exercise-9.1"]
+import ast
+
+
+def attribute_reads(source: str) -> set[str]:
+    """Return the set of attribute names that the Python code `source` reads (not those it only assigns)."""
+    return {n.attr for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)}
+
+
+# %% tags=["checker", "exercise-9.1"]
+check_exercise("9.1", attribute_reads)
+
+# %% [markdown] tags=["after-you-try-9.1"]
+# **After you try 9.1.** Every `x.name` in the parsed tree is an `ast.Attribute` node, and its `ctx` says
+# what the code does with it: `ast.Load` where it is read, `ast.Store` where it is assigned (`self._x = ...`).
+# `ast.walk` visits every node, so it also reaches the `config` inside `engine.config.router_replay.mode` and
+# the attributes passed as a call's arguments; a loop over the top-level statements would not.
+
+# %% [markdown]
+# `field_reads.dead_fields(sources, McoreEngineConfig)` builds the search on such reads (also counting
+# `getattr(x, "name")` and `x["name"]`), for every field: a read that is only *copied* (`self._x = cfg.field`)
+# counts only if the copy is itself read somewhere, followed through chains of copies. It matches attributes
+# by name, whatever object they hang on, so it can miss a dead field whose name is reused elsewhere, but it
+# never calls a read field dead.
 
 # %%
 sources = [PKG / "config.py", PKG / "engine.py"]
@@ -265,6 +294,58 @@ with expect_error(errors.RemovedKeyError, match="engine/megatron.yaml:9"):
     schema.instantiate(half1_tree)
 half1_diff = golden.generated_diff(half1 / "conf" / "_generated_trainer.yaml", half1 / "conf" / "trainer.yaml")
 claim("half-done removal 1: the golden check sees no difference", half1_diff == "")
+
+# %% [markdown]
+# ### Predict first: exercise 9.2
+# So this half is found only when a job starts. Comparing each YAML block with its dataclass finds it at
+# commit time, without starting anything. **9.2** Write `yaml_only_keys(cls, data)` returning the sorted
+# dotted names of keys in the YAML mapping `data` that are not fields of dataclass `cls`, recursing into
+# fields whose type is itself a dataclass (`router_replay.x`). `_target_` is allowed in every block. The
+# fixture's `config.py` starts with `from __future__ import annotations` (verl's config modules do not). A
+# wrong answer's message names the mistake; `exercise_hint("9.2")` prints the method.
+
+# %% tags=["solution", "exercise-9.2"]
+import typing
+
+
+def yaml_only_keys(cls: type, data: dict, prefix: str = "") -> list[str]:
+    """Sorted dotted keys of `data` that are not fields of `cls` (recursing into dataclass fields)."""
+    types_ = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    out = []
+    for key, value in data.items():
+        if key == "_target_":
+            continue
+        if key not in names:
+            out.append(prefix + key)
+        elif dataclasses.is_dataclass(types_[key]) and isinstance(value, dict):
+            out += yaml_only_keys(types_[key], value, prefix + key + ".")
+    return sorted(out)
+
+
+# %% tags=["checker", "exercise-9.2"]
+check_exercise("9.2", yaml_only_keys)
+
+# %% [markdown] tags=["after-you-try-9.2"]
+# **After you try 9.2.** The names come from `dataclasses.fields(cls)`, the types do not: under
+# `from __future__ import annotations` a field's `.type` is the string `'RouterReplayConfig'`, and
+# `dataclasses.is_dataclass` of a string is False. `typing.get_type_hints(cls)` resolves the strings to the
+# classes. A key that is not a field is reported with the blocks above it; a field whose type is a dataclass is
+# checked the same way, one level down, with the prefix `router_replay.`; `_target_` is skipped in every block.
+
+# %% [markdown]
+# The course's `schema.yaml_field_mismatches` is that comparison (it also lists the fields a YAML block leaves
+# out). On half-done removal 1 it names the key the dataclass lost, with no job started:
+
+# %%
+half1_yaml = loading.load_yaml(half1 / "conf" / "engine" / "megatron.yaml").data
+half1_mismatch = schema.yaml_field_mismatches(half1_pkg.config.McoreEngineConfig, half1_yaml)
+print("half-done removal 1, YAML vs dataclass:", half1_mismatch)
+claim(
+    "half-done removal 1: the YAML/dataclass comparison names the key",
+    ", ".join(half1_mismatch["yaml_only"]),
+    expected="grad_offload",
+)
 
 # %% [markdown]
 # ## Half-done removal 2: dataclass and YAML edited, generated file forgotten
@@ -400,50 +481,10 @@ print("original package has grad_offload:", "grad_offload" in schema.field_names
 
 # %% [markdown]
 # ## Exercises
-# **9.1** The heart of the dead-field search: write `attribute_reads(source)` returning the set of attribute
-# names that `source` *reads* (`x.name` in an `ast.Load` context). `self._x = cfg.a` reads `a`, and only
-# assigns `_x`.
-
-# %% tags=["solution", "exercise-9.1"]
-import ast
-
-
-def attribute_reads(source: str) -> set[str]:
-    """Return the set of attribute names that the Python code `source` reads (not those it only assigns)."""
-    return {n.attr for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)}
-
-
-# %% tags=["checker", "exercise-9.1"]
-check_exercise("9.1", attribute_reads)
-
-# %% [markdown]
-# **9.2** The check that catches half-done removal 1 before anyone starts a job: write
-# `yaml_only_keys(cls, data)` returning the sorted dotted names of keys in the YAML mapping `data` that are
-# not fields of dataclass `cls`, recursing into fields whose type is itself a dataclass (`router_replay.x`).
-# `_target_` is allowed in every block. Hint: with `from __future__ import annotations` the field types in
-# `dataclasses.fields` are strings; `typing.get_type_hints(cls)` gives the classes.
-
-# %% tags=["solution", "exercise-9.2"]
-import typing
-
-
-def yaml_only_keys(cls: type, data: dict, prefix: str = "") -> list[str]:
-    """Sorted dotted keys of `data` that are not fields of `cls` (recursing into dataclass fields)."""
-    types_ = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    out = []
-    for key, value in data.items():
-        if key == "_target_":
-            continue
-        if key not in names:
-            out.append(prefix + key)
-        elif dataclasses.is_dataclass(types_[key]) and isinstance(value, dict):
-            out += yaml_only_keys(types_[key], value, prefix + key + ".")
-    return sorted(out)
-
-
-# %% tags=["checker", "exercise-9.2"]
-check_exercise("9.2", yaml_only_keys)
+# Both exercises came before the sections that use them: **9.1** in the root cause, before the dead-field
+# search runs, and **9.2** after half-done removal 1, before the comparison that catches it. Any still "not yet
+# right"? Go back to it now; `exercise_hint("9.N")` prints the method, and the sections since then show the
+# reasoning.
 
 # %% [markdown]
 # ## Optional: on a GPU, the bytes really leave the device

@@ -10,7 +10,14 @@ import typing
 
 import pytest
 
-from verlstudy.kit.exercises import check_exercise, exercise_results, find_checker
+from verlstudy.kit.exercises import (
+    ExerciseFailure,
+    check_exercise,
+    exercise_method,
+    exercise_results,
+    find_checker,
+    reset_exercises,
+)
 from verlstudy.lessons.l09_dead_config import checks, schema
 from verlstudy.lessons.l09_dead_config.field_reads import _index_reads, attribute_read
 
@@ -62,9 +69,9 @@ def test_9_1_accepts_attribute_loads_found_by_walking_the_tree():
 @pytest.mark.parametrize(
     ("wrong", "mentions"),
     [
-        (every_attribute, "only assigned: check node.ctx"),
-        (lambda s: set(re.findall(r"\.(\w+)", s)), "only assigned"),
-        (assigned_values_only, "walk the whole tree"),
+        (every_attribute, "only assigns (stores into), never reads"),
+        (lambda s: set(re.findall(r"\.(\w+)", s)), "only assigns"),
+        (assigned_values_only, "not only at the top of a statement"),
         (outermost_attribute_only, "an attribute can sit inside another attribute"),
         (loaded_names_too, "not attributes"),
         (lambda s: sorted(attribute_reads(s)), "return a set"),
@@ -150,22 +157,38 @@ def dataclass_only(cls, data):
     return sorted(f.name for f in dataclasses.fields(cls) if f.name not in data)
 
 
+def every_key(cls, data):
+    return sorted(k for k in data if k != "_target_")
+
+
 def test_9_2_accepts_sorted_dotted_keys_with_recursion():
-    assert find_checker("9.2")(yaml_only_keys) == "4 blocks"
+    assert find_checker("9.2")(yaml_only_keys) == "5 blocks"
 
 
 @pytest.mark.parametrize(
     ("wrong", "mentions"),
     [
-        (flat_only, "recurse into fields whose type is a dataclass"),
-        (string_annotations, "typing.get_type_hints"),
-        (no_prefix, "dotted prefix"),
+        (flat_only, "keys inside the nested block 'router_replay'"),
+        (string_annotations, "makes a field's .type a string"),
+        (no_prefix, "without the block it sits in"),
         (keeps_target, "you reported '_target_'"),
         (lambda cls, data: sorted(yaml_only_keys(cls, data), reverse=True), "sort the keys"),
         (lambda cls, data: set(yaml_only_keys(cls, data)), "sorted list"),
-        (dataclass_only, "compare the keys with the names in dataclasses.fields"),
+        (dataclass_only, "the exercise asks the reverse"),
+        (every_key, "which are fields of the class"),
+        (lambda cls, data: yaml_only_keys(cls, data)[:1], "keys of this YAML block that are not fields"),
     ],
-    ids=["no-recursion", "string-annotations", "no-prefix", "target", "unsorted", "a-set", "fields-not-keys"],
+    ids=[
+        "no-recursion",
+        "string-annotations",
+        "no-prefix",
+        "target",
+        "unsorted",
+        "a-set",
+        "fields-not-keys",
+        "every-key",
+        "first-only",
+    ],
 )
 def test_9_2_rejects(assert_wrong, wrong, mentions):
     assert_wrong("9.2", wrong, mentions=mentions)
@@ -174,7 +197,7 @@ def test_9_2_rejects(assert_wrong, wrong, mentions):
 def test_9_2_refuses_the_lessons_mismatch_check_and_a_wrapper_of_it(assert_wrong):
     assert_wrong("9.2", schema.yaml_field_mismatches, mentions="library's own yaml_field_mismatches")
     wrapper = lambda cls, data: sorted(schema.yaml_field_mismatches(cls, data)["yaml_only"])  # noqa: E731
-    assert checks.check_yaml_only_keys(wrapper) == "4 blocks"  # unguarded, the wrapper would score correct
+    assert checks.check_yaml_only_keys(wrapper) == "5 blocks"  # unguarded, the wrapper would score correct
     assert_wrong("9.2", wrapper, mentions="calls the library's own yaml_field_mismatches")
 
 
@@ -185,7 +208,7 @@ def test_9_2_is_not_passed_by_any_mechanism_function(assert_mechanism_does_not_p
 def test_9_2_through_check_exercise_reports_correct_and_not_attempted(capsys):
     check_exercise("9.2", yaml_only_keys)
     assert exercise_results()["9.2"] == "correct"
-    assert capsys.readouterr().out == "exercise 9.2: correct: 4 blocks\n"
+    assert capsys.readouterr().out == "exercise 9.2: correct: 5 blocks\n"
 
     def stub(cls, data):
         raise NotImplementedError("exercise 9.2")
@@ -193,3 +216,35 @@ def test_9_2_through_check_exercise_reports_correct_and_not_attempted(capsys):
     check_exercise("9.2", stub)
     assert exercise_results()["9.2"] == "not attempted"
     assert "exercise 9.2: not attempted" in capsys.readouterr().out
+
+
+# ---- hints escalate: a nudge first, the method on request ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("exercise_id", "wrong", "tools"),
+    [
+        ("9.1", every_attribute, ("ast.Load", "ast.walk", "node.ctx")),
+        ("9.1", assigned_values_only, ("ast.Load", "ast.walk", "node.ctx")),
+        ("9.1", loaded_names_too, ("ast.Load", "ast.walk", "ast.Attribute")),
+        ("9.2", flat_only, ("get_type_hints", "dataclasses.fields", "recurs")),
+        ("9.2", string_annotations, ("get_type_hints", "dataclasses.fields", "recurs")),
+        ("9.2", dataclass_only, ("get_type_hints", "dataclasses.fields", "recurs")),
+    ],
+)
+def test_a_wrong_try_names_the_mistake_not_the_tools_of_the_solution(exercise_id, wrong, tools):
+    with pytest.raises(ExerciseFailure) as failed:
+        find_checker(exercise_id)(wrong)
+    message = str(failed.value)
+    assert not [t for t in tools if t in message], message
+    assert all(t in exercise_method(exercise_id) for t in tools[:2])  # the method is where they are
+
+
+def test_the_method_follows_from_the_third_wrong_try(capsys):
+    reset_exercises()
+    for _ in range(2):
+        check_exercise("9.2", flat_only)
+    assert "method" not in capsys.readouterr().out.replace("shows the method", "")
+    check_exercise("9.2", flat_only)
+    assert "method (after 3 tries): take the field names" in capsys.readouterr().out
+    reset_exercises()
