@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 def installed(tmp_path_factory):
     work = tmp_path_factory.mktemp("wheel")
     source = work / "source"
-    for name in ("src", "notebooks", "data"):
+    for name in ("src", "notebooks", "data", "docs"):
         shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
@@ -54,6 +54,7 @@ def test_the_installed_package_is_the_wheels_not_the_checkouts(installed):
     assert Path(where[0]).is_relative_to(site) and Path(where[1]) == site / "verlstudy" / "_course"
     bundle = site / "verlstudy" / "_course"
     assert len(list((bundle / "notebooks").glob("*.ipynb"))) == 10 and (bundle / "data" / "stacks").is_dir()
+    assert (bundle / "docs" / "facilitator.md").is_file()  # the site links the guide from an installed package too
 
 
 def test_list_works_from_an_empty_folder(installed):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from verlstudy.kit.exercises import check_exercise, exercise_results, find_checker
+from verlstudy.kit.exercises import check_exercise, exercise_method, exercise_results, exercise_reveals, find_checker
 from verlstudy.lessons.l01_memory_leak import pipeline as pl
 
 
@@ -40,17 +40,34 @@ def test_1_1_accepts_buffer_gradient_and_stored_output(capsys):
 @pytest.mark.parametrize(
     ("wrong", "mistake"),
     [
-        (lambda s, h, i: s * h * i, "its .grad stays attached"),
-        (lambda s, h, i: 2 * s * h * i, "the stored model_output"),
-        (lambda s, h, i: s * h * i + s * i, "missing the receive buffer's gradient"),
+        (lambda s, h, i: s * h * i, "receive buffer alone"),
+        (lambda s, h, i: 2 * s * h * i, "what the store itself is meant to keep"),
+        (lambda s, h, i: s * h * i + s * i, "backward left something more on the buffer"),
+        (lambda s, h, i: 2 * s * h * i + s, "counts elements, not bytes"),
         (lambda s, h, i: 2 * s * h * 4 + s * 4, "itemsize you are given"),
-        (lambda s, h, i: 2 * s * h * i + s * i + 4 * s * h * i, "saved activations are freed"),
+        (lambda s, h, i: 2 * s * h * i + s * i + 4 * s * h * i, "saved activations"),
+        (lambda s, h, i: s * h * i + 2 * s * i, "bytes short"),
         (lambda s, h, i: "1088 bytes", "return a number of bytes"),
     ],
-    ids=["buffer-only", "no-stored-output", "no-gradient", "fixed-itemsize", "saved-activations", "a-string"],
+    ids=[
+        "buffer-only",
+        "no-stored-output",
+        "no-gradient",
+        "output-in-elements",
+        "fixed-itemsize",
+        "saved-activations",
+        "short",
+        "a-string",
+    ],
 )
 def test_1_1_rejects_a_wrong_count(assert_wrong, wrong, mistake):
-    assert_wrong("1.1", wrong, mentions=mistake)
+    verdict = assert_wrong("1.1", wrong, mentions=mistake)
+    assert "2 * S * H" not in verdict and "itemsize +" not in verdict  # the nudge never states the formula
+
+
+def test_1_1_has_a_method_with_the_formula_and_declares_what_reveals_it():
+    assert "2 * S * H * itemsize + S * itemsize" in exercise_method("1.1")
+    assert "16640" in exercise_reveals("1.1")
 
 
 def test_1_1_refuses_a_wrapper_around_the_library_answer(assert_wrong):
@@ -94,7 +111,7 @@ def test_1_2_rejects_the_smallest_site(assert_wrong):
         run_micro_batch()
         return tracker.top_sites(5, since=mark)[-1].function
 
-    assert_wrong("1.2", smallest, mentions="the largest is the leak")
+    assert_wrong("1.2", smallest, mentions="not the site whose live bytes grow the most")
 
 
 def test_1_2_rejects_the_sites_label(assert_wrong):
@@ -118,7 +135,17 @@ def test_1_2_rejects_a_site_object(assert_wrong):
 
 
 def test_1_2_rejects_the_answer_of_the_unfixed_pipeline(assert_wrong):
-    assert_wrong("1.2", lambda tracker, run_micro_batch: "create_tensor_recv_prev", mentions="after a mark")
+    assert_wrong("1.2", lambda tracker, run_micro_batch: "create_tensor_recv_prev", mentions="unfixed pipeline")
+
+
+def test_1_2_a_first_wrong_try_names_the_one_off_mistake_and_only_the_method_says_how(assert_wrong):
+    def no_mark(tracker, run_micro_batch):
+        run_micro_batch()
+        return tracker.top_sites(1)[0].function
+
+    verdict = assert_wrong("1.2", no_mark, mentions="not growth")
+    assert "tracker.mark()" not in verdict and "top_sites" not in verdict
+    assert "tracker.mark()" in exercise_method("1.2")
 
 
 # ---------------------------------------------------------------- no course function is an answer

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from verlstudy.common.trees import detach_tree
-from verlstudy.kit.exercises import check_exercise, exercise_results, find_checker
+from verlstudy.kit.exercises import check_exercise, exercise_method, exercise_results, exercise_reveals, find_checker
 from verlstudy.kit.upstream import load_upstream, verl_available
 
 
@@ -90,13 +90,13 @@ def test_2_1_accepts_a_detach_tree_that_keeps_detached_leaves():
     [
         (always_detach, "same object"),
         (mutating_detach, "input was mutated"),
-        (lambda obj: obj, "return a new dict"),
+        (lambda obj: obj, "a new dict must come back"),
         (tuples_become_lists, "tuples stay tuples"),
         (fresh_tensors, "keep the values"),
         (lambda obj: {k: v for k, v in obj.items() if k != "meta"}, "same keys"),
-        (grad_fn_rule, "not grad_fn"),
+        (grad_fn_rule, "has no grad_fn"),
         (detach_clone, "share storage"),
-        (top_level_like_6699, "recurse into lists"),
+        (top_level_like_6699, "nested containers"),
     ],
     ids=[
         "detaches-everything",
@@ -111,7 +111,25 @@ def test_2_1_accepts_a_detach_tree_that_keeps_detached_leaves():
     ],
 )
 def test_2_1_rejects(assert_wrong, wrong, mentions):
-    assert_wrong("2.1", wrong, mentions=mentions)
+    verdict = assert_wrong("2.1", wrong, mentions=mentions)
+    assert "type(obj)" not in verdict and ".detach()" not in verdict  # the nudge never shows the code
+
+
+def test_2_1_rejects_a_function_that_rebuilds_containers_but_detaches_nothing(assert_wrong):
+    def no_detach(obj):
+        if isinstance(obj, dict):
+            return {k: no_detach(v) for k, v in obj.items()}
+        if isinstance(obj, list | tuple):
+            return type(obj)(no_detach(v) for v in obj)
+        return obj
+
+    assert_wrong("2.1", no_detach, mentions="must come back detached")
+
+
+def test_2_1_and_2_2_methods_say_how_and_their_reveals_are_declared():
+    assert "type(obj)(recurse(v) for v in obj)" in exercise_method("2.1")
+    assert "detach_tree(model_output)" in exercise_method("2.2")
+    assert "(right: stored = detach_tree(model_output) here)" in exercise_reveals("2.2")
 
 
 def test_2_1_refuses_the_courses_detach_tree_and_a_wrapper_of_it(assert_wrong):
@@ -171,23 +189,26 @@ def test_2_2_accepts_detaching_after_the_loss():
     ],
 )
 def test_2_2_rejects(assert_wrong, placement, mentions):
-    assert_wrong("2.2", step(placement), mentions=mentions)
+    verdict = assert_wrong("2.2", step(placement), mentions=mentions)
+    assert "detach_tree" not in verdict  # the placement is the answer: only the method names it
 
 
 @pytest.mark.parametrize(
     ("log_probs", "mentions"),
     [
-        (lambda z, a: torch.softmax(z, -1).gather(-1, a[:, None]).squeeze(-1), "> 0"),  # probabilities
-        (lambda z, a: z.gather(-1, a[:, None]).squeeze(-1), "not the log-probabilities"),  # raw logits
-        (lambda z, a: torch.log_softmax(z, 0).gather(-1, a[:, None]).squeeze(-1), "action dimension"),  # wrong dim
-        (lambda z, a: -_true_log_probs(z, a), "> 0"),  # negative log-likelihood
-        (lambda z, a: torch.log_softmax(z, -1).gather(-1, a[:, None]), "shape"),  # not squeezed
-        (lambda z, a: torch.log_softmax(z, -1)[:, 0], "not the log-probabilities"),  # wrong action
+        (lambda z, a: torch.softmax(z, -1).gather(-1, a[:, None]).squeeze(-1), "probabilities, not log"),
+        (lambda z, a: z.gather(-1, a[:, None]).squeeze(-1), "raw logits"),
+        (lambda z, a: torch.log_softmax(z, 0).gather(-1, a[:, None]).squeeze(-1), "action dimension"),
+        (lambda z, a: -_true_log_probs(z, a), "negative log-probabilities"),
+        (lambda z, a: torch.log_softmax(z, -1).gather(-1, a[:, None]), "shape"),
+        (lambda z, a: torch.log_softmax(z, -1)[:, 0], "not the log-probabilities of the taken actions"),
+        (lambda z, a: torch.sigmoid(z).gather(-1, a[:, None]).squeeze(-1), "> 0"),
     ],
-    ids=["probabilities", "logits", "wrong-dim", "nll", "not-squeezed", "first-action"],
+    ids=["probabilities", "logits", "wrong-dim", "nll", "not-squeezed", "first-action", "sigmoid"],
 )
 def test_2_2_rejects_log_probs_that_are_not_log_probabilities(assert_wrong, log_probs, mentions):
-    assert_wrong("2.2", step("after", log_probs), mentions=mentions)
+    verdict = assert_wrong("2.2", step("after", log_probs), mentions=mentions)
+    assert "log_softmax" not in verdict and "gather" not in verdict  # names the mistake, not the computation
 
 
 def test_2_2_rejects_storing_something_else_than_what_the_loss_read(assert_wrong):

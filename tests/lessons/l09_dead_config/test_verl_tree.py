@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import pytest
 
@@ -46,9 +45,7 @@ def test_dataclass_fields_from_source_match_dataclasses_fields():
 @needs
 @needs_090
 def test_grad_offload_is_dead_in_090_and_gone_in_091():
-    start = time.perf_counter()
     before, after = verl_tree.scan_release("0.9.0"), verl_tree.scan_release()
-    seconds = time.perf_counter() - start
     assert "grad_offload" in before.fields and "grad_offload" not in after.fields
     assert set(before.fields) - set(after.fields) == {"grad_offload"}
     (grad,) = [d for d in before.dead if d.name == "grad_offload"]
@@ -58,7 +55,6 @@ def test_grad_offload_is_dead_in_090_and_gone_in_091():
     for live in ("param_offload", "use_mbridge", "optimizer_offload", "router_replay"):
         assert live not in after.dead_names()
     assert after.dead_names() == ["dist_checkpointing_prefix"], "the next cleanup candidate"
-    assert seconds < 3, f"the search over two releases took {seconds:.1f} s"
 
 
 @needs
