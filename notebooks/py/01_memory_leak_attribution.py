@@ -62,7 +62,7 @@ from verlstudy.lessons.l01_memory_leak.measure import (
     measure_slope,
 )
 from verlstudy.lessons.l01_memory_leak.store import consume_store, graph_leaves
-from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.resources import data_dir
 from verlstudy.kit.devices import pick_device, skip_unless
@@ -92,6 +92,32 @@ print(cfg)
 # consumes the store when the mini-batch ends. `AllocationTracker` records every storage created
 # while it is active; we read its live bytes after each micro-batch, without and with the fix.
 
+# %% [markdown]
+# ### Predict first: exercise 1.1
+# Before the next cell measures it: how many bytes does one leaking micro-batch leave alive on the last
+# stage? You know the mechanism from the PR (the stored output still has a `grad_fn`, and the last
+# stage's input is a fresh receive buffer that requires grad) and the toy's shapes from above.
+# **1.1** Write `predict_leak(seq_len, hidden, itemsize)`: the bytes one leaking micro-batch leaves alive
+# on the last stage. The checker runs the pipeline with three configurations (different S, H, dtype,
+# depth) and compares your number with the measured slope. A wrong answer's message names the mistake;
+# from the third wrong try the checker adds the method, and `exercise_hint("1.1")` prints it whenever
+# you ask.
+
+# %% tags=["solution", "exercise-1.1"]
+def predict_leak(seq_len: int, hidden: int, itemsize: int) -> int:
+    """Return the bytes one leaking micro-batch leaves alive on the last pipeline stage, as an int.
+
+    `seq_len` is S (tokens per micro-batch), `hidden` is H, `itemsize` the bytes per element of the dtype.
+    """
+    return 2 * seq_len * hidden * itemsize + seq_len * itemsize
+
+
+# %% tags=["checker", "exercise-1.1"]
+check_exercise("1.1", predict_leak)
+
+# %% [markdown]
+# Now the measurement, with this notebook's S, H and dtype (the parameters cell):
+
 # %%
 tracker = AllocationTracker()
 leak_run = pl.run_pipeline(cfg, num_micro_batches, tracker=tracker, seed=seed)
@@ -112,6 +138,36 @@ added = {b - a for a, b in zip(leak_run.live_bytes, leak_run.live_bytes[1:])}
 print(f"bytes added per micro-batch: leak {sorted(added)}, fix {int(fix_slope)}")
 claim("leak: every micro-batch adds the same bytes", len(added) == 1 and leak_slope > 0)
 claim("the fixed run grows more slowly", fix_slope < leak_slope)
+
+# %% [markdown]
+# ### Find a site yourself first: exercise 1.2
+# Section 2 names the site that holds this leak. Try the tool on a leak of your own first.
+# `AllocationTracker` records every storage created while it is active, with the Python stack that
+# created it: `tracker.mark()` returns a marker, and `tracker.top_sites(n, since=marker)` groups what was
+# allocated after that marker and is still alive by allocation site, largest first (each site has
+# `.function`, `.bytes`, `.count` and `.label()`).
+#
+# **1.2 Find a planted leak.** With the fix applied, a pipeline can still grow: someone added a "debug"
+# helper that keeps something per micro-batch. Write `find_growth_site(tracker, run_micro_batch)`: each
+# call of `run_micro_batch` runs one more micro-batch inside the active `tracker`; return the *function
+# name* that allocates what keeps growing. Careful: the first micro-batch also makes one-off
+# allocations (parameter gradients) that are not growth. The checker tries three pipelines;
+# `exercise_hint("1.2")` prints the method if you are stuck.
+
+# %% tags=["solution", "exercise-1.2"]
+def find_growth_site(tracker, run_micro_batch):
+    """Return the name (a str) of the function that allocates what keeps growing.
+
+    Each call of `run_micro_batch` (no arguments) runs one more micro-batch inside the active `tracker`.
+    """
+    run_micro_batch()
+    mark = tracker.mark()
+    run_micro_batch()
+    return tracker.top_sites(1, since=mark)[0].function
+
+
+# %% tags=["checker", "exercise-1.2"]
+check_exercise("1.2", find_growth_site)
 
 # %% [markdown]
 # ## 2. Root cause, step 1: which allocation site holds the memory?
@@ -403,43 +459,10 @@ claim("slope of #6699's quoted memory figures", upstream_slope, expected=0.27, r
 
 # %% [markdown]
 # ## 9. Exercises
-# **1.1 Predict the leak.** Write `predict_leak(seq_len, hidden, itemsize)`: the bytes one leaking
-# micro-batch leaves alive on the last stage. The checker runs the pipeline with three configurations
-# (different S, H, dtype, depth) and compares your number with the measured slope.
-
-# %% tags=["solution", "exercise-1.1"]
-def predict_leak(seq_len: int, hidden: int, itemsize: int) -> int:
-    """Return the bytes one leaking micro-batch leaves alive on the last pipeline stage, as an int.
-
-    `seq_len` is S (tokens per micro-batch), `hidden` is H, `itemsize` the bytes per element of the dtype.
-    """
-    return 2 * seq_len * hidden * itemsize + seq_len * itemsize
-
-
-# %% tags=["checker", "exercise-1.1"]
-check_exercise("1.1", predict_leak)
-
-# %% [markdown]
-# **1.2 Find a planted leak.** With the fix applied, a pipeline can still grow: someone added a "debug"
-# helper that keeps something per micro-batch. Write `find_growth_site(tracker, run_micro_batch)`:
-# each call of `run_micro_batch` runs one more micro-batch inside the active `tracker`; return the *function
-# name* that allocates what keeps growing. Careful: the first micro-batch also makes one-off
-# allocations (parameter gradients) that are not growth. The checker tries three pipelines.
-
-# %% tags=["solution", "exercise-1.2"]
-def find_growth_site(tracker, run_micro_batch):
-    """Return the name (a str) of the function that allocates what keeps growing.
-
-    Each call of `run_micro_batch` (no arguments) runs one more micro-batch inside the active `tracker`.
-    """
-    run_micro_batch()
-    mark = tracker.mark()
-    run_micro_batch()
-    return tracker.top_sites(1, since=mark)[0].function
-
-
-# %% tags=["checker", "exercise-1.2"]
-check_exercise("1.2", find_growth_site)
+# Both exercises came before the sections that answer them: **1.1** (predict the leak) before section 1
+# measured it and section 3 explained it part by part, **1.2** (find a planted leak) before section 2
+# attributed this one. Any still "not yet right"? Go back to it now: `exercise_hint("1.N")` prints the
+# method, and the sections since then show the reasoning.
 
 # %% [markdown]
 # ## 10. The same view from a CUDA memory snapshot

@@ -57,7 +57,7 @@ from collections import namedtuple
 import torch
 
 from verlstudy.lessons.l02_detach import astcheck
-from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.resources import data_dir
 from verlstudy.kit.devices import pick_device, skip_unless
@@ -99,8 +99,35 @@ print(f"running on {dev.type}")
 # ## 1 · `detach_tree`'s design, one property at a time
 # Upstream's rules (`verl/workers/engine/utils.py::detach_tree`, added by #7874): a tensor is detached **only if it requires grad**, otherwise the same object comes
 # back; a dict becomes a new dict, a list or tuple the same type, recursively; anything else is
-# returned unchanged; the input is never mutated. Here is an output dict shaped like an engine's:
-# live log-probs and entropy, a plain mask, and some non-tensor metadata.
+# returned unchanged; the input is never mutated.
+
+# %% [markdown]
+# ### Write it first: exercise 2.1
+# Before this section checks the course's version one property at a time, write your own.
+# **2.1** Write `my_detach_tree(obj)` with upstream's rules: detach a tensor only if it requires grad
+# (else return the same object), dict -> new dict, list/tuple -> same type, recursively, anything else
+# unchanged, never mutate the input. (Plain tuples are enough; no namedtuples needed.) A wrong answer's
+# message names the mistake; from the third wrong try the checker adds the method, and
+# `exercise_hint("2.1")` prints it whenever you ask.
+
+# %% tags=["solution", "exercise-2.1"]
+def my_detach_tree(obj):
+    """Return obj with every grad-requiring tensor detached; already-detached tensors come back as is."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach() if obj.requires_grad else obj
+    if isinstance(obj, dict):
+        return {k: my_detach_tree(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(my_detach_tree(v) for v in obj)
+    return obj
+
+
+# %% tags=["checker", "exercise-2.1"]
+check_exercise("2.1", my_detach_tree)
+
+# %% [markdown]
+# Now the course's `detach_tree` on an output dict shaped like an engine's: live log-probs and entropy,
+# a plain mask, and some non-tensor metadata.
 
 # %%
 Pair = namedtuple("Pair", "chosen rejected")
@@ -206,6 +233,30 @@ def compare_with_verl():
 
 
 upstream_cell(compare_with_verl)
+
+# %% [markdown]
+# ### Before the trap: exercise 2.2
+# Now put a `detach_tree` (the course's, imported above, or your own) to work in an engine step.
+# **2.2** Write `forward_step(policy, micro_batch, loss_function)` that computes per-action log-probs
+# (`log_softmax` of `policy(micro_batch["states"])`, gathered at `micro_batch["actions"]`), calls
+# `loss, metrics = loss_function({"log_probs": ...}, micro_batch)` and returns
+# `(loss, {"model_output": ..., "metrics": metrics})`. The engine keeps that output until the mini-batch
+# ends (lesson 01), and the loss must still train the policy: the checker runs one step on a tiny policy
+# and checks that the returned loss requires grad, that nothing stored under `"model_output"` requires
+# grad, and that every parameter gets a non-zero gradient. Section 2 then shows what a misplaced detach
+# does; `exercise_hint("2.2")` prints the method if you are stuck.
+
+# %% tags=["solution", "exercise-2.2"]
+def forward_step(policy, micro_batch, loss_function):
+    """Return (live loss, output dict whose 'model_output' holds no grad-attached tensor)."""
+    log_softmax = torch.log_softmax(policy(micro_batch["states"]), dim=-1)
+    model_output = {"log_probs": log_softmax.gather(-1, micro_batch["actions"][:, None]).squeeze(-1)}
+    loss, metrics = loss_function(model_output, micro_batch)
+    return loss, {"model_output": detach_tree(model_output), "metrics": metrics}
+
+
+# %% tags=["checker", "exercise-2.2"]
+check_exercise("2.2", forward_step)
 
 # %% [markdown]
 # ## 2 · The trap: detach in the wrong place
@@ -475,42 +526,10 @@ claim("#6699's rule detaches a flat engine output; misses only the nested and th
 
 # %% [markdown]
 # ## 6 · Exercises
-# **Exercise 2.1.** Write `my_detach_tree(obj)` with upstream's rules: detach a tensor only if it
-# requires grad (else return the same object), dict -> new dict, list/tuple -> same type, recursively,
-# anything else unchanged, never mutate the input. (Plain tuples are enough; no namedtuples needed.)
-
-# %% tags=["solution", "exercise-2.1"]
-def my_detach_tree(obj):
-    """Return obj with every grad-requiring tensor detached; already-detached tensors come back as is."""
-    if isinstance(obj, torch.Tensor):
-        return obj.detach() if obj.requires_grad else obj
-    if isinstance(obj, dict):
-        return {k: my_detach_tree(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return type(obj)(my_detach_tree(v) for v in obj)
-    return obj
-
-
-# %% tags=["checker", "exercise-2.1"]
-check_exercise("2.1", my_detach_tree)
-
-# %% [markdown]
-# **Exercise 2.2.** Write an engine step `forward_step(policy, micro_batch, loss_function)` that
-# computes per-action log-probs (`log_softmax` of `policy(micro_batch["states"])`, gathered at
-# `micro_batch["actions"]`), calls `loss, metrics = loss_function({"log_probs": ...}, micro_batch)` and
-# returns `(loss, {"model_output": ..., "metrics": metrics})`. The checker applies the whole contract.
-
-# %% tags=["solution", "exercise-2.2"]
-def forward_step(policy, micro_batch, loss_function):
-    """Return (live loss, output dict whose 'model_output' holds no grad-attached tensor)."""
-    log_softmax = torch.log_softmax(policy(micro_batch["states"]), dim=-1)
-    model_output = {"log_probs": log_softmax.gather(-1, micro_batch["actions"][:, None]).squeeze(-1)}
-    loss, metrics = loss_function(model_output, micro_batch)
-    return loss, {"model_output": detach_tree(model_output), "metrics": metrics}
-
-
-# %% tags=["checker", "exercise-2.2"]
-check_exercise("2.2", forward_step)
+# Both exercises came before the sections that answer them: **2.1** (`my_detach_tree`) before section 1
+# checked the course's version property by property, **2.2** (`forward_step`) before section 2 showed
+# the trap. Any still "not yet right"? Go back to it now: `exercise_hint("2.N")` prints the method, and
+# the sections since then show the reasoning.
 
 # %% [markdown]
 # ## 7 · On a GPU

@@ -1,7 +1,8 @@
 """Lesson 01's exercise checkers: 1.1 predicts the leak per micro-batch, 1.2 names a planted leak's site.
 
 A notebook reaches them only as check_exercise("N.M", answer); the mechanism's own prediction and
-measurements are refused as answers. Each checker names the usual mistake it recognises.
+measurements are refused as answers. A wrong answer's message names the mistake it shows; how to get
+there is each checker's `method`, shown after repeated tries or by `exercise_hint`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,23 @@ _PREDICTION_CASES = (
 )
 
 
-@checker("1.1", library_answers=[predicted_leak_bytes, predicted_leak_sites, measure_slope])
+@checker(
+    "1.1",
+    library_answers=[predicted_leak_bytes, predicted_leak_sites, measure_slope],
+    method=(
+        "the stored output's grad_fn pins its graph. Backward frees the graph's saved activations but not its "
+        "leaves, and on the last stage the leaf is the receive buffer (S x H x itemsize bytes), whose .grad "
+        "backward has just filled (the same size again); the stored per-token output itself adds S x itemsize. "
+        "So predict 2 * S * H * itemsize + S * itemsize"
+    ),
+    reveals=[
+        "16640",
+        "8192 B x1 backward_step",
+        "S x H x itemsize",
+        "(S x itemsize)",
+        "buffer + its gradient + S x 2 B of output",
+    ],
+)
 def check_leak_prediction(predict: Callable[[int, int, int], int]) -> str:
     """Exercise 1.1: `predict(seq_len, hidden, itemsize)` must equal the measured leak per micro-batch."""
     for cfg in _PREDICTION_CASES:
@@ -41,20 +58,29 @@ def check_leak_prediction(predict: Callable[[int, int, int], int]) -> str:
         if got == measured:
             continue
         where = f"for seq_len={s}, hidden={h}, itemsize={isz} you predict {got:g} bytes, measured {measured:g}"
-        if got == s * h * isz:
-            hint = "that is the receive buffer alone: its .grad stays attached to it and is kept too"
-        elif got == 2 * s * h * isz:
-            hint = "buffer and gradient are right; the stored model_output (S per-token values) is kept as well"
-        elif got == s * h * isz + s * isz:
-            hint = "you are missing the receive buffer's gradient"
-        elif got in (2 * s * h * 4 + s * 4, 2 * s * h * 2 + s * 2) and got != 2 * s * h * isz + s * isz:
-            hint = "use the itemsize you are given, not a fixed 4 or 2 bytes"
-        elif got > measured:
-            hint = "after backward the saved activations are freed; only the graph's leaves survive"
-        else:
-            hint = "count the receive buffer, its gradient and the stored per-token output"
-        raise ExerciseFailure(f"{where}: {hint}")
+        raise ExerciseFailure(f"{where}: {_leak_mistake(got, measured, s, h, isz)}")
     return f"matches the measured slope in {len(_PREDICTION_CASES)} configurations"
+
+
+def _leak_mistake(got: float, measured: int, s: int, h: int, isz: int) -> str:
+    """The mistake a wrong byte count shows, named without the formula."""
+    buffer, output = s * h * isz, s * isz
+    if got == buffer:
+        return "that is the receive buffer alone, but more than the buffer survives with it"
+    if got == 2 * buffer:
+        return "the buffer's share is right, but you leave out what the store itself is meant to keep"
+    if got == buffer + output:
+        return "you count the buffer and the stored output, but backward left something more on the buffer"
+    if got == 2 * buffer + s:
+        return "your stored-output term counts elements, not bytes"
+    if got in (2 * s * h * 4 + s * 4, 2 * s * h * 2 + s * 2):
+        return "your count is right for another dtype: use the itemsize you are given, not a fixed 4 or 2 bytes"
+    if got > measured:
+        return (
+            f"you count {got - measured:g} bytes too many: backward has already freed the graph's saved "
+            "activations, so they do not stay"
+        )
+    return f"you are {measured - got:g} bytes short of what the tracker measured"
 
 
 def _growth_scenarios() -> list[tuple[str, dict[str, Any], str]]:
@@ -70,7 +96,15 @@ def _growth_scenarios() -> list[tuple[str, dict[str, Any], str]]:
     ]
 
 
-@checker("1.2")
+@checker(
+    "1.2",
+    method=(
+        "run one micro-batch first (it makes the one-off allocations, such as the parameter gradients), take "
+        "m = tracker.mark(), run one more micro-batch, then return tracker.top_sites(1, since=m)[0].function: "
+        "the site holding the most bytes allocated after the mark and still alive"
+    ),
+    reveals=["tracker.top_sites(5, since=last_mb)", "warm-up: one-off allocations happen here"],
+)
 def check_growth_site(find: Callable[[AllocationTracker, Callable[[], None]], str]) -> str:
     """Exercise 1.2: `find(tracker, run_micro_batch)` must name the function whose allocations grow."""
     for title, spec, expected in _growth_scenarios():
@@ -86,13 +120,15 @@ def check_growth_site(find: Callable[[AllocationTracker, Callable[[], None]], st
             raise ExerciseFailure(f"{title}: return the function name as a string, got {type(got).__name__}")
         if got != expected:
             if got.startswith(f"{expected} ("):
-                hint = "return the function's name only (Site.function), not the site's label with file and line"
+                mistake = "return the function's name only (Site.function), not the site's label with file and line"
             elif got in ("backward_step", "stage_forward"):
-                hint = (
-                    "one-off allocations of the first micro-batch (parameter gradients) are not growth: "
-                    "run a micro-batch, take tracker.mark(), run another, then look at top_sites(since=mark)"
+                mistake = (
+                    "that site allocates once, in the first micro-batch (one-off allocations such as the parameter "
+                    "gradients), so it is not growth"
                 )
+            elif got == "create_tensor_recv_prev":
+                mistake = "that was the unfixed pipeline's leak; these pipelines have the fix applied"
             else:
-                hint = "group what was allocated after a mark and is still alive by function: the largest is the leak"
-            raise ExerciseFailure(f"{title}: you named {got!r}; {hint}")
+                mistake = "that is not the site whose live bytes grow the most from one micro-batch to the next"
+            raise ExerciseFailure(f"{title}: you named {got!r}; {mistake}")
     return "named the growing site in all 3 scenarios"
