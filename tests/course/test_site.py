@@ -208,3 +208,17 @@ def test_an_unknown_edition_is_refused():
     nb = nbformat.read(LESSON0.notebook, as_version=4)
     with pytest.raises(ValueError, match="edition must be one of"):
         site.lesson_body(LESSON0, nb, "teacher")
+
+
+def test_a_pr_number_at_the_start_of_a_line_stays_text_not_a_heading():
+    cell = nbformat.v4.new_markdown_cell("See\n#6699's weakref test and # A real heading")
+    nb = site_cells.page_cells(nbformat.v4.new_notebook(cells=[cell]), claims=[])
+    body = site.render_cells_html(nb)
+    assert "<h1" not in body and "#6699's weakref test" in body
+
+
+def test_each_lesson_page_has_one_title_heading(built):
+    out, _ = built
+    for lesson in registry.LESSONS:
+        page = (out / f"{lesson.stem}.html").read_text()
+        assert page.count("<h1") == 1, f"{lesson.stem}: {re.findall(r'<h1[^>]*>[^<]{0,60}', page)}"

@@ -151,9 +151,15 @@ def _is_claims_cell(cell: nbformat.NotebookNode) -> bool:
     return cell.cell_type == "code" and cell.source.strip() == "claims_table()"
 
 
+# "#6699's test" at the start of a line is a PR number to Jupyter, but a heading to nbconvert's Markdown
+PR_AT_LINE_START = re.compile(r"^#(?=\d)", re.MULTILINE)
+
+
 def page_cells(nb: nbformat.NotebookNode, claims: Sequence[Sequence[str]]) -> nbformat.NotebookNode:
     """Rewrite the outputs of `nb` (a copy the caller owns) for reading on the site; returns it."""
     for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = PR_AT_LINE_START.sub(r"\\#", cell.source)
         if cell.cell_type != "code":
             continue
         outputs = _collapse_figure_data(list(cell.get("outputs", [])))
