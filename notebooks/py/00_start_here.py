@@ -99,11 +99,14 @@ claim("PR lessons naming every stage in a heading", sum(not a.missing for a in p
 # On a GPU or NPU machine, install the torch build for it first, then `verlstudy run --device cuda`
 # (or `npu`). Accelerator cells are optional: on a CPU they print one skip line.
 #
-# `verlstudy doctor` checks what the course needs. Its versions differ from machine to machine, so
-# this cell is tagged `nbval-ignore-output`: nbval runs it but does not compare what it prints.
+# `verlstudy doctor` checks what the course needs. In a terminal it also starts the kernel the lessons
+# run on, once, and runs a cell in it (the interpreter it reports and the torch it imports), which
+# takes a few seconds; here `--no-kernel-start` only resolves that kernel, to keep this lesson quick.
+# Its versions differ from machine to machine, so this cell is tagged `nbval-ignore-output`: nbval
+# runs it but does not compare what it prints.
 
 # %% tags=["nbval-ignore-output"]
-print(verlstudy("doctor"))
+print(verlstudy("doctor", "--no-kernel-start"))
 
 # %% [markdown]
 # ## Parameters, the papermill way
