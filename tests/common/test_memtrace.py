@@ -332,3 +332,11 @@ def test_the_stored_fixture_attributes_the_leak_to_the_receive_buffer() -> None:
     assert [s.function for s in sites] == ["create_tensor_recv_prev", "backward_step", "loss_func"]
     assert sites[0].bytes == sites[1].bytes
     assert sites[0].count == sites[2].count
+
+
+def test_a_corrupt_snapshot_file_is_named_not_a_pickle_traceback(tmp_path) -> None:
+    for name, payload in (("truncated.pickle", b"\x80\x04\x95"), ("text.pickle", b"not a pickle at all")):
+        path = tmp_path / name
+        path.write_bytes(payload)
+        with pytest.raises(ValueError, match=rf"{name}: not a snapshot pickle"):
+            load_snapshot(path)

@@ -289,8 +289,11 @@ def load_snapshot(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
         path = Path(source)
         if not path.is_file():
             raise ValueError(f"snapshot file not found: {path.name}")
-        with path.open("rb") as f:
-            snapshot = pickle.load(f)  # the format torch.cuda.memory._dump_snapshot writes
+        try:
+            with path.open("rb") as f:
+                snapshot = pickle.load(f)  # the format torch.cuda.memory._dump_snapshot writes
+        except (pickle.UnpicklingError, EOFError, ValueError, AttributeError, ImportError, IndexError) as e:
+            raise ValueError(f"{path}: not a snapshot pickle ({type(e).__name__}: {e}); restore it with git") from e
     else:
         raise TypeError(f"source must be a snapshot dict or a path to a snapshot pickle, got {type(source).__name__}")
     if not isinstance(snapshot, dict) or not isinstance(snapshot.get("segments"), list):

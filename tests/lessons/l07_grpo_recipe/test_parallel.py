@@ -250,3 +250,10 @@ class TestLoadRecipe:
         (tmp_path / "list.yaml").write_text("- 1\n")
         with pytest.raises(ValueError, match="must be a mapping"):
             load_recipe(tmp_path / "list.yaml")
+
+
+def test_a_corrupt_recipe_file_is_named_with_its_line(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("cluster:\n  nodes: 32\n  devices: [16\n")
+    with pytest.raises(ValueError, match=r"recipe .*broken.yaml, line \d+: not valid YAML"):
+        load_recipe(path)

@@ -386,7 +386,12 @@ def load_recipe(path: str | Path) -> dict[str, dict[str, object]]:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"recipe file {path} does not exist")
-    data = yaml.safe_load(path.read_text())
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:  # PyYAML names "<unicode string>", not the file
+        where = getattr(e, "problem_mark", None)
+        line = f", line {where.line + 1}" if where is not None else ""
+        raise ValueError(f"recipe {path}{line}: not valid YAML ({getattr(e, 'problem', None) or e})") from e
     if not isinstance(data, dict):
         raise ValueError(f"recipe {path.name} must be a mapping of sections, got {type(data).__name__}")
     for section, keys in RECIPE_KEYS.items():
