@@ -111,6 +111,37 @@ def test_report_paths_are_checked_before_any_kernel_starts(tmp_path, named, mess
         files.check_report_paths({flag: tmp_path / name for flag, name in named.items()})
 
 
+def _deny_writes_in(folder, monkeypatch):
+    """What a non-root user meets in a read-only folder (root passes every permission check, so CI sees none)."""
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if os.fspath(p) == os.fspath(folder) else real(p, mode))
+
+
+def test_a_report_in_a_folder_the_user_cannot_write_is_refused_by_name(tmp_path, monkeypatch):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    _deny_writes_in(locked, monkeypatch)
+    with pytest.raises(ValueError, match=f"--junit {locked}/sub/j.xml: {locked} is not writable"):
+        files.check_report_paths({"--junit": locked / "sub" / "j.xml"})
+
+
+def test_the_cli_refuses_an_unwritable_report_before_a_kernel_starts(tmp_path, monkeypatch, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    _deny_writes_in(locked, monkeypatch)
+    monkeypatch.setattr(runner, "run_lessons", lambda *a, **k: pytest.fail("no kernel may start"))
+    code = cli.main(["run", "00", "--out", str(tmp_path / "out"), "--report", str(locked / "r.md")])
+    assert code == 2 and "is not writable" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere: the permission itself is tested above")
+def test_a_real_read_only_folder_is_refused(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    with pytest.raises(ValueError, match="is not writable"):
+        files.check_report_paths({"--report": locked / "r.md"})
+
+
 def test_an_earlier_report_may_be_replaced(tmp_path):
     (tmp_path / "report.md").write_text("# Course run\n")
     (tmp_path / "junit.xml").write_text("<testsuites/>")
