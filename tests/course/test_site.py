@@ -222,3 +222,25 @@ def test_each_lesson_page_has_one_title_heading(built):
     for lesson in registry.LESSONS:
         page = (out / f"{lesson.stem}.html").read_text()
         assert page.count("<h1") == 1, f"{lesson.stem}: {re.findall(r'<h1[^>]*>[^<]{0,60}', page)}"
+
+
+@pytest.mark.parametrize("taken", ["00_start_here.ipynb", "notes.md", "data"])
+def test_a_folder_holding_what_the_site_did_not_write_is_refused_and_left_alone(tmp_path, taken):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / taken).mkdir() if "." not in taken else (out / taken).write_text("mine")
+    with pytest.raises(ValueError, match=rf"holds files a site build did not write \({re.escape(taken)}\)"):
+        site.build_site(out, lessons=[LESSON0])
+    assert [p.name for p in out.iterdir()] == [taken]
+
+
+def test_the_cli_refuses_the_courses_notebooks_folder_as_site_output(capsys):
+    from verlstudy.course.cli import main
+
+    assert main(["site", "00", "--out", str(registry.notebooks_dir())]) == 2
+    assert "holds files a site build did not write" in capsys.readouterr().err
+
+
+def test_a_site_folder_can_be_built_again(tmp_path):
+    first = site.build_site(tmp_path / "site", lessons=[LESSON0])
+    assert site.build_site(tmp_path / "site", lessons=[LESSON0]) == first  # its own pages and student/ are not foreign

@@ -153,6 +153,20 @@ def edition_pages(
     return pages
 
 
+def check_site_out(out: Path) -> None:
+    """Refuse an output folder holding anything a site build did not write (the notebooks, a learner's work)."""
+    if not out.is_dir():
+        return
+    foreign = sorted(
+        p.name
+        for p in out.iterdir()
+        if not ((p.is_file() and p.suffix == ".html") or (p.is_dir() and p.name == STUDENT_DIR))
+    )
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise ValueError(f"{out} holds files a site build did not write ({shown}): choose an empty or a site folder")
+
+
 def build_site(out: Path, executed_dir: Path | None = None, lessons: Sequence[Lesson] | None = None) -> list[Path]:
     """Render every executed lesson (from `executed_dir`, default the stored notebooks) in both editions.
 
@@ -160,6 +174,7 @@ def build_site(out: Path, executed_dir: Path | None = None, lessons: Sequence[Le
     """
     out = Path(out)
     check_out_dir(out)
+    check_site_out(out)
     lessons = list(lessons) if lessons else list(registry.LESSONS)
     executed: dict[str, nbformat.NotebookNode] = {}
     for lesson in lessons:
