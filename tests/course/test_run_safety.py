@@ -312,3 +312,71 @@ def test_ctrl_c_stops_within_seconds_kills_the_kernel_and_writes_a_partial_repor
     assert "interrupted" in err
     report = (tmp_path / "out" / "report.md").read_text()
     assert report.startswith("# Course run (interrupted: partial)") and "| not run |" in report
+
+
+def test_run_pool_keeps_job_order_and_a_ctrl_c_drops_the_queue_but_keeps_what_finished():
+    ran = []
+
+    def work(job):
+        ran.append(job)
+        time.sleep(0.3 if job == "slow" else 0.0)
+        return job.upper()
+
+    assert runner.run_pool(["a", "slow", "b"], work, workers=2) == ["A", "SLOW", "B"]
+
+    ran.clear()
+
+    def interrupt(result):
+        if result == "A":
+            raise KeyboardInterrupt  # what Ctrl-C raises in the main thread while it waits
+
+    with pytest.raises(runner.PoolInterrupted) as stop:
+        runner.run_pool(["a", "slow", "b", "c"], work, workers=2, on_done=interrupt)
+    assert stop.value.finished[0] == "A" and 1 in stop.value.finished  # the running job was let finish
+    assert "c" not in ran, "queued jobs must not start after Ctrl-C"
+
+
+SLEEPY_PROGRESS = """
+import sys
+from pathlib import Path
+import nbformat
+from verlstudy.course import cli, progress
+
+learner = Path(sys.argv[1])
+learner.mkdir()
+for name in ("00_start_here.ipynb", "01_memory_leak_attribution.ipynb"):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import time; time.sleep(120)")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, learner / name)
+real_rows_for = progress._rows_for
+
+def announced(*args):
+    print("kernel starting", flush=True)
+    return real_rows_for(*args)
+
+progress._rows_for = announced
+sys.exit(cli.main(["progress", str(learner), "--workers", "1", "--build", sys.argv[2]]))
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_progress_within_seconds_and_prints_what_it_has(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLEEPY_PROGRESS, str(tmp_path / "ada"), str(tmp_path / "build")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout.readline().strip() == "kernel starting"
+    time.sleep(4)  # the kernel is up and sleeping in its cell
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - start < 10, "Ctrl-C must stop progress within seconds, not after every notebook"
+    assert proc.returncode == 130, err
+    assert "interrupted after 1 of 2 notebooks; the table above is partial" in err
+    assert "| ada | 00_start_here | - | broken notebook |" in out  # the killed notebook is reported, not lost

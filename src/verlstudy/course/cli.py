@@ -145,6 +145,11 @@ def cmd_progress(args: argparse.Namespace) -> int:
         rows = progress.collect([Path(f) for f in args.folders], build, workers=args.workers)
     except ValueError as e:
         raise UsageError(str(e)) from e
+    except progress.ProgressInterrupted as stop:
+        print(progress.table(stop.rows), end="")
+        partial = f"interrupted after {stop.finished} of {stop.total} notebooks; the table above is partial"
+        print(f"verlstudy progress: {partial} (no CSV or JUnit written)", file=sys.stderr)
+        return 130
     print(progress.table(rows), end="")
     if csv_path:
         files.write_text(csv_path, progress.to_csv(rows))

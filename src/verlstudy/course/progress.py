@@ -14,12 +14,12 @@ import io
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
+from verlstudy.course import runner
 from verlstudy.course.outcomes import exercise_verdicts
 from verlstudy.course.runner import execute_with_papermill
 from verlstudy.kit.exercises import registered_exercises
@@ -95,9 +95,20 @@ def collect(folders: Sequence[Path], build: Path, workers: int = 2) -> list[Row]
         for notebook in sorted(folder.glob("*.ipynb"))
         if LESSON_FILE.fullmatch(notebook.name)
     ]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        chunks = list(pool.map(lambda job: _rows_for(job[0], job[1], Path(build)), jobs))
+    try:
+        chunks = runner.run_pool(jobs, lambda job: _rows_for(job[0], job[1], Path(build)), workers=workers)
+    except runner.PoolInterrupted as stop:  # Ctrl-C: the notebooks that finished still count
+        done = [row for _, chunk in sorted(stop.finished.items()) for row in chunk]
+        raise ProgressInterrupted(done, len(stop.finished), len(jobs)) from None
     return [row for chunk in chunks for row in chunk]
+
+
+class ProgressInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `collect`: the rows of the notebooks that finished, and how many of how many did."""
+
+    def __init__(self, rows: list[Row], finished: int, total: int) -> None:
+        super().__init__("interrupted")
+        self.rows, self.finished, self.total = rows, finished, total
 
 
 def table(rows: list[Row]) -> str:

@@ -6,10 +6,11 @@ import ast
 import contextlib
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import nbformat
 
@@ -26,6 +27,9 @@ from verlstudy.course.twins import (
 )
 from verlstudy.kit.params import positive_int
 from verlstudy.kit.resources import notebooks_dir
+
+J = TypeVar("J")
+R = TypeVar("R")
 
 # ---------------------------------------------------------------- parameters
 
@@ -261,29 +265,54 @@ def run_lessons(
     jobs: list[Lesson | None] = list(lessons)
     if with_floor:
         jobs.insert(0, None)  # first, so it runs while the machine is as busy as for the lessons
-    results: dict[str, RunResult] = {}
+    try:
+        done = run_pool(jobs, lambda job: run_one(job, out_dir, parameters), workers=workers, on_done=on_done)
+    except PoolInterrupted as stop:
+        finished = {r.name: r for r in stop.finished.values()}
+        raise Interrupted(_ordered(lessons, finished), finished.get("floor")) from None
+    results = {r.name: r for r in done}
+    floor = results.pop("floor", None)
+    return _ordered(lessons, results), floor
+
+
+class PoolInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `run_pool`: `finished` maps each finished job's index to its result."""
+
+    def __init__(self, finished: dict[int, object]) -> None:
+        super().__init__("interrupted")
+        self.finished = finished
+
+
+def run_pool(
+    jobs: Sequence[J], work: Callable[[J], R], *, workers: int, on_done: Callable[[R], None] | None = None
+) -> list[R]:
+    """`work(job)` for every job in `workers` threads (each job runs notebooks in kernels); results in job order.
+
+    Ctrl-C drops the queue and kills the kernels until the running jobs end (they fail fast), then raises
+    PoolInterrupted with what finished, so the caller can still report it: a stop within seconds, never
+    after the whole queue.
+    """
+    positive_int("workers", workers)
     pool = ThreadPoolExecutor(max_workers=workers)
-    futures = {pool.submit(run_one, job, out_dir, parameters): job for job in jobs}
+    futures = {pool.submit(work, job): i for i, job in enumerate(jobs)}
+    results: dict[int, R] = {}
     try:
         for future in as_completed(futures):
-            result = future.result()
-            results[result.name] = result
+            results[futures[future]] = future.result()
             if on_done:
-                on_done(result)
+                on_done(results[futures[future]])
     except KeyboardInterrupt:
-        # Ctrl-C: drop the queue, kill the kernels until the running lessons end (as failed), keep what finished
         pool.shutdown(wait=False, cancel_futures=True)
         while not all(f.done() for f in futures):
             kill_kernels()
             wait(futures, timeout=0.5)
-        for future in futures:
+        for future, i in futures.items():
             if future.done() and not future.cancelled() and future.exception() is None:
-                results.setdefault(future.result().name, future.result())
-        raise Interrupted(_ordered(lessons, results), results.get("floor")) from None
+                results.setdefault(i, future.result())
+        raise PoolInterrupted(dict(results)) from None
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    floor = results.pop("floor", None)
-    return _ordered(lessons, results), floor
+    return [results[i] for i in range(len(jobs))]
 
 
 def _ordered(lessons: list[Lesson], results: Mapping[str, RunResult]) -> list[RunResult]:
