@@ -244,3 +244,9 @@ def test_the_cli_refuses_the_courses_notebooks_folder_as_site_output(capsys):
 def test_a_site_folder_can_be_built_again(tmp_path):
     first = site.build_site(tmp_path / "site", lessons=[LESSON0])
     assert site.build_site(tmp_path / "site", lessons=[LESSON0]) == first  # its own pages and student/ are not foreign
+
+
+def test_prints_split_by_a_record_read_as_one_block_and_other_outputs_stay_apart():
+    out, err = nbformat.v4.new_output("stream", text="a\n"), nbformat.v4.new_output("stream", name="stderr", text="w\n")
+    merged = site_cells.merge_streams([out, nbformat.v4.new_output("stream", text="b\n"), err, out])
+    assert [(o.name, o.text) for o in merged] == [("stdout", "a\nb\n"), ("stderr", "w\n"), ("stdout", "a\n")]

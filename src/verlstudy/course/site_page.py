@@ -35,7 +35,7 @@ a{color:#1f5aa6}
 pre{overflow-x:auto;font-size:13px;line-height:1.35;margin:.3em 0}
 .prompt{display:none}
 .input_area{background:#f7f7f9;border:1px solid #e3e3e8;border-radius:4px;padding:.2em .6em;margin:.6em 0 .2em}
-.output_area pre{padding:.2em .6em;border-left:3px solid #e3e3e8}
+.output_area pre{padding:.2em .6em;border-left:3px solid #e3e3e8;white-space:pre-wrap;overflow-wrap:anywhere}
 .output_png img,.rendered_html img{max-width:100%;height:auto}
 table{border-collapse:collapse;margin:.6em 0;font-size:13px}
 td,th{border-bottom:1px solid #ddd;padding:.25em .7em;text-align:left;vertical-align:top}
