@@ -290,25 +290,33 @@ sys.exit(cli.main(["run", "00", "01", "02", "--workers", "1", "--no-floor", "--o
 """
 
 
-@pytest.mark.slow
-def test_ctrl_c_stops_within_seconds_kills_the_kernel_and_writes_a_partial_report(tmp_path):
+def _ctrl_c_once_a_kernel_sleeps(script: str, *args: str) -> tuple[int, str, str, float]:
+    """Run `script` (which prints "kernel starting"), press Ctrl-C once its kernel sleeps in a cell.
+
+    Returns (exit code, stdout after that line, stderr, seconds from Ctrl-C to exit).
+    """
     import signal
     import subprocess
     import sys
 
     proc = subprocess.Popen(
-        [sys.executable, "-c", SLEEPY_RUN, str(tmp_path / "sleepy.ipynb"), str(tmp_path / "out")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        [sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     assert proc.stdout.readline().strip() == "kernel starting"
     time.sleep(4)  # the kernel is up and sleeping in its cell
     start = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=30)
-    assert time.monotonic() - start < 10, "Ctrl-C must stop the run within seconds"
-    assert proc.returncode == 130, err
+    out, err = proc.communicate(timeout=30)
+    return proc.returncode, out, err, time.monotonic() - start
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_within_seconds_kills_the_kernel_and_writes_a_partial_report(tmp_path):
+    code, _out, err, seconds = _ctrl_c_once_a_kernel_sleeps(
+        SLEEPY_RUN, str(tmp_path / "sleepy.ipynb"), str(tmp_path / "out")
+    )
+    assert seconds < 10, "Ctrl-C must stop the run within seconds"
+    assert code == 130, err
     assert "interrupted" in err
     report = (tmp_path / "out" / "report.md").read_text()
     assert report.startswith("# Course run (interrupted: partial)") and "| not run |" in report
@@ -361,22 +369,10 @@ sys.exit(cli.main(["progress", str(learner), "--workers", "1", "--build", sys.ar
 
 @pytest.mark.slow
 def test_ctrl_c_stops_progress_within_seconds_and_prints_what_it_has(tmp_path):
-    import signal
-    import subprocess
-    import sys
-
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SLEEPY_PROGRESS, str(tmp_path / "ada"), str(tmp_path / "build")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    code, out, err, seconds = _ctrl_c_once_a_kernel_sleeps(
+        SLEEPY_PROGRESS, str(tmp_path / "ada"), str(tmp_path / "build")
     )
-    assert proc.stdout.readline().strip() == "kernel starting"
-    time.sleep(4)  # the kernel is up and sleeping in its cell
-    start = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
-    assert time.monotonic() - start < 10, "Ctrl-C must stop progress within seconds, not after every notebook"
-    assert proc.returncode == 130, err
+    assert seconds < 10, "Ctrl-C must stop progress within seconds, not after every notebook"
+    assert code == 130, err
     assert "interrupted after 1 of 2 notebooks; the table above is partial" in err
     assert "| ada | 00_start_here | - | broken notebook |" in out  # the killed notebook is reported, not lost
