@@ -2,7 +2,8 @@
 
 import pytest
 
-from verlstudy.course.cli import doctor_checks, main, verl_status
+from verlstudy.course.cli import main
+from verlstudy.course.doctor import doctor_checks, verl_status
 
 
 def test_list_prints_the_course_map(capsys):

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from verlstudy.course import registry
-from verlstudy.course.doctor import doctor_checks, verl_status  # noqa: F401  (verl_status: the tests import it here)
+from verlstudy.course.doctor import doctor_checks
 
 if TYPE_CHECKING:
     from verlstudy.course.runner import RunResult

@@ -40,6 +40,17 @@ def _mode_for(path: Path) -> int:
 
 
 @contextmanager
+def disk_full_says(path: Path, kept: str) -> Iterator[None]:
+    """Turn a full disk inside the block into WriteFailed naming `path` and what was `kept`; other errors pass."""
+    try:
+        yield
+    except OSError as e:
+        if is_disk_full(e):
+            raise WriteFailed(disk_full_message(path, kept)) from e
+        raise
+
+
+@contextmanager
 def replacing(path: Path, suffix: str = ".partial") -> Iterator[Path]:
     """Yield a temporary path beside `path`; on success it replaces `path` at once (os.replace), else it goes.
 
@@ -51,13 +62,10 @@ def replacing(path: Path, suffix: str = ".partial") -> Iterator[Path]:
     os.close(handle)
     temporary = Path(name)
     try:
-        yield temporary
-        os.chmod(temporary, _mode_for(path))  # mkstemp makes 0600; keep what the file had, or the umask's default
-        os.replace(temporary, path)
-    except OSError as e:
-        if is_disk_full(e):
-            raise WriteFailed(disk_full_message(path, f"{path.name} was left as it was")) from e
-        raise
+        with disk_full_says(path, f"{path.name} was left as it was"):
+            yield temporary
+            os.chmod(temporary, _mode_for(path))  # mkstemp makes 0600; keep what the file had, or the umask's default
+            os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
 
@@ -80,13 +88,9 @@ def write_all(out: Path, files: dict[str, str]) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
         for name, text in files.items():
-            try:
+            with disk_full_says(out / name, f"nothing in {out} was changed"):  # nothing has reached `out` yet
                 (staging / name).parent.mkdir(parents=True, exist_ok=True)
                 (staging / name).write_text(text)
-            except OSError as e:  # nothing has reached `out` yet: say so, and leave it as it was
-                if is_disk_full(e):
-                    raise WriteFailed(disk_full_message(out / name, f"nothing in {out} was changed")) from e
-                raise
         out.mkdir(exist_ok=True)
         for name in files:
             (out / name).parent.mkdir(parents=True, exist_ok=True)
