@@ -168,6 +168,22 @@ def test_the_first_wrong_tries_name_the_mistake_and_only_point_to_the_method(cap
         assert 'exercise_hint("99.4") shows the method' in out
 
 
+def test_attempts_held_leaves_the_learners_own_tries_and_verdict_as_they_were(capsys):
+    _tries(capsys, [lambda x: x + 1])  # the learner's one wrong try
+    with exercises.attempts_held("99.4", verdict=True, from_first_try=True):
+        check_exercise("99.4", lambda x: 0)
+        assert "method (after" not in capsys.readouterr().out  # the held block counts from a first try
+        for _ in range(2):
+            check_exercise("99.4", lambda x: x * x)
+    assert exercises.exercise_results()["99.4"] == "not yet right"
+    check_exercise("99.4", lambda x: x - 1)  # the learner's second try: still no method
+    assert "method (after" not in capsys.readouterr().out
+    check_exercise("99.4", lambda x: 0)  # the third
+    assert "method (after 3 tries)" in capsys.readouterr().out
+    with pytest.raises(TypeError, match="exercise id must be a string"), exercises.attempts_held(4.1):
+        pass
+
+
 def test_the_method_follows_from_the_third_wrong_try_on(capsys):
     *_, third = _tries(capsys, [lambda x: x + 1, lambda x: x - 1, lambda x: 0])
     assert third.splitlines()[1] == "  method (after 3 tries): square it: multiply x by itself"

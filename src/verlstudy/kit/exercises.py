@@ -21,7 +21,8 @@ import pkgutil
 import re
 import traceback
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from verlstudy.kit import records
@@ -260,6 +261,28 @@ def check_exercise(exercise_id: str, *answer: object, **kwargs: object) -> None:
 def exercise_results() -> dict[str, str]:
     """Exercise id -> verdict ("correct", "not yet right", "not attempted") in this process."""
     return {i: v["verdict"] for i, v in _VERDICTS.items()}
+
+
+@contextmanager
+def attempts_held(exercise_id: str, *, verdict: bool = False, from_first_try: bool = False) -> Iterator[None]:
+    """Checks of `exercise_id` inside the block leave the learner's own attempts as they were.
+
+    Afterwards the count of wrong tries and the last failure's method are restored (and the verdict too,
+    when `verdict`), so a demonstration of wrong answers never moves a learner towards the method.
+    `from_first_try` makes the block count its own wrong tries from one.
+    """
+    _check_id(exercise_id)
+    stores: tuple[dict[str, Any], ...] = (_WRONG_TRIES, _LAST_METHOD, *((_VERDICTS,) if verdict else ()))
+    saved = [(store, store.get(exercise_id)) for store in stores]
+    if from_first_try:
+        _WRONG_TRIES.pop(exercise_id, None)
+    try:
+        yield
+    finally:
+        for store, value in saved:
+            store.pop(exercise_id, None)
+            if value is not None:
+                store[exercise_id] = value
 
 
 def reset_exercises() -> None:

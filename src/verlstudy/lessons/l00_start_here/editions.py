@@ -12,13 +12,11 @@ so a learner's own first wrong try still gets the nudge, not the method.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 
 from IPython.utils.capture import capture_output
 
-from verlstudy.kit import exercises
-from verlstudy.kit.exercises import check_exercise, exercise_results
+from verlstudy.kit.exercises import attempts_held, check_exercise, exercise_results
 
 EXERCISE_TAG = re.compile(r"^exercise-(\d+\.\d+)$")
 
@@ -45,24 +43,6 @@ def exercise_cells(cells: Sequence[Mapping[str, object]]) -> list[dict[str, obje
     return rows
 
 
-@contextmanager
-def _tries_kept(exercise_id: str, verdict: bool = False) -> Iterator[None]:
-    """Restore the learner's count of wrong tries of `exercise_id` (its last method; its verdict) afterwards.
-
-    The kit keeps them in private dicts and has no public way to put them back, so this reads them
-    directly; the tests pin that a learner's next wrong try still gets the nudge after a demo.
-    """
-    stores = (exercises._WRONG_TRIES, exercises._LAST_METHOD, *((exercises._VERDICTS,) if verdict else ()))
-    saved = [(d, d.get(exercise_id)) for d in stores]
-    try:
-        yield
-    finally:
-        for store, value in saved:
-            store.pop(exercise_id, None)
-            if value is not None:
-                store[exercise_id] = value
-
-
 def _check_id(exercise_id: object) -> None:
     if not isinstance(exercise_id, str):
         raise TypeError(f"exercise_id must be a string like '0.1', got {exercise_id!r}")
@@ -74,7 +54,7 @@ def demo_verdict(exercise_id: str, answer: object) -> tuple[str, str]:
     The verdict is read back through `exercise_results()`, the same place a learner's verdicts are.
     """
     _check_id(exercise_id)
-    with _tries_kept(exercise_id), capture_output(stdout=True, stderr=False, display=True) as captured:
+    with attempts_held(exercise_id), capture_output(stdout=True, stderr=False, display=True) as captured:
         check_exercise(exercise_id, answer)
     verdict = exercise_results()[exercise_id]
     line = captured.stdout.strip().splitlines()[0]
@@ -94,8 +74,7 @@ def demo_tries(exercise_id: str, answer: object, tries: int = 3) -> list[list[st
     if isinstance(tries, bool) or not isinstance(tries, int) or tries < 1:
         raise ValueError(f"tries must be a positive int, got {tries!r}")
     printed = []
-    with _tries_kept(exercise_id, verdict=True):
-        exercises._WRONG_TRIES.pop(exercise_id, None)  # the demo starts from a first try
+    with attempts_held(exercise_id, verdict=True, from_first_try=True):
         for _ in range(tries):
             with capture_output(stdout=True, stderr=False, display=True) as captured:
                 check_exercise(exercise_id, answer)
