@@ -115,3 +115,9 @@ def test_make_lab_starts_as_root_and_takes_extra_arguments():
         ["make", "-n", "lab", "LAB_ARGS=--port=9999"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout
     assert "jupyter lab --port=9999" in custom
+
+
+def test_hypothesis_is_a_runtime_dependency_for_the_exercise_checkers():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert "hypothesis" in {_name(r) for r in project["dependencies"]}
+    assert "hypothesis" not in {_name(r) for r in project["optional-dependencies"]["dev"]}
