@@ -7,8 +7,9 @@ from collections.abc import Callable, Iterable
 
 import pytest
 
+from verlstudy.course.hint_shapes import leaked_fragments
 from verlstudy.course.twins import quiet_kernel_env
-from verlstudy.kit.exercises import ExerciseFailure, exercise_method, find_checker
+from verlstudy.kit.exercises import ExerciseFailure, exercise_method, find_checker, solution_source
 
 # Kernels started by nbval and papermill inherit this process's environment: make it quiet and deterministic.
 quiet_kernel_env()
@@ -63,9 +64,47 @@ def assert_wrong():
         assert any(w.lower() in verdict.lower() for w in words), f"message should name the mistake ({words}): {verdict}"
         method = exercise_method(exercise_id)
         assert not method or method not in verdict, f"a first wrong try of {exercise_id} shows the method: {verdict}"
+        leaked = leaked_fragments(verdict, solution_source(exercise_id))
+        assert not leaked, f"exercise {exercise_id}'s message states the solution's code: {leaked}"
         return verdict
 
     return check
+
+
+class Wrong:
+    """A plausible wrong answer to an exercise, and a word its message must contain (the mistake named)."""
+
+    def __init__(self, answer: object, mentions: str | tuple[str, ...], why: str = "") -> None:
+        self.answer = answer if isinstance(answer, tuple) else (answer,)
+        self.mentions, self.why = mentions, why
+
+    def __repr__(self) -> str:
+        return self.why or getattr(self.answer[0], "__name__", "wrong")
+
+
+def checker_tests(wrong: dict[str, list[Wrong]], right: dict[str, list[object]]) -> tuple[Callable, Callable]:
+    """A lesson's checker tests from its WRONG and RIGHT tables (tests/course/test_checker_tables.py counts them).
+
+    In a lesson's test_checks.py: `test_wrong_answers_fail, test_right_answers_pass = checker_tests(WRONG, RIGHT)`.
+    Each wrong answer must fail with a message naming its mistake (and never the method or the solution's
+    code); each right answer, written differently from the reference, must pass.
+    """
+    wrong_cases = [pytest.param(i, w, id=f"{i}-{w!r}") for i, ws in wrong.items() for w in ws]
+    right_cases = [
+        pytest.param(i, a if isinstance(a, tuple) else (a,), id=f"{i}-{n}")
+        for i, rs in right.items()
+        for n, a in enumerate(rs)
+    ]
+
+    @pytest.mark.parametrize(("exercise_id", "case"), wrong_cases)
+    def test_wrong_answers_fail_naming_the_mistake(exercise_id, case, assert_wrong):
+        assert_wrong(exercise_id, *case.answer, mentions=case.mentions)
+
+    @pytest.mark.parametrize(("exercise_id", "answer"), right_cases)
+    def test_right_answers_written_differently_pass(exercise_id, answer):
+        assert verdict_of(exercise_id, *answer) == "correct"
+
+    return test_wrong_answers_fail_naming_the_mistake, test_right_answers_written_differently_pass
 
 
 @pytest.fixture

@@ -142,7 +142,7 @@ def test_an_answer_that_uses_other_course_helpers_is_still_judged_on_its_result(
 # ---------------------------------------------------------------- hints escalate
 
 
-@checker("99.4", method="square it: multiply x by itself", reveals=["x * x"])
+@checker("99.4", method="square it: multiply x by itself", where="section 2, the square", reveals=["x * x"])
 def _square_with_method(fn):
     if fn(3) == 6:
         raise ExerciseFailure("square(3) is not 6: that is x + x", method="x + x doubles; you want x times x")
@@ -160,39 +160,53 @@ def _tries(capsys, answers):
     return printed
 
 
-def test_the_first_wrong_tries_name_the_mistake_and_only_point_to_the_method(capsys):
-    first, second = _tries(capsys, [lambda x: x + 1, lambda x: x - 1])
-    for out in (first, second):
-        assert out.splitlines()[0] == "exercise 99.4: not yet right: square(3) should be 9"
-        assert "multiply x by itself" not in out
-        assert 'exercise_hint("99.4") shows the method' in out
+def test_the_first_wrong_try_names_the_mistake_and_nothing_more(capsys):
+    (first,) = _tries(capsys, [lambda x: x + 1])
+    assert first.splitlines() == [
+        "exercise 99.4: not yet right: square(3) should be 9",
+        '  (try again; stuck? exercise_hint("99.4") shows where to look and the method)',
+    ]
+
+
+def test_the_second_wrong_try_adds_where_to_look_but_not_the_method(capsys):
+    _, second = _tries(capsys, [lambda x: x + 1, lambda x: x - 1])
+    assert "  where to look (try 2): section 2, the square" in second.splitlines()
+    assert "multiply x by itself" not in second
 
 
 def test_attempts_held_leaves_the_learners_own_tries_and_verdict_as_they_were(capsys):
     _tries(capsys, [lambda x: x + 1])  # the learner's one wrong try
     with exercises.attempts_held("99.4", verdict=True, from_first_try=True):
         check_exercise("99.4", lambda x: 0)
-        assert "method (after" not in capsys.readouterr().out  # the held block counts from a first try
+        assert "where to look (try" not in capsys.readouterr().out  # the held block counts from a first try
         for _ in range(2):
             check_exercise("99.4", lambda x: x * x)
     assert exercises.exercise_results()["99.4"] == "not yet right"
-    check_exercise("99.4", lambda x: x - 1)  # the learner's second try: still no method
-    assert "method (after" not in capsys.readouterr().out
+    check_exercise("99.4", lambda x: x - 1)  # the learner's second try: where to look, no method
+    out = capsys.readouterr().out
+    assert "where to look (try 2)" in out and "method (try" not in out
     check_exercise("99.4", lambda x: 0)  # the third
-    assert "method (after 3 tries)" in capsys.readouterr().out
+    assert "method (try 3)" in capsys.readouterr().out
     with pytest.raises(TypeError, match="exercise id must be a string"), exercises.attempts_held(4.1):
         pass
 
 
 def test_the_method_follows_from_the_third_wrong_try_on(capsys):
     *_, third = _tries(capsys, [lambda x: x + 1, lambda x: x - 1, lambda x: 0])
-    assert third.splitlines()[1] == "  method (after 3 tries): square it: multiply x by itself"
+    assert third.splitlines()[1:] == [
+        "  where to look (try 3): section 2, the square",
+        "  method (try 3): square it: multiply x by itself",
+    ]
 
 
-def test_a_failure_can_carry_its_own_method_and_exercise_hint_shows_it_on_request(capsys):
+def test_a_failure_can_carry_its_own_method_and_exercise_hint_shows_both_rungs_on_request(capsys):
     _tries(capsys, [lambda x: x + x])
     exercises.exercise_hint("99.4")
-    assert capsys.readouterr().out == "exercise 99.4 method: x + x doubles; you want x times x\n"
+    assert capsys.readouterr().out.splitlines() == [
+        "exercise 99.4, where to look: section 2, the square",
+        "exercise 99.4, method: x + x doubles; you want x times x",
+        '(the reference solution itself: show_solution("99.4"))',
+    ]
 
 
 def test_a_right_answer_after_wrong_ones_prints_only_the_verdict_and_reset_forgets_the_tries(capsys):
@@ -200,22 +214,32 @@ def test_a_right_answer_after_wrong_ones_prints_only_the_verdict_and_reset_forge
     assert printed[-1] == "exercise 99.4: correct: right\n"
     exercises.reset_exercises()
     check_exercise("99.4", lambda x: 0)
-    assert "method (after" not in capsys.readouterr().out
+    assert "where to look (try" not in capsys.readouterr().out
 
 
 def test_the_record_holds_the_nudge_never_the_method(capsys):
     _tries(capsys, [lambda x: 0, lambda x: 0])
     check_exercise("99.4", lambda x: 0)
     out = capsys.readouterr().out
-    assert "method (after 3 tries)" in out
+    assert "method (try 3)" in out
     assert exercises.exercise_results()["99.4"] == "not yet right"
     assert exercises._VERDICTS["99.4"]["message"] == "square(3) should be 9"
+
+
+def test_show_solution_prints_the_full_editions_solution_cell_and_says_what_it_is(capsys):
+    exercises.show_solution("4.1")
+    out = capsys.readouterr().out
+    assert out.startswith("Reference solution of exercise 4.1 (from the course's full edition)")
+    assert "def my_packed_length" in out
+    with pytest.raises(ValueError, match=r"no checker for exercise '4\.99'"):
+        exercises.show_solution("4.99")
 
 
 @pytest.mark.parametrize(
     ("kwargs", "error"),
     [
         ({"method": 3}, "method must be a string"),
+        ({"where": ["section 1"]}, "where must be a string"),
         ({"reveals": "x"}, "list of strings"),
         ({"reveals": [""]}, "non-empty"),
     ],
@@ -229,3 +253,9 @@ def test_a_checker_declaration_with_a_bad_method_or_reveals_is_refused(kwargs, e
 def test_every_course_exercise_has_a_method_for_the_learner_who_is_stuck(lesson):
     missing = [i for i in exercises.registered_exercises(lesson) if not exercises.exercise_method(i)]
     assert missing == [], f"exercises {missing} have no method=... in their @checker"
+
+
+@pytest.mark.parametrize("lesson", range(10))
+def test_every_course_exercise_says_where_to_look(lesson):
+    missing = [i for i in exercises.registered_exercises(lesson) if not exercises.exercise_where(i)]
+    assert missing == [], f"exercises {missing} have no where=... in their @checker"

@@ -84,7 +84,7 @@ def test_a_moved_file_is_named(monkeypatch, tmp_path):
     monkeypatch.setattr(upstream, "verl_root", lambda release=None: tmp_path)
     monkeypatch.setattr(upstream, "verl_version", lambda release=None: "9.9")
     with pytest.raises(upstream.UpstreamMoved, match=r"verl 9\.9 has no file verl/workers/engine/utils\.py"):
-        upstream.upstream_source("workers/engine/utils.py")
+        upstream.upstream_file("workers/engine/utils.py")
 
 
 # ---------------------------------------------------------------- earlier releases fetched by `make setup`
@@ -104,7 +104,7 @@ def test_an_earlier_release_is_read_from_the_releases_folder(tmp_path, monkeypat
     loaded = upstream.load_upstream("utils/thing.py", ["answer"], release="0.9.0")
     assert loaded["answer"]() == 42
     assert upstream.verl_version("0.9.0") == "0.9.0"
-    assert upstream.upstream_source("utils/thing.py", "0.9.0")[1] == "verl-0.9.0/utils/thing.py"
+    assert upstream.upstream_file("utils/thing.py", "0.9.0")[1] == "verl-0.9.0/utils/thing.py"
 
 
 def test_a_release_that_was_not_fetched_says_how_to_fetch_it(tmp_path, monkeypatch):

@@ -15,6 +15,7 @@ import nbformat
 from verlstudy.course.files import write_text
 from verlstudy.course.registry import Lesson, build_root
 from verlstudy.kit.records import RECORD_MIME
+from verlstudy.kit.show import UPSTREAM_TAG
 
 KERNEL_NAME = "python3"
 KERNELSPEC = {"name": KERNEL_NAME, "display_name": "Python 3 (ipykernel)", "language": "python"}
@@ -25,6 +26,7 @@ QUIET_ENV = {
     "PYTHONHASHSEED": "0",
     "PYTHONWARNINGS": "ignore::DeprecationWarning",
     "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    "VERLSTUDY_ATTEMPTS": "0",  # the course's own executions are not a learner's attempts (kit.attempts)
 }
 CELL_METADATA_DROP = ("execution", "papermill", "collapsed", "scrolled", "jp-MarkdownHeadingCollapsed")
 # ipykernel 7 warns on every start that loopback TCP is unencrypted; it is noise on a local run
@@ -105,7 +107,11 @@ def read_twin(path: Path) -> nbformat.NotebookNode:
 
 
 def normalise(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Drop run-to-run metadata (papermill, timings), set the kernelspec, number cell ids stably."""
+    """Drop run-to-run metadata (papermill, timings), set the kernelspec, number cell ids stably.
+
+    Cells tagged `upstream-source` (verl's own code, shown by kit.show) lose their outputs and carry
+    `nbval-ignore-output`: upstream's code is read at run time and never stored in the repository.
+    """
     nb.metadata.pop("papermill", None)
     nb.metadata.pop("widgets", None)
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
@@ -123,6 +129,9 @@ def normalise(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             cell.metadata.pop(key, None)
         if cell.cell_type == "code":
             tags = [t for t in cell.metadata.get("tags", []) if t != "injected-parameters"]
+            if UPSTREAM_TAG in tags:  # upstream's code is shown at run time, never stored, never compared
+                cell.outputs = []
+                tags += ["nbval-ignore-output"] * ("nbval-ignore-output" not in tags)
             if tags:
                 cell.metadata["tags"] = tags
             else:

@@ -1,10 +1,12 @@
 """Exercises: `check_exercise("N.M", answer)` finds lesson N's checker by id and records a verdict.
 
-Hints escalate. A wrong answer's message names the mistake (a nudge, never the solution); the
-exercise's *method* (how to get there) is printed only from the `METHOD_AFTER_TRIES`-th wrong try
-on, or whenever the learner asks with `exercise_hint("N.M")`. Each checker also declares the texts
-that would give its answer away (`reveals=`); the student edition's test fails if any of them shows
-before the exercise.
+Hints climb a ladder that stops short of the answer. Try 1: the message names the mistake. Try 2: it adds
+*where to look* (the section, the idea: the checker's `where=`). Try 3 and later: the *method*, steps in
+words (`method=`), never the solution's code or formula (tests/course/test_hints.py compares every hint
+with its solution cell by shape). `exercise_hint("N.M")` shows both rungs on request; the reference
+solution only comes through `show_solution("N.M")`, which says what it is. Each checker also declares
+the texts that would give its answer away (`reveals=`); the student edition's test fails if any of them
+shows before the exercise. Every check is appended to the attempt log (`kit.attempts`).
 
 Checkers and their reference answers live in each lesson's `checks.py`, registered with
 `@checker("N.M")`; a notebook reaches them only through `check_exercise`, so nothing it imports hands
@@ -25,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from verlstudy.kit import records
+from verlstudy.kit import attempts, records
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXERCISE_ID = re.compile(r"^(\d+)\.(\d+)$")
@@ -45,14 +47,19 @@ class ExerciseFailure(AssertionError):
         self.method = method
 
 
-# The method is printed with this many wrong tries and more (the first ones only name the mistake)
+# The ladder: where to look from this many wrong tries, the method from that many (the first only names the mistake)
+WHERE_AFTER_TRIES = 2
 METHOD_AFTER_TRIES = 3
 
 _CHECKERS: dict[str, Callable[..., object]] = {}
 _VERDICTS: dict[str, dict[str, str]] = {}
 _METHODS: dict[str, str] = {}
+_WHERE: dict[str, str] = {}
+_TRIES: dict[str, int] = {}
+_HELD: set[str] = set()
 _REVEALS: dict[str, tuple[str, ...]] = {}
 _WRONG_TRIES: dict[str, int] = {}
+_HELD: set[str] = set()
 _LAST_METHOD: dict[str, str] = {}
 
 
@@ -139,19 +146,22 @@ def checker(
     library_answers: Iterable[Callable[..., object]] = (),
     *,
     method: str = "",
+    where: str = "",
     reveals: Iterable[str] = (),
 ) -> Callable[[F], F]:
     """Register the decorated function as the checker of `exercise_id` (used in a lesson's checks.py).
 
     Before the checker runs, every callable in the answer is refused if it is the library's own
     code or wraps one of `library_answers` (see `handed_over`), so importing the mechanism is not a
-    way to pass. `method` is the escalated hint (how to solve it); `reveals` are the texts (numbers,
-    formulas, names) that state the answer, which must not appear before the exercise.
+    way to pass. `where` is the second rung of the hint ladder (where to look: a section, an idea);
+    `method` the third (how to solve it, steps in words, never the solution's code); `reveals` are the
+    texts (numbers, formulas, names) that state the answer, which must not appear before the exercise.
     """
     _check_id(exercise_id)
     answers = tuple(library_answers)
-    if not isinstance(method, str):
-        raise TypeError(f"method must be a string (how to solve exercise {exercise_id}), got {type(method).__name__}")
+    for name, text in (("method", method), ("where", where)):
+        if not isinstance(text, str):
+            raise TypeError(f"{name} must be a string (a hint for exercise {exercise_id}), got {type(text).__name__}")
     revealing = _texts(reveals, "reveals")
 
     def register(fn: F) -> F:
@@ -169,6 +179,7 @@ def checker(
                 raise ValueError(f"exercise {exercise_id} already has a checker: {previous.__qualname__}")
         _CHECKERS[exercise_id] = guarded
         _METHODS[exercise_id] = method.strip()
+        _WHERE[exercise_id] = where.strip()
         _REVEALS[exercise_id] = revealing
         return fn
 
@@ -211,6 +222,12 @@ def exercise_method(exercise_id: str) -> str:
     return _LAST_METHOD.get(exercise_id) or _METHODS.get(exercise_id, "")
 
 
+def exercise_where(exercise_id: str) -> str:
+    """Where to look for `exercise_id` (the ladder's second rung, declared with `@checker(..., where=...)`)."""
+    find_checker(exercise_id)
+    return _WHERE.get(exercise_id, "")
+
+
 def exercise_reveals(exercise_id: str) -> tuple[str, ...]:
     """The texts that state `exercise_id`'s answer (declared with `@checker(..., reveals=...)`)."""
     find_checker(exercise_id)
@@ -218,9 +235,42 @@ def exercise_reveals(exercise_id: str) -> tuple[str, ...]:
 
 
 def exercise_hint(exercise_id: str) -> None:
-    """Print the method for `exercise_id` on request (a learner who is stuck asks for it)."""
-    method = exercise_method(exercise_id)
-    print(f"exercise {exercise_id} method: {method or 'no further hint: reread the section before the exercise'}")
+    """Print where to look and the method for `exercise_id` on request (a learner who is stuck asks for it)."""
+    where, method = exercise_where(exercise_id), exercise_method(exercise_id)
+    print(f"exercise {exercise_id}, where to look: {where or 'reread the section before the exercise'}")
+    if method:
+        print(f"exercise {exercise_id}, method: {method}")
+    print(f'(the reference solution itself: show_solution("{exercise_id}"))')
+
+
+def solution_source(exercise_id: str) -> str:
+    """The reference solution cell of `exercise_id`, read from the course's own notebook (full edition)."""
+    import json
+
+    from verlstudy.kit.resources import notebooks_dir
+
+    lesson_number, _ = _check_id(exercise_id)
+    find_checker(exercise_id)
+    found = sorted(notebooks_dir().glob(f"{lesson_number:02d}_*.ipynb"))
+    if len(found) != 1:
+        raise LookupError(f"expected one notebook for lesson {lesson_number:02d} in the course, found {len(found)}")
+    cells = json.loads(found[0].read_text(encoding="utf-8"))["cells"]
+    for cell in cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "solution" in tags and f"exercise-{exercise_id}" in tags:
+            source = cell["source"]
+            return "".join(source) if isinstance(source, list) else source
+    raise LookupError(f"{found[0].name} has no solution cell for exercise {exercise_id}")
+
+
+def show_solution(exercise_id: str) -> None:
+    """Print the reference solution of `exercise_id`, saying what it is; the attempt log records the look."""
+    source = solution_source(exercise_id)
+    print(f"Reference solution of exercise {exercise_id} (from the course's full edition). Reading it ends the")
+    print("exercise as practice: type it yourself, run the checker, and try the next exercise without it.\n")
+    print(source.rstrip())
+    tries = _TRIES.get(exercise_id, 0)
+    attempts.record_attempt(exercise_id, "solution shown", "", tries, ())
 
 
 def check_exercise(exercise_id: str, *answer: object, **kwargs: object) -> None:
@@ -233,7 +283,7 @@ def check_exercise(exercise_id: str, *answer: object, **kwargs: object) -> None:
     the `METHOD_AFTER_TRIES`-th wrong try on the method follows. Verdicts: `exercise_results()`.
     """
     check = find_checker(exercise_id)
-    method = _METHODS.get(exercise_id, "")
+    method, where = _METHODS.get(exercise_id, ""), _WHERE.get(exercise_id, "")
     try:
         detail = check(*answer, **kwargs)
     except NotImplementedError:
@@ -251,11 +301,16 @@ def check_exercise(exercise_id: str, *answer: object, **kwargs: object) -> None:
     if verdict == "not yet right":
         tries = _WRONG_TRIES[exercise_id] = _WRONG_TRIES.get(exercise_id, 0) + 1
         _LAST_METHOD[exercise_id] = method
+        if where and tries >= WHERE_AFTER_TRIES:
+            print(f"  where to look (try {tries}): {where}")
         if method and tries >= METHOD_AFTER_TRIES:
-            print(f"  method (after {tries} tries): {method}")
-        elif method:
-            print(f'  (try again; stuck? exercise_hint("{exercise_id}") shows the method)')
+            print(f"  method (try {tries}): {method}")
+        elif method or where:
+            print(f'  (try again; stuck? exercise_hint("{exercise_id}") shows where to look and the method)')
     records.emit({"kind": "exercise", "id": exercise_id, "verdict": verdict, "message": message})
+    _TRIES[exercise_id] = _TRIES.get(exercise_id, 0) + 1
+    if exercise_id not in _HELD:  # a demonstration inside attempts_held is not the learner's attempt
+        attempts.record_attempt(exercise_id, verdict, message, _TRIES[exercise_id], answer + tuple(kwargs.values()))
 
 
 def exercise_results() -> dict[str, str]:
@@ -268,17 +323,22 @@ def attempts_held(exercise_id: str, *, verdict: bool = False, from_first_try: bo
     """Checks of `exercise_id` inside the block leave the learner's own attempts as they were.
 
     Afterwards the count of wrong tries and the last failure's method are restored (and the verdict too,
-    when `verdict`), so a demonstration of wrong answers never moves a learner towards the method.
+    when `verdict`), so a demonstration of wrong answers never moves a learner towards the method; nothing
+    inside the block is written to the attempt log.
     `from_first_try` makes the block count its own wrong tries from one.
     """
     _check_id(exercise_id)
-    stores: tuple[dict[str, Any], ...] = (_WRONG_TRIES, _LAST_METHOD, *((_VERDICTS,) if verdict else ()))
+    stores: tuple[dict[str, Any], ...] = (_WRONG_TRIES, _LAST_METHOD, _TRIES, *((_VERDICTS,) if verdict else ()))
     saved = [(store, store.get(exercise_id)) for store in stores]
     if from_first_try:
         _WRONG_TRIES.pop(exercise_id, None)
+    held_before = exercise_id in _HELD
+    _HELD.add(exercise_id)
     try:
         yield
     finally:
+        if not held_before:
+            _HELD.discard(exercise_id)
         for store, value in saved:
             store.pop(exercise_id, None)
             if value is not None:
@@ -290,3 +350,4 @@ def reset_exercises() -> None:
     _VERDICTS.clear()
     _WRONG_TRIES.clear()
     _LAST_METHOD.clear()
+    _TRIES.clear()

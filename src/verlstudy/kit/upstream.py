@@ -86,7 +86,7 @@ def verl_version(release: str | None = None) -> str:
         raise VerlNotInstalled("verl is not installed (no package metadata)") from e
 
 
-def upstream_source(relative: str, release: str | None = None) -> tuple[str, str]:
+def upstream_file(relative: str, release: str | None = None) -> tuple[str, str]:
     """(source text, display name) of a file inside the verl package, e.g. 'workers/engine/utils.py'."""
     path = verl_root(release) / relative
     if not path.is_file():
@@ -199,7 +199,7 @@ def load_upstream(
 
     `release='0.9.0'` reads the earlier release `make setup` fetched instead (see `releases_dir`).
     """
-    source, filename = upstream_source(relative, release)
+    source, filename = upstream_file(relative, release)
     return load_from_source(source, names, provided, filename)
 
 

@@ -47,11 +47,11 @@ def test_verl_skips_the_hf_export_with_dist_checkpointing_or_without_model(bridg
 
 @needs_verl
 def test_load_manager_methods_says_when_verl_moved(monkeypatch) -> None:
-    monkeypatch.setattr(upstream, "upstream_source", lambda rel, release=None: ("class Other: pass", "verl/x.py"))
+    monkeypatch.setattr(upstream, "upstream_file", lambda rel, release=None: ("class Other: pass", "verl/x.py"))
     with pytest.raises(UpstreamMoved, match="no class MegatronCheckpointManager"):
         upstream.load_manager_methods()
     source = "class MegatronCheckpointManager:\n    def should_save_hf_model(self):\n        return True\n"
-    monkeypatch.setattr(upstream, "upstream_source", lambda rel, release=None: (source, "verl/x.py"))
+    monkeypatch.setattr(upstream, "upstream_file", lambda rel, release=None: (source, "verl/x.py"))
     with pytest.raises(UpstreamMoved, match="_save_model_as_hf_via_bridge"):
         upstream.load_manager_methods()
 

@@ -22,7 +22,7 @@ from verlstudy.kit.upstream import (
     UpstreamMoved,
     load_from_source,
     report_not_comparable,
-    upstream_source,
+    upstream_file,
 )
 from verlstudy.lessons.l05_checkpoint.export import ExportIncomplete, ExportResult, export_hf_weights
 
@@ -45,7 +45,7 @@ def load_manager_methods(release: str | None = None) -> dict[str, Callable[..., 
     The methods are cut out of the class with `ast` (the class needs Megatron to import) and take a
     stand-in `self`. Raises UpstreamMoved when the class or a method is no longer there.
     """
-    source, filename = upstream_source(MANAGER_FILE, release)
+    source, filename = upstream_file(MANAGER_FILE, release)
     tree = ast.parse(source, filename=filename)
     cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == MANAGER_CLASS), None)
     if cls is None:

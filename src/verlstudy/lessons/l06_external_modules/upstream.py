@@ -73,7 +73,7 @@ def hook_statements(source: str, variable: str, filename: str = "verl/__init__.p
 
 def env_hook(variable: str = ENV_VAR, release: str | None = None) -> HookStatements:
     """The statements of the installed verl's `verl/__init__.py` that read `variable`."""
-    source, filename = upstream.upstream_source("__init__.py", release)
+    source, filename = upstream.upstream_file("__init__.py", release)
     return hook_statements(source, variable, filename)
 
 
@@ -125,7 +125,7 @@ def upstream_hook(importer: object, release: str | None = None) -> Callable[[Map
 
 def toyverl_init(release: str | None = None) -> str:
     """A `toyverl/__init__.py` made of upstream's own code: import_external_libs and the hook statements."""
-    source, _ = upstream.upstream_source(LIBS_FILE, release)
+    source, _ = upstream.upstream_file(LIBS_FILE, release)
     [fn] = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == "import_external_libs"]
     hook = env_hook(ENV_VAR, release)
     head = f'"""toyverl: verl {upstream.verl_version(release)}\'s own hook, read from {hook.cite()}."""\n'

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from verlstudy.kit import upstream
-from verlstudy.kit.upstream import Comparison, UpstreamMoved, report_check, upstream_source
+from verlstudy.kit.upstream import Comparison, UpstreamMoved, report_check, upstream_file
 from verlstudy.lessons.l09_dead_config import loading, schema
 from verlstudy.lessons.l09_dead_config.errors import ConfigError
 
@@ -52,9 +52,9 @@ def load_config_classes(
     (the kit's loader strips them, and dataclass fields need them), on top of verl/base_config.py's
     `BaseConfig`. Registered as modules '_verlstudy_upstream_<release>_*' so `_target_` paths resolve."""
     tag = (release or upstream.verl_version()).replace(".", "_")
-    base_text, base_file = upstream_source("base_config.py", release)
+    base_text, base_file = upstream_file("base_config.py", release)
     base = _module(f"_verlstudy_upstream_{tag}_base_config", base_text, base_file, lambda n: True, {})
-    text, filename = upstream_source(relative, release)
+    text, filename = upstream_file(relative, release)
     defined = {n.name for n in ast.parse(text).body if isinstance(n, ast.ClassDef)}
     missing = [n for n in names if n not in defined]
     if missing:

@@ -1,0 +1,363 @@
+"""Checkers that judge by property: the learner's function against the reference, on many inputs.
+
+A checker states what must hold and the kit tries it: first on the exercise's named edge cases (B=1,
+empty containers, the last rank ...), then on inputs drawn from the exercise's own input domain with
+hypothesis. Drawing is derandomized, with no example database and a fixed number of examples, so a
+checker prints the same verdict on every run (nbval compares it). On a failure hypothesis shrinks the
+input, and the learner reads the smallest input that shows the mistake, what they returned there and
+what was expected, and, when the exercise recognises it, a sentence naming the mistake. Never the
+formula.
+
+The learner's function is handed deep copies of each input; changing its input is itself a mistake.
+Equal values in another reasonable container pass (a numpy array for a list, a frozenset for a set,
+a tuple for a list) unless the exercise asks for a type (`strict_types=True`); an int asked for must
+be an int (not a float that happens to be whole).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import numbers
+import signal
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from verlstudy.kit.exercises import ExerciseFailure
+
+# Each checker tries this many generated inputs (after its named cases); small enough to stay under 1 s.
+DEFAULT_EXAMPLES = 60
+# A learner's function that has not returned after this long is reported as not returning (an endless loop?)
+CALL_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class Case:
+    """A named input every run of the checker tries before the generated ones (`name` says why it matters)."""
+
+    args: tuple[Any, ...]
+    name: str = ""
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- comparing values
+
+
+def _is_array(value: object) -> bool:
+    return type(value).__module__ == "numpy" and hasattr(value, "tolist")
+
+
+def _is_tensor(value: object) -> bool:
+    return type(value).__module__.startswith("torch") and hasattr(value, "dtype") and hasattr(value, "shape")
+
+
+def difference(
+    got: object, want: object, *, strict_types: bool = False, rtol: float = 1e-6, atol: float = 1e-9
+) -> str | None:
+    """Why `got` is not `want` (a short phrase), or None when they are equal for a learner's purposes."""
+    if _is_tensor(want):
+        return _tensor_difference(got, want, rtol=rtol, atol=atol)
+    if _is_array(got) and not strict_types:
+        got = got.tolist()
+    if isinstance(want, bool):
+        if not isinstance(got, bool) and type(got).__name__ != "bool_":
+            return f"a {type(got).__name__} where a bool (True or False) is asked"
+        return None if bool(got) == want else f"{got!r} where {want!r} was expected"
+    if isinstance(want, numbers.Integral):
+        if isinstance(got, bool) or not isinstance(got, numbers.Integral):
+            return f"a {type(got).__name__} where an int is asked"
+        return None if int(got) == int(want) else f"{got!r} where {want!r} was expected"
+    if isinstance(want, numbers.Real):
+        if isinstance(got, bool) or not isinstance(got, numbers.Real):
+            return f"a {type(got).__name__} where a number is asked"
+        close = math.isclose(float(got), float(want), rel_tol=rtol, abs_tol=atol)
+        both_nan = math.isnan(float(got)) and math.isnan(float(want))
+        return None if close or both_nan else f"{got!r} where {want!r} was expected"
+    if isinstance(want, str) or want is None:
+        return None if got == want and type(got) is type(want) else f"{got!r} where {want!r} was expected"
+    if isinstance(want, Mapping):
+        return _mapping_difference(got, want, strict_types=strict_types, rtol=rtol, atol=atol)
+    if isinstance(want, Set):
+        return _set_difference(got, want, strict_types=strict_types)
+    if isinstance(want, (list, tuple)):
+        return _sequence_difference(got, want, strict_types=strict_types, rtol=rtol, atol=atol)
+    return None if got == want else f"{got!r} where {want!r} was expected"
+
+
+def _tensor_difference(got: object, want: Any, *, rtol: float, atol: float) -> str | None:
+    if not _is_tensor(got):
+        return f"a {type(got).__name__} where a tensor is asked"
+    if tuple(got.shape) != tuple(want.shape):
+        return f"a tensor of shape {tuple(got.shape)} where shape {tuple(want.shape)} was expected"
+    if got.dtype != want.dtype:
+        return f"a tensor of dtype {got.dtype} where {want.dtype} was expected"
+    if want.is_floating_point() or want.is_complex():
+        import torch
+
+        same = torch.allclose(got.detach(), want.detach(), rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        same = bool((got == want).all())
+    return None if same else "a tensor with other values than expected"
+
+
+def _mapping_difference(got: object, want: Mapping, **options: Any) -> str | None:
+    if not isinstance(got, Mapping):
+        return f"a {type(got).__name__} where a mapping (a dict) is asked"
+    if options["strict_types"] and type(got) is not type(want):
+        return f"a {type(got).__name__} where a {type(want).__name__} is asked"
+    missing, extra = [k for k in want if k not in got], [k for k in got if k not in want]
+    if missing or extra:
+        parts = [f"missing keys {missing!r}"] * bool(missing) + [f"unexpected keys {extra!r}"] * bool(extra)
+        return " and ".join(parts)
+    for key in want:
+        inner = difference(got[key], want[key], **options)
+        if inner is not None:
+            return f"at key {key!r}: {inner}"
+    return None
+
+
+def _set_difference(got: object, want: Set, *, strict_types: bool) -> str | None:
+    if strict_types and type(got) is not type(want):
+        return f"a {type(got).__name__} where a {type(want).__name__} is asked"
+    if _is_array(got):
+        got = got.tolist()
+    if isinstance(got, (list, tuple)):
+        if len(set(got)) != len(got):
+            return "a collection with repeated items where a set (each item once) is asked"
+        got = set(got)
+    if not isinstance(got, Set):
+        return f"a {type(got).__name__} where a set is asked"
+    missing, extra = sorted(map(repr, set(want) - set(got))), sorted(map(repr, set(got) - set(want)))
+    if missing or extra:
+        parts = [f"missing {', '.join(missing)}"] * bool(missing) + [f"unexpected {', '.join(extra)}"] * bool(extra)
+        return " and ".join(parts)
+    return None
+
+
+def _sequence_difference(got: object, want: Sequence, **options: Any) -> str | None:
+    if _is_tensor(got) and not options["strict_types"]:
+        got = got.tolist()
+    if not isinstance(got, (list, tuple)):
+        return f"a {type(got).__name__} where a list is asked"
+    if options["strict_types"] and type(got) is not type(want):
+        return f"a {type(got).__name__} where a {type(want).__name__} is asked"
+    if len(got) != len(want):
+        return f"{len(got)} items where {len(want)} were expected"
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        inner = difference(g, w, **options)
+        if inner is not None:
+            return f"at position {i}: {inner}"
+    return None
+
+
+# ---------------------------------------------------------------- calling the learner's function
+
+
+class _Mismatch(Exception):
+    """One input where the learner's function and the reference disagree (what hypothesis shrinks)."""
+
+    def __init__(self, call: str, message: str) -> None:
+        super().__init__(message)
+        self.call, self.message = call, message
+
+
+class _NoReturn(Exception):
+    pass
+
+
+@contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Raise _NoReturn if the block runs longer than `seconds` (main thread on POSIX; elsewhere no limit)."""
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise _NoReturn
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _short(value: object, limit: int = 160) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 5] + " ...)"
+
+
+def describe_call(name: str, args: Sequence[Any], kwargs: Mapping[str, Any] | None = None) -> str:
+    """`name(arg, ..., key=value)` with each value's repr, shortened: how a failing input is shown."""
+    parts = [_short(a, 80) for a in args] + [f"{k}={_short(v, 80)}" for k, v in (kwargs or {}).items()]
+    return f"{name}({', '.join(parts)})"
+
+
+def _same_input(before: object, after: object) -> bool:
+    try:
+        return difference(after, before, strict_types=True, rtol=0.0, atol=0.0) is None
+    except Exception:  # a value difference() cannot compare: trust ==
+        return bool(before == after)
+
+
+@dataclass
+class PropertyCheck:
+    """The learner's function `answer` must agree with `reference` on every input tried.
+
+    `mistakes(args, got, want)` names the mistake a wrong result shows ("" or None when it recognises
+    none); `judge(args, got, want)` states any further property of a result that equals the
+    reference's (the same container object returned, a grad-free leaf not the same object ...), as a
+    message or None. `show(args, kwargs)` formats an input for the learner.
+    """
+
+    answer: Callable[..., Any]
+    reference: Callable[..., Any]
+    inputs: Any = None  # a hypothesis strategy of argument tuples
+    edge_cases: Sequence[Case | tuple[Any, ...]] = ()
+    mistakes: Callable[[tuple[Any, ...], Any, Any], str | None] | None = None
+    judge: Callable[[tuple[Any, ...], Any, Any], str | None] | None = None
+    name: str = "fn"
+    strict_types: bool = False
+    rtol: float = 1e-6
+    atol: float = 1e-9
+    max_examples: int = DEFAULT_EXAMPLES
+    show: Callable[[tuple[Any, ...], Mapping[str, Any]], str] | None = None
+    tried: int = 0
+
+    def _show(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+        return self.show(args, kwargs) if self.show else describe_call(self.name, args, kwargs)
+
+    def try_input(self, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None = None) -> None:
+        """Call both functions on copies of one input; raise _Mismatch when the learner's is wrong there."""
+        kwargs = dict(kwargs or {})
+        self.tried += 1
+        call = self._show(args, kwargs)
+        want = self.reference(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+        given_args, given_kwargs = copy.deepcopy(args), copy.deepcopy(kwargs)
+        try:
+            with _time_limit(CALL_TIMEOUT_S):
+                got = self.answer(*given_args, **given_kwargs)
+        except (ExerciseFailure, NotImplementedError):
+            raise
+        except _NoReturn:
+            raise _Mismatch(call, f"{call} did not return within {CALL_TIMEOUT_S:g} s (an endless loop?)") from None
+        except Exception as e:
+            raise _Mismatch(call, f"{call} raised {type(e).__name__}: {e}") from None
+        if not (_same_input(args, given_args) and _same_input(kwargs, given_kwargs)):
+            raise _Mismatch(call, f"{call} changed its input: return a new value and leave the argument as it was")
+        wrong = difference(got, want, strict_types=self.strict_types, rtol=self.rtol, atol=self.atol)
+        if wrong is None and self.judge is not None:
+            wrong = self.judge(given_args, got, want)  # the very objects the learner was handed
+            if wrong:
+                raise _Mismatch(call, f"{call}: {wrong}")
+            return
+        if wrong is not None:
+            named = self.mistakes(args, got, want) if self.mistakes else None
+            shown = f"{call} returned {_short(got)}; expected {_short(want)} there ({wrong})"
+            raise _Mismatch(call, shown + (f": {named}" if named else ""))
+
+    def run(self) -> str:
+        """Try the named cases, then the generated inputs; return a one-line summary or raise ExerciseFailure."""
+        for case in self.edge_cases:
+            case = case if isinstance(case, Case) else Case(tuple(case))
+            try:
+                self.try_input(case.args, case.kwargs)
+            except _Mismatch as e:
+                why = f" [{case.name}]" if case.name else ""
+                raise ExerciseFailure(e.message + why) from None
+        named = self.tried
+        if self.inputs is not None and self.max_examples > 0:
+            self._run_generated()
+        generated = self.tried - named
+        return f"right on {named} named cases and {generated} generated inputs"
+
+    def _run_generated(self) -> None:
+        from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+
+        @settings(
+            max_examples=self.max_examples,
+            derandomize=True,
+            database=None,
+            deadline=None,
+            print_blob=False,
+            report_multiple_bugs=False,
+            verbosity=Verbosity.quiet,
+            phases=(Phase.explicit, Phase.generate, Phase.shrink),
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(self.inputs)
+        def agrees(args: tuple[Any, ...]) -> None:
+            self.try_input(tuple(args))
+
+        try:
+            agrees()
+        except _Mismatch as e:  # hypothesis re-raises the shrunk (smallest) failing input's mismatch
+            raise ExerciseFailure(e.message) from None
+
+
+def compare_on_inputs(answer: Callable[..., Any], reference: Callable[..., Any], **options: Any) -> str:
+    """Check `answer` against `reference` on named cases and generated inputs (see PropertyCheck)."""
+    if not callable(answer):
+        raise ExerciseFailure(f"the answer should be a function, got {type(answer).__name__}")
+    return PropertyCheck(answer=answer, reference=reference, **options).run()
+
+
+# ---------------------------------------------------------------- guards: accept the good, reject the bad
+
+
+def guard_verdict(guard: Callable[..., object], *args: object) -> str | None:
+    """None when the learner's guard passes, its AssertionError text when it fails.
+
+    Any other exception is the guard's own bug (a guard fails with AssertionError), reported as such;
+    NotImplementedError (a student-edition stub) propagates as "not attempted".
+    """
+    try:
+        with _time_limit(CALL_TIMEOUT_S):
+            guard(*args)
+    except AssertionError as e:
+        return str(e) or "AssertionError"
+    except (NotImplementedError, ExerciseFailure):
+        raise
+    except _NoReturn:
+        raise ExerciseFailure(f"your guard did not return within {CALL_TIMEOUT_S:g} s (an endless loop?)") from None
+    except Exception as e:
+        raise ExerciseFailure(f"your guard raised {type(e).__name__}: {e} (a guard fails with AssertionError)") from e
+    return None
+
+
+def check_guard(
+    guard: Callable[..., object],
+    *,
+    good: Iterable[tuple[Callable[..., Any], str]],
+    bad: Iterable[tuple[Callable[..., Any], str]],
+    calls: Callable[[Callable[..., Any]], Iterable[tuple[Any, ...]]] = lambda impl: [(impl,)],
+    every_call: bool = False,
+) -> str:
+    """The learner's guard must pass every good implementation and fail every bad one.
+
+    `calls(impl)` gives the argument tuples the guard is called with for one implementation (by
+    default just `(impl,)`, for a guard that picks its own cases). A bad implementation must be
+    caught on at least one of its calls, or on every one with `every_call` (each call is a case
+    where it is wrong). Messages name the implementation by its description, never the check.
+    """
+    if not callable(guard):
+        raise ExerciseFailure(f"the answer should be a function, got {type(guard).__name__}")
+    good, bad = list(good), list(bad)
+    for impl, what in good:
+        for args in calls(impl):
+            failed = guard_verdict(guard, *args)
+            if failed is not None:
+                raise ExerciseFailure(f"your guard rejected {what}, which is right: {failed}")
+    for impl, what in bad:
+        verdicts = [(args, guard_verdict(guard, *args)) for args in calls(impl)]
+        passed = [args for args, v in verdicts if v is None]
+        if (every_call and passed) or (not every_call and len(passed) == len(verdicts)):
+            where = f" (e.g. on {describe_call('guard', passed[0][1:])})" if passed and len(passed[0]) > 1 else ""
+            raise ExerciseFailure(f"your guard let {what} through{where}")
+    return f"passes {len(good)} right implementation(s) and catches all {len(bad)} wrong ones"

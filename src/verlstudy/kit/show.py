@@ -1,0 +1,246 @@
+"""Code on screen: the course's own mechanism (`show_source`) and verl's own code (`upstream_source`,
+`upstream_diff`), read at run time.
+
+Each is displayed as a Markdown code block (highlighted by JupyterLab and by the site's renderer) with a
+plain-text twin, and returned as a `CodeView`. The course's code may be stored in a notebook's outputs;
+upstream's may not: cells that call `upstream_source` or `upstream_diff` are tagged `upstream-source`,
+`verlstudy refresh` clears their outputs and nbval does not compare them, so facts about upstream carry
+over while its code never enters the repository. Without verl (or without the earlier release) these
+print one skip line and return None.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import inspect
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+from verlstudy.kit import upstream
+
+UPSTREAM_TAG = "upstream-source"
+FENCE = "````"  # four backticks: a shown source may itself hold a ``` fence in a docstring
+
+
+@dataclass(frozen=True)
+class CodeView:
+    """A titled piece of code: `text` in `language` ('python' or 'diff'), displayed highlighted."""
+
+    title: str
+    text: str
+    language: str = "python"
+
+    def _repr_markdown_(self) -> str:
+        return f"**{self.title}**\n\n{FENCE}{self.language}\n{self.text.rstrip()}\n{FENCE}\n"
+
+    def __repr__(self) -> str:
+        return f"# {self.title}\n{self.text.rstrip()}"
+
+    def lines(self) -> list[str]:
+        return self.text.rstrip("\n").splitlines()
+
+
+def _display(view: CodeView) -> CodeView:
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # plain Python: print the text
+        print(repr(view))
+        return view
+    if get_ipython() is None:
+        print(repr(view))
+    else:
+        display({"text/markdown": view._repr_markdown_(), "text/plain": repr(view)}, raw=True)
+    return view
+
+
+# ---------------------------------------------------------------- the course's own code
+
+
+def _package_relative(path: str) -> str:
+    parts = Path(path).parts
+    return "/".join(parts[parts.index("verlstudy") :]) if "verlstudy" in parts else Path(path).name
+
+
+def source_view(obj: object) -> CodeView:
+    """The source of a course function or class as a CodeView (no line numbers: they move with every edit)."""
+    if not (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj)):
+        raise TypeError(f"show_source takes a function or a class, got {type(obj).__name__}")
+    try:
+        text = textwrap.dedent(inspect.getsource(obj))
+        where = _package_relative(inspect.getsourcefile(obj) or "")
+    except (OSError, TypeError) as e:
+        raise TypeError(f"{getattr(obj, '__qualname__', obj)!r} has no Python source to show ({e})") from None
+    return CodeView(f"{obj.__qualname__}, from {where}", text)
+
+
+def show_source(obj: object) -> CodeView:
+    """Display the source of one of the course's functions or classes, highlighted, and return it."""
+    return _display(source_view(obj))
+
+
+# ---------------------------------------------------------------- verl's own code, from the installed releases
+
+
+def _relative(path: str) -> str:
+    if not isinstance(path, str) or not path.endswith(".py"):
+        raise ValueError(
+            f"path must be a .py file inside the verl package, like 'workers/engine/utils.py', got {path!r}"
+        )
+    return path.removeprefix("verl/")
+
+
+def _root_for(release: str | None) -> str | None:
+    """None for the installed verl (also when `release` names its version), else the fetched release."""
+    if release is None:
+        return None
+    if upstream.verl_available() and upstream.verl_version() == release:
+        return None
+    return release
+
+
+def _find_symbol(tree: ast.Module, symbol: str) -> ast.AST | None:
+    node: ast.AST = tree
+    for part in symbol.split("."):
+        body = getattr(node, "body", [])
+        found = None
+        for child in body:
+            names = [getattr(child, "name", None)]
+            if isinstance(child, (ast.Assign, ast.AnnAssign)):
+                targets = child.targets if isinstance(child, ast.Assign) else [child.target]
+                names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if part in names:
+                found = child
+        if found is None:
+            return None
+        node = found
+    return node
+
+
+def symbol_lines(
+    source: str, symbol: str | None, *, contains: str | None = None, context: int = 8
+) -> tuple[int, list[str]]:
+    """(first line number, lines) of `symbol` ('func', 'Class.method', a top-level name; None: the whole
+    file) in `source`, decorators included; with `contains`, only `context` lines around its first line
+    holding that text. Raises LookupError when the symbol or the text is not there."""
+    lines = source.splitlines()
+    start, end = 1, len(lines)
+    if symbol:
+        node = _find_symbol(ast.parse(source), symbol)
+        if node is None:
+            raise LookupError(f"no {symbol!r} in this file")
+        decorators = getattr(node, "decorator_list", [])
+        start = min([node.lineno, *(d.lineno for d in decorators)])
+        end = node.end_lineno or node.lineno
+    if contains is not None:
+        hits = [i for i in range(start, end + 1) if contains in lines[i - 1]]
+        if not hits:
+            raise LookupError(f"no line holding {contains!r} in {symbol or 'the file'}")
+        start, end = max(start, hits[0] - context), min(end, hits[0] + context)
+    return start, lines[start - 1 : end]
+
+
+def _read(path: str, release: str | None) -> tuple[str, str]:
+    """(source, version) of verl/`path` in a release (None: the installed one)."""
+    root = _root_for(release)
+    text, _ = upstream.upstream_file(_relative(path), root)
+    return text, upstream.verl_version(root)
+
+
+def _available(*releases: str | None) -> bool:
+    for release in releases:
+        root = _root_for(release)
+        if not upstream.verl_available(root):
+            print(upstream.skip_line(root))
+            return False
+    return True
+
+
+def upstream_view(
+    path: str, symbol: str | None = None, *, release: str | None = None, contains: str | None = None, context: int = 8
+) -> CodeView:
+    """verl's own code of `symbol` in verl/`path` as a CodeView (see `upstream_source`)."""
+    text, version = _read(path, release)
+    try:
+        start, lines = symbol_lines(text, symbol, contains=contains, context=context)
+    except LookupError as e:
+        raise upstream.UpstreamMoved(f"verl {version}, verl/{_relative(path)}: {e}") from None
+    what = f" · {symbol}" if symbol else ""
+    return CodeView(
+        f"verl {version} · verl/{_relative(path)}{what} · lines {start}-{start + len(lines) - 1}", "\n".join(lines)
+    )
+
+
+def upstream_source(
+    path: str, symbol: str | None = None, *, release: str | None = None, contains: str | None = None, context: int = 8
+) -> CodeView | None:
+    """Display verl's own `symbol` from verl/`path` (release None: the installed verl; '0.9.0': the fetched
+    earlier release), named by file, symbol, version and lines. One skip line and None without verl."""
+    if not _available(release):
+        return None
+    return _display(upstream_view(path, symbol, release=release, contains=contains, context=context))
+
+
+def _hunks(diff: list[str]) -> list[list[str]]:
+    hunks: list[list[str]] = []
+    for line in diff[2:]:  # after the ---/+++ headers
+        if line.startswith("@@"):
+            hunks.append([])
+        hunks[-1].append(line)
+    return hunks
+
+
+def diff_view(
+    path: str, symbol: str | None, old: str, new: str | None = None, *, contains: str | None = None, context: int = 3
+) -> CodeView:
+    """The unified diff of `symbol` (None: the whole file) in verl/`path` from release `old` to `new` (None:
+    the installed verl); with `contains`, only the hunks holding that text."""
+    new_text, new_version = _read(path, new)
+    old_text, old_version = _read(path, old)
+    relative = _relative(path)
+    try:
+        _, new_lines = symbol_lines(new_text, symbol)
+    except LookupError as e:
+        raise upstream.UpstreamMoved(f"verl {new_version}, verl/{relative}: {e}") from None
+    try:
+        _, old_lines = symbol_lines(old_text, symbol)
+        note = ""
+    except LookupError:
+        old_lines, note = [], f" (not in verl {old_version}: added)"
+    what = f" · {symbol}" if symbol else ""
+    title = f"verl/{relative}{what}: {old_version} -> {new_version}{note}"
+    files = {"fromfile": f"verl-{old_version}/{relative}", "tofile": f"verl-{new_version}/{relative}"}
+    diff = list(difflib.unified_diff(old_lines, new_lines, lineterm="", n=context, **files))
+    if not diff:
+        return CodeView(title + " (unchanged)", "\n".join(new_lines))
+    hunks = _hunks(diff)
+    if contains is not None:
+        hunks = [h for h in hunks if any(contains in line for line in h)]
+        if not hunks:
+            raise upstream.UpstreamMoved(
+                f"verl/{relative}{what}: no change between {old_version} and {new_version} holds {contains!r}"
+            )
+    return CodeView(title, "\n".join(diff[:2] + [line for h in hunks for line in h]), language="diff")
+
+
+def upstream_diff(
+    path: str,
+    symbol: str | None,
+    old: str = "0.9.0",
+    new: str | None = None,
+    *,
+    contains: str | None = None,
+    context: int = 3,
+) -> CodeView | None:
+    """Display what changed in verl's `symbol` (verl/`path`) between two releases, as a unified diff.
+
+    `old` is an earlier release fetched by `make setup`; `new` None is the installed verl. A symbol
+    absent from `old` shows as added; an unchanged one is shown whole with "(unchanged)" in its title;
+    `contains` keeps only the hunks holding that text (a big function's one changed store line).
+    One skip line and None when either release is absent.
+    """
+    if not _available(new, old):
+        return None
+    return _display(diff_view(path, symbol, old, new, contains=contains, context=context))

@@ -1,0 +1,165 @@
+"""The property mechanism: a learner's function against the reference on named cases and generated inputs."""
+
+import time
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import strategies as st
+
+from verlstudy.kit import properties
+from verlstudy.kit.exercises import ExerciseFailure
+from verlstudy.kit.properties import Case, check_guard, compare_on_inputs, difference
+
+
+def reference_sum_of_squares(xs):
+    return sum(x * x for x in xs)
+
+
+LISTS = st.tuples(st.lists(st.integers(-50, 50), max_size=8))
+
+
+def verdict(answer, **options):
+    options = {"inputs": LISTS, "name": "f", **options}
+    try:
+        return compare_on_inputs(answer, reference_sum_of_squares, **options)
+    except ExerciseFailure as e:
+        return f"wrong: {e}"
+
+
+@pytest.mark.parametrize(
+    "right",
+    [lambda xs: sum(x**2 for x in xs), lambda xs: int(np.dot(xs, xs)) if xs else 0],
+)
+def test_right_answers_written_differently_pass_on_every_input(right):
+    assert verdict(right) == "right on 0 named cases and 60 generated inputs"
+
+
+def test_a_mistake_that_shows_only_on_some_inputs_is_found_and_shrunk_to_the_smallest():
+    out = verdict(lambda xs: sum(x * abs(x) for x in xs))  # wrong only for negative numbers
+    assert out == "wrong: f([-1]) returned -1; expected 1 there (-1 where 1 was expected)"
+
+
+def test_the_exercise_names_the_mistake_it_recognises():
+    def mistakes(args, got, want):
+        return "that is the plain sum" if got == sum(args[0]) else None
+
+    out = verdict(lambda xs: sum(xs), mistakes=mistakes)
+    assert out.endswith(": that is the plain sum")
+
+
+def test_named_edge_cases_run_first_and_say_why_they_matter():
+    out = verdict(lambda xs: xs[0] * xs[0] + reference_sum_of_squares(xs[1:]), edge_cases=[Case(([],), "empty list")])
+    assert out.startswith("wrong: f([]) raised IndexError") and out.endswith("[empty list]")
+
+
+def test_a_hard_coded_answer_to_the_notebooks_example_fails():
+    assert verdict(lambda xs: 14).startswith("wrong: f([]) returned 14; expected 0")
+
+
+def test_a_float_where_an_int_is_asked_fails_but_a_numpy_int_passes():
+    assert "a float where an int is asked" in verdict(lambda xs: float(sum(x * x for x in xs)))
+    assert verdict(lambda xs: np.int64(sum(x * x for x in xs))).startswith("right")
+
+
+def test_changing_the_input_is_reported_as_a_mistake():
+    def sorts_in_place(xs):
+        xs.sort()
+        return reference_sum_of_squares(xs)
+
+    assert "changed its input" in verdict(sorts_in_place)
+
+
+def test_an_endless_loop_is_reported_not_waited_for(monkeypatch):
+    monkeypatch.setattr(properties, "CALL_TIMEOUT_S", 0.2)
+
+    def loops(xs):
+        while True:
+            time.sleep(0.01)
+
+    assert "did not return within 0.2 s" in verdict(loops, edge_cases=[([1],)])
+
+
+def test_a_stub_propagates_as_not_attempted():
+    def stub(xs):
+        raise NotImplementedError("exercise 9.9")
+
+    with pytest.raises(NotImplementedError):
+        compare_on_inputs(stub, reference_sum_of_squares, inputs=LISTS)
+
+
+def test_judge_states_a_property_beyond_equal_values():
+    def judge(args, got, want):
+        return "returned the same list object" if got is args[0] else None
+
+    def reference(xs):
+        return list(xs)
+
+    assert compare_on_inputs(lambda xs: xs, reference, edge_cases=[([1, 2],)], judge=lambda a, g, w: None)
+    with pytest.raises(ExerciseFailure, match="same list object"):
+        compare_on_inputs(lambda xs: xs, reference, edge_cases=[([1, 2],)], judge=judge)
+
+
+def test_the_verdict_is_the_same_on_every_run():
+    wrong = lambda xs: sum(x * x for x in xs if x != 7)  # noqa: E731
+    assert len({verdict(wrong) for _ in range(3)}) == 1
+
+
+def test_not_a_function_is_named():
+    with pytest.raises(ExerciseFailure, match="should be a function, got int"):
+        compare_on_inputs(3, reference_sum_of_squares, inputs=LISTS)
+
+
+@pytest.mark.parametrize(
+    ("got", "want", "phrase"),
+    [
+        (np.array([1, 2]), [1, 2], None),
+        ((1, 2), [1, 2], None),
+        (frozenset({1, 2}), {1, 2}, None),
+        ([2, 1], {1, 2}, None),
+        ([1, 1, 2], {1, 2}, "repeated items"),
+        ({"a": 1, "b": 2}, {"a": 1}, "unexpected keys ['b']"),
+        ({}, {"a": 1}, "missing keys ['a']"),
+        (2.0, 2, "a float where an int is asked"),
+        (True, 1, "a bool where an int is asked"),
+        (1, True, "a int where a bool"),
+        (0.1 + 0.2, 0.3, None),
+        ("a", "b", "'a' where 'b'"),
+        (torch.ones(2, dtype=torch.float64), torch.ones(2), "dtype torch.float64"),
+        (torch.ones(3), torch.ones(2), "shape (3,)"),
+        ([[1, 2], [3]], [[1, 2], [4]], "at position 1: at position 0"),
+    ],
+)
+def test_difference_accepts_other_reasonable_containers_and_names_what_differs(got, want, phrase):
+    found = difference(got, want)
+    assert found is None if phrase is None else phrase in found
+
+
+def test_strict_types_asks_for_the_container_the_exercise_names():
+    assert difference((1, 2), [1, 2], strict_types=True) == "a tuple where a list is asked"
+
+
+# ---------------------------------------------------------------- guards
+
+
+def right_guard(fn):
+    assert fn(2) == 4 and fn(-3) == 9, "not a square"
+
+
+def positive_only_guard(fn):
+    assert fn(2) == 4 and fn(3) == 9, "not a square"
+
+
+def test_a_guard_must_pass_the_good_and_catch_every_bad():
+    good = [(lambda x: x * x, "the square")]
+    bad = [(lambda x: 2 * x, "doubling"), (lambda x: x * abs(x), "the signed square")]
+    assert check_guard(right_guard, good=good, bad=bad).startswith("passes 1 right")
+    with pytest.raises(ExerciseFailure, match="let the signed square through"):
+        check_guard(positive_only_guard, good=good, bad=bad)
+    with pytest.raises(ExerciseFailure, match="rejected the square, which is right"):
+        check_guard(lambda fn: (_ for _ in ()).throw(AssertionError("no")), good=good, bad=bad)
+
+
+def test_a_guard_that_crashes_is_told_a_guard_fails_with_assertion_error():
+    with pytest.raises(ExerciseFailure, match="a guard fails with AssertionError"):
+        check_guard(lambda fn: 1 / 0, good=[(abs, "abs")], bad=[])

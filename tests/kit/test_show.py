@@ -1,0 +1,102 @@
+"""Code on screen: the course's functions and verl's own, from the installed releases."""
+
+import pytest
+
+from verlstudy.kit import show, upstream
+from verlstudy.kit.properties import difference
+from verlstudy.kit.show import CodeView, show_source, symbol_lines, upstream_diff, upstream_source
+
+needs_verl = pytest.mark.skipif(
+    not (upstream.verl_available() and upstream.verl_available("0.9.0")), reason="verl 0.9.1 and 0.9.0 not installed"
+)
+
+SOURCE = """import os
+
+LIMIT = 3
+
+
+class Engine:
+    @staticmethod
+    def step(x):
+        y = x + 1
+        store = {"model_output": y}
+        return store
+
+
+def helper():
+    return LIMIT
+"""
+
+
+def test_show_source_names_the_function_and_its_file_without_line_numbers(capsys):
+    view = show_source(difference)
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "# difference, from verlstudy/kit/properties.py"
+    assert "def difference(" in view.text and "lines" not in view.title
+    assert view._repr_markdown_().startswith("**difference, from verlstudy/kit/properties.py**\n\n````python\n")
+
+
+@pytest.mark.parametrize("bad", [3, print, "difference"])
+def test_show_source_refuses_what_has_no_python_source(bad):
+    with pytest.raises(TypeError, match=r"show_source takes a function or a class|has no Python source"):
+        show.source_view(bad)
+
+
+def test_symbol_lines_finds_methods_with_decorators_assignments_and_a_window():
+    assert symbol_lines(SOURCE, "Engine.step")[0] == 7
+    assert symbol_lines(SOURCE, "LIMIT") == (3, ["LIMIT = 3"])
+    start, lines = symbol_lines(SOURCE, "Engine.step", contains="model_output", context=1)
+    assert (start, lines[1].strip()) == (9, 'store = {"model_output": y}')
+    with pytest.raises(LookupError, match=r"no 'Engine\.run'"):
+        symbol_lines(SOURCE, "Engine.run")
+    with pytest.raises(LookupError, match="no line holding"):
+        symbol_lines(SOURCE, "helper", contains="model_output")
+
+
+def test_without_verl_each_helper_prints_one_skip_line(monkeypatch, capsys):
+    monkeypatch.setattr(upstream, "verl_available", lambda release=None: False)
+    assert upstream_source("workers/engine/utils.py", "detach_tree") is None
+    assert upstream_diff("workers/engine/utils.py", "detach_tree") is None
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 and all(line.startswith("[skip]") for line in out)
+
+
+@pytest.mark.parametrize("path", ["workers/engine/utils", "", None])
+def test_a_bad_path_is_named(path):
+    with pytest.raises(ValueError, match=r"path must be a \.py file inside the verl package"):
+        show._relative(path)
+
+
+@needs_verl
+def test_upstream_source_names_version_file_symbol_and_lines(capsys):
+    view = upstream_source("verl/workers/engine/utils.py", "detach_tree")
+    assert view.title.startswith(
+        f"verl {upstream.verl_version()} · verl/workers/engine/utils.py · detach_tree · lines "
+    )
+    assert view.lines()[0] == "def detach_tree(obj):"
+    old = upstream_source("workers/engine/utils.py", "postprocess_batch_func", release="0.9.0")
+    assert old.title.startswith("verl 0.9.0 · ")
+
+
+@needs_verl
+def test_upstream_diff_shows_an_added_function_and_a_changed_store_line(capsys):
+    added = show.diff_view("workers/engine/utils.py", "detach_tree", "0.9.0")
+    assert "(not in verl 0.9.0: added)" in added.title and added.language == "diff"
+    store = show.diff_view(
+        "workers/engine/megatron/transformer_impl.py", None, "0.9.0", contains='output["model_output"]'
+    )
+    changed = [line for line in store.lines() if line.startswith(("+", "-")) and "model_output" in line]
+    assert any(line.startswith("+") and "detach_tree" in line for line in changed)
+    assert any(line.startswith("-") and "detach_tree" not in line for line in changed)
+
+
+@needs_verl
+def test_an_unchanged_symbol_says_so_and_a_moved_one_raises(capsys):
+    same = show.diff_view("workers/engine/utils.py", "postprocess_batch_func", "0.9.0")
+    assert same.title.endswith("(unchanged)") or same.language == "diff"
+    with pytest.raises(upstream.UpstreamMoved, match="no 'no_such_function'"):
+        show.upstream_view("workers/engine/utils.py", "no_such_function")
+
+
+def test_a_code_view_prints_as_its_title_and_text():
+    assert repr(CodeView("t", "x = 1\n")) == "# t\nx = 1"
