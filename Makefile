@@ -9,22 +9,27 @@ BIN := $(VENV)/bin
 CONSTRAINTS ?= constraints.txt
 PIP_CONSTRAINT := $(if $(CONSTRAINTS),-c $(CONSTRAINTS),)
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
-LAB_DIR ?= notebooks
+# Learners start in the student edition (stubs where the solutions are); notebooks/ holds every solution
+LAB_DIR ?= student
 # JupyterLab refuses to start as root (most containers and cloud workshop machines) unless told it may
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
-STAMP := $(VENV)/.installed
 # Earlier verl releases some lessons compare with (04: build_vlm_attn_mask_thd before #7702; 09: the 0.9.0 tree),
 # each unpacked without dependencies into $(VENV)/verl-releases/<version> and read as files, never imported.
 VERL_RELEASES ?= 0.9.0
+# The stamp is named for the content of what setup installs from (not the files' times), so a .venv restored from
+# CI's cache, whose stamp is older than the fresh checkout, skips setup when nothing it installs from changed.
+SETUP_INPUTS := pyproject.toml $(CONSTRAINTS) requirements.lock requirements-upstream.txt
+SETUP_HASH := $(shell $(PYTHON) -c 'import hashlib, sys; print(hashlib.sha256(sys.argv[1].encode() + b"".join(open(f, "rb").read() for f in sys.argv[2:])).hexdigest()[:16])' "$(VERL_RELEASES)" $(SETUP_INPUTS) 2>/dev/null)
+STAMP := $(VENV)/.installed-$(SETUP_HASH)
 WORKERS ?= 2
 export TQDM_DISABLE := 1
 export TORCH_CPP_LOG_LEVEL := ERROR
 export OMP_NUM_THREADS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: setup course test test-fast lab lint lock extremes student site verify-upstream clean
+.PHONY: setup course test test-fast lab lint lock lowest extremes student site verify-upstream clean
 
-$(STAMP): pyproject.toml $(CONSTRAINTS) requirements.lock requirements-upstream.txt
+$(STAMP):
 	@echo "setup: creating $(VENV) with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
 	@echo "setup: installing torch $$(sed -n 's/^torch==//p' $(CONSTRAINTS) 2>/dev/null) (the CPU wheel is about 190 MB to download on a fresh machine; a minute or two)"
@@ -35,6 +40,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) requirements.lock requirements-upstream.
 	$(BIN)/python -m pip install -q --no-deps -r requirements-upstream.txt
 	for v in $(VERL_RELEASES); do $(BIN)/python -m pip install -q --no-deps --upgrade --target $(VENV)/verl-releases/$$v verl==$$v || exit 1; done
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (verlstudy)" >/dev/null
+	rm -f $(VENV)/.installed $(VENV)/.installed-*
 	touch $(STAMP)
 	@echo "setup: done ($(BIN)/verlstudy doctor checks it)"
 
@@ -58,11 +64,14 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -n $(WORKERS) -m "not course_run and not slow" tests
 
-## JupyterLab for learners (kept out of the test path: it slows every nbformat import); LAB_DIR=student in a workshop
+## JupyterLab for learners on the student edition, lesson 00 first (writes student/ when missing; LAB_DIR=notebooks
+## opens the full edition, with every solution); kept out of the test path: JupyterLab slows every nbformat import
 lab: setup
 	$(BIN)/python -m pip install -q $(PIP_CONSTRAINT) -e ".[dev,lab]"
-	@echo "JupyterLab for $(LAB_DIR)/: open the http://127.0.0.1:8888/lab?token=... URL it prints below (Ctrl-C stops it)"
-	$(BIN)/jupyter lab $(LAB_ARGS) $(LAB_DIR)/
+	@if [ "$(LAB_DIR)" = student ] && [ ! -e student/00_start_here.ipynb ]; then $(BIN)/verlstudy student --out student; fi
+	@echo "JupyterLab on $(LAB_DIR)/, starting with 00_start_here.ipynb: open the http://127.0.0.1:8888/lab?token=... URL it prints below (Ctrl-C stops it)"
+	@if [ "$(LAB_DIR)" = student ]; then echo "(the full edition, every solution in place, is notebooks/: open it after you have tried)"; fi
+	$(BIN)/jupyter lab $(LAB_ARGS) --ServerApp.root_dir=$(LAB_DIR) $(LAB_DIR)/00_start_here.ipynb
 
 ## compare each lesson's helper with upstream verl's own function (record the version with RECORD=--record)
 verify-upstream: setup
@@ -75,7 +84,7 @@ lint: setup
 
 ## the student edition (solutions replaced by stubs) in student/; notebooks a learner changed need FORCE=1
 student: setup
-	$(BIN)/verlstudy student --out student $(if $(FORCE),--force,)
+	VERLSTUDY_FORCE_HINT="run make student FORCE=1" $(BIN)/verlstudy student --out student $(if $(FORCE),--force,)
 
 ## run the course, then render it to HTML in site/ (open site/index.html)
 site: course
@@ -87,9 +96,27 @@ extremes: setup
 
 ## recompile requirements.lock from pyproject.toml (keeps today's pins; UPGRADE=1 takes the newest allowed)
 lock: setup
-	$(BIN)/python -m pip install -q uv
+	$(BIN)/python -m pip install -q "uv==$$($(BIN)/python tools/lock.py --uv-version)"
 	$(BIN)/python tools/lock.py $(if $(UPGRADE),--upgrade,)
 
-## build outputs only: student/ may hold a learner's work, remove it by hand
+## the lowest versions pyproject.toml allows, in a venv of their own (uv's lowest-direct resolution; torch from
+## TORCH_INDEX): nbval over every lesson, then the course run and the site from it (weekly in CI, not in make test)
+LOWEST_VENV ?= .venv-lowest
+LOWEST_TORCH ?= $$($(PYTHON) tools/lock.py --lowest-torch)
+lowest:
+	rm -rf $(LOWEST_VENV) build/lowest
+	$(PYTHON) -m venv $(LOWEST_VENV)
+	$(LOWEST_VENV)/bin/python -m pip install -q "uv==$$($(PYTHON) tools/lock.py --uv-version)"
+	$(LOWEST_VENV)/bin/python -m pip install -q $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),) "torch==$(LOWEST_TORCH)"
+	$(LOWEST_VENV)/bin/python tools/lock.py --lowest build/lowest/requirements.txt
+	$(LOWEST_VENV)/bin/python -m pip install -q -r build/lowest/requirements.txt
+	$(LOWEST_VENV)/bin/python -m pip install -q --no-deps -e . -r requirements-upstream.txt
+	for v in $(VERL_RELEASES); do $(LOWEST_VENV)/bin/python -m pip install -q --no-deps --target $(LOWEST_VENV)/verl-releases/$$v verl==$$v || exit 1; done
+	$(LOWEST_VENV)/bin/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (verlstudy, lowest)" >/dev/null
+	$(LOWEST_VENV)/bin/python -m pip list --format=freeze > build/lowest/installed.txt
+	$(LOWEST_VENV)/bin/python -m pytest -n $(WORKERS) --dist loadfile --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg notebooks
+	$(LOWEST_VENV)/bin/verlstudy run --device cpu --workers $(WORKERS) --out build/lowest/executed
+	$(LOWEST_VENV)/bin/verlstudy site --from build/lowest/executed --out build/lowest/site
+
 clean:
 	rm -rf build site

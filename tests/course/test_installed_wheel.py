@@ -25,7 +25,7 @@ def installed(tmp_path_factory):
     source = work / "source"
     for name in ("src", "notebooks", "data", "docs"):
         shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in"):
         shutil.copy(ROOT / name, source / name)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "wheel", str(source), "--no-deps", "--no-build-isolation", "-w", str(work / "dist")],
@@ -55,6 +55,7 @@ def test_the_installed_package_is_the_wheels_not_the_checkouts(installed):
     bundle = site / "verlstudy" / "_course"
     assert len(list((bundle / "notebooks").glob("*.ipynb"))) == 10 and (bundle / "data" / "stacks").is_dir()
     assert (bundle / "docs" / "facilitator.md").is_file()  # the site links the guide from an installed package too
+    assert not (bundle / "notebooks" / "py").exists(), "the jupytext twins are for authors in a checkout"
 
 
 def test_list_works_from_an_empty_folder(installed):

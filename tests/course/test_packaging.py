@@ -1,31 +1,46 @@
 """The install story: conda and pip list the same packages, CI runs exactly the README's test command."""
 
+import os
 import re
+import shutil
 import subprocess
+import sys
+import tarfile
 import tomllib
+import zipfile
 from pathlib import Path
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-CONDA_NAMES = {"pytorch": "torch"}  # conda-forge package name -> PyPI name
+CONDA_NAMES = {
+    "pytorch": "torch"
+}  # conda-forge spells jupyter_client with "_"; _name makes it "-"  # conda-forge package name -> PyPI name
 
 
 def _name(requirement: str) -> str:
     return re.split(r"[<>=!~ \[;]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
 
 
-def test_environment_yml_lists_the_same_packages_as_pyproject():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    extras = project["optional-dependencies"]
-    pip_side = {_name(r) for r in project["dependencies"] + extras["dev"] + extras["lab"]}
-    env = yaml.safe_load((ROOT / "environment.yml").read_text())
-    conda_side = set()
-    for dep in env["dependencies"]:
+def _conda_specs(path: Path) -> dict[str, str]:
+    """PyPI name -> version range of every conda package an environment file lists (python and pip left out)."""
+    specs = {}
+    for dep in yaml.safe_load(path.read_text())["dependencies"]:
         if isinstance(dep, str) and not dep.startswith(("python", "pip")):
             name = _name(dep)
-            conda_side.add(CONDA_NAMES.get(name, name))
-    assert conda_side == pip_side
+            specs[CONDA_NAMES.get(name, name)] = dep[len(name) :].strip()
+    return specs
+
+
+def test_environment_yml_lists_the_same_packages_and_lowest_versions_as_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    pip_side = {
+        _name(r): r.split(";")[0][len(_name(r)) :].strip()
+        for r in project["dependencies"] + extras["dev"] + extras["lab"]
+    }
+    assert _conda_specs(ROOT / "environment.yml") == pip_side
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
     assert {"pip": ["-e .[dev]"]} in env["dependencies"]
     assert "conda-forge" in env["channels"] and "python=3.11" in env["dependencies"]
 
@@ -121,3 +136,187 @@ def test_hypothesis_is_a_runtime_dependency_for_the_exercise_checkers():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert "hypothesis" in {_name(r) for r in project["dependencies"]}
     assert "hypothesis" not in {_name(r) for r in project["optional-dependencies"]["dev"]}
+
+
+# Imported only where present (an Ascend box's torch_npu), never required.
+OPTIONAL_IMPORTS = {"torch_npu"}
+# Declared though never imported by name: what the course runs rather than imports.
+RUN_NOT_IMPORTED = {"ipykernel": "the lessons' kernel", "hypothesis": "the exercise checkers' generated cases"}
+
+
+def _third_party_imports(folders: list[Path]) -> dict[str, Path]:
+    import ast
+
+    found: dict[str, Path] = {}
+    for folder in folders:
+        for path in sorted(folder.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                for name in names:
+                    top = name.split(".")[0]
+                    if top not in sys.stdlib_module_names and top != "verlstudy":
+                        found.setdefault(top, path)
+    return found
+
+
+def test_every_package_the_course_imports_is_declared_and_every_declared_one_is_used():
+    import importlib.metadata
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {_name(r) for r in project["dependencies"]}
+    distributions = importlib.metadata.packages_distributions()
+    imported = {}
+    for module, path in _third_party_imports([ROOT / "src", ROOT / "notebooks" / "py"]).items():
+        if module in OPTIONAL_IMPORTS:
+            continue
+        (distribution,) = {_name(d) for d in distributions[module]}
+        imported[distribution] = path
+        assert distribution in declared, f"{path.relative_to(ROOT)} imports {module} ({distribution}), undeclared"
+    unused = declared - set(imported) - set(RUN_NOT_IMPORTED)
+    assert not unused, f"declared in pyproject.toml but never imported or run: {sorted(unused)}"
+    assert "tqdm" not in declared
+
+
+def test_the_lowest_allowed_versions_are_the_ones_known_to_work():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lowest = {_name(r): r for r in project["dependencies"]}
+    assert lowest["matplotlib"] == "matplotlib>=3.8.1", "3.8.0 rejects lesson 05's colour '#1f5aa6'"
+    assert lowest["nbconvert"] == "nbconvert>=7.16.5", "7.16.0-7.16.4 crash on headings with mistune 3.4"
+
+
+def test_every_package_in_the_tree_is_listed_and_every_listed_one_exists():
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(setuptools["packages"])
+    code = {
+        ".".join(p.parent.relative_to(ROOT / "src").parts) for p in (ROOT / "src" / "verlstudy").rglob("__init__.py")
+    }
+    data = {
+        ".".join(("verlstudy._course.data", *d.relative_to(ROOT / "data").parts))
+        for d in (ROOT / "data").rglob("*")
+        if d.is_dir() and "__pycache__" not in d.parts
+    }
+    bundled = {"verlstudy._course.notebooks", "verlstudy._course.data", "verlstudy._course.docs"}
+    assert listed == code | data | bundled
+
+
+def test_the_supported_pythons_are_the_ci_matrix():
+    from packaging.specifiers import SpecifierSet
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    stated = {c.rsplit(" :: ", 1)[1] for c in project["classifiers"] if re.fullmatch(r".*Python :: 3\.\d+", c)}
+    jobs = yaml.safe_load((ROOT / ".github/workflows/course.yml").read_text())["jobs"]
+    matrix = {str(v) for v in jobs["test"]["strategy"]["matrix"]["python"]}
+    assert stated == matrix == {"3.11", "3.12"}
+    allowed = SpecifierSet(project["requires-python"])
+    assert all(v in allowed for v in stated) and "3.10" not in allowed
+    assert "3.13" not in allowed, "verl 0.9.1 does not install on 3.13: widen with the CI matrix"
+
+
+def _build(tmp_path: Path) -> tuple[Path, Path, str]:
+    """sdist and wheel built from a copy of the checkout's package files, and what the build printed."""
+    source = tmp_path / "source"
+    for name in ("src", "notebooks", "data", "docs", "tests", "tools"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in"):
+        shutil.copy(ROOT / name, source / name)
+    out = tmp_path / "dist"
+    code = (
+        "import sys; from setuptools import build_meta as b; "
+        f"print(b.build_sdist({str(out)!r})); print(b.build_wheel({str(out)!r}))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # else a 'skipping' warning
+    done = subprocess.run(
+        [sys.executable, "-W", "always", "-c", code], cwd=source, env=env, capture_output=True, text=True, check=True
+    )
+    (sdist,), (wheel,) = out.glob("*.tar.gz"), out.glob("*.whl")
+    return sdist, wheel, done.stdout + done.stderr
+
+
+def test_the_build_is_clean_ships_the_license_and_no_twins_and_the_sdist_leaves_the_tests_out(tmp_path):
+    sdist, wheel, printed = _build(tmp_path)
+    warnings = [line for line in printed.splitlines() if "warn" in line.lower() or "deprecat" in line.lower()]
+    assert not warnings, "\n".join(warnings)
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert not [n for n in names if "/notebooks/py/" in n], "the jupytext twins are for authors, not the wheel"
+    assert len([n for n in names if n.startswith("verlstudy/_course/notebooks/")]) == 10
+    assert len([n for n in names if n.startswith("verlstudy/_course/data/")]) == len(
+        [p for p in (ROOT / "data").rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    )
+    assert "License-Expression: Apache-2.0" in metadata and "Requires-Dist: tqdm" not in metadata
+    assert "Project-URL: Source, https://github.com/verlstudy/verlstudy" in metadata
+    with tarfile.open(sdist) as archive:
+        files = [m.name.split("/", 1)[1] for m in archive.getmembers() if m.isfile()]
+    assert "LICENSE" in files and not [f for f in files if f.startswith(("tests/", "tools/", "notebooks/py/"))]
+    # the sdist alone builds the same wheel
+    unpacked = tmp_path / "unpacked"
+    with tarfile.open(sdist) as archive:
+        archive.extractall(unpacked, filter="data")
+    (root,) = unpacked.iterdir()
+    done = subprocess.run(
+        [sys.executable, "-c", f"from setuptools import build_meta as b; print(b.build_wheel({str(tmp_path)!r}))"],
+        cwd=root, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    with zipfile.ZipFile(tmp_path / done.stdout.strip().splitlines()[-1]) as again:
+        assert sorted(again.namelist()) == sorted(names)
+
+
+def test_a_restored_venv_skips_setup_until_what_it_installs_from_changes(tmp_path):
+    for name in ("Makefile", "pyproject.toml", "constraints.txt", "requirements.lock", "requirements-upstream.txt"):
+        shutil.copy(ROOT / name, tmp_path / name)
+
+    def setup_steps() -> list[str]:
+        dry = subprocess.run(
+            ["make", "-n", "setup", "VENV=v"], cwd=tmp_path, capture_output=True, text=True, check=True
+        )
+        return [line for line in dry.stdout.splitlines() if "pip install" in line or line.startswith("touch ")]
+
+    steps = setup_steps()
+    (stamp,) = [line.split()[1] for line in steps if line.startswith("touch ")]
+    (tmp_path / "v").mkdir()
+    (tmp_path / stamp).touch()
+    os.utime(tmp_path / stamp, (0, 0))  # restored from a cache: older than every checked-out file
+    assert setup_steps() == [], "a restored .venv whose inputs did not change reinstalls"
+    lock = tmp_path / "requirements.lock"
+    lock.write_text(lock.read_text() + "# changed\n")
+    assert len(setup_steps()) > 3, "a changed lock must reinstall"
+
+
+def _workflow() -> dict:
+    return yaml.safe_load((ROOT / ".github/workflows/course.yml").read_text())
+
+
+def test_the_workflow_reads_only_pins_actions_by_commit_drops_credentials_and_cancels_stale_runs():
+    workflow = _workflow()
+    assert workflow["permissions"] == {"contents": "read"}
+    assert workflow["concurrency"]["cancel-in-progress"] is True and "github.ref" in workflow["concurrency"]["group"]
+    steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
+    uses = [step["uses"] for step in steps if "uses" in step]
+    assert uses and all(re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", u) for u in uses), uses
+    checkouts = [step for step in steps if step.get("uses", "").startswith("actions/checkout@")]
+    assert len(checkouts) == len(workflow["jobs"])
+    assert all(step["with"]["persist-credentials"] is False for step in checkouts)
+
+
+def test_ci_runs_ruff_at_the_locked_version():
+    runs = " ".join(step.get("run", "") for step in _workflow()["jobs"]["lint"]["steps"])
+    assert "ruff check src tests benchmarks tools" in runs and "ruff format --check src tests benchmarks tools" in runs
+    assert "requirements.lock" in runs and re.search(r"^ruff==", (ROOT / "requirements.lock").read_text(), re.M)
+
+
+def test_the_lowest_versions_job_installs_the_declared_minimums_and_runs_nbval_and_the_site():
+    job = _workflow()["jobs"]["lowest-versions"]
+    assert "make lowest" in [step.get("run") for step in job["steps"]]
+    dry = subprocess.run(["make", "-n", "lowest"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert "tools/lock.py --lowest build/lowest/requirements.txt" in dry and "--lowest-torch" in dry
+    assert "--nbval" in dry and " notebooks" in dry and "verlstudy site --from build/lowest/executed" in dry
+    lowest = subprocess.run([sys.executable, "tools/lock.py", "--lowest-torch"], cwd=ROOT, capture_output=True,
+                            text=True, check=True).stdout.strip()  # fmt: skip
+    assert lowest == "2.4"
