@@ -59,7 +59,10 @@ def report_markdown(
         lines.append(f"\nOver budget (flagged, not failed): {', '.join(over)}")
     if out is not None:
         lines += ["", "Next:", f"- the executed notebooks are in `{out}`"]
-        lines += ["- `make lab` opens the lessons in JupyterLab", "- `make student` writes the student edition"]
+        lines += [
+            "- start with `make lab`: JupyterLab on the student edition (`student/`), lesson 00 first",
+            "- `notebooks/` is the full edition, every solution in place: open it after you have tried",
+        ]
     return "\n".join(lines) + "\n"
 
 
