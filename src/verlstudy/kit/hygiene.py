@@ -1,4 +1,8 @@
-"""What makes a notebook's output change from run to run: the patterns nbval would trip over."""
+"""What makes a notebook's output change from run to run: the patterns nbval would trip over.
+
+This is the one list: `tests/nbval_sanitize.cfg` (nbval's replacements) is written from it by
+`nbval_sanitize_config()`, and a test keeps the file equal to what that returns.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +14,23 @@ UNSTABLE_PATTERNS: dict[str, re.Pattern[str]] = {
     "timing": re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|us|µs|it/s)\b"),
     "date or time": re.compile(r"\b\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d)?)?"),
     "temporary path": re.compile(r"/tmp/[\w./-]+|/var/folders/[\w./-]+"),
-    "process id": re.compile(r"\bpid[ =:]\s?\d+", re.I),
+    "process id": re.compile(r"(?i)\bpid[ =:]\s?\d+"),
     "local port": re.compile(r"(?:127\.0\.0\.1|localhost):\d{2,5}"),
 }
+
+
+# Stored outputs may hold these (a gloo rank's port, an object's address); nbval replaces them before it compares.
+# The others (timings, dates, temporary paths) must not reach a checked output at all.
+SANITIZED_BY_NBVAL = ("memory address", "process id", "local port")
+
+
+def nbval_sanitize_config() -> str:
+    """The text of tests/nbval_sanitize.cfg: one section per pattern nbval replaces, taken from UNSTABLE_PATTERNS."""
+    sections = [
+        f"[{kind}]\nregex: {UNSTABLE_PATTERNS[kind].pattern}\nreplace: <{kind}>\n" for kind in SANITIZED_BY_NBVAL
+    ]
+    header = "# Written from verlstudy.kit.hygiene (nbval_sanitize_config); edit the patterns there, not here.\n"
+    return header + "\n".join(sections)
 
 
 def unstable_fragments(text: str) -> list[tuple[str, str]]:
