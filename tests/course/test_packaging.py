@@ -10,6 +10,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import nbformat
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -320,3 +321,30 @@ def test_the_lowest_versions_job_installs_the_declared_minimums_and_runs_nbval_a
     lowest = subprocess.run([sys.executable, "tools/lock.py", "--lowest-torch"], cwd=ROOT, capture_output=True,
                             text=True, check=True).stdout.strip()  # fmt: skip
     assert lowest == "2.4"
+
+
+def test_a_plain_jupytext_sync_writes_the_twin_the_twin_check_expects(tmp_path):
+    from verlstudy.course import registry, twins
+
+    lesson = registry.LESSONS[0]
+    (tmp_path / "notebooks" / "py").mkdir(parents=True)
+    shutil.copy(ROOT / "jupytext.toml", tmp_path / "jupytext.toml")
+    shutil.copy(lesson.notebook, tmp_path / "notebooks" / lesson.notebook.name)
+    jupytext = Path(sys.executable).parent / "jupytext"
+    subprocess.run([str(jupytext), "--sync", f"notebooks/{lesson.notebook.name}"], cwd=tmp_path, check=True,
+                   capture_output=True)  # fmt: skip
+    written = (tmp_path / "notebooks" / "py" / f"{lesson.stem}.py").read_text()
+    assert written == twins.twin_text(nbformat.read(lesson.notebook, as_version=4))
+    assert not written.startswith("# ---"), "jupytext wrote its header"
+
+
+def test_pre_commit_syncs_the_twins_and_runs_ruff_as_make_lint_does():
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
+    hooks = {hook["id"]: hook for repo in config["repos"] for hook in repo["hooks"]}
+    assert hooks["jupytext-sync"]["entry"].endswith("jupytext --sync")
+    assert re.search(hooks["jupytext-sync"]["files"], "notebooks/py/04_thd_sequence_alignment.py")
+    assert re.search(hooks["jupytext-sync"]["files"], "notebooks/04_thd_sequence_alignment.ipynb")
+    assert hooks["ruff-check"]["entry"].endswith("ruff check")
+    assert hooks["ruff-format"]["entry"].endswith("ruff format --check")
+    makefile = (ROOT / "Makefile").read_text()
+    assert "ruff check src tests benchmarks tools" in makefile and re.search(hooks["ruff-check"]["files"], "tools/x.py")
