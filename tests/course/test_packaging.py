@@ -348,3 +348,25 @@ def test_pre_commit_syncs_the_twins_and_runs_ruff_as_make_lint_does():
     assert hooks["ruff-format"]["entry"].endswith("ruff format --check")
     makefile = (ROOT / "Makefile").read_text()
     assert "ruff check src tests benchmarks tools" in makefile and re.search(hooks["ruff-check"]["files"], "tools/x.py")
+
+
+def test_binder_has_the_runtime_packages_and_lab_and_no_dev_tools():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    runtime = [*project["dependencies"], *project["optional-dependencies"]["lab"]]
+    assert _conda_specs(ROOT / "binder" / "environment.yml") == {
+        _name(r): r.split(";")[0][len(_name(r)) :].strip() for r in runtime
+    }
+    env = yaml.safe_load((ROOT / "binder" / "environment.yml").read_text())
+    assert "conda-forge" in env["channels"] and "python=3.11" in env["dependencies"]
+
+
+def test_binder_post_build_installs_the_course_and_the_verl_releases_the_lessons_read():
+    post = ROOT / "binder" / "postBuild"
+    assert os.access(post, os.X_OK) and post.read_text().startswith("#!/bin/bash\n")
+    text = post.read_text()
+    assert "set -euo pipefail" in text and "pip install --no-deps --no-cache-dir .\n" in text
+    assert "-r requirements-upstream.txt" in text
+    releases = re.search(r"^VERL_RELEASES \?= (.+)$", (ROOT / "Makefile").read_text(), re.M).group(1).split()
+    assert re.search(r"for v in (.+); do", text).group(1).split() == releases
+    assert "/verl-releases/$v" in text and "sys.prefix" in text  # where kit.upstream looks (<venv>/verl-releases)
+    subprocess.run(["bash", "-n", str(post)], check=True)
