@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from conftest import Wrong, checker_tests
 from torch import nn
 
-from verlstudy.kit.exercises import ExerciseFailure, check_exercise, exercise_method, exercise_results
+from verlstudy.kit.exercises import check_exercise, exercise_results
 from verlstudy.lessons.l05_checkpoint.checkpoint import audit_state_dict, matches_prefix
-from verlstudy.lessons.l05_checkpoint.checks import check_missing_audit, check_prefix_matcher
 
 
 def reference_matcher(key: str, pattern: str) -> bool:
@@ -20,141 +22,159 @@ def reference_missing_audit(model: nn.Module, state_dict: dict, allowed: tuple[s
     return sorted(k for k in result.missing_keys if not any(reference_matcher(k, p) for p in allowed))
 
 
-def verdict(exercise_id: str, checker: object, answer: object) -> str:
-    check_exercise(exercise_id, answer)  # type: ignore[arg-type]
-    return exercise_results()[exercise_id]
-
-
 def stub(*args: object) -> object:
     raise NotImplementedError("exercise")
 
 
-def test_prefix_matcher_checker(capsys: pytest.CaptureFixture[str]) -> None:
-    assert verdict("5.1", check_prefix_matcher, reference_matcher) == "correct"
-    assert verdict("5.1", check_prefix_matcher, stub) == "not attempted"
-    with pytest.raises(ExerciseFailure, match="return a bool"):
-        check_prefix_matcher(lambda key, pattern: 1)
-    capsys.readouterr()
-    assert verdict("5.1", check_prefix_matcher, lambda key, pattern: key.startswith(pattern)) == "not yet right"
-    assert "not yet right: ('mtp_norm.weight', 'mtp') -> True" in capsys.readouterr().out
+# ---------------------------------------------------------------- 5.1
 
 
-@pytest.mark.parametrize(
-    ("answer", "mentions"),
-    [
-        (lambda key, pattern: key.startswith(pattern.rstrip(".")), "letters of 'mtp', not the whole module name"),
-        (lambda key, pattern: key.startswith(pattern) and pattern.endswith("."), "only when the pattern ends with"),
-        (lambda key, pattern: key.startswith(pattern.rstrip(".") + "."), "module's own name lies in it"),
-        (lambda key, pattern: pattern.rstrip(".") + "." in key + ".", "not the first module"),
-        (lambda key, pattern: key.split(".")[0] == pattern.rstrip("."), "misses a key inside the module"),
-    ],
-    ids=["plain prefix", "needs the dot", "forgets the name itself", "substring", "first component only"],
-)
-def test_5_1_rejects_plausible_wrong_matchers(assert_wrong, answer, mentions) -> None:
-    verdict_text = assert_wrong("5.1", answer, mentions=mentions)
-    assert "startswith" not in verdict_text  # the message names the mistake, not the rule
+def matcher_only_dotted(key, pattern):
+    return key.startswith(pattern) if pattern.endswith(".") else key == pattern
 
 
-def test_5_1_method_holds_the_rule_the_messages_leave_out() -> None:
-    method = exercise_method("5.1")
-    assert "key == module or key.startswith(module + '.')" in method
-    assert "rstrip" not in method or "trailing dot" in method
+def matcher_hard_coded(key, pattern):  # the notebook's own module, whatever the pattern
+    return key == "mtp" or key.startswith("mtp.")
 
 
-def test_missing_audit_checker() -> None:
-    assert verdict("5.2", check_missing_audit, reference_missing_audit) == "correct"
-    assert verdict("5.2", check_missing_audit, stub) == "not attempted"
-
-    def all_missing(model: nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
-        return sorted(model.load_state_dict(state_dict, strict=False).missing_keys)
-
-    with pytest.raises(ExerciseFailure, match="allowed module covers"):
-        check_missing_audit(all_missing)
-
-    def unsorted(model: nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
-        return list(reversed(reference_missing_audit(model, state_dict, allowed)))
-
-    with pytest.raises(ExerciseFailure, match="not sorted"):
-        check_missing_audit(unsorted)
-
-    def loaded_nothing_missing(model: nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
-        model.load_state_dict(state_dict, strict=False)
-        return []
-
-    with pytest.raises(ExerciseFailure, match=r"you left out blocks\.0\.bias, blocks\.0\.weight"):
-        check_missing_audit(loaded_nothing_missing)
-
-    with pytest.raises(ExerciseFailure, match="return a list"):
-        check_missing_audit(lambda model, state_dict, allowed: ())
-    assert "missing_keys" in exercise_method("5.2")
+def matcher_regex(key, pattern):  # '.' in a regex matches any letter, and no end-of-name check
+    return re.match(pattern, key) is not None
 
 
-def plain_prefix(model: nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
+def matcher_truthy(key, pattern):
+    return int(reference_matcher(key, pattern))
+
+
+def matcher_split_pieces(key, pattern):
+    want = pattern.rstrip(".").split(".")
+    return key.split(".")[: len(want)] == want
+
+
+def matcher_padded(key, pattern):
+    return (key + ".").startswith(pattern.rstrip(".") + ".")
+
+
+def matcher_fullmatch(key, pattern):
+    return re.fullmatch(re.escape(pattern.rstrip(".")) + r"(\..*)?", key) is not None
+
+
+# ---------------------------------------------------------------- 5.2
+
+
+def plain_prefix(model, state_dict, allowed):
     """Megatron-Bridge's own matching (str.startswith): 'mtp' also covers mtp_extra.*."""
     result = model.load_state_dict(state_dict, strict=False)
     return sorted(k for k in result.missing_keys if not any(k.startswith(p) for p in allowed))
 
 
-def substring(model: nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
-    """'mtp.' anywhere in the key: also covers the nested blocks.mtp.*."""
+def substring(model, state_dict, allowed):
     result = model.load_state_dict(state_dict, strict=False)
     return sorted(k for k in result.missing_keys if not any(p in k for p in allowed))
 
 
-def dotted_substring(model: nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
-    """The module name with its dot anywhere in the key: right for mtp_extra, but covers the nested blocks.mtp.*."""
+def dotted_substring(model, state_dict, allowed):
     result = model.load_state_dict(state_dict, strict=False)
     return sorted(k for k in result.missing_keys if not any(p.rstrip(".") + "." in k for p in allowed))
 
 
-def bare_substring(model: nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
-    """The module name without its dot anywhere in the key: covers mtp_extra.* even when written 'mtp.'."""
-    result = model.load_state_dict(state_dict, strict=False)
-    return sorted(k for k in result.missing_keys if not any(p.rstrip(".") in k for p in allowed))
-
-
-def skips_loading(model: nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
-    """The right keys from the key sets alone, but the model keeps its initial weights."""
+def skips_loading(model, state_dict, allowed):
     missing = [k for k in model.state_dict() if k not in state_dict]
     return sorted(k for k in missing if not any(reference_matcher(k, p) for p in allowed))
 
 
-@pytest.mark.parametrize(
-    ("answer", "mentions"),
-    [
-        (plain_prefix, "covers more than the modules themselves"),
-        (substring, "covers more than the modules themselves"),
-        (dotted_substring, "covers more than the modules themselves"),
-        (bare_substring, "covers more than the modules themselves"),
-        (skips_loading, "does not hold the checkpoint's weights"),
+def ignores_allowed(model, state_dict, allowed):
+    return sorted(model.load_state_dict(state_dict, strict=False).missing_keys)
+
+
+def unsorted(model, state_dict, allowed):
+    return list(reversed(reference_missing_audit(model, state_dict, allowed)))
+
+
+def with_unexpected(model, state_dict, allowed):
+    result = model.load_state_dict(state_dict, strict=False)
+    keys = list(result.missing_keys) + list(result.unexpected_keys)
+    return sorted(k for k in keys if not any(reference_matcher(k, p) for p in allowed))
+
+
+def nothing_missing(model, state_dict, allowed):  # right on the notebook's own example only
+    model.load_state_dict(state_dict, strict=False)
+    return []
+
+
+def drops_strays_in_place(model, state_dict, allowed):
+    for key in [k for k in state_dict if k not in model.state_dict()]:
+        del state_dict[key]
+    return reference_missing_audit(model, state_dict, allowed)
+
+
+def as_a_set(model, state_dict, allowed):
+    return set(reference_missing_audit(model, state_dict, allowed))
+
+
+def by_key_sets(model, state_dict, allowed):
+    model.load_state_dict(state_dict, strict=False)
+    missing = set(model.state_dict()) - set(state_dict)
+    return sorted(k for k in missing if not any(matcher_split_pieces(k, p) for p in allowed))
+
+
+def as_tuple_with_regex(model, state_dict, allowed):
+    result = model.load_state_dict(state_dict, strict=False)
+    return tuple(sorted(k for k in result.missing_keys if not any(matcher_fullmatch(k, p) for p in allowed)))
+
+
+WRONG = {
+    "5.1": [
+        Wrong(lambda key, pattern: key.startswith(pattern.rstrip(".")), "letters of", why="plain string prefix"),
+        Wrong(lambda key, pattern: key.startswith(pattern), "own name", why="the pattern as given, dot or not"),
+        Wrong(lambda key, pattern: key.startswith(pattern.rstrip(".") + "."), "module's own name", why="forgets the name"),
+        Wrong(lambda key, pattern: pattern.rstrip(".") + "." in key + ".", "not the first module", why="substring"),
+        Wrong(lambda key, pattern: key.split(".")[0] == pattern.rstrip("."), "misses a key", why="first piece only"),
+        Wrong(matcher_only_dotted, "ends with a dot", why="works only for dotted patterns"),
+        Wrong(matcher_hard_coded, "is the pattern read", why="pattern ignored (hard-coded mtp)"),
+        Wrong(matcher_regex, ("letters", "own name"), why="regex: no end-of-name check"),
+        Wrong(matcher_truthy, "bool", why="1/0 where a bool is asked"),
+        Wrong(lambda key, pattern: key == "mtp.proj.weight" or key.startswith("layers.1."), "whatever the pattern",
+              why="example-shaped: the notebook's keys, pattern ignored"),
     ],
-    ids=["prefix-boundary mtp vs mtp_extra", "substring", "dotted substring", "bare substring", "skips loading"],
-)
-def test_5_2_rejects_boundary_substring_and_no_load_answers(assert_wrong, answer, mentions) -> None:
-    verdict_text = assert_wrong("5.2", answer, mentions=mentions)
-    if answer is plain_prefix:
-        assert "mtp_extra.weight" in verdict_text and "'mtp'" in verdict_text
-    if answer is substring:
-        assert "mtp_extra.weight" in verdict_text
-    if answer is dotted_substring:
-        assert "blocks.mtp.bias, blocks.mtp.weight" in verdict_text
-    assert "missing_keys" not in verdict_text and "strict=False" not in verdict_text
+    "5.2": [
+        Wrong(plain_prefix, "covers more than the modules", why="str.startswith (Megatron-Bridge's own)"),
+        Wrong(substring, "covers more than the modules", why="substring"),
+        Wrong(dotted_substring, "covers more than the modules", why="dotted substring: nested blocks.mtp"),
+        Wrong(skips_loading, "does not hold the checkpoint's weights", why="computes keys, never loads"),
+        Wrong(ignores_allowed, "allowed module covers", why="allowed ignored"),
+        Wrong(unsorted, "not sorted", why="unsorted"),
+        Wrong(with_unexpected, "unexpected keys", why="unexpected keys reported too"),
+        Wrong(nothing_missing, "left out", why="hard-coded to the notebook's example"),
+        Wrong(drops_strays_in_place, "changed the checkpoint", why="input mutated"),
+        Wrong(as_a_set, "list", why="a set where a sorted list is asked"),
+    ],
+}
+RIGHT = {
+    "5.1": [matcher_split_pieces, matcher_padded, matcher_fullmatch],
+    "5.2": [by_key_sets, as_tuple_with_regex],
+}
+test_wrong_answers_fail_naming_the_mistake, test_right_answers_written_differently_pass = checker_tests(WRONG, RIGHT)
 
 
-def test_5_2_boundary_case_mtp_dot_does_not_cover_mtp_extra() -> None:
-    """The checker's own cases: with 'mtp.' allowed, a lost mtp_extra module must be reported."""
-    from verlstudy.lessons.l05_checkpoint.checks import _audit_model, _without
+def test_references_pass_and_stubs_are_not_attempted() -> None:
+    for exercise_id, reference in (("5.1", reference_matcher), ("5.2", reference_missing_audit)):
+        check_exercise(exercise_id, reference)
+        assert exercise_results()[exercise_id] == "correct"
+        check_exercise(exercise_id, stub)
+        assert exercise_results()[exercise_id] == "not attempted"
 
-    model = _audit_model()
-    state = _without(model.state_dict(), "mtp", "mtp_extra")
-    assert reference_missing_audit(_audit_model(), state, ("mtp.",)) == ["mtp_extra.weight"]
-    assert plain_prefix(_audit_model(), state, ("mtp",)) == []  # the plain prefix hides it
+
+def test_glm5_mtp_layer_is_a_named_case(assert_wrong) -> None:
+    """GLM-5's MTP layer sits at model.layers.78: a letter prefix 'model.layers.7' must not cover it."""
+    text = assert_wrong("5.1", lambda key, pattern: key.startswith(pattern.rstrip(".")), mentions="letters")
+    assert "layers.78" in text or "mtp_norm" in text
 
 
 def test_the_mechanisms_own_matcher_and_audit_are_refused(assert_wrong):
     assert_wrong("5.1", matches_prefix, mentions="library's own matches_prefix")
     assert_wrong("5.1", lambda key, pattern: matches_prefix(key, pattern), mentions="calls the library's own")
-    assert_wrong("5.2", lambda m, sd, allowed: audit_state_dict(m, sd, allowed).missing, mentions="library's own")
+    assert_wrong("5.2", lambda m, sd, allowed: audit_state_dict(m.state_dict(), sd, allowed).missing_denied,
+                 mentions="library's own")
 
 
 def test_5_1_is_not_passed_by_any_mechanism_function(assert_mechanism_does_not_pass):
