@@ -85,7 +85,7 @@ def test_doctor_says_how_to_get_verl_and_when_it_is_not_the_verified_version():
 def test_a_run_with_its_own_out_keeps_its_report_there_and_leaves_the_course_build_alone(tmp_path, capsys, monkeypatch):
     from verlstudy.course import registry, runner
 
-    def executed(lesson, out_dir, parameters=None, timeout_s=600):  # the layout, not the lesson, is tested here
+    def executed(lesson, out_dir, parameters=None, **kwargs):  # the layout, not the lesson, is tested here
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / lesson.notebook.name).write_text("{}")
         return runner.RunResult(lesson, "passed", 1.0, 3, 3, output=out_dir / lesson.notebook.name)

@@ -39,7 +39,7 @@ def progress_line(done: int, total: int, result: RunResult) -> str:
     return f"[{done:>{len(str(total))}}/{total}] {what}: {how} ({result.seconds:.1f} s)"
 
 
-def _run_paths(args: argparse.Namespace) -> tuple[Path, Path, Path | None, Path | None]:
+def _run_paths(args: argparse.Namespace, lessons: list[registry.Lesson]) -> tuple[Path, Path, Path | None, Path | None]:
     """(out, report, junit, results) for `verlstudy run`, checked before any kernel starts."""
     from verlstudy.course import files
 
@@ -60,7 +60,7 @@ def _run_paths(args: argparse.Namespace) -> tuple[Path, Path, Path | None, Path 
     junit = Path(args.junit) if args.junit is not None else None
     results = Path(args.results) if args.results is not None else None
     try:
-        files.check_run_out(out, [registry.notebooks_dir(), registry.data_dir()])
+        files.check_run_out(out, [lesson.notebook.name for lesson in lessons])
         files.check_report_paths({"--report": report, "--junit": junit, "--results": results})
     except ValueError as e:
         raise UsageError(str(e)) from e
@@ -69,15 +69,17 @@ def _run_paths(args: argparse.Namespace) -> tuple[Path, Path, Path | None, Path 
 
 def _write_reports(args, out, report_path, junit, results_path, results, floor, interrupted=False) -> None:
     from verlstudy.course import reports
-    from verlstudy.course.files import write_text
+    from verlstudy.course.files import write_file_owned
 
     report = reports.report_markdown(results, floor, interrupted=interrupted, out=out)
     print(report, end="")  # on screen first: a full disk below still leaves the user the table
-    write_text(report_path, report)  # whole or not at all: a full disk keeps the previous file
+    # whole or not at all (a full disk keeps the previous file), and listed in its folder's manifest
+    write_file_owned(report_path, report, "--report", legacy=lambda p: True)
     if junit:
-        write_text(junit, reports.junit_xml(results, floor))
+        write_file_owned(junit, reports.junit_xml(results, floor), "--junit", legacy=lambda p: True)
     if results_path:
-        write_text(results_path, reports.results_json(results, floor, interrupted=interrupted))
+        text = reports.results_json(results, floor, interrupted=interrupted)
+        write_file_owned(results_path, text, "--results", legacy=lambda p: True)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -92,7 +94,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if "device" in params and params["device"] != args.device:
             raise UsageError(f"--device {args.device} conflicts with -p device={params['device']}: give one")
         params["device"] = args.device
-    out, report_path, junit, results_path = _run_paths(args)
+    out, report_path, junit, results_path = _run_paths(args, lessons)
     for lesson in lessons:
         if not lesson.notebook.exists():
             raise UsageError(f"lesson {lesson.code} is registered but {lesson.notebook.name} does not exist")
@@ -114,14 +116,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         finished.append(result)
         print(progress_line(len(finished), total, result), file=sys.stderr, flush=True)
 
+    from verlstudy.course.files import Manifest
+
     try:
-        results, floor = runner.run_lessons(
-            lessons, out, params, workers=args.workers, with_floor=not args.no_floor, on_done=done
-        )
+        with runner.stop_signals():  # Ctrl-C, SIGTERM and an inherited ignored SIGINT all stop it and report
+            results, floor = runner.run_lessons(
+                lessons,
+                out,
+                params,
+                workers=args.workers,
+                with_floor=not args.no_floor,
+                on_done=done,
+                timeout_s=args.timeout,
+                manifest=Manifest(out),
+            )
     except runner.Interrupted as stop:
         _write_reports(args, out, report_path, junit, results_path, stop.results, stop.floor, interrupted=True)
         print("verlstudy run: interrupted; the report above is partial", file=sys.stderr)
-        return 130
+        return runner.stop_exit_code()
     _write_reports(args, out, report_path, junit, results_path, results, floor)
     bad = [r for r in results if r.status == "bad parameter"]
     if bad:
@@ -132,29 +144,32 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_progress(args: argparse.Namespace) -> int:
-    from verlstudy.course import files, progress
+    from verlstudy.course import files, progress, runner
 
-    csv_path = Path(args.csv) if args.csv else None
-    junit = Path(args.junit) if args.junit else None
+    csv_path = Path(args.csv) if args.csv is not None else None
+    junit = Path(args.junit) if args.junit is not None else None
     try:
-        files.check_report_paths({"--csv": csv_path, "--junit": junit})
-        build = Path(args.build) if args.build else registry.build_root() / "progress"
-        for folder in args.folders:  # executed copies never land in a learner's folder
-            if build.resolve() == Path(folder).resolve() or Path(folder).resolve() in build.resolve().parents:
-                raise ValueError(f"--build {build} lies inside {folder}: choose a build folder elsewhere")
-        rows = progress.collect([Path(f) for f in args.folders], build, workers=args.workers)
+        files.check_report_paths({"--csv": args.csv, "--junit": args.junit})
+        build = files.check_target(args.build, "--build") if args.build is not None else None
+        with runner.stop_signals():  # Ctrl-C, SIGTERM and an inherited ignored SIGINT all stop it
+            rows = progress.collect(
+                [Path(f) for f in args.folders],
+                build or registry.build_root() / "progress",
+                workers=args.workers,
+                timeout_s=args.timeout,
+            )
     except ValueError as e:
         raise UsageError(str(e)) from e
     except progress.ProgressInterrupted as stop:
         print(progress.table(stop.rows), end="")
         partial = f"interrupted after {stop.finished} of {stop.total} notebooks; the table above is partial"
         print(f"verlstudy progress: {partial} (no CSV or JUnit written)", file=sys.stderr)
-        return 130
+        return runner.stop_exit_code()
     print(progress.table(rows), end="")
     if csv_path:
-        files.write_text(csv_path, progress.to_csv(rows))
+        files.write_file_owned(csv_path, progress.to_csv(rows), "--csv", legacy=lambda p: True)
     if junit:
-        files.write_text(junit, progress.to_junit(rows))
+        files.write_file_owned(junit, progress.to_junit(rows), "--junit", legacy=lambda p: True)
     return 0
 
 
@@ -174,6 +189,10 @@ def cmd_refresh(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from e
     if not args.lessons:
         raise UsageError("name the lessons to refresh, e.g. `verlstudy refresh 01` (refreshing rewrites outputs)")
+    if registry.checkout_root() is None:  # the installed package's own notebooks are never rewritten
+        raise UsageError(
+            "refresh rewrites the course's own notebooks and works in a checkout only; `verlstudy init DIR`"
+        )
     for lesson in lessons:
         try:
             changes = twins.refresh(lesson, source=args.source, force=args.force)
@@ -186,10 +205,11 @@ def cmd_refresh(args: argparse.Namespace) -> int:
 
 
 def cmd_student(args: argparse.Namespace) -> int:
-    from verlstudy.course import student
+    from verlstudy.course import files, student
 
     try:
-        written = student.write_student_edition(Path(args.out), registry.select_lessons(args.lessons), force=args.force)
+        out = files.check_target(args.out, "--out")
+        written = student.write_student_edition(out, registry.select_lessons(args.lessons), force=args.force)
     except ValueError as e:
         raise UsageError(str(e)) from e
     print(f"student edition: {len(written)} notebooks in {args.out}")
@@ -197,10 +217,10 @@ def cmd_student(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from verlstudy.course import learner_copy
+    from verlstudy.course import files, learner_copy
 
     try:
-        report = learner_copy.init_course(Path(args.folder))
+        report = learner_copy.init_course(files.check_target(args.folder, "the folder name"))
     except ValueError as e:
         raise UsageError(str(e)) from e
     print(f"course copied into {args.folder}: {report.summary()}")
@@ -213,6 +233,8 @@ def cmd_site(args: argparse.Namespace) -> int:
 
     source = Path(args.from_dir) if args.from_dir else None
     try:
+        if not args.out.strip():
+            raise ValueError("--out is empty: name a folder")
         written = site.build_site(Path(args.out), source, registry.select_lessons(args.lessons))
     except (ValueError, FileNotFoundError) as e:
         raise UsageError(str(e)) from e
@@ -239,10 +261,14 @@ def cmd_verify_upstream(args: argparse.Namespace) -> int:
     from verlstudy.course import verify
     from verlstudy.kit import upstream
 
-    if args.cases < 1:
-        raise UsageError(f"--cases must be at least 1 (generated inputs per comparison), got {args.cases}")
+    if not 1 <= args.cases <= verify.MAX_CASES:
+        raise UsageError(f"--cases must be 1 to {verify.MAX_CASES} (inputs per comparison), got {args.cases}")
+
+    def announce(lesson: registry.Lesson) -> None:  # a line per lesson: a long --cases run shows where it is
+        print(f"verify-upstream: lesson {lesson.code} ({args.cases} cases per comparison)", file=sys.stderr, flush=True)
+
     try:
-        rows = verify.verify_all(cases=args.cases, seed=args.seed)
+        rows = verify.verify_all(cases=args.cases, seed=args.seed, on_lesson=announce)
     except upstream.VerlNotInstalled as e:
         raise UsageError(str(e)) from e
     print(verify.table(rows))
@@ -281,6 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--results", default=None, metavar="FILE", help="also write the results as JSON (the course_run tests read it)"
     )
     run.add_argument("--no-floor", action="store_true", help="skip the floor notebook (no timing baseline)")
+    run.add_argument(
+        "--timeout", type=float, default=600, metavar="SECONDS", help="stop a notebook after this long (default 600)"
+    )
     run.set_defaults(func=cmd_run)
 
     prog = sub.add_parser("progress", help="execute learners' notebooks and show each exercise's verdict")
@@ -289,6 +318,13 @@ def build_parser() -> argparse.ArgumentParser:
     prog.add_argument("--junit", default=None, metavar="FILE", help="also write a JUnit XML file")
     prog.add_argument("--build", default=None, help="where executed copies go (default: build/progress)")
     prog.add_argument("--workers", type=int, default=2)
+    prog.add_argument(
+        "--timeout",
+        type=float,
+        default=300,
+        metavar="SECONDS",
+        help="stop a learner's notebook after this long (an endless loop; default 300)",
+    )
     prog.set_defaults(func=cmd_progress)
 
     doctor = sub.add_parser("doctor", help="[OK]/[FAIL] environment check (starts the lessons' kernel once)")
@@ -342,6 +378,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "workers", 1) < 1:
         print("verlstudy: --workers must be at least 1", file=sys.stderr)
+        return 2
+    timeout = getattr(args, "timeout", 1.0)
+    if not timeout > 0 or timeout == float("inf"):  # nan fails `> 0` too
+        print(f"verlstudy: --timeout must be a number of seconds above 0, got {timeout}", file=sys.stderr)
         return 2
     from verlstudy.course.files import WriteFailed, disk_full_message, is_disk_full
 

@@ -3,8 +3,8 @@
 An installed package keeps its notebooks read-only inside site-packages; a learner works on a copy.
 DIR gets `notebooks/` (the full edition, with stored outputs), `student/` (the student edition) and a
 short README. The lessons read their fixtures from the package itself, so no data is copied. A file
-already in DIR that differs from what would be written is left alone and reported; an identical one
-is left as it is.
+already in DIR that differs from what would be written is left alone and reported, unless `init` wrote
+it and nobody changed it since (the folder's manifest): then it is brought up to date.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 
 from verlstudy.course import registry
-from verlstudy.course.files import check_out_dir, write_all
+from verlstudy.course.files import Manifest, check_out_dir, check_target, read_notebook, write_all
 from verlstudy.course.student import student_notebook
 
 README = """verlstudy: your copy of the course
@@ -47,29 +47,36 @@ def course_files(folder_name: str) -> dict[str, str]:
     """Relative path -> text of everything `init` writes."""
     files = {"README.txt": README.format(folder=folder_name)}
     for lesson in registry.LESSONS:
-        nb = nbformat.read(lesson.notebook, as_version=4)
+        nb = read_notebook(lesson.notebook)
         files[f"notebooks/{lesson.notebook.name}"] = nbformat.writes(nb)
         files[f"student/{lesson.notebook.name}"] = nbformat.writes(student_notebook(nb, lesson))
     return files
 
 
 def init_course(out: Path) -> CopyReport:
-    """Copy the course into `out` (created if needed); return what was written, kept and left alone."""
-    if not isinstance(out, str | Path) or not str(out).strip():
+    """Copy the course into `out` (created if needed); return what was written, kept and left alone.
+
+    `out` passes the guard of every writing command (files.check_target: never the course's own folders, the
+    current folder or an empty name). A file `init` wrote before and nobody changed is brought up to date; a
+    file that differs and is not one `init` wrote unchanged (files.Manifest) is the learner's: kept, reported.
+    """
+    if not isinstance(out, str | Path):
         raise ValueError(f"init needs a folder name, got {out!r}")
-    out = Path(out)
+    out = check_target(out, "init")
     check_out_dir(out)
+    manifest = Manifest(out)
     report = CopyReport()
     to_write = {}
-    for name, text in course_files(out.name or str(out)).items():
+    for name, text in course_files(out.resolve().name or str(out)).items():
         target = out / name
-        if not target.exists():
+        if target.is_file() and target.read_bytes() == text.encode():
+            report.unchanged.append(target)
+        elif manifest.may_overwrite(target, text):
             to_write[name] = text
             report.written.append(target)
-        elif target.read_text() == text:
-            report.unchanged.append(target)
         else:
             report.kept_edits.append(target)
     if to_write:
         write_all(out, to_write)
+    manifest.record(out / name for name in [*to_write, *(p.relative_to(out).as_posix() for p in report.unchanged)])
     return report

@@ -20,8 +20,9 @@ from pathlib import Path
 import nbformat
 
 from verlstudy.course import runner
+from verlstudy.course.files import Manifest, check_out_dir, check_target, is_run_output
 from verlstudy.course.outcomes import exercise_verdicts
-from verlstudy.course.runner import execute_with_papermill
+from verlstudy.course.runner import NOTEBOOK_TIMEOUT_S, execute_with_papermill
 from verlstudy.kit.exercises import registered_exercises
 from verlstudy.kit.params import positive_int
 
@@ -34,7 +35,7 @@ class Row:
     learner: str
     lesson: str  # the notebook's stem
     exercise: str  # "N.M", or "-" for a row about the whole notebook
-    verdict: str  # correct | not yet right | not attempted | broken notebook
+    verdict: str  # correct | not yet right | not attempted | broken notebook | interrupted
     message: str = ""
 
 
@@ -43,13 +44,29 @@ def _holds_lessons(folder: Path) -> bool:
 
 
 def learner_folders(folders: Sequence[Path]) -> dict[str, Path]:
-    """{learner: folder}: a folder holding lesson notebooks is one learner; else each such subfolder is."""
+    """{learner: folder}: a folder holding lesson notebooks is one learner; else each such subfolder is.
+
+    Two learners are never merged: a name already taken gets its parent folder's name in front, and names that
+    still clash are refused, naming both folders.
+    """
     found: dict[str, Path] = {}
+
+    def add(name: str, folder: Path) -> None:
+        if name in found and found[name].resolve() != folder.resolve():
+            longer = f"{folder.resolve().parent.name}/{name}"
+            if longer in found or not folder.resolve().parent.name:
+                raise ValueError(
+                    f"two learners are both called {name!r} ({found[name]} and {folder}): rename one folder"
+                )
+            name = longer
+        found[name] = folder
+
     for folder in map(Path, folders):
         if not folder.is_dir():
             raise ValueError(f"{folder} is not a folder of notebooks (a learner's student folder, or one per learner)")
+        name = folder.resolve().name or str(folder.resolve())  # `.` is the folder's own name, never ''
         if _holds_lessons(folder):
-            found[folder.name] = folder
+            add(name, folder)
             continue
         subs = [
             s
@@ -58,15 +75,29 @@ def learner_folders(folders: Sequence[Path]) -> dict[str, Path]:
         ]
         if not subs:
             raise ValueError(f"{folder} holds no lesson notebooks (NN_name.ipynb), nor folders that do")
-        found.update({f"{folder.name}/{s.name}": s for s in subs})
+        for sub in subs:
+            add(f"{name}/{sub.name}", sub)
     return found
 
 
-def _rows_for(learner: str, notebook: Path, build: Path) -> list[Row]:
+def _target(build: Path, learner: str, notebook: Path) -> Path:
+    """Where a learner's executed copy goes: build/<learner as folders>/<notebook> (distinct learners never meet)."""
+    return Path(build).joinpath(*learner.split("/"), notebook.name)
+
+
+def _rows_for(
+    learner: str, notebook: Path, build: Path, timeout_s: float = NOTEBOOK_TIMEOUT_S, manifest: Manifest | None = None
+) -> list[Row]:
     lesson = notebook.stem
     expected = registered_exercises(int(notebook.name[:2]))
-    target = build / learner.replace("/", "__") / notebook.name
-    status, error, _ = execute_with_papermill(notebook, target, {}, target.parent)
+    target = _target(build, learner, notebook)
+    if manifest is not None:
+        manifest.pending([target])
+    try:
+        status, error, _ = execute_with_papermill(notebook, target, {}, target.parent, timeout_s)
+    finally:
+        if manifest is not None:
+            manifest.record([target])
     rows: list[Row] = []
     verdicts: dict[str, dict[str, object]] = {}
     if target.exists():
@@ -86,8 +117,13 @@ def _rows_for(learner: str, notebook: Path, build: Path) -> list[Row]:
     return rows
 
 
-def collect(folders: Sequence[Path], build: Path, workers: int = 2) -> list[Row]:
-    """Execute every learner's lesson notebooks (copies go to `build`) and return one row per exercise."""
+def collect(folders: Sequence[Path], build: Path, workers: int = 2, timeout_s: float = NOTEBOOK_TIMEOUT_S) -> list[Row]:
+    """Execute every learner's lesson notebooks (copies go to `build`) and return one row per exercise.
+
+    `build` passes the same guard and manifest as every writing command (files.check_target, files.Manifest):
+    a copy there is replaced only if progress wrote it and nobody changed it since. Each notebook is stopped
+    after `timeout_s` in all, so one learner's endless loop holds up nobody.
+    """
     positive_int("workers", workers)
     jobs = [
         (learner, notebook)
@@ -95,10 +131,22 @@ def collect(folders: Sequence[Path], build: Path, workers: int = 2) -> list[Row]
         for notebook in sorted(folder.glob("*.ipynb"))
         if LESSON_FILE.fullmatch(notebook.name)
     ]
+    build = check_target(build, "--build")
+    check_out_dir(build)
+    for folder in folders:  # executed copies never land in a learner's folder
+        if build.resolve() == Path(folder).resolve() or Path(folder).resolve() in build.resolve().parents:
+            raise ValueError(f"--build {build} lies inside {folder}: choose a build folder elsewhere")
+    manifest = Manifest(build)
+    manifest.refuse_foreign({_target(build, learner, nb): None for learner, nb in jobs}, "--build", is_run_output)
     try:
-        chunks = runner.run_pool(jobs, lambda job: _rows_for(job[0], job[1], Path(build)), workers=workers)
+        chunks = runner.run_pool(
+            jobs, lambda job: _rows_for(job[0], job[1], build, timeout_s, manifest), workers=workers
+        )
     except runner.PoolInterrupted as stop:  # Ctrl-C: the notebooks that finished still count
         done = [row for _, chunk in sorted(stop.finished.items()) for row in chunk]
+        for i in sorted(stop.cut):  # in flight: stopped, not broken
+            learner, notebook = jobs[i]
+            done.append(Row(learner, notebook.stem, "-", "interrupted", runner.STOPPED_WHILE_RUNNING))
         raise ProgressInterrupted(done, len(stop.finished), len(jobs)) from None
     return [row for chunk in chunks for row in chunk]
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import ast
-import contextlib
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed, wait
@@ -14,8 +14,10 @@ from typing import TypeVar
 
 import nbformat
 
+from verlstudy.course.files import Manifest, read_notebook
 from verlstudy.course.outcomes import count_claims, notebook_records
 from verlstudy.course.registry import Lesson
+from verlstudy.course.stopping import STOP, kill_kernels, kill_tree, stop_exit_code, stop_signals
 from verlstudy.course.twins import (
     FLOOR_SOURCE,
     KERNEL_ARGS,
@@ -30,19 +32,11 @@ from verlstudy.kit.resources import notebooks_dir
 
 J = TypeVar("J")
 R = TypeVar("R")
+NOTEBOOK_TIMEOUT_S = 600  # a whole notebook's limit: an endless loop in one notebook holds nothing up longer
+# re-exported: tools and tests read notebooks and stop runs through the runner
+__all__ = ["kill_kernels", "kill_tree", "read_notebook", "stop_exit_code", "stop_signals"]
 
 # ---------------------------------------------------------------- parameters
-
-
-def read_notebook(path: Path) -> nbformat.NotebookNode:
-    """Read a notebook, or a ValueError naming the file and what is wrong with it (not a raw JSON traceback)."""
-    try:
-        return nbformat.read(path, as_version=4)
-    except OSError as e:
-        raise ValueError(f"{path} cannot be read: {e.strerror or e}") from e
-    except Exception as e:  # invalid JSON, or JSON that is not a notebook
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ValueError(f"{path} is not a valid notebook ({first[:200]}); restore it, e.g. with git checkout") from e
 
 
 def notebook_parameters(path: Path) -> dict[str, object]:
@@ -155,10 +149,39 @@ def _bad_parameter_message(nb: nbformat.NotebookNode) -> str | None:
     return None
 
 
+class _NotebookClock:
+    """Kills a notebook's kernel `timeout_s` after it started: a limit on the whole notebook, not on one cell."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s, self.fired = timeout_s, threading.Event()
+        self.timers: list[threading.Timer] = []
+        clock = self
+
+        class TimedKernelManager(course_kernel_manager_class()):  # type: ignore[misc]
+            async def _async_post_start_kernel(self, **kw: object) -> None:
+                await super()._async_post_start_kernel(**kw)
+                pid = getattr(getattr(self, "provisioner", None), "pid", None)
+                timer = threading.Timer(clock.timeout_s, clock.expire, args=(pid,))
+                timer.daemon = True
+                clock.timers.append(timer)
+                timer.start()
+
+        self.manager_class = TimedKernelManager
+
+    def expire(self, pid: int | None) -> None:
+        self.fired.set()
+        if pid is not None:
+            kill_tree(pid)
+
+    def stop(self) -> None:
+        for timer in self.timers:
+            timer.cancel()
+
+
 def execute_with_papermill(
-    source: Path, target: Path, parameters: Mapping[str, object], cwd: Path, timeout_s: int = 600
+    source: Path, target: Path, parameters: Mapping[str, object], cwd: Path, timeout_s: float = NOTEBOOK_TIMEOUT_S
 ) -> tuple[str, str, float]:
-    """Execute `source` into `target` in a fresh kernel; (status, error, seconds)."""
+    """Execute `source` into `target` in a fresh kernel, stopped after `timeout_s` in all; (status, error, seconds)."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
@@ -168,6 +191,7 @@ def execute_with_papermill(
     target.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     status, error = "passed", ""
+    clock = _NotebookClock(timeout_s)
     try:
         # Lessons run in threads: papermill's `cwd=` would chdir the whole process, so another thread
         # could read or write relative paths, or start its kernel, in the wrong folder. Absolute paths,
@@ -180,26 +204,30 @@ def execute_with_papermill(
             progress_bar=False,
             log_output=False,
             resources={"metadata": {"path": str(Path(cwd).resolve())}},
-            execution_timeout=timeout_s,
+            execution_timeout=max(1, int(timeout_s)),
             request_save_on_cell_execute=False,
             extra_arguments=KERNEL_ARGS,
             shutdown_kernel="immediate",
-            kernel_manager_class=course_kernel_manager_class(),
+            kernel_manager_class=clock.manager_class,
         )
     except PapermillExecutionError as e:
         status, error = "failed", f"{e.ename}: {e.evalue}"
     except Exception as e:  # the kernel died, a cell timed out, or the kernel never started: a row, not a crash
-        status, error = "failed", _execution_failure(e, timeout_s)
+        status, error = "failed", _execution_failure(e, timeout_s, clock.fired.is_set())
+    finally:
+        clock.stop()
     return status, error, time.perf_counter() - start
 
 
-def _execution_failure(error: Exception, timeout_s: int) -> str:
+def _execution_failure(error: Exception, timeout_s: float, notebook_timed_out: bool = False) -> str:
     """One line saying how a run failed outside the notebook's own code."""
     name = type(error).__name__
+    if notebook_timed_out or name == "CellTimeoutError" or isinstance(error, TimeoutError):
+        return (
+            f"the notebook ran longer than {timeout_s:g} s and was stopped (an endless loop? --timeout sets the limit)"
+        )
     if name == "DeadKernelError":
         return "the kernel died (a cell exited the process, or it ran out of memory)"
-    if name == "CellTimeoutError" or isinstance(error, TimeoutError):
-        return f"a cell ran longer than {timeout_s} s and was stopped"
     return f"{name}: {error}"
 
 
@@ -211,9 +239,17 @@ def _failed_cell(nb: nbformat.NotebookNode) -> int | None:
 
 
 def run_one(
-    lesson: Lesson | None, out_dir: Path, parameters: Mapping[str, object] | None = None, timeout_s: int = 600
+    lesson: Lesson | None,
+    out_dir: Path,
+    parameters: Mapping[str, object] | None = None,
+    timeout_s: float = NOTEBOOK_TIMEOUT_S,
+    manifest: Manifest | None = None,
 ) -> RunResult:
-    """Execute one lesson (or the floor, for lesson=None) with papermill into out_dir."""
+    """Execute one lesson (or the floor, for lesson=None) with papermill into out_dir.
+
+    With a `manifest` (of out_dir), the executed notebook is listed as pending before papermill writes it and
+    with its hash after: a rerun may replace it (even a half-written one), nothing else.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     if lesson is None:  # the floor runs in a folder of its own: build/executed holds lessons only
         with tempfile.TemporaryDirectory(prefix="verlstudy-floor-") as tmp:
@@ -222,8 +258,16 @@ def run_one(
             status, error, seconds = execute_with_papermill(source, Path(tmp) / "floor.ipynb", {}, Path(tmp), timeout_s)
         return RunResult(None, status, seconds, error=error)
     target = out_dir / lesson.notebook.name
+    if manifest is not None:
+        manifest.pending([target])
     # the kernel runs in the output folder: an installed course's notebooks sit in read-only site-packages
-    status, error, seconds = execute_with_papermill(lesson.notebook, target, dict(parameters or {}), out_dir, timeout_s)
+    try:
+        status, error, seconds = execute_with_papermill(
+            lesson.notebook, target, dict(parameters or {}), out_dir, timeout_s
+        )
+    finally:
+        if manifest is not None:
+            manifest.record([target])
     result = RunResult(lesson, status, seconds, error=error, output=target)
     if target.exists():
         try:
@@ -242,6 +286,9 @@ def run_one(
     return result
 
 
+STOPPED_WHILE_RUNNING = "stopped while it ran (Ctrl-C or SIGTERM)"
+
+
 def run_lessons(
     lessons: list[Lesson],
     out_dir: Path,
@@ -250,11 +297,13 @@ def run_lessons(
     workers: int = 2,
     with_floor: bool = True,
     on_done: Callable[[RunResult], None] | None = None,
+    timeout_s: float = NOTEBOOK_TIMEOUT_S,
+    manifest: Manifest | None = None,
 ) -> tuple[list[RunResult], RunResult | None]:
     """Execute lessons in parallel fresh kernels; also the floor notebook when `with_floor`.
 
     Returns (lesson results in course order, floor result). Parameters go to every lesson; a name a
-    lesson does not declare is rejected up front.
+    lesson does not declare is rejected up front. Each notebook is stopped after `timeout_s` in all.
     """
     positive_int("workers", workers)
     parameters = dict(parameters or {})
@@ -265,10 +314,17 @@ def run_lessons(
     jobs: list[Lesson | None] = list(lessons)
     if with_floor:
         jobs.insert(0, None)  # first, so it runs while the machine is as busy as for the lessons
+
+    def work(job: Lesson | None) -> RunResult:
+        return run_one(job, out_dir, parameters, timeout_s=timeout_s, manifest=manifest)
+
     try:
-        done = run_pool(jobs, lambda job: run_one(job, out_dir, parameters), workers=workers, on_done=on_done)
+        done = run_pool(jobs, work, workers=workers, on_done=on_done)
     except PoolInterrupted as stop:
-        finished = {r.name: r for r in stop.finished.values()}
+        finished: dict[str, RunResult] = {r.name: r for r in stop.finished.values()}  # type: ignore[attr-defined]
+        for r in stop.cut.values():  # in flight when the stop came: their kernels were killed, not dead
+            r.status, r.error, r.failed_cell = "interrupted", STOPPED_WHILE_RUNNING, None  # type: ignore[attr-defined]
+            finished[r.name] = r  # type: ignore[attr-defined]
         raise Interrupted(_ordered(lessons, finished), finished.get("floor")) from None
     results = {r.name: r for r in done}
     floor = results.pop("floor", None)
@@ -276,11 +332,12 @@ def run_lessons(
 
 
 class PoolInterrupted(KeyboardInterrupt):
-    """Ctrl-C during `run_pool`: `finished` maps each finished job's index to its result."""
+    """A stop during `run_pool`: `finished` maps each job finished before it to its result, `cut` each job
+    that was running and was stopped (its kernel killed)."""
 
-    def __init__(self, finished: dict[int, object]) -> None:
+    def __init__(self, finished: dict[int, object], cut: dict[int, object] | None = None) -> None:
         super().__init__("interrupted")
-        self.finished = finished
+        self.finished, self.cut = finished, dict(cut or {})
 
 
 def run_pool(
@@ -288,9 +345,10 @@ def run_pool(
 ) -> list[R]:
     """`work(job)` for every job in `workers` threads (each job runs notebooks in kernels); results in job order.
 
-    Ctrl-C drops the queue and kills the kernels until the running jobs end (they fail fast), then raises
-    PoolInterrupted with what finished, so the caller can still report it: a stop within seconds, never
-    after the whole queue.
+    Ctrl-C (or SIGTERM, under `stop_signals`) drops the queue and kills the kernels until the running jobs end
+    (they fail fast), then raises PoolInterrupted with what finished and what was cut short, so the caller can
+    still report it: a stop within seconds, never after the whole queue. A second signal while it stops is
+    ignored.
     """
     positive_int("workers", workers)
     pool = ThreadPoolExecutor(max_workers=workers)
@@ -302,14 +360,17 @@ def run_pool(
             if on_done:
                 on_done(results[futures[future]])
     except KeyboardInterrupt:
+        STOP.stopping = True
         pool.shutdown(wait=False, cancel_futures=True)
         while not all(f.done() for f in futures):
             kill_kernels()
             wait(futures, timeout=0.5)
-        for future, i in futures.items():
-            if future.done() and not future.cancelled() and future.exception() is None:
-                results.setdefault(i, future.result())
-        raise PoolInterrupted(dict(results)) from None
+        cut = {
+            i: future.result()
+            for future, i in futures.items()
+            if i not in results and future.done() and not future.cancelled() and future.exception() is None
+        }
+        raise PoolInterrupted(dict(results), cut) from None
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     return [results[i] for i in range(len(jobs))]
@@ -326,12 +387,3 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, results: list[RunResult], floor: RunResult | None) -> None:
         super().__init__("interrupted")
         self.results, self.floor = results, floor
-
-
-def kill_kernels() -> None:
-    """Kill this process's child processes (the lesson kernels), so a Ctrl-C stops within seconds."""
-    import psutil
-
-    for child in psutil.Process().children(recursive=True):
-        with contextlib.suppress(psutil.Error):  # it may have exited already
-            child.kill()

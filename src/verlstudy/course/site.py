@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 
 from verlstudy.course import plan, registry, student
-from verlstudy.course.files import check_out_dir, write_all
+from verlstudy.course.files import check_out_dir, is_site_page, write_owned
 from verlstudy.course.outcomes import notebook_records
 from verlstudy.course.registry import Lesson
 from verlstudy.course.site_cells import CLAIMS_HEADER, page_cells, table_html, text_to_html
@@ -187,5 +187,6 @@ def build_site(out: Path, executed_dir: Path | None = None, lessons: Sequence[Le
             raise ValueError(f"{path} is not a readable notebook ({e}); run the lesson again") from e
     files = edition_pages(lessons, executed, "full")
     files |= {f"{STUDENT_DIR}/{name}": text for name, text in edition_pages(lessons, executed, "student").items()}
-    write_all(out, files)
+    # the guard and manifest of every writing command: a page is replaced only if a site build wrote it, unchanged
+    write_owned(out, files, "--out", legacy=is_site_page)
     return [out / name for name in files]

@@ -13,6 +13,7 @@ answer is never on screen before the exercise.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +21,7 @@ from pathlib import Path
 import nbformat
 
 from verlstudy.course import registry
-from verlstudy.course.files import WouldOverwriteWork, check_out_dir, write_all
+from verlstudy.course.files import Manifest, WouldOverwriteWork, check_out_dir, check_target, read_notebook, write_all
 from verlstudy.course.registry import Lesson
 
 EXERCISE_TAG = re.compile(r"^exercise-(\d+)\.(\d+)$")
@@ -145,29 +146,32 @@ def student_notebook(nb: nbformat.NotebookNode, lesson: Lesson) -> nbformat.Note
 def write_student_edition(out: Path, lessons: Sequence[Lesson] | None = None, *, force: bool = False) -> list[Path]:
     """Write the student edition of the lessons (default: all) into `out`; return the written paths.
 
-    A notebook already in `out` that differs from what would be written (a learner ran or edited it)
-    is never overwritten silently: without `force` nothing is written and the error names the files.
+    `out` passes the guard every writing command uses (files.check_target), and a notebook already there is
+    replaced only if this command wrote it and it is unchanged since (files.Manifest): a learner's run or edit
+    is never overwritten silently. Without `force` nothing is written and the error names the files.
     """
-    out = Path(out)
+    out = check_target(out, "--out")
     check_out_dir(out)
     lessons = list(lessons) if lessons else list(registry.LESSONS)
     files = {}
     for lesson in lessons:
-        nb = student_notebook(nbformat.read(lesson.notebook, as_version=4), lesson)
+        nb = student_notebook(read_notebook(lesson.notebook), lesson)
         files[lesson.notebook.name] = nbformat.writes(nb)
-    edited = sorted(name for name, text in files.items() if (out / name).exists() and (out / name).read_text() != text)
-    if edited and not force:
-        raise WouldOverwriteWork(
-            f"{out} already holds {len(edited)} notebook(s) that differ from a fresh student edition "
-            f"({', '.join(edited)}): a learner's work? Choose another --out, or pass --force to overwrite them"
-        )
+    manifest = Manifest(out)
+    if not force:
+        try:
+            manifest.refuse_foreign({out / name: text for name, text in files.items()}, "--out")
+        except WouldOverwriteWork as e:
+            force_hint = os.environ.get("VERLSTUDY_FORCE_HINT") or "pass --force"  # `make student` says FORCE=1
+            raise WouldOverwriteWork(f"{e}, or {force_hint} to overwrite them") from None
     write_all(out, files)
+    manifest.record(out / name for name in files)
     return [out / name for name in files]
 
 
 def exercise_ids(lesson: Lesson) -> list[str]:
     """The exercise ids ('N.M') of a lesson, in notebook order, read from its solution cells' tags."""
-    nb = nbformat.read(lesson.notebook, as_version=4)
+    nb = read_notebook(lesson.notebook)
     return [
         _exercise_id(cell, f"{lesson.stem} cell {i}", lesson)
         for i, cell in enumerate(nb.cells)
