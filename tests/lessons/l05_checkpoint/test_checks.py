@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
-from conftest import Wrong, checker_tests
 from torch import nn
 
+from conftest import Wrong, checker_tests
 from verlstudy.kit.exercises import check_exercise, exercise_results
 from verlstudy.lessons.l05_checkpoint.checkpoint import audit_state_dict, matches_prefix
 
@@ -126,15 +125,18 @@ WRONG = {
     "5.1": [
         Wrong(lambda key, pattern: key.startswith(pattern.rstrip(".")), "letters of", why="plain string prefix"),
         Wrong(lambda key, pattern: key.startswith(pattern), "own name", why="the pattern as given, dot or not"),
-        Wrong(lambda key, pattern: key.startswith(pattern.rstrip(".") + "."), "module's own name", why="forgets the name"),
+        Wrong(lambda key, pattern: key.startswith(pattern.rstrip(".") + "."), "own name", why="forgets the name"),
         Wrong(lambda key, pattern: pattern.rstrip(".") + "." in key + ".", "not the first module", why="substring"),
         Wrong(lambda key, pattern: key.split(".")[0] == pattern.rstrip("."), "misses a key", why="first piece only"),
         Wrong(matcher_only_dotted, "ends with a dot", why="works only for dotted patterns"),
         Wrong(matcher_hard_coded, "is the pattern read", why="pattern ignored (hard-coded mtp)"),
         Wrong(matcher_regex, ("letters", "own name"), why="regex: no end-of-name check"),
         Wrong(matcher_truthy, "bool", why="1/0 where a bool is asked"),
-        Wrong(lambda key, pattern: key == "mtp.proj.weight" or key.startswith("layers.1."), "whatever the pattern",
-              why="example-shaped: the notebook's keys, pattern ignored"),
+        Wrong(
+            lambda key, pattern: key == "mtp.proj.weight" or key.startswith("layers.1."),
+            "whatever the pattern",
+            why="example-shaped: the notebook's keys, pattern ignored",
+        ),
     ],
     "5.2": [
         Wrong(plain_prefix, "covers more than the modules", why="str.startswith (Megatron-Bridge's own)"),
@@ -173,8 +175,11 @@ def test_glm5_mtp_layer_is_a_named_case(assert_wrong) -> None:
 def test_the_mechanisms_own_matcher_and_audit_are_refused(assert_wrong):
     assert_wrong("5.1", matches_prefix, mentions="library's own matches_prefix")
     assert_wrong("5.1", lambda key, pattern: matches_prefix(key, pattern), mentions="calls the library's own")
-    assert_wrong("5.2", lambda m, sd, allowed: audit_state_dict(m.state_dict(), sd, allowed).missing_denied,
-                 mentions="library's own")
+    assert_wrong(
+        "5.2",
+        lambda m, sd, allowed: audit_state_dict(m.state_dict(), sd, allowed).missing_denied,
+        mentions="library's own",
+    )
 
 
 def test_5_1_is_not_passed_by_any_mechanism_function(assert_mechanism_does_not_pass):

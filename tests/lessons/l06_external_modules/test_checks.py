@@ -4,7 +4,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from verlstudy.kit.exercises import ExerciseFailure, check_exercise, exercise_method, exercise_results
+from conftest import Wrong, checker_tests
+from verlstudy.kit.exercises import ExerciseFailure, check_exercise, exercise_results
 from verlstudy.lessons.l06_external_modules.checks import check_parse_modules, check_predict_patched
 from verlstudy.lessons.l06_external_modules.modules_env import (
     ADAPTOR,
@@ -57,6 +58,118 @@ def split_like_verl_091_but_empty_gives_blank(value: str) -> list[str]:
     return [p.strip() for p in value.split(",")]
 
 
+def verl_split_when_set(value):
+    return value.split(",") if value else []
+
+
+def parse_only_first(value):  # first match only
+    return [value.split(",")[0].strip()] if value.strip(", \t") else []
+
+
+def parse_hard_coded(value):  # the images' own value, whatever the input
+    return ["megatron_adaptor"] if value else []
+
+
+def parse_regex(value):
+    import re
+
+    return re.findall(r"[\w.]+", value)
+
+
+def parse_with_loop(value):
+    names = []
+    for piece in value.split(","):
+        piece = piece.strip(" \t")
+        if piece != "":
+            names.append(piece)
+    return tuple(names)
+
+
+def predict_order_ignored(imports, env):  # the variable alone decides
+    return ADAPTOR in imports or (HOOK_PACKAGE in imports and ADAPTOR in (env or "").split(","))
+
+
+def predict_exact_value(imports, env):  # the variable as one module name, not a list
+    return own_predict(imports, env) if env in (None, ADAPTOR) else False
+
+
+def predict_ops_too_late(imports, env):  # thinks importing toylib.ops first also comes too late
+    return not imports[0].startswith("toylib.") and own_predict(imports, env)
+
+
+def predict_substring(imports, env):  # any toylib name in the variable counts as the adaptor
+    for module in imports:
+        if module == ADAPTOR or (module == HOOK_PACKAGE and "toylib" in (env or "")):
+            return True
+        if module == LIBRARY:
+            return False
+    return False
+
+
+def predict_hook_alone(imports, env):  # importing verl alone is thought to patch
+    return own_predict([ADAPTOR if m == HOOK_PACKAGE else m for m in imports], None)
+
+
+def predict_first_only(imports, env):  # looks at the first import only
+    return imports[0] == ADAPTOR or (imports[0] == HOOK_PACKAGE and ADAPTOR in (env or "").split(","))
+
+
+def predict_pops(imports, env):  # consumes the list it was given
+    while imports:
+        module = imports.pop(0)
+        if module == ADAPTOR or (module == HOOK_PACKAGE and ADAPTOR in (env or "").split(",")):
+            return True
+        if module == LIBRARY:
+            return False
+    return False
+
+
+def predict_by_index(imports, env):
+    named = ADAPTOR in (env or "").split(",")
+    firsts = [i for i, m in enumerate(imports) if m == ADAPTOR or (m == HOOK_PACKAGE and named)]
+    return bool(firsts) and (LIBRARY not in imports or firsts[0] < imports.index(LIBRARY))
+
+
+def predict_as_set(imports, env):
+    seen = set()
+    for module in imports:
+        if module == LIBRARY:
+            break
+        seen.add(module)
+    return ADAPTOR in seen or (HOOK_PACKAGE in seen and ADAPTOR in set((env or "").split(",")))
+
+
+WRONG = {
+    "6.1": [
+        Wrong(lambda value: [p for p in value.split(",") if p], "keep the blanks", why="no strip"),
+        Wrong(lambda value: [p.lstrip() for p in value.split(",") if p.strip()], "keep the blanks", why="left only"),
+        Wrong(verl_split_when_set, "verl 0.9.1's own split", why="verl's split"),
+        Wrong(lambda value: value.replace(" ", "").split(","), "names no modules", why="no empty check"),
+        Wrong(lambda value: [p.strip() for p in value.split(",")] if value else [], "empty names", why="keeps empties"),
+        Wrong(lambda value: value.split(), "between the commas", why="splits on blanks"),
+        Wrong(parse_only_first, "between the commas", why="first entry only"),
+        Wrong(parse_hard_coded, "between the commas", why="hard-coded to the images' value"),
+        Wrong(lambda value: ",".join(p.strip() for p in value.split(",") if p.strip()), "return a list", why="str"),
+    ],
+    "6.2": [
+        Wrong(predict_order_ignored, "too late", why="import order ignored"),
+        Wrong(predict_exact_value, "comma-separated list", why="the variable read as one name"),
+        Wrong(predict_ops_too_late, "not the module that binds", why="toylib.ops thought to bind"),
+        Wrong(predict_substring, "does not name toylib_adaptor", why="substring of the variable"),
+        Wrong(predict_hook_alone, "does not name toylib_adaptor", why="the variable ignored"),
+        Wrong(predict_first_only, "yet you said unpatched", why="first import only"),
+        Wrong(predict_pops, "changed its input", why="input mutated"),
+        Wrong(lambda imports, env: int(own_predict(imports, env)), "bool", why="an int where a bool is asked"),
+        Wrong(lambda imports, env: env == ADAPTOR and imports[0] == HOOK_PACKAGE, "yet you said", why="example-shaped"),
+    ],
+}
+RIGHT = {
+    "6.1": [parse_with_loop, parse_regex],
+    "6.2": [predict_by_index, predict_as_set],
+}
+test_wrong_answers_fail_naming_the_mistake, test_right_answers_written_differently_pass = checker_tests(WRONG, RIGHT)
+
+
 def test_predict_patched_checker():
     assert verdict("6.2", check_predict_patched, own_predict) == "correct"
 
@@ -65,7 +178,7 @@ def test_predict_patched_checker():
 
     with pytest.raises(ExerciseFailure, match="too late"):
         check_predict_patched(env_is_enough)
-    with pytest.raises(ExerciseFailure, match="return a bool"):
+    with pytest.raises(ExerciseFailure, match="bool"):
         check_predict_patched(lambda imports, env: "yes")
     assert verdict("6.2", check_predict_patched, _stub) == "not attempted"
 
@@ -96,42 +209,8 @@ def test_6_1_rejects_plausible_wrong_parsers(assert_wrong, answer, mentions):
     assert ".strip()" not in verdict_text and "split" not in verdict_text.replace("verl 0.9.1's own split", "")
 
 
-def test_6_1_method_says_how(assert_wrong):
-    method = exercise_method("6.1")
-    assert "split the value on commas" in method and "strip" in method
-
-
 def test_6_2_rejects_ignoring_the_import_order(assert_wrong):
     assert_wrong("6.2", lambda imports, env: env is not None and ADAPTOR in env, mentions="too late")
-
-
-def test_6_2_rejects_plausible_wrong_predictions(assert_wrong):
-    def exact_value(imports, env):  # treats the variable as one module name, not a list
-        return own_predict(imports, env) if env in (None, ADAPTOR) else False
-
-    def any_toylib_first_is_too_late(imports, env):  # thinks importing toylib.ops first also comes too late
-        return not imports[0].startswith("toylib.") and own_predict(imports, env)
-
-    def substring_match(imports, env):  # any toylib name in the variable counts as the adaptor
-        for module in imports:
-            if module == ADAPTOR or (module == HOOK_PACKAGE and "toylib" in (env or "")):
-                return True
-            if module == LIBRARY:
-                return False
-        return False
-
-    def hook_ignores_the_variable(imports, env):  # importing verl alone is thought to patch
-        return own_predict([ADAPTOR if m == HOOK_PACKAGE else m for m in imports], None)
-
-    def adaptor_anywhere(imports, env):  # the adaptor patches even when imported after the model
-        return ADAPTOR in imports or (HOOK_PACKAGE in imports and ADAPTOR in (env or "").split(","))
-
-    assert_wrong("6.2", exact_value, mentions="comma-separated list")
-    assert_wrong("6.2", any_toylib_first_is_too_late, mentions="not the module that binds `attention`")
-    assert_wrong("6.2", substring_match, mentions="does not name toylib_adaptor")
-    assert_wrong("6.2", hook_ignores_the_variable, mentions="does not name toylib_adaptor")
-    assert_wrong("6.2", adaptor_anywhere, mentions="too late")
-    assert_wrong("6.2", lambda imports, env: "yes", mentions="return a bool")
 
 
 def test_6_2_messages_do_not_state_the_rule(assert_wrong):

@@ -232,7 +232,7 @@ _AUDIT_CASES = [
 
 
 def _audit_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
-    leaves, lost, strays, allowed = args
+    _leaves, _lost, strays, allowed = args
     if not isinstance(got, (list, tuple)):
         return "return a list of key names"
     got_keys, want_keys = [str(k) for k in got], list(want)

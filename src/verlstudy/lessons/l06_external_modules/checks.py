@@ -8,8 +8,12 @@ is each checker's `method`, shown after repeated tries or by `exercise_hint`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from verlstudy.kit.exercises import ExerciseFailure, checker
+from hypothesis import strategies as st
+
+from verlstudy.kit.exercises import checker
+from verlstudy.kit.properties import Case, compare_on_inputs
 from verlstudy.lessons.l06_external_modules.modules_env import (
     ADAPTOR,
     HOOK_PACKAGE,
@@ -36,34 +40,56 @@ def _parse_mistake(value: str, got: object) -> str:
     return "your list does not hold the names between the commas"
 
 
+def _reference_parse(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+_NAMES = ("megatron_adaptor", "json", "pkg.sub", "a", "b")
+_GAPS = ("", " ", "  ", "\t")
+
+
+@st.composite
+def _env_value(draw: Any) -> tuple[str]:
+    entries = draw(st.lists(st.tuples(st.sampled_from(_GAPS), st.sampled_from(("", *_NAMES)), st.sampled_from(_GAPS))))
+    return (",".join(f"{left}{name}{right}" for left, name, right in entries),)
+
+
+_PARSE_CASES = [
+    Case(("megatron_adaptor",), "the images' own value, one name"),
+    Case(("",), "an empty value names no modules"),
+    Case(("a,b",), "two names"),
+    Case((" a , b ",), "blanks around the names"),
+    Case(("a,,b,",), "an empty entry and a trailing comma"),
+    Case((",",), "only a comma"),
+    Case(("   ",), "only blanks"),
+    Case(("pkg.sub, other",), "a dotted name, then a blank after the comma"),
+    Case(("\tjson ,megatron_adaptor",), "a tab is a blank too"),
+]
+
+
+def _parse_names(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
+    return _parse_mistake(args[0], got)
+
+
 @checker(
     "6.1",
     library_answers=[parse_module_list],
+    where=(
+        "the paragraph before the exercise: the value is typed by hand into a Dockerfile or a workflow, so look at "
+        "what lies between two commas, before the first and after the last one"
+    ),
     method=(
-        "split the value on commas, strip the blanks from each piece, and keep only the pieces that are "
-        "not empty after stripping (so '' and 'a,,' give no empty names)"
+        "Cut the value at every comma. Each piece may carry blanks (spaces, tabs) on either side: remove them from "
+        "both ends. A piece that is nothing once its blanks are gone names no module, so leave it out; what remains, "
+        "in the order written, is the answer (an empty value therefore gives an empty list)."
     ),
     reveals=["strips blanks, drops empty entries"],
 )
 def check_parse_modules(fn: Callable[[str], list[str]]) -> str:
     """Exercise 6.1: the course's forgiving parser of the variable, ignoring blanks and empty entries."""
-    if not callable(fn):
-        raise ExerciseFailure(f"pass your function itself, not {type(fn).__name__}")
-    cases = {
-        "megatron_adaptor": ["megatron_adaptor"],
-        "": [],
-        "a,b": ["a", "b"],
-        " a , b ": ["a", "b"],
-        "a,,b,": ["a", "b"],
-        "pkg.sub, other": ["pkg.sub", "other"],
-    }
-    for value, want in cases.items():
-        got = fn(value)
-        if not isinstance(got, list | tuple) or list(got) != want:
-            raise ExerciseFailure(
-                f"for {value!r} you returned {got!r}, expected {want!r}: {_parse_mistake(value, got)}"
-            )
-    return f"{len(cases)} values parsed"
+    return compare_on_inputs(
+        fn, _reference_parse, inputs=_env_value(), edge_cases=_PARSE_CASES, mistakes=_parse_names, name="parse_modules"
+    )
 
 
 def _patch_mistake(imports: Sequence[str], env: str | None, got: bool) -> str:
@@ -83,38 +109,57 @@ def _patch_mistake(imports: Sequence[str], env: str | None, got: bool) -> str:
     return "toyverl comes first here, with the variable naming the adaptor, yet you said unpatched"
 
 
+_MODULES = (HOOK_PACKAGE, ADAPTOR, "toylib.ops", LIBRARY)
+
+
+@st.composite
+def _process(draw: Any) -> tuple[list[str], str | None]:
+    imports = draw(st.permutations(_MODULES))[: draw(st.integers(1, len(_MODULES)))]
+    env = draw(st.none() | st.lists(st.sampled_from((ADAPTOR, "toylib.ops", "json")), min_size=1, max_size=3))
+    return list(imports), None if env is None else ",".join(env)
+
+
+_PATCH_CASES = [
+    Case(([HOOK_PACKAGE, LIBRARY], ADAPTOR), "the image default, verl imported first"),
+    Case(([LIBRARY, HOOK_PACKAGE], ADAPTOR), "the image default, the library imported first"),
+    Case(([HOOK_PACKAGE, LIBRARY], None), "no variable"),
+    Case(([LIBRARY], ADAPTOR), "a worker that never imports verl"),
+    Case(([ADAPTOR, LIBRARY], None), "an explicit import at the entry point"),
+    Case(([LIBRARY, ADAPTOR], None), "the adaptor imported after the library"),
+    Case(([HOOK_PACKAGE, LIBRARY], f"toylib.ops,{ADAPTOR}"), "the adaptor is the last name of a list"),
+    Case((["toylib.ops", HOOK_PACKAGE, LIBRARY], ADAPTOR), "toylib.ops imported first"),
+    Case(([HOOK_PACKAGE, "toylib.ops", LIBRARY], "toylib.ops"), "the variable names another module"),
+    Case(([HOOK_PACKAGE], ADAPTOR), "the library is never imported"),
+]
+
+
+def _patch_names(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
+    imports, env = args
+    if not isinstance(got, bool):
+        return "return True or False"
+    if LIBRARY not in imports and not got and want:
+        return "the library is never imported here, but the adaptor is: its patch is in place for a later import"
+    return _patch_mistake(imports, env, got)
+
+
 @checker(
     "6.2",
     library_answers=[predict_patched],
+    where=(
+        "the printed sources of toylib/model.py and toylib_adaptor.py, and the paragraph 'How verl reads the "
+        "variable': which line runs at import time, and what does the hook do with the value?"
+    ),
     method=(
-        "toylib.model binds `attention` when it is imported, so walk the imports in order: the first time "
-        "toylib_adaptor is imported (directly, or by toyverl when the variable split on commas names it) "
-        "before toylib.model, the answer is True; reaching toylib.model first, or never importing the "
-        "adaptor, gives False. Importing toylib.ops first changes nothing"
+        "Walk the imports in the order given and stop at the first one that decides. Importing the adaptor itself "
+        "decides 'patched'; so does importing toyverl when the variable, cut at its commas, names the adaptor. "
+        "Importing the model module before either of those decides 'unpatched', because it takes its reference "
+        "to the attention function then. Importing toylib.ops decides nothing. If the walk ends undecided, the "
+        "answer is 'unpatched'."
     ),
     reveals=["patched iff the adaptor is imported before the library", "toylib.model -> toyverl | no"],
 )
 def check_predict_patched(fn: Callable[[Sequence[str], str | None], bool]) -> str:
     """Exercise 6.2: predict whether a process ends up patched from its import order and the variable."""
-    if not callable(fn):
-        raise ExerciseFailure(f"pass your function itself, not {type(fn).__name__}")
-    cases = [
-        ((HOOK_PACKAGE, LIBRARY), ADAPTOR),
-        ((LIBRARY, HOOK_PACKAGE), ADAPTOR),
-        ((HOOK_PACKAGE, LIBRARY), None),
-        ((LIBRARY,), ADAPTOR),
-        ((ADAPTOR, LIBRARY), None),
-        ((LIBRARY, ADAPTOR), None),
-        ((HOOK_PACKAGE, LIBRARY), f"toylib.ops,{ADAPTOR}"),
-        (("toylib.ops", HOOK_PACKAGE, LIBRARY), ADAPTOR),
-        ((HOOK_PACKAGE, "toylib.ops", LIBRARY), "toylib.ops"),
-    ]
-    for imports, env in cases:
-        want = predict_patched(imports, env)
-        got = fn(imports, env)
-        if not isinstance(got, bool):
-            raise ExerciseFailure(f"return a bool, got {type(got).__name__} {got!r}")
-        if got != want:
-            mistake = _patch_mistake(imports, env, got)
-            raise ExerciseFailure(f"imports {' -> '.join(imports)} with variable {env!r}: you said {got}: {mistake}")
-    return f"{len(cases)} processes predicted"
+    return compare_on_inputs(
+        fn, predict_patched, inputs=_process(), edge_cases=_PATCH_CASES, mistakes=_patch_names, name="will_be_patched"
+    )
