@@ -85,3 +85,48 @@ def test_the_real_kernel_starts_on_this_interpreter_with_torch():
     ok, line = doctor.start_kernel_check()
     assert ok, line
     assert line.startswith("kernel started in ") and f": {sys.executable}, torch " in line
+
+
+def test_each_package_is_judged_against_its_declared_range():
+    assert doctor.requirement_check("matplotlib>=3.8.1", "3.11.2") == (True, "matplotlib 3.11.2")
+    assert doctor.requirement_check("matplotlib>=3.8.1", "3.8.0") == (
+        False,
+        "matplotlib 3.8.0 is outside the range the course declares (>=3.8.1)",
+    )
+    assert doctor.requirement_check("torch>=2.4", "2.13.0+cpu") == (True, "torch 2.13.0+cpu")  # local builds count
+    assert doctor.requirement_check("nbval>=0.11", None) == (False, "nbval not installed (needs >=0.11)")
+    assert doctor.requirement_check("appnope; sys_platform == 'nowhere'", None) is None
+    with pytest.raises(ValueError, match="not a requirement: 'matplotlib >>= 3'"):
+        doctor.requirement_check("matplotlib >>= 3", "3.0")
+
+
+def test_in_a_checkout_the_dev_tools_are_required_and_installed_only_the_runtime(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    python, checkout = doctor.declared(root)
+    assert python == ">=3.11,<3.13" and "nbval>=0.11" in checkout and "matplotlib>=3.8.1" in checkout
+    metadata = {"Requires-Python": ">=3.11,<3.13"}
+    monkeypatch.setattr(doctor.importlib.metadata, "metadata", lambda name: metadata)
+    monkeypatch.setattr(
+        doctor.importlib.metadata, "requires", lambda name: ["numpy>=1.26", 'nbval>=0.11; extra == "dev"']
+    )
+    monkeypatch.setattr(doctor, "checkout_root", lambda: None)
+    assert doctor.declared() == (">=3.11,<3.13", ["numpy>=1.26"])
+
+
+def test_outside_a_checkout_a_missing_nbval_is_an_ok_line_not_a_fail(monkeypatch):
+    monkeypatch.setattr(doctor, "checkout_root", lambda: None)
+    monkeypatch.setattr(doctor, "declared", lambda root=None: (">=3.11", ["numpy>=1.26", "nbval>=0.11"]))
+    real = doctor.version
+    monkeypatch.setattr(doctor, "version", lambda name: None if name == "nbval" else real(name))
+    checks = doctor.package_checks()
+    assert all(ok for ok, _ in checks), checks
+    assert checks[-1] == (True, 'optional nbval: not installed (pip install "verlstudy[dev]" adds it)')
+    monkeypatch.setattr(doctor, "declared", lambda root=None: (">=9.0", ["numpy>=99"]))
+    assert [ok for ok, _ in doctor.package_checks()][:2] == [False, False]
+
+
+def test_the_checkouts_own_environment_passes_the_declared_ranges():
+    failed = [line for ok, line in doctor.package_checks() if not ok]
+    assert not failed, failed

@@ -104,3 +104,11 @@ def test_student_edition_and_a_learners_copy(installed, tmp_path):
     edited.write_text(edited.read_text().replace("NotImplementedError", "NotImplementedError  # my attempt", 1))
     again = verlstudy("init", str(mine)).stdout
     assert "kept as you changed them" in again and "my attempt" in edited.read_text()
+
+
+def test_doctor_is_clean_from_an_empty_folder_with_nbval_optional(installed):
+    verlstudy, _, _ = installed
+    done = verlstudy("doctor", "--no-kernel-start", check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[FAIL]" not in done.stdout and "[OK] optional nbval: " in done.stdout
+    assert "[OK] matplotlib " in done.stdout and "pytest" not in done.stdout  # the wheel's own ranges, no dev tools

@@ -8,11 +8,16 @@ import json
 import platform
 import sys
 import time
+import tomllib
 from pathlib import Path
 
-from verlstudy.course import registry
+from packaging.requirements import InvalidRequirement, Requirement
 
-PACKAGES = ("torch", "numpy", "matplotlib", "papermill", "nbval", "nbformat", "jupytext", "ipykernel")
+from verlstudy.course import registry
+from verlstudy.kit.resources import checkout_root
+
+# Outside a checkout (pip install) only the dev extra's nbval is worth naming: it checks stored outputs.
+OPTIONAL_OUTSIDE_CHECKOUT = ("nbval",)
 KERNEL_TIMEOUT_S = 60  # a cold start imports torch; a hang shows as a [FAIL] after this long, not forever
 # what the kernel prints: the interpreter it runs and the torch it imports (the two a stale kernel gets wrong)
 KERNEL_SNIPPET = (
@@ -31,6 +36,58 @@ def version(package: str) -> str | None:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def declared(root: Path | None = None) -> tuple[str, list[str]]:
+    """(requires-python, requirements) the course declares: a checkout's pyproject.toml (its dev extra included,
+    which `make test` needs), else the installed package's own metadata (its dependencies only)."""
+    root = checkout_root() if root is None else root
+    if root is not None and (root / "pyproject.toml").is_file():
+        project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+        return project["requires-python"], [*project["dependencies"], *project["optional-dependencies"]["dev"]]
+    required = importlib.metadata.requires("verlstudy") or []
+    python = importlib.metadata.metadata("verlstudy")["Requires-Python"] or ""
+    return python, [r for r in required if "extra ==" not in r]
+
+
+def requirement_check(requirement: str, found: str | None) -> tuple[bool, str] | None:
+    """(ok, line) for one declared requirement and the version installed (None: not installed); None where its
+    environment marker excludes this machine."""
+    try:
+        parsed = Requirement(requirement)
+    except InvalidRequirement as e:
+        raise ValueError(f"not a requirement: {requirement!r} ({e})") from None
+    if parsed.marker is not None and not parsed.marker.evaluate():
+        return None
+    needs = str(parsed.specifier) or "any version"
+    if found is None:
+        return False, f"{parsed.name} not installed (needs {needs})"
+    if not parsed.specifier.contains(found, prereleases=True):
+        return False, f"{parsed.name} {found} is outside the range the course declares ({needs})"
+    return True, f"{parsed.name} {found}"
+
+
+def package_checks(root: Path | None = None) -> list[tuple[bool, str]]:
+    """The Python and every declared package, each against its declared range (nbval optional outside a checkout)."""
+    in_checkout = (checkout_root() if root is None else root) is not None
+    python, requirements = declared(root)
+    from packaging.specifiers import SpecifierSet
+
+    here = platform.python_version()
+    checks = [(here in SpecifierSet(python), f"Python {here} (the course declares {python})")]
+    for requirement in requirements:
+        name = Requirement(requirement).name
+        found = version(name)
+        if not in_checkout and name in OPTIONAL_OUTSIDE_CHECKOUT:
+            continue
+        line = requirement_check(requirement, found)
+        if line is not None:
+            checks.append(line)
+    if not in_checkout:
+        for name in OPTIONAL_OUTSIDE_CHECKOUT:
+            found = version(name)
+            checks.append((True, f'optional {name}: {found or "not installed"} (pip install "verlstudy[dev]" adds it)'))
+    return checks
 
 
 def verl_status(installed: str | None, verified: dict[str, str]) -> str:
@@ -122,12 +179,7 @@ def kernel_failure(error: Exception, timeout_s: float) -> str:
 
 def doctor_checks(*, start_kernel: bool = True) -> list[tuple[bool, str]]:
     """(ok, line) for each thing the course needs, and informational lines for optional things."""
-    checks: list[tuple[bool, str]] = []
-    py_ok = sys.version_info >= (3, 11)
-    checks.append((py_ok, f"Python {platform.python_version()} (needs >= 3.11)"))
-    for package in PACKAGES:
-        found = version(package)
-        checks.append((found is not None, f"{package} {found or 'not installed'}"))
+    checks: list[tuple[bool, str]] = package_checks()
     checks.append(kernel_spec_line())
     if start_kernel:
         checks.append(start_kernel_check())
