@@ -370,3 +370,14 @@ def test_binder_post_build_installs_the_course_and_the_verl_releases_the_lessons
     assert re.search(r"for v in (.+); do", text).group(1).split() == releases
     assert "/verl-releases/$v" in text and "sys.prefix" in text  # where kit.upstream looks (<venv>/verl-releases)
     subprocess.run(["bash", "-n", str(post)], check=True)
+
+
+def test_verlstudy_version_prints_the_installed_version():
+    import importlib.metadata
+
+    done = subprocess.run([sys.executable, "-m", "verlstudy", "--version"], capture_output=True, text=True, check=True)
+    assert done.stdout == f"verlstudy {importlib.metadata.version('verlstudy')}\n"
+    assert (
+        importlib.metadata.version("verlstudy")
+        == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    )

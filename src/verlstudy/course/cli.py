@@ -284,8 +284,18 @@ def cmd_verify_upstream(args: argparse.Namespace) -> int:
     return 1 if differ else 0
 
 
+def _installed_version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("verlstudy")
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed: running from a source tree)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="verlstudy", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"verlstudy {_installed_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     listing = sub.add_parser("list", help="the course map")
     listing.add_argument("--json", action="store_true", help="one JSON record per lesson instead of the table")
