@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from collections import deque
 
 import pytest
 import torch
 
+from conftest import Wrong, checker_tests
 from verlstudy.kit import upstream
 from verlstudy.kit.exercises import check_exercise, exercise_results, find_checker
-from verlstudy.lessons.l03_router_replay.checks import _text_attr_cases
+from verlstudy.lessons.l03_router_replay.checks import Raised, _build, _text_attr_cases
 from verlstudy.lessons.l03_router_replay.pipeline import from_wire, to_wire
 from verlstudy.lessons.l03_router_replay.routes import stack_routes
 from verlstudy.lessons.l03_router_replay.text_config import bfs_config_attr, get_text_config_attr
@@ -32,53 +34,78 @@ def stack_by_layer(pairs):
     return torch.stack([routes.to(torch.int16) for _, routes in sorted(pairs, key=lambda p: p[0])], dim=1)
 
 
-def test_3_1_accepts_columns_sorted_by_layer_number(capsys: pytest.CaptureFixture[str]) -> None:
-    assert "duplicates rejected" in find_checker("3.1")(stack_by_layer)
-    check_exercise("3.1", stack_by_layer)
-    assert exercise_results()["3.1"] == "correct"
-    assert "exercise 3.1: correct" in capsys.readouterr().out
-    check_exercise("3.1", stub)
-    assert exercise_results()["3.1"] == "not attempted"
+def stack_by_dict(pairs):  # right, written differently: a dict keyed by layer, columns by sorted key
+    by_layer = {}
+    for number, routes in pairs:
+        if number in by_layer:
+            raise ValueError(f"layer {number} twice")
+        by_layer[number] = routes
+    columns = [by_layer[n].short() for n in sorted(by_layer)]
+    return torch.cat([c.unsqueeze(1) for c in columns], dim=1)
 
 
-def test_3_1_rejects_stacking_in_walk_order(assert_wrong) -> None:
-    walk_order = lambda pairs: torch.stack([r.to(torch.int16) for _, r in pairs], dim=1)  # noqa: E731
-    assert_wrong("3.1", walk_order, mentions="not the layer numbers")
+def stack_by_argsort(pairs):  # right: order from a tensor argsort, then index_select
+    numbers = torch.tensor([n for n, _ in pairs])
+    if numbers.unique().numel() != numbers.numel():
+        raise ValueError("duplicate layer numbers")
+    stacked = torch.stack([r for _, r in pairs], dim=1).to(torch.int16)
+    return stacked.index_select(1, numbers.argsort())
 
 
-def test_3_1_rejects_silently_accepting_duplicate_layers(assert_wrong) -> None:
-    def last_one_wins(pairs):
-        by_layer = dict(pairs)  # a second router on layer 1 overwrites the first
-        return torch.stack([by_layer[n].to(torch.int16) for n in sorted(by_layer)], dim=1)
-
-    assert_wrong("3.1", last_one_wins, mentions="a duplicate went through")
+def walk_order(pairs):
+    return torch.stack([r.to(torch.int16) for _, r in pairs], dim=1)
 
 
-def test_3_1_rejects_a_duplicate_check_that_raises_the_wrong_error(assert_wrong) -> None:
-    tuple_sort = lambda pairs: torch.stack([r.to(torch.int16) for _, r in sorted(pairs)], dim=1)  # noqa: E731
-    assert_wrong("3.1", tuple_sort, mentions="raise ValueError, not RuntimeError")  # ties compare tensors
+def last_one_wins(pairs):
+    by_layer = dict(pairs)
+    return torch.stack([by_layer[n].to(torch.int16) for n in sorted(by_layer)], dim=1)
 
 
-def test_3_1_rejects_routes_not_stored_as_int16(assert_wrong) -> None:
-    int64 = lambda pairs: torch.stack([r for _, r in sorted(pairs, key=lambda p: p[0])], dim=1)  # noqa: E731
-    assert_wrong("3.1", int64, mentions="int16")
+def tuple_sort(pairs):  # ties compare tensors: RuntimeError on a duplicate
+    return torch.stack([r.to(torch.int16) for _, r in sorted(pairs)], dim=1)
 
 
-def test_3_1_rejects_stacking_along_the_wrong_dim(assert_wrong) -> None:
-    dim0 = lambda pairs: torch.stack([r.to(torch.int16) for _, r in sorted(pairs, key=lambda p: p[0])])  # noqa: E731
-    assert_wrong("3.1", dim0, mentions="not the middle dim")
+def as_text(pairs):
+    if len({n for n, _ in pairs}) != len(pairs):
+        raise ValueError("duplicate")
+    return torch.stack([r.to(torch.int16) for _, r in sorted(pairs, key=lambda p: str(p[0]))], dim=1)
 
 
-def test_3_1_refuses_the_mechanisms_stack_routes(assert_wrong) -> None:
-    assert_wrong("3.1", stack_routes, mentions="library's own stack_routes")
-    assert_wrong("3.1", lambda pairs: stack_routes(pairs), mentions="calls the library's own stack_routes")
+def int64_routes(pairs):
+    if len({n for n, _ in pairs}) != len(pairs):
+        raise ValueError("duplicate")
+    return torch.stack([r for _, r in sorted(pairs, key=lambda p: p[0])], dim=1)
 
 
-def test_3_1_is_not_passed_by_any_mechanism_function(assert_mechanism_does_not_pass) -> None:
-    assert assert_mechanism_does_not_pass("3.1", LESSON) > 20
+def layers_first(pairs):
+    if len({n for n, _ in pairs}) != len(pairs):
+        raise ValueError("duplicate")
+    return torch.stack([r.to(torch.int16) for _, r in sorted(pairs, key=lambda p: p[0])])
 
 
-# --- 3.2: the wire format of pp_gather ------------------------------------------------------------------
+def sorts_in_place(pairs):
+    if len({n for n, _ in pairs}) != len(pairs):
+        raise ValueError("duplicate")
+    pairs.sort(key=lambda p: p[0])
+    return torch.stack([r.to(torch.int16) for _, r in pairs], dim=1)
+
+
+def example_shaped(pairs):  # right only on walks of consecutive layers 1..n: indexes by number - 1
+    if len({n for n, _ in pairs}) != len(pairs):
+        raise ValueError("duplicate")
+    columns = [None] * len(pairs)
+    for n, r in pairs:
+        columns[(n - 1) % len(pairs)] = r.to(torch.int16)
+    return torch.stack(columns, dim=1)
+
+
+def descending(pairs):
+    if len({n for n, _ in pairs}) != len(pairs):
+        raise ValueError("duplicate")
+    return torch.stack([r.to(torch.int16) for _, r in sorted(pairs, key=lambda p: p[0], reverse=True)], dim=1)
+
+
+# --- 3.2: the dense branch's wire format ----------------------------------------------------------------
 
 
 def ref_to_wire(routes, max_layers):
@@ -92,93 +119,63 @@ def ref_from_wire(payload, layer_count):
     return payload[:, :, :layer_count].contiguous().view(torch.int16)
 
 
-def test_3_2_accepts_a_bit_view_padded_on_the_layer_dim() -> None:
-    assert "bit-exact" in find_checker("3.2")(ref_to_wire, ref_from_wire)
-    check_exercise("3.2", stub, stub)
-    assert exercise_results()["3.2"] == "not attempted"
+def pad_to_wire(routes, max_layers):  # right: F.pad on the layer dim of the byte view
+    payload = routes.contiguous().view(torch.uint8)
+    return torch.nn.functional.pad(payload, (0, 0, 0, max_layers - payload.shape[2]))
 
 
-def test_3_2_rejects_a_value_cast_to_uint8(assert_wrong) -> None:
-    def to_wire_cast(routes, max_layers):
-        payload = torch.zeros(*routes.shape[:2], max_layers, routes.shape[3] * 2, dtype=torch.uint8)
-        payload[:, :, : routes.shape[2], ::2] = routes.to(torch.uint8)
-        return payload
-
-    def from_wire_cast(payload, layer_count):
-        return payload[:, :, :layer_count, ::2].to(torch.int16)
-
-    assert_wrong("3.2", to_wire_cast, from_wire_cast, mentions="a value cast to uint8 keeps only the low byte")
+def split_from_wire(payload, layer_count):  # right: narrow then a clone before the view
+    return payload.narrow(2, 0, layer_count).clone().view(torch.int16)
 
 
-def test_3_2_rejects_a_payload_that_is_not_padded(assert_wrong) -> None:
-    no_pad = lambda routes, max_layers: routes.contiguous().view(torch.uint8)  # noqa: E731
-    assert_wrong("3.2", no_pad, ref_from_wire, mentions="not padded to max_layers")
+def to_wire_cast(routes, max_layers):
+    payload = torch.zeros(*routes.shape[:2], max_layers, routes.shape[3] * 2, dtype=torch.uint8)
+    payload[:, :, : routes.shape[2], ::2] = routes.to(torch.uint8)
+    return payload
 
 
-def test_3_2_rejects_padding_the_byte_dim(assert_wrong) -> None:
-    def pad_last_dim(routes, max_layers):
-        payload = routes.contiguous().view(torch.uint8)
-        extra = max_layers - payload.shape[2]
-        return torch.nn.functional.pad(payload, (0, 2 * extra))
-
-    assert_wrong("3.2", pad_last_dim, ref_from_wire, mentions="not padded to max_layers")
+def from_wire_cast(payload, layer_count):
+    return payload[:, :, :layer_count, ::2].to(torch.int16)
 
 
-def test_3_2_rejects_padding_that_repeats_the_last_layer(assert_wrong) -> None:
-    def edge_pad(routes, max_layers):
-        payload = routes.contiguous().view(torch.uint8)
-        extra = payload[:, :, -1:].expand(-1, -1, max_layers - payload.shape[2], -1)
-        return torch.cat([payload, extra], dim=2)
-
-    assert_wrong("3.2", edge_pad, ref_from_wire, mentions="padding layers hold nonzero bytes")
+def no_pad(routes, max_layers):
+    return routes.contiguous().view(torch.uint8)
 
 
-def test_3_2_rejects_a_from_wire_that_keeps_the_padding(assert_wrong) -> None:
-    keeps_padding = lambda payload, layer_count: payload.contiguous().view(torch.int16)  # noqa: E731
-    assert_wrong("3.2", ref_to_wire, keeps_padding, mentions="kept padding layers")
+def pad_last_dim(routes, max_layers):
+    payload = routes.contiguous().view(torch.uint8)
+    return torch.nn.functional.pad(payload, (0, 2 * (max_layers - payload.shape[2])))
 
 
-def test_3_2_rejects_a_from_wire_that_casts_the_bytes(assert_wrong) -> None:
-    cast_back = lambda payload, layer_count: payload[:, :, :layer_count].to(torch.int16)  # noqa: E731
-    assert_wrong("3.2", ref_to_wire, cast_back, mentions="a route is two bytes")
+def edge_pad(routes, max_layers):
+    payload = routes.contiguous().view(torch.uint8)
+    if payload.shape[2] == 0:
+        return payload.new_ones(*payload.shape[:2], max_layers, payload.shape[3])
+    extra = payload[:, :, -1:].expand(-1, -1, max_layers - payload.shape[2], -1)
+    return torch.cat([payload, extra], dim=2)
 
 
-def test_3_2_rejects_padding_with_nonzero_bytes(assert_wrong) -> None:
-    def pad_with_255(routes, max_layers):
-        payload = routes.contiguous().view(torch.uint8)
-        padded = torch.full((*payload.shape[:2], max_layers, payload.shape[3]), 255, dtype=torch.uint8)
-        padded[:, :, : payload.shape[2]] = payload
-        return padded
-
-    assert_wrong("3.2", pad_with_255, ref_from_wire, mentions="padding layers hold nonzero bytes")
+def keeps_padding(payload, layer_count):
+    return payload.contiguous().view(torch.int16)
 
 
-def test_3_2_rejects_a_from_wire_with_a_fixed_layer_count(assert_wrong) -> None:
-    fixed_two = lambda payload, layer_count: payload[:, :, :2].contiguous().view(torch.int16)  # noqa: E731
-    assert_wrong("3.2", ref_to_wire, fixed_two, mentions="lost real layers")
+def cast_back(payload, layer_count):
+    return payload[:, :, :layer_count].to(torch.int16)
 
 
-def test_3_2_rejects_a_from_wire_that_guesses_the_count_from_zero_layers(assert_wrong) -> None:
-    def drop_zero_layers(payload, layer_count):  # ignores layer_count: keeps the layers with any nonzero byte
-        keep = payload.flatten(0, 1).ne(0).any(dim=0).any(dim=-1)
-        return payload[:, :, keep].contiguous().view(torch.int16)
-
-    assert_wrong("3.2", ref_to_wire, drop_zero_layers, mentions="all zero, every token on expert 0, is a real layer")
+def drop_zero_layers(payload, layer_count):  # ignores layer_count: keeps the layers with any nonzero byte
+    keep = payload.flatten(0, 1).ne(0).any(dim=0).any(dim=-1)
+    return payload[:, :, keep].contiguous().view(torch.int16)
 
 
-def test_3_2_refuses_the_mechanisms_wire_functions(assert_wrong) -> None:
-    assert_wrong("3.2", to_wire, from_wire, mentions="library's own to_wire")
-    assert_wrong("3.2", lambda r, n: to_wire(r, n), ref_from_wire, mentions="calls the library's own to_wire")
-    assert_wrong("3.2", ref_to_wire, lambda p, n: from_wire(p, n), mentions="calls the library's own from_wire")
+def fixed_three(payload, layer_count):  # the notebook's example had 3 layers
+    return payload[:, :, :3].contiguous().view(torch.int16)
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [lambda fn: (fn, ref_from_wire), lambda fn: (ref_to_wire, fn)],
-    ids=["as to_wire", "as from_wire"],
-)
-def test_3_2_is_not_passed_by_any_mechanism_function(assert_mechanism_does_not_pass, answer) -> None:
-    assert assert_mechanism_does_not_pass("3.2", LESSON, answer=answer) > 20
+def cast_whole_routes(routes, max_layers):  # values cast to uint8, one byte per route, padded
+    payload = torch.zeros(*routes.shape[:2], max_layers, routes.shape[3], dtype=torch.uint8)
+    payload[:, :, : routes.shape[2]] = routes.to(torch.uint8)
+    return payload
 
 
 # --- 3.3: the text-branch config walk ------------------------------------------------------------------
@@ -187,16 +184,20 @@ BRANCHES = ("text_config", "language_config", "thinker_config", "model_config")
 
 
 def find_text_attr(config, name):
+    getter = getattr(config, "get_text_config", None)
+    text = getter() if callable(getter) else getattr(config, "text_config", None)
+    if text is not None and getattr(text, name, None) is not None:
+        return getattr(text, name)
     seen: set[int] = set()
 
     def walk(node):
         if node is None or id(node) in seen:
             return
         seen.add(id(node))
-        getter = getattr(node, "get_text_config", None)
-        text = getter() if callable(getter) else getattr(node, "text_config", None)
-        if text is not None and text is not node:
-            yield from walk(text)
+        get = getattr(node, "get_text_config", None)
+        inner = get() if callable(get) else getattr(node, "text_config", None)
+        if inner is not None and inner is not node:
+            yield from walk(inner)
         for branch in BRANCHES:
             yield from walk(getattr(node, branch, None))
         yield node
@@ -207,10 +208,47 @@ def find_text_attr(config, name):
     raise AttributeError(f"{type(config).__name__} has no nested {name}")
 
 
-def _walker(*, branches=BRANCHES, truthy=False, children_first=True, cycle_safe=True, getter=True, root=True):
+def find_with_stack(config, name):  # right: an explicit post-order over the branch, then the first non-None
+    def text_of(node):
+        get = getattr(node, "get_text_config", None)
+        text = get() if callable(get) else None
+        return text if text is not None else getattr(node, "text_config", None)
+
+    first = text_of(config)
+    if first is not None and getattr(first, name, None) is not None:
+        return getattr(first, name)
+    order, seen = [], set()
+
+    def visit(node):
+        if node is None or id(node) in seen:
+            return
+        seen.add(id(node))
+        text = text_of(node)
+        if text is not node:
+            visit(text)
+        for branch in BRANCHES:
+            visit(getattr(node, branch, None))
+        order.append(node)
+
+    visit(config)
+    found = [getattr(n, name) for n in order if getattr(n, name, None) is not None]
+    if not found:
+        raise AttributeError(name)
+    return found[0]
+
+
+def _walker(
+    *, branches=BRANCHES, truthy=False, children_first=True, cycle_safe=True, getter=True, root=True, text_first=True
+):
     """find_text_attr with one thing done wrong: the mistakes learners make, one switch each."""
 
     def find(config, name):
+        if text_first:
+            get = getattr(config, "get_text_config", None) if getter else None
+            text = get() if callable(get) else getattr(config, "text_config", None)
+            value = getattr(text, name, None) if text is not None else None
+            if (value if truthy else value is not None) and not callable(value):
+                return value
         seen: set[int] = set()
 
         def walk(node, is_root=False):
@@ -238,76 +276,128 @@ def _walker(*, branches=BRANCHES, truthy=False, children_first=True, cycle_safe=
     return find
 
 
-def test_3_3_accepts_the_text_branch_walk() -> None:
-    assert find_checker("3.3")(find_text_attr) == "7 lookups right, audio sibling refused, cycle safe"
-    check_exercise("3.3", stub)
-    assert exercise_results()["3.3"] == "not attempted"
+def bfs(config, name):
+    queue, seen = deque([config]), {id(config)}
+    while queue:
+        node = queue.popleft()
+        if getattr(node, name, None) is not None:
+            return getattr(node, name)
+        for child in vars(node).values():
+            if hasattr(child, "__dict__") and id(child) not in seen:
+                seen.add(id(child))
+                queue.append(child)
+    raise AttributeError(name)
 
 
-def test_3_3_rejects_a_root_first_breadth_first_walk(assert_wrong) -> None:
-    def bfs(config, name):
-        queue, seen = deque([config]), {id(config)}
-        while queue:
-            node = queue.popleft()
-            if getattr(node, name, None) is not None:
-                return getattr(node, name)
-            for child in vars(node).values():
-                if hasattr(child, "__dict__") and id(child) not in seen:
-                    seen.add(id(child))
-                    queue.append(child)
-        raise AttributeError(name)
-
-    assert_wrong("3.3", bfs, mentions="root 1024 beside text_config 4096: got 1024")
+def key_error(config, name):
+    try:
+        return find_text_attr(config, name)
+    except AttributeError as e:
+        raise KeyError(name) from e
 
 
-def test_3_3_rejects_the_node_before_its_text_config(assert_wrong) -> None:
-    assert_wrong("3.3", _walker(children_first=False), mentions="reads the root before its text branch")
+def every_sub_config(node):
+    return [k for k, v in vars(node).items() if hasattr(v, "__dict__")]
 
 
-def test_3_3_rejects_truthiness_as_presence(assert_wrong) -> None:
-    assert_wrong("3.3", _walker(truthy=True), mentions="takes a falsy value for a missing one")
+WRONG = {
+    "3.1": [
+        Wrong(walk_order, mentions="not the layer numbers", why="columns in walk order"),
+        Wrong(last_one_wins, mentions="a duplicate went through", why="duplicates silently merged"),
+        Wrong(tuple_sort, mentions="raise ValueError", why="a duplicate raises another error"),
+        Wrong(as_text, mentions="sorted as text", why="layer numbers sorted as strings"),
+        Wrong(int64_routes, mentions="int16", why="dtype ignored"),
+        Wrong(layers_first, mentions="not the middle dim", why="layers stacked along dim 0"),
+        Wrong(sorts_in_place, mentions="changed its input", why="the learner's input mutated"),
+        Wrong(example_shaped, mentions=("another layer's routes", "layer numbers"), why="right only on layers 1..n"),
+        Wrong(descending, mentions="descending", why="sorted the wrong way round"),
+    ],
+    "3.2": [
+        Wrong((to_wire_cast, from_wire_cast), mentions="low byte", why="values cast to uint8"),
+        Wrong((no_pad, ref_from_wire), mentions="not padded to max_layers", why="no padding"),
+        Wrong((pad_last_dim, ref_from_wire), mentions=("another dim", "not padded"), why="padded the byte dim"),
+        Wrong((edge_pad, ref_from_wire), mentions="nonzero bytes", why="padding repeats the last layer"),
+        Wrong((ref_to_wire, keeps_padding), mentions="kept padding layers", why="padding not stripped"),
+        Wrong((ref_to_wire, cast_back), mentions="two bytes", why="bytes cast back one by one"),
+        Wrong((ref_to_wire, drop_zero_layers), mentions="lost real layers", why="count guessed from the bytes"),
+        Wrong((ref_to_wire, fixed_three), mentions="layers", why="example-shaped: a fixed layer count"),
+        Wrong((cast_whole_routes, ref_from_wire), mentions="one byte", why="one byte per route"),
+    ],
+    "3.3": [
+        Wrong(bfs, mentions=("root before its text branch", "sibling"), why="root-first BFS over every sub-config"),
+        Wrong(
+            _walker(children_first=False, text_first=False),
+            mentions="root before its text branch",
+            why="the node before its branches",
+        ),
+        Wrong(_walker(truthy=True), mentions="falsy", why="0/False taken for missing"),
+        Wrong(
+            _walker(branches=("text_config",)),
+            mentions=("missed a text branch", "only the text_config"),
+            why="only text_config walked (one level of names)",
+        ),
+        Wrong(
+            _walker(branches=("text_config", "language_config", "model_config")),
+            mentions=("missed", "root"),
+            why="thinker_config never descended",
+        ),
+        Wrong(_walker(root=False), mentions=("missed a text branch", "sibling"), why="never reads the config itself"),
+        Wrong(_walker(getter=False), mentions="get_text_config", why="get_text_config() ignored"),
+        Wrong(_walker(branches=every_sub_config), mentions="sibling", why="reads the audio sibling"),
+        Wrong(_walker(cycle_safe=False), mentions="revisits configs", why="no cycle guard"),
+        Wrong(key_error, mentions="KeyError", why="raises KeyError for a missing attribute"),
+        Wrong(_walker(text_first=False), mentions="text config itself wins", why="no first read of the text config"),
+    ],
+}
+
+RIGHT = {
+    "3.1": [stack_by_dict, stack_by_argsort],
+    "3.2": [(pad_to_wire, split_from_wire), (pad_to_wire, ref_from_wire)],
+    "3.3": [find_with_stack, find_text_attr],
+}
+
+test_wrong_answers_fail_naming_the_mistake, test_right_answers_written_differently_pass = checker_tests(WRONG, RIGHT)
 
 
-def test_3_3_rejects_walking_only_text_config(assert_wrong) -> None:
-    assert_wrong("3.3", _walker(branches=("text_config",)), mentions="not named text_config")
+def test_references_pass_and_stubs_are_not_attempted(capsys: pytest.CaptureFixture[str]) -> None:
+    assert "duplicates rejected" in find_checker("3.1")(stack_by_layer)
+    check_exercise("3.1", stack_by_layer)
+    assert exercise_results()["3.1"] == "correct"
+    assert "exercise 3.1: correct" in capsys.readouterr().out
+    for exercise_id, arity in (("3.1", 1), ("3.2", 2), ("3.3", 1)):
+        check_exercise(exercise_id, *[stub] * arity)
+        assert exercise_results()[exercise_id] == "not attempted"
 
 
-def test_3_3_rejects_a_walk_that_never_descends_thinker_config(assert_wrong) -> None:
-    no_thinker = _walker(branches=("text_config", "language_config", "model_config"))
-    assert_wrong("3.3", no_thinker, mentions="nested inside thinker_config")
+@pytest.mark.parametrize(
+    ("exercise_id", "answer"),
+    [("3.1", (stack_by_layer,)), ("3.2", (ref_to_wire, ref_from_wire)), ("3.3", (find_text_attr,))],
+)
+def test_each_checker_call_takes_under_a_second(exercise_id, answer) -> None:
+    find_checker(exercise_id)(*answer)  # warm (hypothesis imports)
+    start = time.perf_counter()
+    find_checker(exercise_id)(*answer)
+    assert time.perf_counter() - start < 1.0
 
 
-def test_3_3_rejects_a_walk_that_never_falls_back_to_the_root(assert_wrong) -> None:
-    assert_wrong("3.3", _walker(root=False), mentions="never reads the config itself")
-
-
-def test_3_3_rejects_a_walk_that_ignores_get_text_config(assert_wrong) -> None:
-    assert_wrong("3.3", _walker(getter=False), mentions="ignores what the config's get_text_config() returns")
-
-
-def test_3_3_rejects_reading_an_audio_sibling(assert_wrong) -> None:
-    every_sub_config = lambda node: [k for k, v in vars(node).items() if hasattr(v, "__dict__")]  # noqa: E731
-    assert_wrong("3.3", _walker(branches=every_sub_config), mentions="it read audio_config")
-
-
-def test_3_3_rejects_a_walk_that_loops_on_a_cycle(assert_wrong) -> None:
-    assert_wrong("3.3", _walker(cycle_safe=False), mentions="revisits configs")
-
-
-def test_3_3_rejects_raising_something_other_than_attribute_error(assert_wrong) -> None:
-    def key_error(config, name):
-        try:
-            return find_text_attr(config, name)
-        except AttributeError as e:
-            raise KeyError(name) from e
-
-    assert_wrong("3.3", key_error, mentions="raise AttributeError, not KeyError")
-
-
-def test_3_3_refuses_the_mechanisms_config_walks(assert_wrong) -> None:
+def test_the_mechanism_functions_are_refused(assert_wrong) -> None:
+    assert_wrong("3.1", stack_routes, mentions="library's own stack_routes")
+    assert_wrong("3.1", lambda pairs: stack_routes(pairs), mentions="calls the library's own stack_routes")
+    assert_wrong("3.2", to_wire, from_wire, mentions="library's own to_wire")
+    assert_wrong("3.2", ref_to_wire, lambda p, n: from_wire(p, n), mentions="calls the library's own from_wire")
     assert_wrong("3.3", get_text_config_attr, mentions="library's own get_text_config_attr")
-    assert_wrong("3.3", lambda c, n: get_text_config_attr(c, n), mentions="calls the library's own get_text_config")
-    assert_wrong("3.3", lambda c, n: bfs_config_attr(c.get_text_config(), n), mentions="library's own bfs_config_attr")
+    assert_wrong("3.3", lambda c, n: bfs_config_attr(c, n), mentions="library's own bfs_config_attr")
+
+
+def test_3_1_is_not_passed_by_any_mechanism_function(assert_mechanism_does_not_pass) -> None:
+    assert assert_mechanism_does_not_pass("3.1", LESSON) > 20
+
+
+@pytest.mark.parametrize(
+    "answer", [lambda fn: (fn, ref_from_wire), lambda fn: (ref_to_wire, fn)], ids=["as to_wire", "as from_wire"]
+)
+def test_3_2_is_not_passed_by_any_mechanism_function(assert_mechanism_does_not_pass, answer) -> None:
+    assert assert_mechanism_does_not_pass("3.2", LESSON, answer=answer) > 20
 
 
 def test_3_3_is_not_passed_by_any_mechanism_function(assert_mechanism_does_not_pass) -> None:
@@ -317,5 +407,9 @@ def test_3_3_is_not_passed_by_any_mechanism_function(assert_mechanism_does_not_p
 @pytest.mark.skipif(not upstream.verl_available(), reason="verl is not installed (make setup)")
 def test_3_3_cases_are_what_upstreams_get_hf_config_attr_answers() -> None:
     get_hf_config_attr = load_hf_config_attr()
-    for label, config, name, expected, _ in _text_attr_cases():
-        assert get_hf_config_attr(config, name) == expected, label
+    for label, spec, name, expected in _text_attr_cases():
+        try:
+            theirs = get_hf_config_attr(_build(spec), name)
+        except AttributeError:
+            theirs = Raised("AttributeError")
+        assert theirs == expected, label
