@@ -1,50 +1,24 @@
 """Lesson 07's checkers: the references pass; plausible wrong answers fail, each with a message naming the mistake."""
 
+import math
+
+import numpy as np
 import pytest
 import torch
 
-from verlstudy.kit.exercises import ExerciseFailure, check_exercise, exercise_results
-from verlstudy.lessons.l07_grpo_recipe.checks import check_advantages
+from conftest import Wrong, checker_tests
+from verlstudy.kit.exercises import check_exercise, exercise_results
 from verlstudy.lessons.l07_grpo_recipe.grpo import clipped_token_loss, group_advantages
 from verlstudy.lessons.l07_grpo_recipe.parallel import ParallelLayout
 
 
-def reference_dp_sizes(world: int, tp: int, pp: int, cp: int, ep: int, etp: int) -> tuple[int, int]:
+def reference_dp_sizes(world, tp, pp, cp, ep, etp):
     if world % (tp * cp * pp) or world % (etp * ep * pp):
         raise ValueError("does not divide")
     return world // (tp * cp * pp), world // (etp * ep * pp)
 
 
-class TestExerciseChecker:
-    def test_the_reference_answer_passes(self, capsys):
-        check_exercise("7.1", reference_dp_sizes)
-        assert capsys.readouterr().out.startswith("exercise 7.1: correct")
-
-    def test_dividing_by_cp_for_experts_gets_the_hint(self, capsys):
-        def wrong(world, tp, pp, cp, ep, etp):
-            if world % (tp * cp * pp) or world % (etp * ep * pp):
-                raise ValueError
-            return world // (tp * cp * pp), world // (etp * ep * pp * cp)
-
-        check_exercise("7.1", wrong)
-        out = capsys.readouterr().out
-        assert "not yet right" in out and "cp does not enter" in out
-
-    def test_forgetting_to_raise_gets_the_hint(self, capsys):
-        check_exercise("7.1", lambda w, tp, pp, cp, ep, etp: (w // (tp * cp * pp), w // (etp * ep * pp)))
-        out = capsys.readouterr().out
-        assert "does not divide, so raise ValueError" in out
-
-    def test_a_stub_is_not_attempted_yet(self, capsys):
-        def stub(*args):
-            raise NotImplementedError("exercise 7.1")
-
-        check_exercise("7.1", stub)
-        assert capsys.readouterr().out.strip() == "exercise 7.1: not attempted"
-        assert exercise_results()["7.1"] == "not attempted"
-
-
-def reference_token_loss(ratio: float, advantage: float, clip_low: float, clip_high: float, clip_c: float) -> float:
+def reference_token_loss(ratio, advantage, clip_low, clip_high, clip_c):
     clipped_ratio = min(max(ratio, 1 - clip_low), 1 + clip_high)
     loss = max(-advantage * ratio, -advantage * clipped_ratio)
     if advantage < 0:
@@ -52,96 +26,225 @@ def reference_token_loss(ratio: float, advantage: float, clip_low: float, clip_h
     return loss
 
 
-def reference_advantages(rewards: list[float]) -> list[float]:
+def advantages_with(epsilon, guard=False, ddof=1):
+    def answer(rewards):
+        n = len(rewards)
+        mean = sum(rewards) / n
+        std = (sum((r - mean) ** 2 for r in rewards) / (n - ddof)) ** 0.5
+        if guard and std == 0:
+            return [0.0] * n
+        return [(r - mean) / (std + epsilon) for r in rewards]
+
+    return answer
+
+
+reference_advantages = advantages_with(1e-6)
+
+
+# ---------------------------------------------------------------- 7.1
+
+
+def dp_cp_in_experts(world, tp, pp, cp, ep, etp):
+    if world % (tp * cp * pp) or world % (etp * ep * pp * cp):
+        raise ValueError
+    return world // (tp * cp * pp), world // (etp * ep * pp * cp)
+
+
+def dp_never_raises(world, tp, pp, cp, ep, etp):
+    return world // (tp * cp * pp), world // (etp * ep * pp)
+
+
+def dp_swapped(world, tp, pp, cp, ep, etp):
+    return tuple(reversed(reference_dp_sizes(world, tp, pp, cp, ep, etp)))
+
+
+def dp_floats(world, tp, pp, cp, ep, etp):
+    _, edp = reference_dp_sizes(world, tp, pp, cp, ep, etp)
+    return world / (tp * cp * pp), float(edp)
+
+
+def dp_no_cp(world, tp, pp, cp, ep, etp):
+    if world % (tp * pp) or world % (etp * ep * pp):
+        raise ValueError
+    return world // (tp * pp), world // (etp * ep * pp)
+
+
+def dp_etp_ignored(world, tp, pp, cp, ep, etp):
+    if world % (tp * cp * pp) or world % (ep * pp):
+        raise ValueError
+    return world // (tp * cp * pp), world // (ep * pp)
+
+
+def dp_hard_coded(world, tp, pp, cp, ep, etp):  # the recipe's answer, whatever the layout
+    return 8, 1
+
+
+def dp_same_grid(world, tp, pp, cp, ep, etp):
+    if tp * cp != etp * ep:
+        raise ValueError("grids differ")
+    return reference_dp_sizes(world, tp, pp, cp, ep, etp)
+
+
+def dp_dense_only_check(world, tp, pp, cp, ep, etp):
+    if world % (tp * cp * pp):
+        raise ValueError
+    return world // (tp * cp * pp), world // (etp * ep * pp)
+
+
+def dp_with_divmod(world, tp, pp, cp, ep, etp):
+    dense, rest_d = divmod(world, tp * cp * pp)
+    expert, rest_e = divmod(world, pp * ep * etp)
+    if rest_d or rest_e:
+        raise ValueError(f"{world} devices do not divide")
+    return [dense, expert]
+
+
+def dp_numpy(world, tp, pp, cp, ep, etp):
+    grid = np.array([tp * cp * pp, etp * ep * pp])
+    if (world % grid).any():
+        raise ValueError("no whole replicas")
+    return tuple(int(x) for x in world // grid)
+
+
+# ---------------------------------------------------------------- 7.2
+
+
+def loss_no_dual(r, a, lo, hi, c):
+    return max(-a * r, -a * min(max(r, 1 - lo), 1 + hi))
+
+
+def loss_dual_always(r, a, lo, hi, c):
+    return min(loss_no_dual(r, a, lo, hi, c), -a * c)
+
+
+def loss_symmetric(r, a, lo, hi, c):
+    return reference_token_loss(r, a, lo, lo, c)
+
+
+def loss_min(r, a, lo, hi, c):
+    return min(-a * r, -a * min(max(r, 1 - lo), 1 + hi))
+
+
+def loss_objective(r, a, lo, hi, c):
+    return -reference_token_loss(r, a, lo, hi, c)
+
+
+def loss_zero(r, a, lo, hi, c):
+    return 0.0
+
+
+def loss_tensor(r, a, lo, hi, c):
+    ratio, adv = torch.tensor(r, dtype=torch.float64), torch.tensor(a, dtype=torch.float64)
+    loss = torch.maximum(-adv * ratio, -adv * torch.clamp(ratio, 1 - lo, 1 + hi))
+    return torch.where(adv < 0, torch.minimum(loss, -adv * c), loss)
+
+
+def loss_as_objective(r, a, lo, hi, c):
+    objective = min(a * r, a * min(max(r, 1 - lo), 1 + hi))
+    if a < 0:
+        objective = max(objective, a * c)
+    return -objective
+
+
+# ---------------------------------------------------------------- 7.3
+
+
+def adv_zero_division(rewards):
+    mean = sum(rewards) / len(rewards)
+    std = (sum((r - mean) ** 2 for r in rewards) / (len(rewards) - 1)) ** 0.5
+    return [(r - mean) / std for r in rewards]
+
+
+def adv_in_variance(rewards):
     n = len(rewards)
     mean = sum(rewards) / n
-    std = (sum((r - mean) ** 2 for r in rewards) / (n - 1)) ** 0.5
-    return [(r - mean) / (std + 1e-6) for r in rewards]
+    var = sum((r - mean) ** 2 for r in rewards) / (n - 1)
+    return [(r - mean) / (var + 1e-6) ** 0.5 for r in rewards]
 
 
-class TestExerciseCheckers:
-    def test_reference_answers_pass(self, capsys):
-        check_exercise("7.2", reference_token_loss)
-        check_exercise("7.3", reference_advantages)
-        out = capsys.readouterr().out.splitlines()
-        assert out[0].startswith("exercise 7.2: correct") and out[1].startswith("exercise 7.3: correct")
+def adv_sorted_in_place(rewards):
+    rewards.sort()
+    return reference_advantages(rewards)
 
-    @pytest.mark.parametrize(
-        ("wrong", "hint"),
-        [
-            (lambda r, a, lo, hi, c: max(-a * r, -a * min(max(r, 1 - lo), 1 + hi)), "the dual clip is missing"),
-            (
-                lambda r, a, lo, hi, c: min(max(-a * r, -a * min(max(r, 1 - lo), 1 + hi)), -a * c),
-                "the dual clip applies only when A < 0",
-            ),
-            (lambda r, a, lo, hi, c: reference_token_loss(r, a, lo, lo, c), "1 + clip_high, not 1 + clip_low"),
-            (lambda r, a, lo, hi, c: 0.0, "wrong for the ratio inside [1 - clip_low, 1 + clip_high]"),
-        ],
+
+def adv_numpy(rewards):
+    x = np.asarray(rewards, dtype=np.float64)
+    return (x - x.mean()) / (x.std(ddof=1) + 1e-6)
+
+
+def adv_torch(rewards):
+    x = torch.tensor(rewards, dtype=torch.float64)
+    return ((x - x.mean()) / (x.std() + 1e-6)).tolist()
+
+
+WRONG = {
+    "7.1": [
+        Wrong(dp_cp_in_experts, "cp does not enter", why="cp in the expert grid"),
+        Wrong(dp_never_raises, "raise ValueError", why="never raises"),
+        Wrong(dp_swapped, "swapped", why="dp and edp swapped"),
+        Wrong(dp_floats, "int", why="floats where ints are asked"),
+        Wrong(dp_no_cp, "leaves cp out", why="cp ignored"),
+        Wrong(dp_etp_ignored, "etp is ignored", why="etp ignored"),
+        Wrong(dp_hard_coded, "read its arguments", why="the recipe's answer hard-coded"),
+        Wrong(dp_same_grid, "raised ValueError", why="requires equal grids"),
+        Wrong(dp_dense_only_check, "raise ValueError", why="checks only the dense grid"),
+    ],
+    "7.2": [
+        Wrong(loss_no_dual, "dual clip is missing", why="no dual clip"),
+        Wrong(loss_dual_always, "only when A < 0", why="dual clip for every sign"),
+        Wrong(loss_symmetric, "not 1 + clip_low", why="clip_high ignored"),
+        Wrong(loss_min, ("not the min", "unclipped"), why="min instead of max"),
+        Wrong(loss_objective, "sign is flipped", why="returns the objective"),
+        Wrong(lambda r, a, lo, hi, c: -a * r, ("unclipped", "not the min"), why="no clip"),
+        Wrong(loss_zero, "nothing clips", why="hard-coded"),
+        Wrong(lambda r, a, lo, hi, c: "0.0", "number", why="a string"),
+    ],
+    "7.3": [
+        Wrong(advantages_with(1e-6, ddof=0), "population", why="population std"),
+        Wrong(adv_in_variance, "not to the variance", why="epsilon in the square root"),
+        Wrong(advantages_with(1e-8), "matches epsilon=1e-08", why="epsilon 1e-8"),
+        Wrong(advantages_with(0.0, guard=True), "matches epsilon=0", why="no epsilon, guarded"),
+        Wrong(adv_zero_division, "ZeroDivisionError", why="divides by a zero spread"),
+        Wrong(lambda rewards: [float(r) for r in rewards], "subtract the group mean", why="no centring"),
+        Wrong(lambda rewards: [r - sum(rewards) / len(rewards) for r in rewards], "not scaled", why="no scaling"),
+        Wrong(lambda rewards: ["0"] * len(rewards), "number", why="strings"),
+        Wrong(adv_sorted_in_place, "changed its input", why="input mutated"),
+        Wrong(lambda rewards: reference_advantages(rewards)[:2], "one advantage per reward", why="first two only"),
+    ],
+}
+RIGHT = {
+    "7.1": [dp_with_divmod, dp_numpy],
+    "7.2": [loss_tensor, loss_as_objective],
+    "7.3": [adv_numpy, adv_torch],
+}
+test_wrong_answers_fail_naming_the_mistake, test_right_answers_written_differently_pass = checker_tests(WRONG, RIGHT)
+
+
+@pytest.mark.parametrize(
+    ("exercise_id", "reference"),
+    [("7.1", reference_dp_sizes), ("7.2", reference_token_loss), ("7.3", reference_advantages)],
+)
+def test_references_pass_and_stubs_are_not_attempted(exercise_id, reference):
+    check_exercise(exercise_id, reference)
+    assert exercise_results()[exercise_id] == "correct"
+
+    def stub(*args):
+        raise NotImplementedError("exercise")
+
+    check_exercise(exercise_id, stub)
+    assert exercise_results()[exercise_id] == "not attempted"
+
+
+def test_a_numpy_array_of_advantages_is_accepted():
+    """Issue 27's false rejection: 7.3 refused a numpy array of the right values."""
+    assert isinstance(adv_numpy([0.0, 1.0]), np.ndarray) and math.isclose(
+        adv_numpy([0.0, 1.0])[1], 0.7071, rel_tol=1e-3
     )
-    def test_typical_wrong_losses_get_their_hint(self, wrong, hint, capsys):
-        check_exercise("7.2", wrong)
-        out = capsys.readouterr().out
-        assert "not yet right" in out and hint in out
-
-    def test_population_std_and_missing_epsilon_get_their_hints(self, capsys):
-        def population(rewards):
-            mean = sum(rewards) / len(rewards)
-            std = (sum((r - mean) ** 2 for r in rewards) / len(rewards)) ** 0.5
-            return [(r - mean) / (std + 1e-6) for r in rewards]
-
-        def no_epsilon(rewards):
-            mean = sum(rewards) / len(rewards)
-            std = (sum((r - mean) ** 2 for r in rewards) / (len(rewards) - 1)) ** 0.5
-            return [(r - mean) / std if std else float("nan") for r in rewards]
-
-        check_exercise("7.3", population)
-        check_exercise("7.3", no_epsilon)
-        out = capsys.readouterr().out
-        assert "unbiased std" in out and "add epsilon" in out
-
-    def test_plain_python_without_epsilon_gets_the_epsilon_hint_not_a_crash(self, capsys):
-        def no_epsilon(rewards):
-            mean = sum(rewards) / len(rewards)
-            std = (sum((r - mean) ** 2 for r in rewards) / (len(rewards) - 1)) ** 0.5
-            return [(r - mean) / std for r in rewards]  # ZeroDivisionError on a constant group
-
-        with pytest.raises(ExerciseFailure, match=r"\[1\.0, 1\.0, 1\.0, 1\.0\] raised ZeroDivisionError.*add epsilon"):
-            check_advantages(no_epsilon)
-        check_exercise("7.3", no_epsilon)
-        out = capsys.readouterr().out
-        assert out.startswith("exercise 7.3: not yet right:") and "add epsilon=1e-06" in out
-        assert "your code raised" not in out
-
-    def test_a_zero_division_on_a_varied_group_is_reported_as_the_learners_crash(self, capsys):
-        check_exercise("7.3", lambda rewards: [r / 0 for r in rewards])
-        assert "your code raised ZeroDivisionError" in capsys.readouterr().out
-
-    def test_stubs_are_not_attempted_yet(self, capsys):
-        def stub(*args):
-            raise NotImplementedError("exercise")
-
-        check_exercise("7.2", stub)
-        check_exercise("7.3", stub)
-        assert capsys.readouterr().out.splitlines() == [
-            "exercise 7.2: not attempted",
-            "exercise 7.3: not attempted",
-        ]
-
-
-def test_7_1_rejects_requiring_the_dense_and_expert_grids_to_be_equal(assert_wrong):
-    def same_grid(world, tp, pp, cp, ep, etp):
-        if tp * cp != etp * ep:
-            raise ValueError("grids differ")
-        return reference_dp_sizes(world, tp, pp, cp, ep, etp)
-
-    assert_wrong("7.1", same_grid, mentions="raised ValueError")
+    check_exercise("7.3", adv_numpy)
+    assert exercise_results()["7.3"] == "correct"
 
 
 def test_the_mechanisms_own_functions_are_refused(assert_wrong):
-    def layout_dp_sizes(world, tp, pp, cp, ep, etp):
-        layout = ParallelLayout(nodes=1, devices_per_node=world, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp)
-        return layout.dp, layout.edp
-
     assert_wrong("7.1", ParallelLayout, mentions="library's own ParallelLayout")
     assert_wrong(
         "7.2",
@@ -153,65 +256,8 @@ def test_the_mechanisms_own_functions_are_refused(assert_wrong):
         lambda rewards: group_advantages(torch.tensor([rewards]))[0].tolist(),
         mentions="calls the library's own group_advantages",
     )
-    assert layout_dp_sizes(512, 8, 8, 1, 64, 1) == (8, 1)  # the recipe's layout still helps a learner check by hand
 
 
 @pytest.mark.parametrize("exercise_id", ["7.1", "7.2", "7.3"])
 def test_no_mechanism_function_passes(assert_mechanism_does_not_pass, exercise_id):
     assert_mechanism_does_not_pass(exercise_id, "verlstudy.lessons.l07_grpo_recipe", exclude=["train_clip_bandit"])
-
-
-def _advantages_with(epsilon: float, guard: bool = False):
-    def answer(rewards):
-        n = len(rewards)
-        mean = sum(rewards) / n
-        std = (sum((r - mean) ** 2 for r in rewards) / (n - 1)) ** 0.5
-        if guard and std == 0:
-            return [0.0] * n
-        return [(r - mean) / (std + epsilon) for r in rewards]
-
-    return answer
-
-
-@pytest.mark.parametrize(
-    ("answer", "mentions"),
-    [
-        (_advantages_with(1e-8), "matches epsilon=1e-08"),
-        (_advantages_with(1e-5), "matches epsilon=1e-05"),
-        (_advantages_with(0.0, guard=True), "matches epsilon=0"),
-        (_advantages_with(1e-3), "matches epsilon=0.001"),
-    ],
-)
-def test_7_3_rejects_a_wrong_epsilon_and_names_it(assert_wrong, answer, mentions):
-    assert_wrong("7.3", answer, mentions=mentions)
-
-
-def test_7_3_rejects_epsilon_inside_the_square_root(assert_wrong):
-    def in_variance(rewards):
-        n = len(rewards)
-        mean = sum(rewards) / n
-        var = sum((r - mean) ** 2 for r in rewards) / (n - 1)
-        return [(r - mean) / (var + 1e-6) ** 0.5 for r in rewards]
-
-    assert_wrong("7.3", in_variance, mentions="not to the variance")
-
-
-def test_7_3_rejects_forgetting_the_mean_and_non_numbers(assert_wrong):
-    assert_wrong("7.3", lambda rewards: [float(r) for r in rewards], mentions="subtract the group mean")
-    assert_wrong("7.3", lambda rewards: ["0"] * len(rewards), mentions="return numbers")
-
-
-def test_7_1_rejects_three_typical_mistakes(assert_wrong):
-    def swapped(world, tp, pp, cp, ep, etp):
-        return tuple(reversed(reference_dp_sizes(world, tp, pp, cp, ep, etp)))
-
-    def expert_uses_tp(world, tp, pp, cp, ep, etp):
-        if world % (tp * cp * pp) or world % (tp * ep * pp):
-            raise ValueError("does not divide")
-        return world // (tp * cp * pp), world // (tp * ep * pp)
-
-    assert_wrong("7.1", swapped, mentions="expected (dp, edp)")
-    assert_wrong("7.1", expert_uses_tp, mentions=("expected (dp, edp)", "raised ValueError", "raise ValueError"))
-    assert_wrong(
-        "7.1", lambda w, tp, pp, cp, ep, etp: (w // (tp * cp * pp), w // (etp * ep * pp)), mentions="raise ValueError"
-    )

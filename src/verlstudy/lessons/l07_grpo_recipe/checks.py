@@ -1,5 +1,7 @@
 """Lesson 07's exercise checkers: 7.1 dp/edp arithmetic, 7.2 verl's per-token clipped loss, 7.3 GRPO advantages.
 
+Each judges by property (`verlstudy.kit.properties`): named edge cases, then generated inputs.
+
 A notebook reaches them only as check_exercise("N.M", answer); the mechanism's own loss and
 advantage functions are refused as answers. A wrong answer's message names the mistake it shows; how
 to get there is each checker's `method`, shown after repeated tries or by `exercise_hint`.
@@ -10,161 +12,225 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable
+from typing import Any
 
 import torch
+from hypothesis import strategies as st
 
 from verlstudy.kit.exercises import ExerciseFailure, checker
+from verlstudy.kit.properties import Case, compare_on_inputs
 from verlstudy.lessons.l07_grpo_recipe.grpo import GRPO_EPSILON, clipped_token_loss, group_advantages, policy_loss
-from verlstudy.lessons.l07_grpo_recipe.parallel import ParallelLayout
 
-_LAYOUT_CASES: tuple[tuple[int, int, int, int, int, int], ...] = (
-    # (world, tp, pp, cp, ep, etp)
-    (512, 8, 8, 1, 64, 1),  # the #7788 recipe
-    (512, 8, 4, 1, 16, 2),
-    (512, 8, 4, 2, 8, 1),  # cp enters dp, not edp: dp 8, edp 16
-    (512, 8, 8, 1, 128, 1),  # experts do not divide: 1*128*8 = 1024 > 512
-    (384, 8, 4, 1, 64, 1),  # dense divides (dp 12), experts do not: 384 % 256 != 0
-    (480, 8, 8, 1, 8, 1),  # 480 % 64 != 0: no whole dp
-    (512, 8, 6, 1, 8, 1),  # 512 % 48 != 0
-)
+RAISES = "raises ValueError"  # what a layout that does not divide must give
+
+
+def _reference_dp_sizes(world: int, tp: int, pp: int, cp: int, ep: int, etp: int) -> tuple[int, int] | str:
+    dense, expert = tp * cp * pp, etp * ep * pp
+    if world % dense or world % expert:
+        return RAISES
+    return world // dense, world // expert
+
+
+def _raising_as_value(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def run(*args: int) -> Any:
+        try:
+            return fn(*args)
+        except ValueError:
+            return RAISES
+
+    return run
+
+
+_SIZES = st.sampled_from((1, 2, 4, 8))
+
+
+@st.composite
+def _layout(draw: Any) -> tuple[int, ...]:
+    tp, pp, cp, etp = draw(_SIZES), draw(_SIZES), draw(st.sampled_from((1, 1, 2, 4))), draw(st.sampled_from((1, 1, 2)))
+    ep = draw(st.sampled_from((1, 2, 4, 8, 16, 32, 64)))
+    base = tp * cp * pp
+    world = draw(st.one_of(st.integers(1, 32).map(lambda m: m * base), st.integers(1, 1024)))
+    return world, tp, pp, cp, ep, etp
+
+
+_LAYOUT_CASES = [
+    Case((512, 8, 8, 1, 64, 1), "the #7788 recipe"),
+    Case((512, 8, 4, 1, 16, 2), "expert tensor parallel 2"),
+    Case((512, 8, 4, 2, 8, 1), "cp enters dp, not edp"),
+    Case((512, 8, 8, 1, 128, 1), "the experts do not divide: 1*128*8 = 1024 > 512"),
+    Case((384, 8, 4, 1, 64, 1), "the dense weights divide (dp 12), the experts do not"),
+    Case((480, 8, 8, 1, 8, 1), "480 is not a multiple of 64: no whole dp"),
+    Case((512, 8, 6, 1, 8, 1), "512 is not a multiple of 48"),
+    Case((8, 1, 1, 1, 1, 1), "one device per replica"),
+    Case((64, 2, 2, 4, 2, 1), "cp 4 on a small grid"),
+]
+
+
+def _layout_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
+    world, tp, pp, cp, _ep, etp = args
+    if want == RAISES:
+        return "this layout does not divide, so raise ValueError"
+    if got == RAISES:
+        return f"this layout divides (dp={want[0]}, edp={want[1]}) but your function raised ValueError"
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return "return a pair (dp, edp)"
+    if any(isinstance(g, float) for g in got):
+        return "return whole numbers (ints): replicas come in whole numbers"
+    pair = tuple(got)
+    if pair == (8, 1) and tuple(args) != (512, 8, 8, 1, 64, 1):
+        return "(8, 1) is the recipe's answer, not this layout's: does your function read its arguments?"
+    if pair == want[::-1]:
+        return "the two are swapped"
+    if pair[0] == want[0] and pair[1] * cp == want[1] and cp > 1:
+        return "your edp is divided by cp too, but cp does not enter the expert grid"
+    if pair[1] == want[1] and pair[0] == world // (tp * pp) and cp > 1:
+        return "your dp leaves cp out, but the dense weights are split by cp too"
+    if pair[1] == want[1] * etp and etp > 1 and pair[0] == want[0]:
+        return "your edp is right only when etp is 1: etp is ignored"
+    if pair[0] == want[0]:
+        return "your dp is right, your edp is not"
+    if pair[1] == want[1]:
+        return "your edp is right, your dp is not"
+    return None
 
 
 @checker(
     "7.1",
+    where=(
+        "the paragraph before the exercise and ParallelLayout's error: which parallel sizes split the dense "
+        "(attention) weights, and which split the experts"
+    ),
     method=(
-        "the dense weights are split by tp, cp and pp, so dp = world // (tp*cp*pp); the experts by etp, ep and pp "
-        "(cp does not enter), so edp = world // (etp*ep*pp). First check world % (tp*cp*pp) and "
-        "world % (etp*ep*pp), and raise ValueError if either is not 0"
+        "Multiply together the sizes that shard the dense weights: tensor, context and pipeline parallel. Do the "
+        "same for the experts: expert tensor, expert and pipeline parallel; context parallel does not shard "
+        "experts. If the world size is not a whole multiple of either product, raise ValueError. Otherwise each "
+        "replica count is the world size divided (as a whole number) by its own product."
     ),
     reveals=["world = tp * cp * dp * pp", "world = etp * ep * edp * pp", "dp = 512 / 64 = 8"],
 )
 def check_dp_sizes(fn: Callable[[int, int, int, int, int, int], tuple[int, int]]) -> str:
     """Exercise checker: `fn(world, tp, pp, cp, ep, etp)` returns (dp, edp) or raises ValueError."""
     if not callable(fn):
-        raise ExerciseFailure("pass your function itself, e.g. check_dp_sizes(dp_sizes)")
-    for world, tp, pp, cp, ep, etp in _LAYOUT_CASES:
-        args = f"world={world}, tp={tp}, pp={pp}, cp={cp}, ep={ep}, etp={etp}"
-        try:
-            layout = ParallelLayout(nodes=1, devices_per_node=world, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp)
-            want: tuple[int, int] | None = (layout.dp, layout.edp)
-        except ValueError:
-            want = None
-        try:
-            got = fn(world, tp, pp, cp, ep, etp)
-        except ValueError:
-            if want is None:
-                continue
-            raise ExerciseFailure(
-                f"{args} divides (dp={want[0]}, edp={want[1]}) but your function raised ValueError"
-            ) from None
-        if want is None:
-            raise ExerciseFailure(f"{args} does not divide, so raise ValueError; you returned {got!r}")
-        if not isinstance(got, tuple | list) or len(got) != 2 or tuple(got) != want:
-            raise ExerciseFailure(
-                f"for {args} you returned {got!r}, expected (dp, edp) = {want}{_layout_mistake(got, want, cp)}"
-            )
-    return f"{len(_LAYOUT_CASES)} layouts match"
+        raise ExerciseFailure(f"the answer should be a function, got {type(fn).__name__}")
+    return compare_on_inputs(
+        _raising_as_value(fn),
+        _reference_dp_sizes,
+        inputs=_layout(),
+        edge_cases=_LAYOUT_CASES,
+        mistakes=_layout_mistake,
+        name="my_dp_sizes",
+    )
 
 
-def _layout_mistake(got: object, want: tuple[int, int], cp: int) -> str:
-    """The mistake a wrong (dp, edp) shows, named without the formula."""
-    if not isinstance(got, tuple | list) or len(got) != 2:
-        return ": return a pair (dp, edp)"
-    if tuple(got) == want[::-1]:
-        return ": the two are swapped"
-    if got[0] == want[0] and got[1] * cp == want[1]:
-        return ": your edp is divided by cp too, but cp does not enter the expert grid"
-    if got[0] == want[0]:
-        return ": your dp is right, your edp is not"
-    if got[1] == want[1]:
-        return ": your edp is right, your dp is not"
-    return ""
+def _reference_token_loss(ratio: float, adv: float, low: float, high: float, c: float) -> float:
+    as_tensor = lambda x: torch.tensor([x], dtype=torch.float64)  # noqa: E731
+    return float(clipped_token_loss(as_tensor(ratio), as_tensor(adv), low, high, c)[0])
 
 
-_LOSS_CASES: tuple[tuple[float, float, float, float, float], ...] = (
-    # (ratio, advantage, clip_low, clip_high, clip_c): one case per region of the surface
-    (1.0, 1.0, 0.2, 0.28, 10.0),
-    (1.5, 1.0, 0.2, 0.28, 10.0),  # A > 0, above 1 + clip_high: clipped
-    (1.25, 1.0, 0.2, 0.2, 10.0),  # symmetric clip binds at 1.25, clip-higher would not
-    (1.25, 1.0, 0.2, 0.28, 10.0),
-    (0.5, 1.0, 0.2, 0.28, 10.0),  # A > 0, below 1 - clip_low: unclipped (pessimistic side)
-    (0.5, -1.0, 0.2, 0.28, 10.0),  # A < 0, below 1 - clip_low: clipped
-    (2.0, -1.0, 0.2, 0.28, 10.0),  # A < 0, above 1 + clip_high: unclipped, under the dual cap
-    (20.0, -1.0, 0.2, 0.28, 10.0),  # A < 0, past clip_c: the dual clip caps it
-    (20.0, -1.0, 0.2, 0.28, 3.0),
-    (20.0, 2.0, 0.2, 0.28, 3.0),  # A > 0: the dual clip never applies
-)
+def _as_number(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def run(*args: float) -> Any:
+        got = fn(*args)
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            return float(got)
+        return got
+
+    return run
 
 
 def _token_loss_variants(ratio: float, adv: float, low: float, high: float, c: float) -> dict[str, float]:
-    """The per-token loss and the typical wrong versions of it, to name the learner's mistake."""
+    """The typical wrong versions of the per-token loss, keyed by the mistake they make."""
     unclipped = -adv * ratio
     pessimistic = max(unclipped, -adv * min(max(ratio, 1 - low), 1 + high))
     symmetric = max(unclipped, -adv * min(max(ratio, 1 - low), 1 + low))
+    right = min(pessimistic, -adv * c) if adv < 0 else pessimistic
     return {
-        "right": min(pessimistic, -adv * c) if adv < 0 else pessimistic,
         "the dual clip is missing: a negative advantage's loss is not capped": pessimistic,
         "the dual clip applies only when A < 0": min(pessimistic, -adv * c),
         "the upper bound is 1 + clip_high, not 1 + clip_low": min(symmetric, -adv * c) if adv < 0 else symmetric,
         "take the max (the pessimistic term), not the min": min(unclipped, -adv * min(max(ratio, 1 - low), 1 + high)),
+        "the sign is flipped: return the loss (what is minimised), not the objective": -right,
+        "the ratio is used here as it is, unclipped: hold it inside its band, and keep the pessimistic (larger) "
+        "term, not the smaller": unclipped,
     }
 
 
 def _loss_region(ratio: float, adv: float, low: float, high: float, c: float) -> str:
-    """Where on the loss surface a case lies, to say where a wrong loss goes wrong."""
     if adv < 0 and ratio > c:
         return "A < 0 with the ratio past clip_c, where the dual clip binds"
     if ratio > 1 + high:
         side = "the upper clip binds" if adv > 0 else "nothing clips (the pessimistic side)"
-        return f"A {'>' if adv > 0 else '<'} 0 with the ratio above 1 + clip_high, where {side}"
+        return f"A {'>' if adv > 0 else '<='} 0 with the ratio above 1 + clip_high, where {side}"
     if ratio < 1 - low:
         side = "the lower clip binds" if adv < 0 else "nothing clips (the pessimistic side)"
-        return f"A {'>' if adv > 0 else '<'} 0 with the ratio below 1 - clip_low, where {side}"
+        return f"A {'>=' if adv >= 0 else '<'} 0 with the ratio below 1 - clip_low, where {side}"
     return "the ratio inside [1 - clip_low, 1 + clip_high], where nothing clips"
+
+
+def _token_loss_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
+    if isinstance(got, bool) or not isinstance(got, numbers.Real):
+        return "return one number (a float)"
+    for name, value in _token_loss_variants(*args).items():
+        if math.isclose(float(got), value, rel_tol=1e-6, abs_tol=1e-9):
+            return name
+    return f"your loss is wrong for {_loss_region(*args)}"
+
+
+_LOSS_CASES = [
+    Case((1.0, 1.0, 0.2, 0.28, 10.0), "ratio 1: nothing clips"),
+    Case((1.5, 1.0, 0.2, 0.28, 10.0), "A > 0 above 1 + clip_high: clipped"),
+    Case((1.25, 1.0, 0.2, 0.2, 10.0), "a symmetric clip binds at 1.25"),
+    Case((1.25, 1.0, 0.2, 0.28, 10.0), "clip-higher does not bind at 1.25"),
+    Case((0.5, 1.0, 0.2, 0.28, 10.0), "A > 0 below 1 - clip_low: unclipped (pessimistic side)"),
+    Case((0.5, -1.0, 0.2, 0.28, 10.0), "A < 0 below 1 - clip_low: clipped"),
+    Case((2.0, -1.0, 0.2, 0.28, 10.0), "A < 0 above 1 + clip_high: unclipped, under the dual cap"),
+    Case((20.0, -1.0, 0.2, 0.28, 10.0), "A < 0 past clip_c: the dual clip caps it"),
+    Case((20.0, -1.0, 0.2, 0.28, 3.0), "another clip_c"),
+    Case((20.0, 2.0, 0.2, 0.28, 3.0), "A > 0: the dual clip never applies"),
+    Case((20.0, -2.0, 0.1, 0.5, 3.0), "another clip_low and clip_high"),
+]
+
+_LOSS_INPUTS = st.tuples(
+    st.sampled_from((0.1, 0.5, 0.75, 0.9, 1.0, 1.1, 1.2, 1.3, 1.6, 2.0, 4.0, 12.0, 40.0)),
+    st.sampled_from((-3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.5)),
+    st.sampled_from((0.0, 0.1, 0.2, 0.3)),
+    st.sampled_from((0.0, 0.2, 0.28, 0.5)),
+    st.sampled_from((1.5, 3.0, 10.0)),
+)
 
 
 @checker(
     "7.2",
     library_answers=[clipped_token_loss, policy_loss],
+    where=(
+        "the recipe's clip settings (clip_ratio_low, clip_ratio_high, clip_ratio_c) and the figure of the loss "
+        "surface further on; PPO minimises a loss, the negative of the clipped objective"
+    ),
     method=(
-        "per token, take the pessimistic (larger) of the unclipped and the clipped term: "
-        "max(-A*r, -A*min(max(r, 1 - clip_low), 1 + clip_high)); then, only when A < 0, cap it: "
-        "min(that, -A*clip_c)"
+        "Build two candidate losses for the token: the advantage times the ratio as it is, and the advantage "
+        "times the ratio held inside its band (low end one minus clip_low, high end one plus clip_high), both "
+        "negated. Keep the larger of the two (the pessimistic choice). Then, only for a negative advantage, do "
+        "not let the result exceed clip_c times the negated advantage."
     ),
     reveals=["max(-A r, -A clip(r, 1 - 0.2, 1 + high))", "`-A c`"],
 )
 def check_token_loss(fn: Callable[[float, float, float, float, float], float]) -> str:
     """Exercise checker: `fn(ratio, advantage, clip_low, clip_high, clip_c)` must equal verl's per-token loss."""
     if not callable(fn):
-        raise ExerciseFailure("pass your function itself, e.g. check_token_loss(token_loss)")
-    for ratio, adv, low, high, c in _LOSS_CASES:
-        want = float(clipped_token_loss(torch.tensor([ratio]), torch.tensor([adv]), low, high, c)[0])
-        got = fn(ratio, adv, low, high, c)
-        if isinstance(got, torch.Tensor) and got.numel() == 1:
-            got = float(got)
-        if isinstance(got, bool) or not isinstance(got, numbers.Real):
-            raise ExerciseFailure(f"return one number (a float), got {type(got).__name__} {got!r}")
-        if abs(float(got) - want) > 1e-6:
-            variants = _token_loss_variants(ratio, adv, low, high, c)
-            mistake = next(
-                (name for name, v in variants.items() if name != "right" and abs(v - float(got)) < 1e-6),
-                f"your loss is wrong for {_loss_region(ratio, adv, low, high, c)}",
-            )
-            raise ExerciseFailure(
-                f"for ratio={ratio}, A={adv}, clip_low={low}, clip_high={high}, clip_c={c} you returned {got:.4g}, "
-                f"expected {want:.4g}: {mistake}"
-            )
-    return f"{len(_LOSS_CASES)} cases match"
+        raise ExerciseFailure(f"the answer should be a function, got {type(fn).__name__}")
+    return compare_on_inputs(
+        _as_number(fn),
+        _reference_token_loss,
+        inputs=_LOSS_INPUTS,
+        edge_cases=_LOSS_CASES,
+        mistakes=_token_loss_mistake,
+        name="my_token_loss",
+    )
 
 
-# (rewards, why): the tiny-spread group (std 2e-6) is where epsilon=1e-6 moves the answer visibly
-_ADVANTAGE_CASES: tuple[list[float], ...] = (
-    [1.0, 0.0, 0.0, 1.0],
-    [0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
-    [1.0, 1.0, 1.0, 1.0],
-    [0.2, 0.9, 0.4],
-    [0.0, 0.0, 0.0, 4e-6],  # std 2e-6: epsilon 1e-6 gives the last response 1.0; epsilon 0 would give 1.5
-)
+def _reference_advantages(rewards: list[float]) -> list[float]:
+    return group_advantages(torch.tensor([rewards], dtype=torch.float64)).squeeze(0).tolist()
+
+
 _OTHER_EPSILONS = (0.0, 1e-8, 1e-7, 1e-5, 1e-4, 1e-3, 1e-2)
 
 
@@ -190,52 +256,81 @@ def _advantage_variants(rewards: list[float]) -> dict[str, list[float]]:
     return out
 
 
+def _advantage_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
+    (rewards,) = args
+    try:
+        values = [float(g) for g in got]
+    except (TypeError, ValueError):
+        return "return a list of numbers, one advantage per reward"
+    if len(values) != len(rewards):
+        return f"return one advantage per reward ({len(rewards)} here)"
+    if any(math.isnan(v) for v in values):
+        return "every reward is equal here, so the group's spread is 0: your division gives NaN"
+    for mistake, alt in _advantage_variants(list(rewards)).items():
+        if all(math.isclose(a, v, rel_tol=1e-6, abs_tol=1e-9) for a, v in zip(alt, values, strict=True)):
+            return mistake
+    if abs(sum(values)) > 1e-6 * len(values):
+        return "your advantages do not sum to 0 over the group: subtract the group mean"
+    return None
+
+
+def _no_zero_division(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def run(rewards: list[float]) -> Any:
+        try:
+            return fn(rewards)
+        except ZeroDivisionError:
+            raise ExerciseFailure(
+                f"my_advantages({rewards!r}) raised ZeroDivisionError: every reward is equal, so the group's "
+                "spread is 0 and you divided by it"
+            ) from None
+
+    return run
+
+
+_ADVANTAGE_CASES = [
+    Case(([1.0, 0.0, 0.0, 1.0],), "half the group right"),
+    Case(([0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0],), "one right answer in eight"),
+    Case(([1.0, 1.0, 1.0, 1.0],), "every reward equal: advantage 0, not NaN"),
+    Case(([0.2, 0.9, 0.4],), "an odd group size"),
+    Case(([0.0, 1.0],), "the smallest group, two responses"),
+    Case(([0.0, 0.0, 0.0, 4e-6],), "std 2e-6: where epsilon 1e-6 moves the answer"),
+]
+
+_ADVANTAGE_INPUTS = st.tuples(
+    st.lists(
+        st.one_of(st.sampled_from((0.0, 1.0, 0.5)), st.floats(-5, 5, allow_nan=False).map(lambda x: round(x, 3))),
+        min_size=2,
+        max_size=8,
+    )
+)
+
+
 @checker(
     "7.3",
     library_answers=[group_advantages],
+    where=(
+        "the recipe's algorithm settings (GRPO, its epsilon) and the idea of a group: one prompt's responses "
+        "are compared with each other, not with a critic"
+    ),
     method=(
-        f"take the group's mean and its unbiased std (the root of the squared deviations summed and divided by "
-        f"n - 1); each advantage is (r - mean) / (std + {GRPO_EPSILON}), so a constant group gives 0, not NaN"
+        "Find the group's mean reward, then its spread: the square root of the squared deviations from the mean, "
+        f"summed and divided by one less than the group size (the unbiased estimate). Add {GRPO_EPSILON} to that "
+        "spread, then give each reward its deviation from the mean divided by the padded spread; a group of equal "
+        "rewards then gets zeros instead of a division by zero."
     ),
     reveals=["its reward minus its group's mean, over the group's (unbiased) std + 1e-6"],
 )
 def check_advantages(fn: Callable[[list[float]], list[float]]) -> str:
     """Exercise checker: `fn(rewards_of_one_group)` must return GRPO's normalised advantages."""
     if not callable(fn):
-        raise ExerciseFailure("pass your function itself, e.g. check_advantages(advantages)")
-    for rewards in _ADVANTAGE_CASES:
-        want = group_advantages(torch.tensor([rewards], dtype=torch.float64)).squeeze(0).tolist()
-        try:
-            got = fn(list(rewards))
-        except ZeroDivisionError as e:
-            if len(set(rewards)) != 1:
-                raise
-            raise ExerciseFailure(
-                f"rewards {rewards} raised ZeroDivisionError: every reward is equal, so the std is 0 and "
-                f"you divided by it; add epsilon={GRPO_EPSILON}"
-            ) from e
-        if isinstance(got, torch.Tensor):
-            got = got.tolist()
-        if not isinstance(got, list | tuple) or len(got) != len(rewards):
-            raise ExerciseFailure(f"for rewards {rewards} return a list of {len(rewards)} advantages, got {got!r}")
-        if any(isinstance(g, bool) or not isinstance(g, numbers.Real) for g in got):
-            raise ExerciseFailure(f"for rewards {rewards} return numbers (floats), got {got!r}")
-        if any(math.isnan(float(g)) for g in got):
-            raise ExerciseFailure(
-                f"rewards {rewards} gave NaN: every reward is equal, so the std is 0; add epsilon={GRPO_EPSILON}"
-            )
-        if any(abs(float(g) - w) > 1e-4 * max(1.0, abs(w)) for g, w in zip(got, want, strict=True)):
-            centred = abs(sum(float(g) for g in got)) <= 1e-6 * len(got)
-            mistake = next(
-                (
-                    mistake
-                    for mistake, alt in _advantage_variants(rewards).items()
-                    if all(abs(a - float(g)) <= 1e-6 * max(1.0, abs(a)) for a, g in zip(alt, got, strict=True))
-                ),
-                "" if centred else "your advantages do not sum to 0 over the group: subtract the group mean",
-            )
-            raise ExerciseFailure(
-                f"for rewards {rewards} you returned {[round(float(g), 4) for g in got]}, "
-                f"expected {[round(w, 4) for w in want]}" + (f"; {mistake}" if mistake else "")
-            )
-    return f"{len(_ADVANTAGE_CASES)} groups match"
+        raise ExerciseFailure(f"the answer should be a function, got {type(fn).__name__}")
+    return compare_on_inputs(
+        _no_zero_division(fn),
+        _reference_advantages,
+        inputs=_ADVANTAGE_INPUTS,
+        edge_cases=_ADVANTAGE_CASES,
+        mistakes=_advantage_mistake,
+        name="my_advantages",
+        rtol=1e-5,
+        atol=1e-6,
+    )
