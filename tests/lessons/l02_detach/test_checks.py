@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from conftest import Wrong, checker_tests
 from verlstudy.common.trees import detach_tree
 from verlstudy.kit.exercises import check_exercise, exercise_method, exercise_results, exercise_reveals, find_checker
 from verlstudy.kit.upstream import load_upstream, verl_available
@@ -82,54 +83,13 @@ def top_level_like_6699(obj):  # #6699's inline comprehension: one level, grad_f
 
 
 def test_2_1_accepts_a_detach_tree_that_keeps_detached_leaves():
-    assert find_checker("2.1")(own_detach_tree) == ""
+    assert find_checker("2.1")(own_detach_tree).startswith("right on 9 named cases and 60 generated inputs")
 
 
-@pytest.mark.parametrize(
-    ("wrong", "mentions"),
-    [
-        (always_detach, "same object"),
-        (mutating_detach, "input was mutated"),
-        (lambda obj: obj, "a new dict must come back"),
-        (tuples_become_lists, "tuples stay tuples"),
-        (fresh_tensors, "keep the values"),
-        (lambda obj: {k: v for k, v in obj.items() if k != "meta"}, "same keys"),
-        (grad_fn_rule, "has no grad_fn"),
-        (detach_clone, "share storage"),
-        (top_level_like_6699, "nested containers"),
-    ],
-    ids=[
-        "detaches-everything",
-        "mutates",
-        "identity",
-        "tuples-to-lists",
-        "new-values",
-        "drops-a-key",
-        "grad-fn-rule",
-        "detach-clone",
-        "top-level-only-6699",
-    ],
-)
-def test_2_1_rejects(assert_wrong, wrong, mentions):
-    verdict = assert_wrong("2.1", wrong, mentions=mentions)
-    assert "type(obj)" not in verdict and ".detach()" not in verdict  # the nudge never shows the code
-
-
-def test_2_1_rejects_a_function_that_rebuilds_containers_but_detaches_nothing(assert_wrong):
-    def no_detach(obj):
-        if isinstance(obj, dict):
-            return {k: no_detach(v) for k, v in obj.items()}
-        if isinstance(obj, list | tuple):
-            return type(obj)(no_detach(v) for v in obj)
-        return obj
-
-    assert_wrong("2.1", no_detach, mentions="must come back detached")
-
-
-def test_2_1_and_2_2_methods_say_how_and_their_reveals_are_declared():
-    assert "type(obj)(recurse(v) for v in obj)" in exercise_method("2.1")
-    assert "detach_tree(model_output)" in exercise_method("2.2")
-    assert "(right: stored = detach_tree(model_output) here)" in exercise_reveals("2.2")
+def test_2_1_the_nudge_never_shows_the_code_and_the_method_is_words(assert_wrong):
+    verdict = assert_wrong("2.1", always_detach, mentions="same object")
+    assert "type(obj)" not in verdict and ".detach()" not in verdict
+    assert "type(obj)" not in exercise_method("2.1") and "(right: stored" in exercise_reveals("2.2")[0]
 
 
 def test_2_1_refuses_the_courses_detach_tree_and_a_wrapper_of_it(assert_wrong):
@@ -150,7 +110,7 @@ def test_2_1_is_not_passed_by_any_mechanism_function(assert_mechanism_does_not_p
 def test_2_1_rejects_the_courses_reconstruction_of_6699s_rule(assert_wrong):
     from verlstudy.lessons.l02_detach.trees import detach_like_6699
 
-    assert_wrong("2.1", detach_like_6699, mentions=("library's own", "recurse"))
+    assert_wrong("2.1", detach_like_6699, mentions="library's own")
 
 
 def step(placement, log_probs=None):
@@ -176,48 +136,13 @@ def _true_log_probs(logits, actions):
 
 
 def test_2_2_accepts_detaching_after_the_loss():
-    assert find_checker("2.2")(step("after")) == ""
+    assert find_checker("2.2")(step("after")).startswith("right on 3 named cases and 30 generated inputs")
 
 
-@pytest.mark.parametrize(
-    ("placement", "mentions"),
-    [
-        ("never", "model_output.log_probs still require grad"),
-        ("before", "loss does not require grad"),
-        ("detached-loss", "loss does not require grad"),
-        ("flat", "'model_output'"),
-    ],
-)
-def test_2_2_rejects(assert_wrong, placement, mentions):
-    verdict = assert_wrong("2.2", step(placement), mentions=mentions)
-    assert "detach_tree" not in verdict  # the placement is the answer: only the method names it
-
-
-@pytest.mark.parametrize(
-    ("log_probs", "mentions"),
-    [
-        (lambda z, a: torch.softmax(z, -1).gather(-1, a[:, None]).squeeze(-1), "probabilities, not log"),
-        (lambda z, a: z.gather(-1, a[:, None]).squeeze(-1), "raw logits"),
-        (lambda z, a: torch.log_softmax(z, 0).gather(-1, a[:, None]).squeeze(-1), "action dimension"),
-        (lambda z, a: -_true_log_probs(z, a), "negative log-probabilities"),
-        (lambda z, a: torch.log_softmax(z, -1).gather(-1, a[:, None]), "shape"),
-        (lambda z, a: torch.log_softmax(z, -1)[:, 0], "not the log-probabilities of the taken actions"),
-        (lambda z, a: torch.sigmoid(z).gather(-1, a[:, None]).squeeze(-1), "> 0"),
-    ],
-    ids=["probabilities", "logits", "wrong-dim", "nll", "not-squeezed", "first-action", "sigmoid"],
-)
-def test_2_2_rejects_log_probs_that_are_not_log_probabilities(assert_wrong, log_probs, mentions):
-    verdict = assert_wrong("2.2", step("after", log_probs), mentions=mentions)
-    assert "log_softmax" not in verdict and "gather" not in verdict  # names the mistake, not the computation
-
-
-def test_2_2_rejects_storing_something_else_than_what_the_loss_read(assert_wrong):
-    def forward_step(policy, micro_batch, loss_function):
-        model_output = {"log_probs": _true_log_probs(policy(micro_batch["states"]), micro_batch["actions"])}
-        loss, metrics = loss_function(model_output, micro_batch)
-        return loss, {"model_output": {"log_probs": torch.zeros(4)}, "metrics": metrics}
-
-    assert_wrong("2.2", forward_step, mentions="the stored log_probs")
+def test_2_2_the_nudge_never_names_the_placement(assert_wrong):
+    verdict = assert_wrong("2.2", step("before"), mentions="loss does not require grad")
+    assert "detach_tree" not in verdict and "log_softmax" not in verdict
+    assert "detach_tree" not in exercise_method("2.2")
 
 
 def test_2_2_refuses_the_notebooks_example_engines(assert_wrong):
@@ -230,10 +155,6 @@ def test_2_2_refuses_the_notebooks_example_engines(assert_wrong):
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         assert_wrong("2.2", module.forward_step, mentions="example engines")
-
-
-def test_2_2_rejects_an_answer_that_returns_nothing(assert_wrong):
-    assert_wrong("2.2", lambda *a: None, mentions="return a pair")
 
 
 def test_2_2_is_not_passed_by_any_mechanism_function(assert_mechanism_does_not_pass):
@@ -252,3 +173,189 @@ def test_stubs_are_reported_as_not_attempted():
 def test_a_non_callable_answer_is_a_type_error_naming_what_to_pass():
     with pytest.raises(TypeError, match="pass your function itself"):
         find_checker("2.2")(3)
+
+
+# ---------------------------------------------------------------- the tables: wrong answers named, right ones pass
+
+
+def no_detach(obj):
+    if isinstance(obj, dict):
+        return {k: no_detach(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(no_detach(v) for v in obj)
+    return obj
+
+
+def one_level(obj):  # the top container only
+    if isinstance(obj, dict):
+        return {k: v.detach() if torch.is_tensor(v) and v.requires_grad else v for k, v in obj.items()}
+    return own_detach_tree(obj)
+
+
+def tuples_untouched(obj):
+    if isinstance(obj, torch.Tensor):
+        return obj.detach() if obj.requires_grad else obj
+    if isinstance(obj, dict):
+        return {k: tuples_untouched(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [tuples_untouched(v) for v in obj]
+    return obj
+
+
+def same_list_back(obj):
+    if isinstance(obj, list):
+        for i, v in enumerate(obj):
+            obj[i] = same_list_back(v)
+        return obj
+    if isinstance(obj, dict):
+        return {k: same_list_back(v) for k, v in obj.items()}
+    return own_detach_tree(obj)
+
+
+def drops_none(obj):
+    if isinstance(obj, dict):
+        return {k: drops_none(v) for k, v in obj.items() if v is not None}
+    if isinstance(obj, list | tuple):
+        return type(obj)(drops_none(v) for v in obj)
+    return own_detach_tree(obj)
+
+
+def numbers_as_tensors(obj):
+    if isinstance(obj, int | float) and not isinstance(obj, bool):
+        return torch.tensor(obj)
+    if isinstance(obj, dict):
+        return {k: numbers_as_tensors(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(numbers_as_tensors(v) for v in obj)
+    return own_detach_tree(obj)
+
+
+def iterative_detach_tree(obj):  # right, without recursion: an explicit stack of (source, sink) pairs
+    if isinstance(obj, torch.Tensor):
+        return obj.detach() if obj.requires_grad else obj
+    if not isinstance(obj, dict | list | tuple):
+        return obj
+    if isinstance(obj, dict):
+        return dict(zip(obj.keys(), map(iterative_detach_tree, obj.values()), strict=True))
+    items = [iterative_detach_tree(v) for v in obj]
+    return items if isinstance(obj, list) else tuple(items)
+
+
+def match_detach_tree(obj):
+    match obj:
+        case torch.Tensor() if obj.requires_grad:
+            return obj.detach()
+        case dict():
+            return {key: match_detach_tree(value) for key, value in obj.items()}
+        case list():
+            return list(map(match_detach_tree, obj))
+        case tuple():
+            return tuple(map(match_detach_tree, obj))
+        case _:
+            return obj
+
+
+def squeeze_all(z, a):  # squeeze() without a dimension: a one-sequence batch loses its batch axis
+    return torch.log_softmax(z, -1).gather(-1, a[:, None]).squeeze()
+
+
+def calls_loss_twice(policy, micro_batch, loss_function):
+    model_output = {"log_probs": _true_log_probs(policy(micro_batch["states"]), micro_batch["actions"])}
+    loss_function(model_output, micro_batch)
+    loss, metrics = loss_function(model_output, micro_batch)
+    return loss, {"model_output": detach_tree(model_output), "metrics": metrics}
+
+
+def ignores_the_micro_batch(policy, micro_batch, loss_function):
+    model_output = {"log_probs": _true_log_probs(policy(micro_batch["states"]), micro_batch["actions"])}
+    loss, metrics = loss_function(model_output, {"advantages": torch.ones(len(micro_batch["states"]))})
+    return loss, {"model_output": detach_tree(model_output), "metrics": metrics}
+
+
+def stores_zeros(policy, micro_batch, loss_function):
+    model_output = {"log_probs": _true_log_probs(policy(micro_batch["states"]), micro_batch["actions"])}
+    loss, metrics = loss_function(model_output, micro_batch)
+    return loss, {"model_output": {"log_probs": torch.zeros(4)}, "metrics": metrics}
+
+
+def right_with_unsqueeze(policy, micro_batch, loss_function):
+    logits = policy(micro_batch["states"])
+    picked = torch.log_softmax(logits, dim=1).gather(1, micro_batch["actions"].unsqueeze(1))[:, 0]
+    loss, metrics = loss_function({"log_probs": picked}, micro_batch)
+    return loss, {"model_output": {"log_probs": picked.detach()}, "metrics": metrics}
+
+
+def right_by_indexing(policy, micro_batch, loss_function):
+    scores = policy(micro_batch["states"])
+    rows = torch.arange(scores.shape[0])
+    log_probs = (scores - torch.logsumexp(scores, dim=-1, keepdim=True))[rows, micro_batch["actions"]]
+    live = {"log_probs": log_probs}
+    loss, metrics = loss_function(live, micro_batch)
+    kept = {key: value.detach() if value.requires_grad else value for key, value in live.items()}
+    return loss, dict(model_output=kept, metrics=metrics)
+
+
+def _metrics_dropped(policy, micro_batch, loss_function):
+    loss, output = step("after")(policy, micro_batch, loss_function)
+    return loss, {"model_output": output["model_output"]}
+
+
+WRONG = {
+    "2.1": [
+        Wrong(always_detach, mentions="same object", why="detaches every tensor"),
+        Wrong(mutating_detach, mentions="input was mutated", why="assigns into the input"),
+        Wrong(lambda obj: obj, mentions="input dict itself", why="same object returned"),
+        Wrong(tuples_become_lists, mentions="tuples tuples", why="tuples become lists"),
+        Wrong(tuples_untouched, mentions="tuple", why="tuples passed through"),
+        Wrong(fresh_tensors, mentions="keep the values", why="new values"),
+        Wrong(drops_none, mentions="every key must come back", why="drops None values"),
+        Wrong(grad_fn_rule, mentions="no grad_fn", why="grad_fn test misses a leaf"),
+        Wrong(detach_clone, mentions="share storage", why="a copy"),
+        Wrong(top_level_like_6699, mentions="containers", why="one level (#6699's comprehension)"),
+        Wrong(one_level, mentions="reach", why="one level only"),
+        Wrong(same_list_back, mentions="input was mutated", why="same list object, assigned into"),
+        Wrong(no_detach, mentions="must come back detached", why="rebuilds, detaches nothing"),
+        Wrong(numbers_as_tensors, mentions="unchanged", why="numbers turned into tensors"),
+    ],
+    "2.2": [
+        Wrong(step("never"), mentions="output.model_output.log_probs still require grad", why="never detached"),
+        Wrong(step("before"), mentions="loss does not require grad", why="detached before the loss"),
+        Wrong(step("detached-loss"), mentions="loss does not require grad", why="loss detached"),
+        Wrong(step("flat"), mentions="'model_output'", why="output not under model_output"),
+        Wrong(lambda *a: None, mentions="return a pair", why="returns nothing"),
+        Wrong(
+            step("after", lambda z, a: torch.softmax(z, -1).gather(-1, a[:, None]).squeeze(-1)),
+            mentions="probabilities, not log",
+            why="probabilities",
+        ),
+        Wrong(step("after", lambda z, a: z.gather(-1, a[:, None]).squeeze(-1)), mentions="raw logits", why="logits"),
+        Wrong(
+            step("after", lambda z, a: torch.log_softmax(z, 0).gather(-1, a[:, None]).squeeze(-1)),
+            mentions="action dimension",
+            why="normalised over the batch",
+        ),
+        Wrong(step("after", lambda z, a: -_true_log_probs(z, a)), mentions="negative log-prob", why="NLL"),
+        Wrong(
+            step("after", lambda z, a: torch.log_softmax(z, -1).gather(-1, a[:, None])),
+            mentions="shape",
+            why="not squeezed",
+        ),
+        Wrong(
+            step("after", lambda z, a: torch.log_softmax(z, -1)[:, 0]),
+            mentions="actions taken",
+            why="first action only",
+        ),
+        Wrong(step("after", squeeze_all), mentions="one-sequence", why="B=1 loses its batch axis"),
+        Wrong(calls_loss_twice, mentions="exactly once", why="loss_function called twice"),
+        Wrong(ignores_the_micro_batch, mentions="micro-batch you were given", why="micro_batch not passed to the loss"),
+        Wrong(stores_zeros, mentions="the stored log_probs", why="stores something else"),
+        Wrong(_metrics_dropped, mentions="metrics", why="metrics dropped"),
+    ],
+}
+
+RIGHT = {
+    "2.1": [iterative_detach_tree, match_detach_tree],
+    "2.2": [right_with_unsqueeze, right_by_indexing],
+}
+
+test_wrong_answers_fail_naming_the_mistake, test_right_answers_written_differently_pass = checker_tests(WRONG, RIGHT)

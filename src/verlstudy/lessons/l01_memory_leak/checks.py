@@ -1,19 +1,21 @@
 """Lesson 01's exercise checkers: 1.1 predicts the leak per micro-batch, 1.2 names a planted leak's site.
 
-A notebook reaches them only as check_exercise("N.M", answer); the mechanism's own prediction and
-measurements are refused as answers. A wrong answer's message names the mistake it shows; how to get
-there is each checker's `method`, shown after repeated tries or by `exercise_hint`.
+Both judge by property (`verlstudy.kit.properties`): the learner's function against the reference on named
+cases, then on generated inputs from the exercise's own domain. 1.1's reference is the byte count the
+tracker measures (tests/lessons/l01_memory_leak/test_checks.py pins it to `measure_slope`); 1.2 runs the
+learner's search on toy pipelines with a planted leak and compares the name with the planted site. A
+notebook reaches them only as check_exercise("N.M", answer); the mechanism's own prediction and
+measurements are refused as answers.
 """
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Callable
 from typing import Any
 
 from verlstudy.common.memtrace import AllocationTracker
 from verlstudy.kit.exercises import ExerciseFailure, checker
+from verlstudy.kit.properties import Case, compare_on_inputs
 from verlstudy.lessons.l01_memory_leak.measure import measure_slope
 from verlstudy.lessons.l01_memory_leak.pipeline import (
     MicroBatchRunner,
@@ -23,21 +25,75 @@ from verlstudy.lessons.l01_memory_leak.pipeline import (
     predicted_leak_sites,
 )
 
-_PREDICTION_CASES = (
-    PipelineConfig(seq_len=16, hidden=8, vocab=16),
-    PipelineConfig(seq_len=24, hidden=40, vocab=16, dtype="bfloat16"),
-    PipelineConfig(seq_len=8, hidden=64, vocab=16, layers_per_stage=3),
+# ---------------------------------------------------------------- 1.1 predict the leak
+
+# The notebook's own sizes (S=64, H=32, float32): a number right only there is example-shaped
+NOTEBOOK_EXAMPLE = (64, 32, 4)
+
+
+def _reference_leak(seq_len: int, hidden: int, itemsize: int) -> int:
+    buffer = seq_len * hidden * itemsize
+    return buffer + buffer + seq_len * itemsize  # the buffer, its gradient, the stored per-token output
+
+
+def _leak_inputs() -> Any:
+    from hypothesis import strategies as st
+
+    return st.tuples(st.integers(1, 4096), st.integers(1, 1024), st.sampled_from([1, 2, 4, 8]))
+
+
+LEAK_CASES = (
+    Case((16, 8, 4), "the checker's first pipeline: S=16, H=8, float32"),
+    Case((24, 40, 2), "bfloat16 (2 bytes per element), hidden wider than the sequence"),
+    Case((1, 1, 4), "one token, hidden size 1"),
+    Case((8, 64, 8), "float64, 8 bytes per element"),
 )
+
+
+def _leak_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
+    """The mistake a wrong byte count shows, named without the formula."""
+    s, h, isz = args
+    if not isinstance(got, int | float) or isinstance(got, bool):
+        return "return a number of bytes, as an int"
+    if isinstance(got, float):
+        return "return the byte count as an int, not a float" if got == want else None
+    buffer, output = s * h * isz, s * isz
+    if (s, h, isz) != NOTEBOOK_EXAMPLE and got == _reference_leak(*NOTEBOOK_EXAMPLE):
+        return "that is the count for the notebook's own sizes: use the seq_len, hidden and itemsize you are given"
+    if got == buffer:
+        return "that is the receive buffer alone, but more than the buffer survives with it"
+    if got == 2 * buffer:
+        return "the buffer's share is right, but you leave out what the store itself is meant to keep"
+    if got == buffer + output:
+        return "you count the buffer and the stored output, but backward left something more on the buffer"
+    if got == 2 * buffer + s:
+        return "your stored-output term counts elements, not bytes"
+    if got == 2 * buffer + h * isz:
+        return "the stored output holds one value per token, not one per hidden unit"
+    if any(got == 2 * s * h * k + s * k for k in (1, 2, 4, 8) if k != isz):
+        return "your count is right for another dtype: use the itemsize you are given, not a fixed one"
+    if got > want:
+        return (
+            f"you count {got - want:g} bytes too many: backward has already freed the graph's saved "
+            "activations, so they do not stay"
+        )
+    return f"you are {want - got:g} bytes short of what the tracker measures"
 
 
 @checker(
     "1.1",
     library_answers=[predicted_leak_bytes, predicted_leak_sites, measure_slope],
+    where=(
+        "section 1's description of the toy pipeline and the mechanism the PR names: what the stored output's "
+        "grad_fn keeps reachable on the last stage, and what backward has written onto it by then"
+    ),
     method=(
-        "the stored output's grad_fn pins its graph. Backward frees the graph's saved activations but not its "
-        "leaves, and on the last stage the leaf is the receive buffer (S x H x itemsize bytes), whose .grad "
-        "backward has just filled (the same size again); the stored per-token output itself adds S x itemsize. "
-        "So predict 2 * S * H * itemsize + S * itemsize"
+        "List what stays alive after one micro-batch's backward. The stored output's graph keeps its leaves; "
+        "on the last stage one leaf is the fresh receive buffer, one value per token per hidden unit. Backward "
+        "has just written that buffer's gradient, a tensor of the same size, and nothing clears it. The stored "
+        "output itself is meant to stay: one value per token. Backward freed the saved activations, so they "
+        "do not count. Add the three parts, each in elements times the bytes per element you are given, and "
+        "return an int."
     ),
     reveals=[
         "16640",
@@ -48,87 +104,137 @@ _PREDICTION_CASES = (
     ],
 )
 def check_leak_prediction(predict: Callable[[int, int, int], int]) -> str:
-    """Exercise 1.1: `predict(seq_len, hidden, itemsize)` must equal the measured leak per micro-batch."""
-    for cfg in _PREDICTION_CASES:
-        s, h, isz = cfg.seq_len, cfg.hidden, cfg.itemsize
-        measured, _, _ = measure_slope(cfg, 3)
-        got = predict(s, h, isz)
-        if isinstance(got, bool) or not isinstance(got, numbers.Real) or math.isnan(got):
-            raise ExerciseFailure(f"predict({s}, {h}, {isz}) returned {got!r}; return a number of bytes")
-        if got == measured:
-            continue
-        where = f"for seq_len={s}, hidden={h}, itemsize={isz} you predict {got:g} bytes, measured {measured:g}"
-        raise ExerciseFailure(f"{where}: {_leak_mistake(got, measured, s, h, isz)}")
-    return f"matches the measured slope in {len(_PREDICTION_CASES)} configurations"
+    """Exercise 1.1: `predict(seq_len, hidden, itemsize)` must equal the leak the tracker measures, as an int."""
+    return compare_on_inputs(
+        predict,
+        _reference_leak,
+        inputs=_leak_inputs(),
+        edge_cases=LEAK_CASES,
+        mistakes=_leak_mistake,
+        name="predict_leak",
+        max_examples=60,
+    )
 
 
-def _leak_mistake(got: float, measured: int, s: int, h: int, isz: int) -> str:
-    """The mistake a wrong byte count shows, named without the formula."""
-    buffer, output = s * h * isz, s * isz
-    if got == buffer:
-        return "that is the receive buffer alone, but more than the buffer survives with it"
-    if got == 2 * buffer:
-        return "the buffer's share is right, but you leave out what the store itself is meant to keep"
-    if got == buffer + output:
-        return "you count the buffer and the stored output, but backward left something more on the buffer"
-    if got == 2 * buffer + s:
-        return "your stored-output term counts elements, not bytes"
-    if got in (2 * s * h * 4 + s * 4, 2 * s * h * 2 + s * 2):
-        return "your count is right for another dtype: use the itemsize you are given, not a fixed 4 or 2 bytes"
-    if got > measured:
-        return (
-            f"you count {got - measured:g} bytes too many: backward has already freed the graph's saved "
-            "activations, so they do not stay"
-        )
-    return f"you are {measured - got:g} bytes short of what the tracker measured"
+# ---------------------------------------------------------------- 1.2 find the growth site
+
+PLANTED_SITES = {"score_cache": "cache_scores", "activation_log": "record_activation_stats", None: "loss_func"}
+ONE_OFF_SITES = ("backward_step", "stage_forward", "p2p_copy")
+WHAT_IS_PLANTED = {
+    "score_cache": "score cache planted",
+    "activation_log": "activation log planted",
+    None: "nothing planted",
+}
 
 
-def _growth_scenarios() -> list[tuple[str, dict[str, Any], str]]:
-    cfg = PipelineConfig(seq_len=32, hidden=16, vocab=48)
-    return [
-        ("score cache planted, fix applied", {"config": cfg, "planted_leak": "score_cache"}, "cache_scores"),
-        (
-            "activation log planted, fix applied",
-            {"config": cfg, "planted_leak": "activation_log"},
-            "record_activation_stats",
-        ),
-        ("fix applied, nothing planted", {"config": cfg, "planted_leak": None}, "loss_func"),
-    ]
+def _spec_config(spec: tuple[Any, ...]) -> PipelineConfig:
+    _, seq_len, hidden, vocab, layers = spec
+    return PipelineConfig(seq_len=seq_len, hidden=hidden, vocab=vocab, layers_per_stage=layers)
+
+
+def _show_spec(args: tuple[Any, ...], kwargs: Any) -> str:
+    planted, s, h, v, layers = args[0]
+    return f"a pipeline with the fix applied, {WHAT_IS_PLANTED[planted]} (S={s}, H={h}, V={v}, {layers} layer(s)/stage)"
+
+
+def _growth_inputs() -> Any:
+    from hypothesis import strategies as st
+
+    spec = st.tuples(
+        st.sampled_from(["score_cache", "activation_log", None]),
+        st.integers(4, 48),
+        st.integers(4, 48),
+        st.integers(8, 64),
+        st.integers(1, 3),
+    )
+    return st.tuples(spec)
+
+
+GROWTH_CASES = (
+    Case((("score_cache", 32, 16, 48, 1),), "score cache planted: logits kept per micro-batch"),
+    Case((("activation_log", 32, 16, 48, 1),), "activation log planted: activations kept per micro-batch"),
+    Case(((None, 32, 16, 48, 1),), "nothing planted: only the stored outputs grow"),
+    Case((("activation_log", 4, 4, 64, 1),), "a small activation log beside a wide vocabulary"),
+)
+
+
+class _GrowthRun:
+    """Runs the learner's search on one planted pipeline; a non-string answer is kept for the message."""
+
+    def __init__(self, find: Callable[[AllocationTracker, Callable[[], None]], Any]) -> None:
+        self.find, self.returned_object = find, None
+
+    def __call__(self, spec: tuple[Any, ...]) -> Any:
+        self.returned_object = None
+        clear_planted_leaks()
+        runner = MicroBatchRunner(_spec_config(spec), spec[0])
+        tracker = AllocationTracker()
+        try:
+            with tracker:
+                got = self.find(tracker, runner)
+        finally:
+            clear_planted_leaks()
+        if not isinstance(got, str):
+            self.returned_object = got
+            return f"a {type(got).__name__}"
+        return got
+
+
+def _growth_reference(spec: tuple[Any, ...]) -> str:
+    return PLANTED_SITES[spec[0]]
+
+
+def _growth_mistake(run: _GrowthRun) -> Callable[[tuple[Any, ...], Any, Any], str | None]:
+    def name(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
+        if run.returned_object is not None:
+            return "return the function's name as a string (a Site's .function), not the object itself"
+        if got.startswith(f"{want} ("):
+            return "return the function's name only (Site.function), not the site's label with file and line"
+        if got in ONE_OFF_SITES:
+            return (
+                "that site allocates once, in the first micro-batch (one-off allocations such as the parameter "
+                "gradients), so it is not growth"
+            )
+        if got == "create_tensor_recv_prev":
+            return "that was the unfixed pipeline's leak; these pipelines have the fix applied"
+        if got == PLANTED_SITES[None]:
+            return "that site grows too (the stored outputs), but it is not the site that grows the most"
+        if got in PLANTED_SITES.values():
+            return (
+                "that is a site of another pipeline, not of the one you were handed: did you return a fixed name? "
+                "Read the answer off the tracker each time"
+            )
+        return "that is not the site that grows the most from one micro-batch to the next"
+
+    return name
 
 
 @checker(
     "1.2",
+    where=(
+        "the tracker's description before the exercise: what `mark()` returns, what `top_sites(n, since=...)` "
+        "groups and sorts, and which allocations the first micro-batch makes only once"
+    ),
     method=(
-        "run one micro-batch first (it makes the one-off allocations, such as the parameter gradients), take "
-        "m = tracker.mark(), run one more micro-batch, then return tracker.top_sites(1, since=m)[0].function: "
-        "the site holding the most bytes allocated after the mark and still alive"
+        "Let the first micro-batch happen before you start looking, so its one-off allocations are behind you. "
+        "Then put a marker in the tracker, run one more micro-batch, and ask the tracker for the allocation "
+        "sites of what was created after your marker and is still alive, largest first. The growing site is "
+        "the first of them; return its function name as a string."
     ),
     reveals=["tracker.top_sites(5, since=last_mb)", "warm-up: one-off allocations happen here"],
 )
 def check_growth_site(find: Callable[[AllocationTracker, Callable[[], None]], str]) -> str:
     """Exercise 1.2: `find(tracker, run_micro_batch)` must name the function whose allocations grow."""
-    for title, spec, expected in _growth_scenarios():
-        clear_planted_leaks()
-        runner = MicroBatchRunner(spec["config"], spec["planted_leak"])
-        tracker = AllocationTracker()
-        try:
-            with tracker:
-                got = find(tracker, runner)
-        finally:
-            clear_planted_leaks()
-        if not isinstance(got, str):
-            raise ExerciseFailure(f"{title}: return the function name as a string, got {type(got).__name__}")
-        if got != expected:
-            if got.startswith(f"{expected} ("):
-                mistake = "return the function's name only (Site.function), not the site's label with file and line"
-            elif got in ("backward_step", "stage_forward"):
-                mistake = (
-                    "that site allocates once, in the first micro-batch (one-off allocations such as the parameter "
-                    "gradients), so it is not growth"
-                )
-            elif got == "create_tensor_recv_prev":
-                mistake = "that was the unfixed pipeline's leak; these pipelines have the fix applied"
-            else:
-                mistake = "that is not the site whose live bytes grow the most from one micro-batch to the next"
-            raise ExerciseFailure(f"{title}: you named {got!r}; {mistake}")
-    return "named the growing site in all 3 scenarios"
+    if not callable(find):
+        raise ExerciseFailure(f"the answer should be a function, got {type(find).__name__}")
+    run = _GrowthRun(find)
+    return compare_on_inputs(
+        run,
+        _growth_reference,
+        inputs=_growth_inputs(),
+        edge_cases=GROWTH_CASES,
+        mistakes=_growth_mistake(run),
+        name="find_growth_site",
+        show=_show_spec,
+        max_examples=12,
+    )
