@@ -236,8 +236,8 @@ def check_target(path: str | Path | None, flag: str, *, folder: bool = True) -> 
     resolved = path.resolve()
     if folder and resolved == Path.cwd().resolve():
         raise ValueError(f"{flag} {path} is the current folder: name a new folder for what this writes")
-    for system in SYSTEM_FOLDERS:
-        if resolved == system or system in resolved.parents:
+    for system in SYSTEM_FOLDERS:  # as named (/dev/stdout) and as resolved (it may point into /proc or a tmp file)
+        if any(p == system or system in p.parents for p in (Path(os.path.abspath(path)), resolved)):
             raise ValueError(f"{flag} {path} is in {system}, a system folder: name a {kind} of your own")
     from verlstudy.kit.resources import checkout_root
 

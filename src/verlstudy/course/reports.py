@@ -58,12 +58,24 @@ def report_markdown(
     if over:
         lines.append(f"\nOver budget (flagged, not failed): {', '.join(over)}")
     if out is not None:
-        lines += ["", "Next:", f"- the executed notebooks are in `{out}`"]
-        lines += [
+        lines += ["", "Next:", f"- the executed notebooks are in `{out}`", *next_steps()]
+    return "\n".join(lines) + "\n"
+
+
+def next_steps(checkout: bool | None = None) -> list[str]:
+    """Where a learner goes after a run: `make` targets in a checkout, `verlstudy init` for an installed package."""
+    if checkout is None:
+        checkout = registry.checkout_root() is not None
+    if checkout:
+        return [
             "- start with `make lab`: JupyterLab on the student edition (`student/`), lesson 00 first",
             "- `notebooks/` is the full edition, every solution in place: open it after you have tried",
         ]
-    return "\n".join(lines) + "\n"
+    return [
+        "- make your own copy with `verlstudy init DIR`, then start with `jupyter lab DIR/student`: the student "
+        "edition, lesson 00 first (`pip install \"verlstudy[lab]\"` for JupyterLab)",
+        "- `DIR/notebooks` is the full edition, every solution in place: open it after you have tried",
+    ]
 
 
 def _case(suite: ET.Element, classname: str, name: str, seconds: float = 0.0) -> ET.Element:
@@ -142,7 +154,7 @@ def read_results(path: Path) -> tuple[list[RunResult], RunResult | None]:
     """(lesson results, floor) from a file `verlstudy run --results` wrote."""
     try:
         data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"{path} is not a results file written by `verlstudy run --results`: {e}") from e
 
     def load(d: dict) -> RunResult:
@@ -151,5 +163,10 @@ def read_results(path: Path) -> tuple[list[RunResult], RunResult | None]:
         fields = {k: d[k] for k in ("claims_reproduced", "claims_total", "error", "failed_cell", "claims", "exercises")}
         return RunResult(lesson, d["status"], d["seconds"], output=output, **fields)
 
-    floor = load(data["floor"]) if data.get("floor") else None
-    return [load(d) for d in data["lessons"]], floor
+    try:
+        floor = load(data["floor"]) if data.get("floor") else None
+        return [load(d) for d in data["lessons"]], floor
+    except (KeyError, TypeError, AttributeError, ValueError, LookupError) as e:  # JSON, but not this file's shape
+        raise ValueError(
+            f"{path} is not a results file written by `verlstudy run --results` (no {e}): run the course again"
+        ) from e

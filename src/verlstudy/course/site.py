@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 
 from verlstudy.course import plan, registry, student
-from verlstudy.course.files import check_out_dir, is_site_page, write_owned
+from verlstudy.course.files import MANIFEST, check_out_dir, is_site_page, write_owned
 from verlstudy.course.outcomes import notebook_records
 from verlstudy.course.registry import Lesson
 from verlstudy.course.site_cells import CLAIMS_HEADER, page_cells, table_html, text_to_html
@@ -160,7 +160,7 @@ def check_site_out(out: Path) -> None:
     foreign = sorted(
         p.name
         for p in out.iterdir()
-        if not ((p.is_file() and p.suffix == ".html") or (p.is_dir() and p.name == STUDENT_DIR))
+        if not ((p.is_file() and (p.suffix == ".html" or p.name == MANIFEST)) or (p.is_dir() and p.name == STUDENT_DIR))
     )
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
