@@ -1,8 +1,13 @@
 """Lesson 00's checkers: the reference passes; plausible wrong answers fail, each with a message naming the mistake."""
 
+import random
+import re
+
+import numpy as np
 import pytest
 import torch
 
+from conftest import Wrong, checker_tests
 from verlstudy.kit.exercises import find_checker
 
 
@@ -10,43 +15,127 @@ def seeded_sample(seed, n):
     return torch.randn(n, generator=torch.Generator().manual_seed(seed))
 
 
-def test_0_1_accepts_a_private_generator():
-    assert "untouched" in find_checker("0.1")(seeded_sample)
+def _global_seed(seed, n):
+    torch.manual_seed(seed)
+    return torch.randn(n)
 
 
-def test_0_1_rejects_seeding_the_global_rng(assert_wrong):
-    def global_seed(seed, n):
+_SHARED = torch.Generator().manual_seed(0)
+
+
+def _shared_generator(seed, n):
+    return torch.randn(n, generator=_SHARED)  # one generator for every call: the seed is never applied
+
+
+def _forked(seed, n):
+    with torch.random.fork_rng():
         torch.manual_seed(seed)
         return torch.randn(n)
 
-    assert_wrong("0.1", global_seed, mentions="global RNG moved")
+
+def _normal_(seed, n):
+    g = torch.Generator()
+    g.manual_seed(seed)
+    return torch.empty(n).normal_(generator=g)
 
 
-def test_0_1_rejects_no_seed_at_all(assert_wrong):
-    assert_wrong("0.1", lambda seed, n: torch.randn(n), mentions="different numbers")
+FORMS = [
+    r"0x[0-9a-fA-F]{6,}",
+    r"\b\d+(?:\.\d+)?\s?(?:s|ms|us)\b",
+    r"\b\d{4}-\d\d-\d\d(?:T\d\d:\d\d)?",
+    r"/tmp/[\w./-]+",
+    r"\bpid \d+",
+    r"(?:127\.0\.0\.1|localhost):\d+",
+]
 
 
-def test_0_1_rejects_a_constant_seed(assert_wrong):
-    assert_wrong("0.1", lambda seed, n: seeded_sample(0, n), mentions="seed is not used")
+def find_unstable(text):
+    return [m.group(0) for f in FORMS for m in re.finditer(f, text)]
 
 
-def test_0_1_rejects_the_wrong_shape(assert_wrong):
-    assert_wrong("0.1", lambda seed, n: seeded_sample(seed, n + 1), mentions="shape")
+def _one_regex(text):
+    return re.findall("|".join(f"(?:{f})" for f in FORMS), text)
 
 
-def test_0_2_rejects_a_detector_that_flags_stable_text(assert_wrong):
-    import re
-
-    every_number = lambda t: re.findall(r"\d+(?:\.\d+)?\s?\w*", t)  # noqa: E731  (flags "3 steps" too)
-    assert_wrong("0.2", every_number, mentions="stable text")
+def _by_position(text):
+    found = [(m.start(), m.group(0)) for f in FORMS for m in re.finditer(f, text)]
+    return tuple(frag for _, frag in sorted(found))
 
 
-def test_0_2_rejects_a_detector_that_finds_nothing(assert_wrong):
-    assert_wrong("0.2", lambda t: [], mentions="expected")
+def _first_only(text):
+    return [m.group(0) for f in FORMS if (m := re.search(f, text))]
 
 
-def test_0_2_rejects_a_detector_that_returns_a_string(assert_wrong):
-    assert_wrong("0.2", lambda t: "", mentions="list")
+def _every_number(text):
+    return re.findall(r"\d+(?:\.\d+)?\s?\w*", text)
+
+
+def _no_ms(text):
+    forms = [f.replace("(?:s|ms|us)", "s") for f in FORMS]
+    return [m.group(0) for f in forms for m in re.finditer(f, text)]
+
+
+def _groups(text):
+    return re.findall(r"(0x)[0-9a-f]{6,}|(\d+ ?m?s)\b", text)  # findall with groups returns tuples
+
+
+def _example_only(text):
+    return ["0x7f3a2b1c9d40"] if "0x7f3a2b1c9d40" in text else []
+
+
+def _no_ports(text):
+    return [m.group(0) for f in FORMS[:-1] for m in re.finditer(f, text)]
+
+
+def _with_context(text):
+    return [m.group(0) for m in re.finditer(r"(?:took|at|on|to) \S+", text)]
+
+
+WRONG = {
+    "0.1": [
+        Wrong(_global_seed, "global RNG", "seeds the global RNG"),
+        Wrong(lambda seed, n: torch.randn(n), "different numbers", "no seed at all"),
+        Wrong(lambda seed, n: seeded_sample(0, n), "seed parameter is not used", "a constant seed"),
+        Wrong(lambda seed, n: seeded_sample(seed, 5), "is the parameter n", "n ignored (the example's 5)"),
+        Wrong(lambda seed, n: torch.rand(n, generator=torch.Generator().manual_seed(seed)), "uniform", "uniform draws"),
+        Wrong(lambda seed, n: np.random.default_rng(seed).standard_normal(n), "numpy", "numpy's RNG"),
+        Wrong(lambda seed, n: [random.Random(seed).gauss(0, 1) for _ in range(n)], "Python's random", "Python's RNG"),
+        Wrong(
+            lambda seed, n: torch.randn(n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64),
+            "float32",
+            "another dtype",
+        ),
+        Wrong(lambda seed, n: seeded_sample(seed + 1, n), "which seed", "seed off by one"),
+        Wrong(_shared_generator, "different numbers", "one generator shared by every call"),
+    ],
+    "0.2": [
+        Wrong(_every_number, "stable text", "flags every number"),
+        Wrong(lambda t: [], "missed", "finds nothing"),
+        Wrong(lambda t: "", "list", "a string"),
+        Wrong(_first_only, "first match", "first match only"),
+        Wrong(_no_ms, "missed", "only whole seconds"),
+        Wrong(_groups, "whole match", "regex groups returned"),
+        Wrong(_example_only, "missed", "the notebook's example only"),
+        Wrong(_no_ports, "missed", "ports forgotten"),
+        Wrong(_with_context, "not exactly", "the word before included"),
+        Wrong(lambda t: set(find_unstable(t)) or None, "list", "None for stable text"),
+    ],
+}
+
+RIGHT = {
+    "0.1": [
+        _forked,
+        _normal_,
+        lambda seed, n: torch.normal(0.0, 1.0, (n,), generator=torch.Generator().manual_seed(seed)),
+    ],
+    "0.2": [_one_regex, _by_position, lambda t: set(find_unstable(t))],
+}
+
+test_wrong_answers_fail_naming_the_mistake, test_right_answers_written_differently_pass = checker_tests(WRONG, RIGHT)
+
+
+def test_0_1_accepts_a_private_generator():
+    assert "named cases" in find_checker("0.1")(seeded_sample)
 
 
 def test_0_2_refuses_a_wrapper_around_the_kits_own_detector(assert_wrong):

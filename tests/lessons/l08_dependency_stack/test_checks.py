@@ -1,89 +1,202 @@
 """Lesson 08's checkers: the references pass; plausible wrong answers fail, each with a message naming the mistake."""
 
+import re
+
 import pytest
 
-from verlstudy.common.refs import ref_naming_problem
-from verlstudy.kit.exercises import ExerciseFailure, check_exercise, exercise_results
+from conftest import Wrong, checker_tests
+from verlstudy.kit.exercises import check_exercise, exercise_results
 from verlstudy.kit.resources import data_dir
-from verlstudy.lessons.l08_dependency_stack.checks import check_fix_ref, check_pip_line
-from verlstudy.lessons.l08_dependency_stack.manifests import StackManifest, load_manifest, render_install_script
+from verlstudy.lessons.l08_dependency_stack.checks import check_pin_policy
+from verlstudy.lessons.l08_dependency_stack.manifests import load_manifest, render_install_script
 
 DATA = data_dir()
 MANIFESTS = [load_manifest(DATA / "stacks" / f"ascend_megatron_{v}.toml") for v in ("0.18", "0.16")]
+HEX = re.compile(r"[0-9a-f]{7,40}")
 
 
-def _naive_swap(repo: str, ref: str) -> str:
-    """Swaps whenever the ref breaks the scheme, without checking that the swap fits."""
-    if ref_naming_problem(repo, ref) is None:
-        return ref
-    return ref.replace("core_r", "core_v") if "core_r" in ref else ref.replace("core_v", "core_r")
+def pin_policy(ref, tags, branches):
+    if not ref:
+        return "unpinned"
+    if ref in tags:
+        return "tag"
+    if ref in branches:
+        return "branch"
+    return "commit" if HEX.fullmatch(ref) else "missing"
 
 
-def _fix_ref(repo: str, ref: str) -> str:
-    swapped = _naive_swap(repo, ref)
-    return swapped if ref_naming_problem(repo, swapped) is None else ref
+def _by_table(ref, tags, branches):
+    kinds = {**{b: "branch" for b in branches}, **{t: "tag" for t in tags}}
+    if ref in (None, ""):
+        return "unpinned"
+    return kinds.get(ref) or (
+        "commit" if all(ch in "0123456789abcdef" for ch in ref) and 7 <= len(ref) <= 40 else "missing"
+    )
 
 
-def _pip_line(m: StackManifest) -> str:
+def _by_set_ops(ref, tags, branches):
+    for word, names in (("tag", set(tags)), ("branch", set(branches))):
+        if ref and {ref} & names:
+            return word
+    if ref is None or ref == "":
+        return "unpinned"
+    return "commit" if re.fullmatch(r"[0-9a-f]{7,40}", ref) else "missing"
+
+
+def _naming_rule(ref, tags, branches):
+    if not ref:
+        return "unpinned"
+    if ref.startswith("core_v") or ref.startswith("v"):
+        return "tag"
+    if ref.startswith("core_r"):
+        return "branch"
+    return pin_policy(ref, tags, branches)
+
+
+def _no_branches(ref, tags, branches):
+    return pin_policy(ref, tags, [])
+
+
+def _full_hash_only(ref, tags, branches):
+    got = pin_policy(ref, tags, branches)
+    return "missing" if got == "commit" and len(ref) != 40 else got
+
+
+def _prefix_match(ref, tags, branches):
+    if not ref:
+        return "unpinned"
+    if any(t.startswith(ref) for t in tags):
+        return "tag"
+    if any(b.startswith(ref) for b in branches):
+        return "branch"
+    return pin_policy(ref, tags, branches)
+
+
+def _none_only(ref, tags, branches):
+    if ref is None:
+        return "unpinned"
+    if ref in tags:
+        return "tag"
+    if ref in branches:
+        return "branch"
+    return "commit" if HEX.fullmatch(ref) else "missing"
+
+
+def _missing_is_unpinned(ref, tags, branches):
+    got = pin_policy(ref, tags, branches)
+    return "unpinned" if got == "missing" else got
+
+
+def _capitalised(ref, tags, branches):
+    return pin_policy(ref, tags, branches).capitalize()
+
+
+def _example_only(ref, tags, branches):
+    return {"core_v0.18.0": "tag", "core_r0.18.0": "branch"}.get(ref, "unpinned")
+
+
+def pip_line(m):
     args = [f"{c.repo[5:]}=={c.ref}" if c.is_pypi else f"git+{c.repo}@{c.ref}" for c in m.components]
     return "pip install " + " ".join(args)
+
+
+def _python_m(m):
+    pins = []
+    for c in m.components:
+        pins.append(
+            f"{c.repo.removeprefix('pypi:')}=={c.ref}" if c.repo.startswith("pypi:") else f"git+{c.repo}@{c.ref}"
+        )
+    return "python -m pip install " + " ".join(f"'{p}'" for p in pins)
+
+
+def _pip3_two_commands(m):
+    pypi = [f'"{c.repo[5:]}=={c.ref}"' for c in m.components if c.is_pypi]
+    git = [f"git+{c.repo}@{c.ref}" for c in m.components if not c.is_pypi]
+    return "pip3 install " + " ".join(pypi + git)
+
+
+def _only_pypi(m):
+    return "pip install " + " ".join(f"{c.repo[5:]}=={c.ref}" for c in m.components if c.is_pypi)
+
+
+def _only_git(m):
+    return "pip install " + " ".join(f"git+{c.repo}@{c.ref}" for c in m.components if not c.is_pypi)
+
+
+def _git_no_ref(m):
+    return "pip install " + " ".join(f"{c.repo[5:]}=={c.ref}" if c.is_pypi else f"git+{c.repo}" for c in m.components)
+
+
+def _component_names(m):
+    return "pip install " + " ".join(
+        f"{c.name}=={c.ref}" if c.is_pypi else f"git+{c.repo}@{c.ref}" for c in m.components
+    )
+
+
+def _unquoted_quote(m):
+    return "pip install 'a==1 " + pip_line(m)[12:]
+
+
+def _first_only(m):
+    return pip_line(type(m)(m.name, m.components[:1], m.settings))
+
+
+def _example_stack(m):
+    return pip_line(MANIFESTS[0])
+
+
+def _versions_unpinned(m):
+    return "pip install " + " ".join(c.repo[5:] if c.is_pypi else f"git+{c.repo}@{c.ref}" for c in m.components)
+
+
+WRONG = {
+    "8.1": [
+        Wrong(_naming_rule, "letters of the name", "decides by the core_r/core_v naming rule"),
+        Wrong(_no_branches, "branches argument", "branches ignored"),
+        Wrong(_full_hash_only, "short ones too", "only 40-digit hashes"),
+        Wrong(_prefix_match, "whole names", "prefix match"),
+        Wrong(_none_only, "empty string", "'' not unpinned"),
+        Wrong(_missing_is_unpinned, "repository does not have", "missing called unpinned"),
+        Wrong(_capitalised, "return one of the words", "'Tag' not 'tag'"),
+        Wrong(_example_only, ("default branch", "repository", "tags", "hash"), "the notebook's two refs only"),
+    ],
+    "8.2": [
+        Wrong(_only_pypi, "git repositories are not pinned", "PyPI only"),
+        Wrong(_only_git, "PyPI packages", "git only"),
+        Wrong(_git_no_ref, "without '@<ref>'", "git URL without a ref"),
+        Wrong(_component_names, "package name", "component name for the package"),
+        Wrong(_unquoted_quote, "does not parse", "broken quoting"),
+        Wrong(_first_only, ("not in the command", "not pinned"), "first component only"),
+        Wrong(
+            _example_stack, ("does not hold", "not in the command", "not pinned"), "the lesson's manifest hard-coded"
+        ),
+        Wrong(_versions_unpinned, "not pinned to their version", "versions dropped"),
+        Wrong(lambda m: pip_line(m).split(), "one string", "a list of words"),
+    ],
+}
+
+RIGHT = {
+    "8.1": [_by_table, _by_set_ops],
+    "8.2": [_python_m, _pip3_two_commands, lambda m: pip_line(m).replace("pip install", "python3 -m pip install")],
+}
+
+test_wrong_answers_fail_naming_the_mistake, test_right_answers_written_differently_pass = checker_tests(WRONG, RIGHT)
 
 
 def _stub(*_args):
     raise NotImplementedError("exercise")
 
 
-def verdict(exercise_id, checker, *args):
-    check_exercise(exercise_id, *args)
-    return exercise_results()[exercise_id]
+def test_references_pass_and_stubs_are_not_attempted(capsys):
+    assert "named cases" in check_pin_policy(pin_policy)
+    check_exercise("8.1", _stub)
+    assert exercise_results()["8.1"] == "not attempted"
+    check_exercise("8.2", pip_line, MANIFESTS)
+    assert exercise_results()["8.2"] == "correct"
 
 
-def test_fix_ref_checker(capsys):
-    assert verdict("8.1", check_fix_ref, _fix_ref) == "correct"
-    with pytest.raises(ExerciseFailure, match="swap r and v"):
-        check_fix_ref(lambda repo, ref: ref)
-    with pytest.raises(ExerciseFailure, match="return it unchanged"):
-        check_fix_ref(lambda repo, ref: ref.replace("core_r", "core_X").replace("core_v", "core_r").replace("X", "v"))
-    assert verdict("8.1", check_fix_ref, _stub) == "not attempted"
-    assert "exercise 8.1: not attempted" in capsys.readouterr().out
-
-
-def test_pip_line_checker():
-    manifests = [
-        load_manifest(DATA / "stacks" / "ascend_megatron_0.18.toml"),
-        load_manifest(DATA / "stacks" / "ascend_megatron_0.16.toml"),
-    ]
-    assert verdict("8.2", check_pip_line, _pip_line, manifests) == "correct"
-    only_pypi = lambda m: "pip install " + " ".join(f"{c.repo[5:]}=={c.ref}" for c in m.components if c.is_pypi)  # noqa: E731
-    with pytest.raises(ExerciseFailure, match="git\\+<repo URL>@<ref>"):
-        check_pip_line(only_pypi, manifests)
-    with pytest.raises(ExerciseFailure, match="starting with 'pip install'"):
-        check_pip_line(lambda m: None, manifests)
-    with pytest.raises(ExerciseFailure, match="does not parse"):
-        check_pip_line(lambda m: "pip install 'a==1", manifests)
-    assert verdict("8.2", check_pip_line, _stub, manifests) == "not attempted"
-    with pytest.raises(ValueError, match="at least one manifest"):
-        check_pip_line(_pip_line, [])
-
-
-@pytest.mark.parametrize(
-    ("wrong", "mentions"),
-    [
-        (lambda repo, ref: ref.replace("core_r", "core_v"), "swap r and v"),  # knows only NVIDIA's scheme
-        (lambda repo, ref: ref.replace("core_r", "core_X").replace("core_v", "core_r").replace("X", "v"), "unchanged"),
-        (lambda repo, ref: ref.replace("core_v", "core_r"), "swap r and v"),  # knows only Ascend's scheme
-        (_naive_swap, "swapped ref still breaks the scheme"),  # MindSpeed core_v0.18.0rc1 -> core_r0.18.0rc1
-        (lambda repo, ref: _naive_swap(repo, ref) if "rc" not in ref else ref, "still breaks"),  # core_r0.18
-    ],
-    ids=["always-v", "always-swap", "always-r", "swap-unchecked", "swap-unchecked-no-patch"],
-)
-def test_8_1_rejects(assert_wrong, wrong, mentions):
-    assert_wrong("8.1", wrong, mentions=mentions)
-
-
-def test_8_2_rejects_the_install_script_in_place_of_one_pip_line(assert_wrong):
+def test_8_2_refuses_the_install_script_generator(assert_wrong):
     assert_wrong("8.2", render_install_script, MANIFESTS, mentions="library's own render_install_script")
-    assert_wrong("8.2", lambda m: render_install_script(m), MANIFESTS, mentions="starting with 'pip install'")
 
 
 @pytest.mark.parametrize(

@@ -1,85 +1,252 @@
-"""Exercise checkers and reference answers for lesson 08.
+"""Exercise checkers and reference answers for lesson 08 (judged by property: `verlstudy.kit.properties`).
 
-A wrong answer's message names the mistake; how to get there is each checker's `method`, shown after
-repeated tries or by `exercise_hint`.
+8.1 asks what a pin *is* (a tag, a branch that can move, a commit, nothing at all), decided from the refs a
+repository really has, never from the letters of its name. 8.2 asks for one `pip install` command pinning a
+manifest. A wrong answer's message names the mistake; where to look and the method come on later tries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection
+from typing import Any
 
 from verlstudy.common.pins import parse_pins
-from verlstudy.common.refs import ref_naming_problem
+from verlstudy.common.refs import COMMIT_HASH
 from verlstudy.kit.exercises import ExerciseFailure, checker
-from verlstudy.lessons.l08_dependency_stack.manifests import StackManifest, manifest_pins
-
-# ---------------------------------------------------------------- exercise checkers
-
-FIX_REF_CASES: tuple[tuple[str, str, str], ...] = (
-    ("https://github.com/NVIDIA/Megatron-LM.git", "core_r0.18.0", "core_v0.18.0"),
-    ("Ascend/MindSpeed", "core_v0.18.0", "core_r0.18.0"),
-    ("Ascend/MegatronAdaptor", "core_v0.16.0", "core_r0.16.0"),
-    ("Ascend/MindSpeed", "core_r0.18.0", "core_r0.18.0"),
-    # swapping does not help here: core_r0.18.0rc1 still breaks MindSpeed's scheme, core_v0.18 Megatron-LM's
-    ("Ascend/MindSpeed", "core_v0.18.0rc1", "core_v0.18.0rc1"),
-    ("NVIDIA/Megatron-LM", "core_r0.18", "core_r0.18"),
-    ("NVIDIA/Megatron-LM", "core_v0.16.0", "core_v0.16.0"),
-    ("vllm-project/vllm", "releases/v0.23.0", "releases/v0.23.0"),
-    ("NVIDIA/Megatron-LM", "ba7b5ebce12af60627a80985792a1449ce45f46c", "ba7b5ebce12af60627a80985792a1449ce45f46c"),
+from verlstudy.kit.properties import Case, compare_on_inputs
+from verlstudy.lessons.l08_dependency_stack.manifests import (
+    Component,
+    StackManifest,
+    manifest_pins,
+    render_install_script,
 )
+
+# ---------------------------------------------------------------- 8.1 pin_policy
+
+POLICIES = ("unpinned", "tag", "branch", "commit", "missing")
+
+
+def _reference_policy(ref: str | None, tags: Collection[str], branches: Collection[str]) -> str:
+    if not ref:
+        return "unpinned"
+    if ref in set(tags):
+        return "tag"
+    if ref in set(branches):
+        return "branch"
+    return "commit" if COMMIT_HASH.fullmatch(ref) else "missing"
+
+
+# Names that follow no scheme, and names that look like another scheme's (a 'core_v' branch, a 'core_r' tag)
+_NAMES = ("core_r0.18.0", "core_v0.18.0", "core_r0.16.0", "core_v0.16.0", "main", "master", "v0.5.0", "v0.5",
+          "releases/v0.23.0", "v0.23.0", "release-1.2", "stable", "dev")  # fmt: skip
+
+
+def _policy_inputs() -> Any:
+    from hypothesis import strategies as st
+
+    hexes = st.text("0123456789abcdef", min_size=7, max_size=40)
+    ref = st.one_of(st.sampled_from(_NAMES), hexes, st.sampled_from([None, ""]))
+
+    def split(names: list[str]) -> Any:
+        return st.lists(st.booleans(), min_size=len(names), max_size=len(names)).map(
+            lambda flags: (
+                [n for n, f in zip(names, flags, strict=True) if f],
+                [n for n, f in zip(names, flags, strict=True) if not f],
+            )
+        )
+
+    repo_refs = st.lists(st.sampled_from(_NAMES), unique=True, max_size=6).flatmap(split)
+    return st.tuples(ref, repo_refs).map(lambda t: (t[0], t[1][0], t[1][1]))
+
+
+POLICY_CASES = [
+    Case(("core_v0.18.0", ["core_v0.18.0", "core_v0.16.0"], ["core_r0.18.0", "main"]), "Megatron-LM's release tag"),
+    Case(("core_r0.18.0", ["core_v0.18.0"], ["core_r0.18.0", "main"]), "Megatron-LM's release branch (it exists)"),
+    Case((None, ["v1.0.0"], ["main"]), "`git clone --depth 1` with no --branch: the default branch"),
+    Case(("", [], ["master"]), "an empty ref is no pin either"),
+    Case(("core_v0.18.0", [], ["core_v0.18.0"]), "a branch whose name looks like a tag"),
+    Case(("core_r0.18.0", ["core_r0.18.0"], []), "a tag whose name looks like a branch"),
+    Case(("ba7b5eb", ["v0.5.0"], ["main"]), "a short commit hash (7 hex digits)"),
+    Case(("ba7b5ebce12af60627a80985792a1449ce45f46c", [], ["main"]), "a full commit hash"),
+    Case(("v0.5", ["v0.5.0"], ["main"]), "a prefix of a tag is not that tag"),
+    Case(("main", ("v0.5.0",), frozenset({"main"})), "tags as a tuple, branches as a frozenset"),
+    Case(("core_v0.19.0", ["core_v0.18.0"], ["core_r0.18.0"]), "a ref the repository does not have"),
+]
+
+
+def _policy_mistake(args: tuple[Any, ...], got: object, want: str) -> str | None:
+    ref, tags, branches = args
+    if not isinstance(got, str) or got not in POLICIES:
+        return f"return one of the words {', '.join(repr(p) for p in POLICIES)}"
+    if want == "unpinned":
+        return "no ref at all (None or an empty string) means the clone takes whatever the default branch holds"
+    if want == "missing" and got == "unpinned":
+        return f"{ref!r} is a ref, so the pin is not empty; it is one the repository does not have"
+    longer = [n for n in (*tags, *branches) if n != ref and n.startswith(ref)]
+    if want == "missing" and got in ("tag", "branch") and longer:
+        return f"{ref!r} is not in either list, though {longer[0]!r} starts with it: compare whole names"
+    name_says = "tag" if ref.startswith(("core_v", "v")) else "branch" if ref.startswith("core_r") else None
+    if got == name_says and got != want:
+        return "you decided by the letters of the name; what it is depends on which list of the repository holds it"
+    if want == "commit":
+        return f"{ref!r} is a commit hash: hashes of 7 to 40 hex digits count, short ones too"
+    if want == "branch":
+        return f"{ref!r} is in the repository's branches: is the branches argument read?"
+    if want == "tag":
+        return f"{ref!r} is in the repository's tags"
+    return None
 
 
 @checker(
     "8.1",
-    method=(
-        "if ref_naming_problem(repo, ref) is None, return ref; otherwise build the swapped ref (core_r -> core_v "
-        "or core_v -> core_r at its start) and return it only if ref_naming_problem(repo, swapped) is None, "
-        "else return ref unchanged"
+    library_answers=[_reference_policy],
+    where=(
+        "the section 'Before the upgrade': Megatron-LM has both a release branch and a release tag for one "
+        "version, and the after-files clone three repositories with no ref at all"
     ),
-    reveals=["did you mean 'core_r0.18.0'?", "prefer the tag 'core_v0.18.0'"],
+    method=(
+        "Deal first with a missing or empty ref. Then ask which of the repository's own lists holds the ref as "
+        "a whole name: its tags, then its branches. Only a ref in neither list may still be a commit hash (7 to "
+        "40 lower-case hex digits); anything else the repository does not have. Never look at the letters of "
+        "the name to guess."
+    ),
+    reveals=["'unpinned'"],
 )
-def check_fix_ref(fn: Callable[[str, str], str]) -> str:
-    """Exercise 8.1: fix_ref(repo, ref) swaps core_r/core_v only where the repo's scheme asks for it."""
-    for repo, ref, want in FIX_REF_CASES:
-        got = fn(repo, ref)
-        if got != want:
-            if ref == want and ref_naming_problem(repo, ref) is not None:
-                hint = "the swapped ref still breaks the scheme, so a swap does not fix it"
-            elif ref == want:
-                hint = "this ref already fits (or the repo has no scheme, or it is a commit): return it unchanged"
-            else:
-                hint = f"this ref breaks {repo}'s naming scheme: swap r and v"
-            raise ExerciseFailure(f"fix_ref({repo!r}, {ref!r}) returned {got!r}, expected {want!r}: {hint}")
-    return f"{len(FIX_REF_CASES)} refs"
+def check_pin_policy(fn: Callable[[str | None, Collection[str], Collection[str]], str]) -> str:
+    """Exercise 8.1: pin_policy(ref, tags, branches) says what a pin is, from the repository's own refs."""
+    return compare_on_inputs(
+        fn,
+        _reference_policy,
+        inputs=_policy_inputs(),
+        edge_cases=POLICY_CASES,
+        mistakes=_policy_mistake,
+        name="pin_policy",
+        strict_types=True,
+    )
+
+
+# ---------------------------------------------------------------- 8.2 pip_line
+
+_GIT_REPOS = (
+    ("Megatron-LM", "https://github.com/NVIDIA/Megatron-LM.git", "tag", "core_v0.18.0"),
+    ("MindSpeed", "https://gitcode.com/Ascend/MindSpeed.git", "branch", "core_r0.18.0"),
+    ("Megatron-Bridge", "https://github.com/NVIDIA-NeMo/Megatron-Bridge.git", "tag", "v0.5.0"),
+    ("vllm-ascend", "https://github.com/vllm-project/vllm-ascend.git", "branch", "releases/v0.23.0"),
+    (
+        "transformers",
+        "https://github.com/huggingface/transformers.git",
+        "commit",
+        "cc7ab9be508ce6ed3637bba9e50367b29b742dc6",
+    ),
+)
+# component name differs from the package name on purpose (the package name is what pip wants)
+_PYPI = (
+    ("torch", "torch", "2.10.0"),
+    ("torchvision", "torchvision", "0.25.0"),
+    ("FLA", "flash-linear-attention", "0.5.0"),
+    ("xgrammar", "xgrammar", "0.1.33"),
+    ("setuptools", "setuptools", "80.10.2"),
+)
+
+
+def _component(raw: tuple[str, ...]) -> Component:
+    if len(raw) == 4:
+        return Component(raw[0], raw[1], raw[2], raw[3])
+    return Component(raw[0], f"pypi:{raw[1]}", "version", raw[2])
+
+
+def _manifest(picked: list[tuple[str, ...]], name: str = "generated") -> StackManifest:
+    return StackManifest(name, tuple(_component(r) for r in picked), {})
+
+
+def _manifest_inputs() -> Any:
+    from hypothesis import strategies as st
+
+    return st.lists(st.sampled_from(_GIT_REPOS + _PYPI), min_size=1, max_size=6, unique=True).map(
+        lambda picked: (_manifest(picked),)
+    )
+
+
+PIP_CASES = [
+    Case((_manifest([_PYPI[0]], "one package"),), "a manifest of one PyPI package"),
+    Case((_manifest([_GIT_REPOS[0]], "one repository"),), "a manifest of one git repository"),
+    Case((_manifest([_PYPI[2], _GIT_REPOS[4]], "names differ"),), "a component whose name is not its package name"),
+    Case((_manifest([*_GIT_REPOS[:3], *_PYPI[:2]], "mixed"),), "tags, a branch and packages together"),
+]
+
+
+def _pins_of(fn: Callable[[StackManifest], object]) -> Callable[[StackManifest], object]:
+    """The learner's command read back as pins: what the checker compares with the manifest."""
+
+    def read(manifest: StackManifest) -> object:
+        text = fn(manifest)
+        if not isinstance(text, str):
+            return text
+        try:
+            return {(p.repo, p.ref) for p in parse_pins(text, "shell", "pip_line")}
+        except ValueError as e:
+            return f"unparsable: {e}"
+
+    read.__name__ = "pip_line"
+    return read
+
+
+def _pip_mistake(fn: Callable[[StackManifest], object]) -> Callable[[tuple[Any, ...], Any, Any], str | None]:
+    def name(args: tuple[Any, ...], got: object, want: set[tuple[str, str]]) -> str | None:
+        (manifest,) = args
+        if isinstance(got, str) and got.startswith("unparsable"):
+            return f"the command does not parse as shell ({got[len('unparsable: ') :]})"
+        if not isinstance(got, set):
+            return "return the command as one string"
+        text = fn(manifest)
+        missing, extra = want - got, got - want
+        comps = {c.key: c for c in manifest.components}
+        if extra and all(repo.startswith("pypi:") and repo[5:] in {c.name.lower() for c in manifest.components}
+                         for repo, _ in extra) and any(not c.is_pypi or c.name.lower() != c.key[5:]
+                                                       for c in manifest.components):  # fmt: skip
+            return "pip installs a package by its package name (after 'pypi:'), not the component's name"
+        if missing and all(comps[r].is_pypi for r, _ in missing if r in comps):
+            return f"the PyPI packages {sorted(r[5:] for r, _ in missing)} are not pinned to their version"
+        if missing and all(not comps[r].is_pypi for r, _ in missing if r in comps):
+            if "git+" in text and "@" not in text.split("git+", 1)[1].split()[0]:
+                return "a git URL without '@<ref>' installs whatever the default branch holds"
+            return "the git repositories are not pinned as pip installs a repository at a ref"
+        if missing:
+            return f"{len(missing)} component(s) of the manifest are not in the command"
+        if extra:
+            return f"the command pins {sorted(extra)}, which the manifest does not hold"
+        return None
+
+    return name
 
 
 @checker(
     "8.2",
+    library_answers=[render_install_script, manifest_pins],
+    where=(
+        "the section 'The stack as data' (a component is a PyPI package at a version or a repository at a ref) "
+        "and the pins table, which shows the two ways pip pins a thing"
+    ),
     method=(
-        "for each component c of manifest.components write f\"{c.repo[len('pypi:'):]}=={c.ref}\" when c.is_pypi, "
-        "else f\"git+{c.repo}@{c.ref}\"; join them with spaces after 'pip install '"
+        "Go through the manifest's components once. A PyPI component is pinned by its package name (what follows "
+        "the 'pypi:' prefix, not the component's own name) and its version, joined by the equality operator pip "
+        "uses; a git component by pip's 'git+' form of its URL with the ref after an at sign. Put every pin after "
+        "one install command (pip's own name or python's -m form), separated by spaces."
     ),
     reveals=["git+{c.repo}@{c.ref}", "=={c.ref}"],
 )
-def check_pip_line(fn: Callable[[StackManifest], str], manifests: Sequence[StackManifest]) -> str:
-    """Exercise 8.2: pip_line(manifest) is one `pip install` command pinning every component of it."""
-    if not manifests:
-        raise ValueError("check_pip_line needs at least one manifest to test against")
-    for m in manifests:
-        text = fn(m)
-        if not isinstance(text, str) or not text.strip().startswith("pip install"):
-            raise ExerciseFailure(f"return one shell command starting with 'pip install', got {text!r}")
-        try:
-            got = {(p.repo, p.ref) for p in parse_pins(text, "shell", "pip_line")}
-        except ValueError as e:
-            raise ExerciseFailure(f"the command does not parse as shell: {e}") from e
-        want = manifest_pins(m)
-        missing = sorted(want - got)
-        extra = sorted(got - want)
-        if missing:
-            repo, ref = missing[0]
-            form = f"{repo[5:]}=={ref}" if repo.startswith("pypi:") else "git+<repo URL>@<ref>"
-            raise ExerciseFailure(f"{m.name}: {repo} at {ref} is not pinned ({len(missing)} missing), as {form}")
-        if extra:
-            raise ExerciseFailure(f"{m.name}: pins not in the manifest: {extra}")
-    return f"{len(manifests)} manifests round-trip"
+def check_pip_line(fn: Callable[[StackManifest], str], manifests: Collection[StackManifest] = ()) -> str:
+    """Exercise 8.2: pip_line(manifest) is one install command whose pins are exactly the manifest's."""
+    extra_cases = [Case((m,), f"the lesson's manifest {m.name!r}") for m in manifests]
+    try:
+        return compare_on_inputs(
+            _pins_of(fn),
+            manifest_pins,
+            inputs=_manifest_inputs(),
+            edge_cases=PIP_CASES + extra_cases,
+            mistakes=_pip_mistake(fn),
+            name="pip_line",
+            max_examples=40,
+        )
+    except ExerciseFailure as e:  # the call shows the read-back pins; say so
+        raise ExerciseFailure(str(e).replace("pip_line(", "the pins of pip_line(", 1)) from None

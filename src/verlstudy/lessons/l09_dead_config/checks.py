@@ -11,13 +11,14 @@ shown after repeated tries or by `exercise_hint`.
 from __future__ import annotations
 
 import ast
-import copy
 import dataclasses
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from verlstudy.kit.exercises import ExerciseFailure, checker
+from verlstudy.kit.exercises import checker
+from verlstudy.kit.properties import Case, compare_on_inputs
 from verlstudy.lessons.l09_dead_config.field_reads import _index_reads, attribute_read
 from verlstudy.lessons.l09_dead_config.loading import TARGET_KEY
 from verlstudy.lessons.l09_dead_config.schema import yaml_field_mismatches
@@ -36,50 +37,103 @@ def _assigned_attributes(source: str) -> set[str]:
     }
 
 
-ATTRIBUTE_READ_CASES: tuple[tuple[str, str], ...] = (
-    ("a copy", "self._is_offload_grad = config.grad_offload\n"),
-    ("a condition", "if self._is_offload_param:\n    move(self.module)\n"),
-    ("a chain", "mode = engine.config.router_replay.mode\n"),
-    ("stores only", "self.a = 1\nself.b = self.c = 2\n"),
-    ("a call argument", "to(device, model=self._is_offload_param, grad=self._is_offload_param)\n"),
+def _deleted_attributes(source: str) -> set[str]:
+    return {n.attr for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Del)}
+
+
+def _plain_names(source: str) -> set[str]:
+    return {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
+
+
+_ATTRS = ("grad_offload", "param_offload", "mode", "record_file", "router_replay", "config", "optimizer_offload")
+# One statement each, {0} {1} {2} filled with attribute names: reads, stores, deletes, chains, calls, nesting
+_STATEMENTS = (
+    "self._x = config.{0}",
+    "if self.{0}:\n    move(self.{1})",
+    "mode = engine.{0}.{1}.{2}",
+    "self.{0} = 1",
+    "self.{0} = self.{1} = 2",
+    "to(device, model=self.{0}, grad=other.{1})",
+    "del cfg.{0}",
+    "engine.{0}.{1} = value",
+    "for item in cfg.{0}:\n    use(item)",
+    "values = [y.{0} for y in items]",
+    "def step(cfg):\n    if cfg.{0}:\n        return cfg.{1}.{2}\n    cfg.{1} = None",
+    "class Box:\n    size = defaults.{0}",
+    "with self.{0} as handle:\n    pass",
+    "callback = lambda c: c.{0}",
 )
+
+
+def _source_inputs() -> Any:
+    from hypothesis import strategies as st
+
+    statement = st.tuples(st.sampled_from(_STATEMENTS), st.lists(st.sampled_from(_ATTRS), min_size=3, max_size=3))
+    lines = st.lists(statement.map(lambda t: t[0].format(*t[1])), min_size=0, max_size=5)
+    return lines.map(lambda ls: ("\n".join(ls) + "\n",))
+
+
+ATTRIBUTE_READ_CASES = [
+    Case(("self._is_offload_grad = config.grad_offload\n",), "a copy: the value read, the target stored"),
+    Case(("if self._is_offload_param:\n    move(self.module)\n",), "a condition and its body"),
+    Case(("mode = engine.config.router_replay.mode\n",), "a chain three attributes deep"),
+    Case(("self.a = 1\nself.b = self.c = 2\n",), "stores only: nothing is read"),
+    Case(("to(device, model=self._is_offload_param, grad=self._is_offload_grad)\n",), "attributes as call arguments"),
+    Case(("del cfg.grad_offload\nx = cfg.mode\n",), "a `del` removes an attribute, it does not read it"),
+    Case(("x = 1\n\ny = x.param_offload\n",), "the read is not in the first statement"),
+    Case(("def f(cfg):\n    return cfg.use_mbridge\n",), "a read inside a function body"),
+    Case(("",), "an empty module"),
+]
+
+
+def _reads_mistake(args: tuple[Any, ...], got: object, want: set[str]) -> str | None:
+    (source,) = args
+    try:
+        got = set(got)  # type: ignore[call-overload]
+    except TypeError:
+        return "return the names as a set of strings"
+    extra, missing = sorted(got - want), sorted(want - got)
+    stored, deleted, names = _assigned_attributes(source), _deleted_attributes(source), _plain_names(source)
+    if extra and set(extra) <= deleted:
+        return f"{extra} is only deleted (`del`): a deletion is not a read"
+    if extra and set(extra) <= stored:
+        return f"{extra} is only assigned (stored into), never read"
+    if extra and set(extra) <= names:
+        return f"{extra} are plain variables, not attributes: an attribute is the name after a dot"
+    if extra:
+        return f"{extra} is not an attribute read in this code"
+    if missing:
+        return (
+            f"you missed {missing}, which the code reads: an attribute can sit inside another attribute, a call, a "
+            "later statement or a function body, not only at the top of the first statement"
+        )
+    return None
 
 
 @checker(
     "9.1",
     library_answers=[attribute_read, _index_reads],
+    where=(
+        "the section 'Reproduce' and the fixture's engine.py: the one line that mentions grad_offload copies it "
+        "into another attribute; Python's own parser tells a read from a store"
+    ),
     method=(
-        "parse the source with ast.parse and visit every node with ast.walk (it reaches the attributes nested "
-        "inside other attributes and inside calls); keep the nodes that are ast.Attribute and whose ctx is "
-        "ast.Load (a read; ast.Store marks an assignment target), and collect their .attr into a set"
+        "Let Python's parser turn the source into a tree, then visit every node of it, at every depth, not only "
+        "the top-level statements. Keep the nodes that are attribute accesses and whose context marks a read (the "
+        "parser marks stores and deletions differently); collect the name after the dot of each into a set."
     ),
     reveals=["ast.Load", "ast.walk"],
 )
 def check_attribute_reads(attribute_reads: Callable[[str], set[str]]) -> str:
-    """Exercise 9.1: `attribute_reads(source)` -> the attribute names read (ast.Load)."""
-    for label, source in ATTRIBUTE_READ_CASES:
-        want = _reference_attribute_reads(source)
-        got = attribute_reads(source)
-        if not isinstance(got, set):
-            raise ExerciseFailure(f"return a set of names, got {type(got).__name__}")
-        extra, missing = sorted(got - want), sorted(want - got)
-        not_attributes = sorted(set(extra) - _assigned_attributes(source))
-        if not_attributes:
-            raise ExerciseFailure(
-                f"on {label} ({source.strip()!r}) you listed {not_attributes}, which are not attributes: "
-                "an attribute is the name after a dot (the 'name' of x.name), not a plain variable"
-            )
-        if extra:
-            raise ExerciseFailure(
-                f"on {label} ({source.strip()!r}) you listed {extra}, which this code only assigns (stores into), "
-                "never reads"
-            )
-        if missing:
-            raise ExerciseFailure(
-                f"on {label} ({source.strip()!r}) you missed {missing}, which the code reads: an attribute can sit "
-                "inside another attribute or a call, not only at the top of a statement"
-            )
-    return f"{len(ATTRIBUTE_READ_CASES)} sources"
+    """Exercise 9.1: `attribute_reads(source)` -> the attribute names read (a set; a frozenset or list passes)."""
+    return compare_on_inputs(
+        attribute_reads,
+        _reference_attribute_reads,
+        inputs=_source_inputs(),
+        edge_cases=ATTRIBUTE_READ_CASES,
+        mistakes=_reads_mistake,
+        name="attribute_reads",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -97,6 +151,13 @@ class _ExEngine:  # this module has `from __future__ import annotations`: each f
     param_offload: bool = False
     optimizer_offload: bool = False
     router_replay: _ExReplay = field(default_factory=_ExReplay)
+    override_config: dict = field(default_factory=dict)  # a plain mapping: any key is allowed inside
+
+
+@dataclass
+class _ExActor:  # three levels: actor -> engine -> router_replay
+    ppo_micro_batch_size: int = 1
+    engine: _ExEngine = field(default_factory=_ExEngine)
 
 
 # The same shape with each field's .type the class itself (as without `from __future__ import annotations`)
@@ -106,41 +167,94 @@ _ExResolvedEngine = dataclasses.make_dataclass(
     namespace={"__module__": __name__},
 )
 
-YAML_ONLY_CASES: tuple[tuple[str, type, dict[str, Any], list[str]], ...] = (
-    (
+_EXTRA_KEYS = ("grad_offload", "record_fle", "zeta", "alpha", "replay_file")
+
+
+def _reference_yaml_only(cls: type, data: Mapping[str, Any], prefix: str = "") -> list[str]:
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    out: list[str] = []
+    for key, value in data.items():
+        if key == TARGET_KEY:
+            continue
+        if key not in names:
+            out.append(prefix + key)
+        elif dataclasses.is_dataclass(hints[key]) and isinstance(value, Mapping):
+            out += _reference_yaml_only(hints[key], value, prefix + key + ".")
+    return sorted(out)
+
+
+def _block(cls: type, depth: int = 0) -> Any:
+    from hypothesis import strategies as st
+
+    hints = typing.get_type_hints(cls)
+    entries = []
+    for f in dataclasses.fields(cls):
+        kind = hints[f.name]
+        if dataclasses.is_dataclass(kind) and depth < 3:
+            value = st.one_of(_block(kind, depth + 1), st.none())
+        elif kind is dict:
+            value = st.dictionaries(st.sampled_from(_EXTRA_KEYS), st.integers(0, 3), max_size=2)
+        else:
+            value = st.sampled_from([True, 1, "R2"])
+        entries.append(st.tuples(st.just(f.name), value))
+    entries += [st.tuples(st.sampled_from((*_EXTRA_KEYS, TARGET_KEY)), st.sampled_from([0, "x.Cls"]))]
+    return st.lists(st.one_of(*entries), max_size=5).map(dict)
+
+
+def _yaml_inputs() -> Any:
+    from hypothesis import strategies as st
+
+    classes = (_ExEngine, _ExActor, _ExResolvedEngine, _ExReplay)
+    return st.sampled_from(classes).flatmap(lambda cls: st.tuples(st.just(cls), _block(cls)))
+
+
+YAML_ONLY_CASES = [
+    Case(
+        (_ExEngine, {TARGET_KEY: "x.Engine", "param_offload": False, "router_replay": {"mode": "R2"}}),
         "a matching block",
-        _ExEngine,
-        {TARGET_KEY: "x.Engine", "param_offload": False, "router_replay": {"mode": "R2"}},
-        [],
     ),
-    (
-        "a removed key",
-        _ExEngine,
-        {TARGET_KEY: "x.Engine", "param_offload": True, "grad_offload": False},
-        ["grad_offload"],
+    Case((_ExEngine, {TARGET_KEY: "x.Engine", "param_offload": True, "grad_offload": False}), "a removed key"),
+    Case(
+        (
+            _ExResolvedEngine,
+            {"param_offload": True, "router_replay": {TARGET_KEY: "x.R", "mode": "R2", "record_fle": "r"}},
+        ),
+        "a nested typo, the field's type a class",
     ),
-    (
-        "a nested typo",
-        _ExResolvedEngine,
-        {"param_offload": True, "router_replay": {TARGET_KEY: "x.Replay", "mode": "R2", "record_fle": "r.pt"}},
-        ["router_replay.record_fle"],
+    Case(
+        (
+            _ExEngine,
+            {"optimizer_offload": True, "router_replay": {TARGET_KEY: "x.R", "mode": "R3", "replay_file": "r"}},
+        ),
+        "a nested typo under `from __future__ import annotations`",
     ),
-    (
-        "another nested typo",
-        _ExEngine,
-        {"optimizer_offload": True, "router_replay": {TARGET_KEY: "x.Replay", "mode": "R3", "replay_file": "r.pt"}},
-        ["router_replay.replay_file"],
+    Case((_ExEngine, {"zeta": 1, "alpha": 2}), "two extras: sorted"),
+    Case(
+        (_ExActor, {"engine": {"router_replay": {"record_fle": "r", TARGET_KEY: "x.R"}, "grad_offload": True}}),
+        "three levels deep",
     ),
-    ("two extras", _ExEngine, {"zeta": 1, "alpha": 2}, ["alpha", "zeta"]),
-)
+    Case((_ExEngine, {"override_config": {"anything": 1}, "param_offload": True}), "a plain dict field holds any key"),
+    Case((_ExEngine, {"router_replay": None}), "a dataclass field set to null"),
+    Case((_ExEngine, {}), "an empty block"),
+]
 
 
-def _yaml_only_mistake(cls: type, data: Mapping[str, Any], got: list[str], want: list[str], nested_ok: bool) -> str:
+def _yaml_only_mistake(args: tuple[Any, ...], got: object, want: list[str]) -> str | None:
     """The mistake a wrong list of YAML-only keys shows, named without the method."""
+    cls, data = args
+    if not isinstance(got, (list, tuple)):
+        return "return a sorted list of dotted keys"
+    if any(k == TARGET_KEY or k.endswith("." + TARGET_KEY) for k in got):
+        return "you reported '_target_': it is not a field, but every block may have it"
+    if sorted(got) == sorted(want):
+        return "sort the keys"
     missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
-    leaves = {k.rpartition(".")[2]: k for k in missing if "." in k}
+    leaves = {k.rpartition(".")[2] for k in missing if "." in k}
     if extra and all(k in leaves for k in extra):
         return f"you reported {extra} without the block it sits in: report the whole dotted path"
+    if extra and any(k.startswith("override_config.") or ".override_config." in k for k in extra):
+        return f"you reported {extra}: that field is a plain dict, not a dataclass, so any key may sit inside it"
     fields = {f.name for f in dataclasses.fields(cls)}
     if extra and set(extra) <= fields - set(data):
         return (
@@ -150,18 +264,20 @@ def _yaml_only_mistake(cls: type, data: Mapping[str, Any], got: list[str], want:
     if extra and set(extra) <= fields:
         return f"you reported {extra}, which are fields of the class: the YAML may set them"
     if extra:
-        return f"you reported {extra}, which are not keys of this YAML block"
-    if any("." in k for k in missing) and nested_ok:
+        return f"you reported {extra}, which are not keys of this YAML block that are missing from the class"
+    nested = [k for k in missing if "." in k]
+    if nested and all(k.count(".") >= 2 for k in nested) and cls is _ExActor:
+        return f"you missed {missing}: the blocks nest more than one level; every level is compared with its class"
+    if nested and cls is _ExEngine:
         return (
-            f"you missed {missing}, though you found such a key when the field's type was the class itself: "
-            "in this module `from __future__ import annotations` makes a field's .type a string, so your code "
-            "does not see that the field is a dataclass"
+            f"you missed {missing}: in this module `from __future__ import annotations` makes a field's .type a "
+            "string, so the nested field does not look like a dataclass to your code"
         )
-    if any("." in k for k in missing):
-        block = next(k for k in missing if "." in k).rpartition(".")[0]
+    if nested:
+        block = nested[0].rpartition(".")[0]
         return (
-            f"you missed {missing}: the keys inside the nested block {block!r}, whose field is itself a "
-            "dataclass, were never compared with that dataclass's fields"
+            f"you missed {missing}: the keys inside the nested block {block!r}, whose field is itself a dataclass, "
+            "were never compared with that dataclass's fields"
         )
     return f"you missed {missing}, keys of this YAML block that are not fields of the class"
 
@@ -169,28 +285,27 @@ def _yaml_only_mistake(cls: type, data: Mapping[str, Any], got: list[str], want:
 @checker(
     "9.2",
     library_answers=[yaml_field_mismatches],
+    where=(
+        "the section 'Half-done removal' and the fixture's config.py: its first line changes what a field's "
+        "type looks like at run time; the YAML block nests router_replay inside the engine block"
+    ),
     method=(
-        "take the field names from dataclasses.fields(cls) and the field types from typing.get_type_hints(cls) "
-        "(under `from __future__ import annotations` a field's .type is only a string); for each key of data "
-        "other than '_target_', report prefix + key if it is not a field, and if its field's type is a "
-        "dataclass and its value a mapping, check that value the same way (recursively) with "
-        "prefix + key + '.'; return the list sorted"
+        "Take the names of the class's fields from the dataclasses module, and the fields' real types from the "
+        "typing module's resolver (under postponed annotations a field only records its type's name as text). Go "
+        "through the keys of the block: skip the '_target_' key; report a key that is not a field, written with "
+        "the names of the blocks above it joined by dots; when a field's type is itself a dataclass and its "
+        "value is a mapping, compare that value with that class the same way, one level down, as deep as it "
+        "goes. Return everything found, sorted, and leave the input as it was."
     ),
     reveals=["typing.get_type_hints(cls)", "with the prefix `router_replay.`"],
 )
 def check_yaml_only_keys(yaml_only_keys: Callable[[type, Mapping[str, Any]], list[str]]) -> str:
-    """Exercise 9.2: `yaml_only_keys(cls, data)` -> sorted dotted keys that are not fields."""
-    nested_ok = False  # the learner found a nested key when the field types were classes
-    for label, cls, data, want in YAML_ONLY_CASES:
-        got = yaml_only_keys(cls, copy.deepcopy(data))
-        if not isinstance(got, list):
-            raise ExerciseFailure(f"return a sorted list of dotted keys, got {type(got).__name__}")
-        if TARGET_KEY in got or any(k.endswith("." + TARGET_KEY) for k in got):
-            raise ExerciseFailure(f"on {label} you reported '_target_': it is not a field, but every block may have it")
-        if sorted(got) == sorted(want) and got != want:
-            raise ExerciseFailure(f"on {label} you returned {got}: sort the keys")
-        if got != want:
-            mistake = _yaml_only_mistake(cls, data, got, want, nested_ok)
-            raise ExerciseFailure(f"on {label} you returned {got}, expected {want}: {mistake}")
-        nested_ok = nested_ok or any("." in k for k in want)
-    return f"{len(YAML_ONLY_CASES)} blocks"
+    """Exercise 9.2: `yaml_only_keys(cls, data)` -> sorted dotted keys that are not fields (a list or tuple)."""
+    return compare_on_inputs(
+        yaml_only_keys,
+        _reference_yaml_only,
+        inputs=_yaml_inputs(),
+        edge_cases=YAML_ONLY_CASES,
+        mistakes=_yaml_only_mistake,
+        name="yaml_only_keys",
+    )
