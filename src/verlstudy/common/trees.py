@@ -22,7 +22,9 @@ returns unchanged, so a contract check still finds a grad tensor kept there.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections import UserList, deque
+from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TypeVar
 
 import torch
@@ -79,22 +81,31 @@ def _key_path(parent: str, key: object) -> str:
 
 
 def _walk(obj: object, path: str) -> Iterator[tuple[str, object]]:
-    if isinstance(obj, dict):
+    # any mapping (UserDict, MappingProxyType, ...) and any sequence (UserList, deque, ...) is looked inside:
+    # a grad tensor must not hide in a container type the walk does not know by name
+    if isinstance(obj, Mapping):
         for k, v in obj.items():
             yield from _walk(v, _key_path(path, k))
     elif is_namedtuple(obj):
         for field, v in zip(type(obj)._fields, obj, strict=True):  # type: ignore[attr-defined]
             yield from _walk(v, f"{path}.{field}")
-    elif isinstance(obj, list | tuple):
+    elif isinstance(obj, list | tuple | UserList | deque) or (
+        isinstance(obj, Sequence) and not isinstance(obj, str | bytes | bytearray | range | memoryview)
+    ):
         for i, v in enumerate(obj):
             yield from _walk(v, f"{path}[{i}]")
-    elif isinstance(obj, set | frozenset):
+    elif isinstance(obj, set | frozenset | AbstractSet):
         # no order or keys to name: number the items (a grad tensor in a set must still be found)
         for i, v in enumerate(obj):
             yield from _walk(v, f"{path}{{item {i}}}")
     elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         for field in dataclasses.fields(obj):
             yield from _walk(getattr(obj, field.name), f"{path}.{field.name}")
+    elif isinstance(obj, Iterator):
+        # a generator (or any iterator) cannot be checked without using it up: refuse it by name
+        raise TypeError(
+            f"{path} is a {type(obj).__name__}, which cannot be checked without consuming it: pass a list (list(...))"
+        )
     else:
         yield path, obj
 

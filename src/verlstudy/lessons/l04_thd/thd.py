@@ -16,7 +16,7 @@ import logging
 import math
 import numbers
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Literal
 
@@ -94,11 +94,22 @@ def pack_sequences(sequences: Sequence[Sequence[int] | torch.Tensor]) -> torch.T
 
     The result's `values()` is the packed token buffer and `offsets()` its cu_seqlens.
     """
-    if isinstance(sequences, torch.Tensor) or not isinstance(sequences, Sequence) or len(sequences) == 0:
+    if isinstance(sequences, torch.Tensor | str | bytes) or not isinstance(sequences, Sequence) or len(sequences) == 0:
         raise ValueError("sequences must be a non-empty list of 1-D token sequences")
     tensors = []
     for i, seq in enumerate(sequences):
-        t = seq if isinstance(seq, torch.Tensor) else torch.tensor(list(seq), dtype=torch.long)
+        if not isinstance(seq, torch.Tensor):
+            if not isinstance(seq, Iterable) or isinstance(seq, str | bytes):
+                raise ValueError(f"sequences[{i}] must be a 1-D list of token ids, got {type(seq).__name__}")
+            items = list(seq)
+            if any(isinstance(x, Iterable) for x in items):
+                raise ValueError(f"sequences[{i}] must be 1-D (token ids), not a list of lists")
+            # torch.tensor(..., dtype=long) would truncate 1.7 to 1 and take True as 1: refuse them by name
+            bad = [x for x in items if isinstance(x, bool) or not isinstance(x, numbers.Integral)]
+            if bad:
+                raise TypeError(f"sequences[{i}] must hold integer token ids, got {type(bad[0]).__name__} {bad[0]!r}")
+            seq = torch.tensor(items, dtype=torch.long)
+        t = seq
         if t.dim() != 1:
             raise ValueError(f"sequences[{i}] must be 1-D (token ids), got shape {tuple(t.shape)}")
         if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
