@@ -19,6 +19,14 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
+def _installed_env(site: Path, user_cache: Path) -> dict[str, str]:
+    """The installed package first on the path, the user's cache folder in tmp, no cache folder inherited from here."""
+    from verlstudy.course.twins import CACHE_ENV
+
+    env = {k: v for k, v in os.environ.items() if k not in CACHE_ENV}
+    return {**env, "PYTHONPATH": str(site), "XDG_CACHE_HOME": str(user_cache)}
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     work = tmp_path_factory.mktemp("wheel")
@@ -35,7 +43,7 @@ def installed(tmp_path_factory):
     subprocess.run([*pip, "install", "--no-deps", "--no-index", "--target", str(site), str(wheel)], check=True)
     empty = work / "empty"
     empty.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(site)}
+    env = _installed_env(site, work / "user-cache")
 
     def verlstudy(*args: str, check: bool = True) -> subprocess.CompletedProcess:
         return subprocess.run(
@@ -112,3 +120,40 @@ def test_doctor_is_clean_from_an_empty_folder_with_nbval_optional(installed):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "[FAIL]" not in done.stdout and "[OK] optional nbval: " in done.stdout
     assert "[OK] matplotlib " in done.stdout and "pytest" not in done.stdout  # the wheel's own ranges, no dev tools
+
+
+def test_a_run_from_an_empty_folder_leaves_nothing_there_but_its_out_folder(installed, tmp_path):
+    # lesson 00's notebook is swapped for a probe (matplotlib draws, so its font cache is written) in a copy of the
+    # install: the CLI's whole path (caches, floor, report, Next lines) without a third execution of a lesson in
+    # `make test`, so this probe is not logged as one
+    _, site, _ = installed
+    copy = tmp_path / "site"
+    shutil.copytree(site, copy)
+    code = "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\nprint('probe')"
+    lesson = copy / "verlstudy" / "_course" / "notebooks" / "00_start_here.ipynb"
+    nb = nbformat.read(lesson, as_version=4)
+    (parameters,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    nb.cells = [parameters, nbformat.v4.new_code_cell(code)]  # the lesson's parameters, then the probe
+    nbformat.write(nb, lesson)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = _installed_env(copy, tmp_path / "user-cache")
+    env.pop("VERLSTUDY_EXECUTION_LOG", None)
+    done = subprocess.run([sys.executable, "-m", "verlstudy", "run", "00", "--out", "X"],
+                          cwd=empty, env=env, capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(p.name for p in empty.iterdir()) == ["X"]
+    assert (empty / "X" / "00_start_here.ipynb").is_file() and (empty / "X" / "report.md").is_file()
+    assert (tmp_path / "user-cache" / "verlstudy" / "cache" / "matplotlib").is_dir()
+    after = done.stdout.split("Next:", 1)[1]
+    assert "verlstudy init DIR" in after and "jupyter lab DIR/student" in after and "make " not in after
+
+
+def test_refresh_refuses_to_rewrite_the_installed_notebooks_in_one_line(installed):
+    verlstudy, site, empty = installed
+    notebook = site / "verlstudy" / "_course" / "notebooks" / "00_start_here.ipynb"
+    before = notebook.read_bytes()
+    done = verlstudy("refresh", "00", check=False)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "use `verlstudy init DIR` for a copy of your own" in done.stderr
+    assert notebook.read_bytes() == before and not any(empty.iterdir())

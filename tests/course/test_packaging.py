@@ -94,7 +94,8 @@ def test_readme_course_table_matches_the_registry():
     readme = (ROOT / "README.md").read_text()
     for lesson in registry.LESSONS:
         prs = ", ".join(f"#{n}" for n in lesson.prs) or "-"
-        row = f"| {lesson.code} | [{lesson.title}](notebooks/{lesson.stem}.ipynb) | {prs} | {lesson.minutes} |"
+        link = f"https://github.com/verlstudy/verlstudy/blob/main/notebooks/{lesson.stem}.ipynb"
+        row = f"| {lesson.code} | [{lesson.title}]({link}) | {prs} | {lesson.minutes} |"
         assert row in readme, f"README course table is missing or stale for lesson {lesson.code}: {row}"
 
 

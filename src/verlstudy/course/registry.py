@@ -25,9 +25,14 @@ def project_root() -> Path:
 
 
 def build_root() -> Path:
-    """Where `verlstudy run` writes by default: the checkout's build/, or ./verlstudy-build when installed."""
+    """Where `verlstudy run` writes by default and library caches go: the checkout's build/; when installed, the
+    user's cache folder (platformdirs: ~/.cache/verlstudy on Linux, honouring XDG_CACHE_HOME), never the current one."""
     root = checkout_root()
-    return root / "build" if root is not None else Path.cwd() / "verlstudy-build"
+    if root is not None:
+        return root / "build"
+    from platformdirs import user_cache_path
+
+    return user_cache_path("verlstudy", appauthor=False)
 
 
 @dataclass(frozen=True)

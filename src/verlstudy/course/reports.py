@@ -72,8 +72,8 @@ def next_steps(checkout: bool | None = None) -> list[str]:
             "- `notebooks/` is the full edition, every solution in place: open it after you have tried",
         ]
     return [
-        "- make your own copy with `verlstudy init DIR`, then start with `jupyter lab DIR/student`: the student "
-        "edition, lesson 00 first (`pip install \"verlstudy[lab]\"` for JupyterLab)",
+        "- copy the course with `verlstudy init DIR`, then start with `jupyter lab DIR/student`: the student "
+        'edition, lesson 00 first (`pip install "verlstudy[lab]"` for JupyterLab)',
         "- `DIR/notebooks` is the full edition, every solution in place: open it after you have tried",
     ]
 

@@ -69,6 +69,7 @@ def course_kernel_manager_class() -> type:
 
 
 # caches libraries would put in the home or the system temp folder go under the course's build folder instead
+# (registry.build_root: build/ in a checkout, the user's cache folder when installed; never the current folder)
 CACHE_ENV = {
     "MPLCONFIGDIR": "matplotlib",
     "TORCHINDUCTOR_CACHE_DIR": "torchinductor",
@@ -84,7 +85,8 @@ def quiet_kernel_env() -> None:
     """Set the kernel environment in this process; kernels started from here inherit it.
 
     Besides quieting logs, library caches (matplotlib's font cache, torch's compile caches) go to
-    build/cache/, so a read-only home or a shared temp folder never breaks or collects a lesson run.
+    cache_root() (build/cache/ in a checkout), so a read-only home or a shared temp folder never breaks or
+    collects a lesson run.
     """
     for key, value in QUIET_ENV.items():
         os.environ.setdefault(key, value)

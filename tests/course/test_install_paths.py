@@ -1,0 +1,96 @@
+"""A checkout and an installed package each get what fits them: where caches go, the run's "Next:" lines, refresh.
+
+The installed case is simulated here (registry.checkout_root -> None); tests/course/test_installed_wheel.py runs
+the real wheel from an empty folder.
+"""
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from verlstudy.course import cli, registry, reports, twins
+from verlstudy.kit import colab
+
+ROOT = Path(__file__).resolve().parents[2]
+BLOB = "https://github.com/verlstudy/verlstudy/blob/main/"
+
+
+@pytest.fixture
+def installed(monkeypatch, tmp_path):
+    """An installed package (no checkout) whose user cache folder is tmp_path/xdg, run from tmp_path/empty."""
+    monkeypatch.setattr(registry, "checkout_root", lambda: None)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    return tmp_path
+
+
+def test_in_a_checkout_the_build_and_cache_folders_are_its_build_folder():
+    root = registry.checkout_root()
+    if root is None:
+        pytest.skip("an installed package has no checkout")
+    assert registry.build_root() == root / "build" and twins.cache_root() == root / "build" / "cache"
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="XDG_CACHE_HOME is Linux's")
+def test_installed_the_build_and_cache_folders_are_the_users_cache_folder_never_the_current_one(installed):
+    assert registry.build_root() == installed / "xdg" / "verlstudy"
+    assert twins.cache_root() == installed / "xdg" / "verlstudy" / "cache"
+    assert not registry.build_root().is_relative_to(Path.cwd())
+
+
+def test_platformdirs_is_declared_everywhere_the_dependencies_are_listed():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert "platformdirs>=4.0" in project["dependencies"]
+    for env in ("environment.yml", "binder/environment.yml"):
+        assert "platformdirs>=4.0" in yaml.safe_load((ROOT / env).read_text())["dependencies"], env
+    lock = (ROOT / "requirements.lock").read_text()
+    assert "# input: platformdirs>=4.0" in lock
+    pin = re.search(r"^platformdirs==\S+ \\\n(    --hash=sha256:\w+ \\?\n)+", lock, re.MULTILINE)
+    assert pin, "platformdirs is pinned with hashes (the lock installs with --require-hashes --no-deps)"
+
+
+def test_the_next_lines_fit_a_checkout():
+    lines = "\n".join(reports.next_steps(checkout=True))
+    assert "`make lab`" in lines and "student edition" in lines and "full edition" in lines
+
+
+def test_the_next_lines_fit_an_install_and_name_no_make_target(installed):
+    text = reports.report_markdown([], None, out=Path("run"))
+    nxt = text.split("Next:", 1)[1]
+    assert "verlstudy init DIR" in nxt and "jupyter lab DIR/student" in nxt and "full edition" in nxt
+    assert "make " not in nxt
+    assert reports.next_steps() == reports.next_steps(checkout=False)
+
+
+def test_refresh_on_an_installed_package_is_refused_in_one_line_naming_init(installed, monkeypatch, capsys):
+    monkeypatch.setattr(twins, "refresh", lambda *a, **k: pytest.fail("an installed package is never rewritten"))
+    assert cli.main(["refresh", "00"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "use `verlstudy init DIR` for a copy of your own" in err, err
+
+
+# ---------------------------------------------------------------- the README, read on an index page too
+
+
+def test_the_readme_has_no_relative_links():
+    readme = (ROOT / "README.md").read_text()
+    targets = re.findall(r"\]\(([^)\s]+)\)", readme) + re.findall(r"(?:href|src)=\"([^\"]+)\"", readme)
+    targets += re.findall(r"^\[[^\]]+\]:\s*(\S+)", readme, re.MULTILINE)  # reference-style definitions
+    relative = [t for t in targets if not re.match(r"(https?://|mailto:|#)", t)]
+    assert targets and not relative, f"relative links break on an index page (PyPI): {relative}"
+    for target in (t for t in targets if t.startswith(BLOB)):
+        assert (ROOT / target.removeprefix(BLOB).split("#")[0]).exists(), f"{target} names no file of the checkout"
+
+
+def test_the_readme_packaging_section_names_lowest_the_lock_binder_and_the_colab_cell():
+    section = (ROOT / "README.md").read_text().split("## Packaging\n", 1)[1].split("\n## ", 1)[0]
+    for phrase in ("make lowest", "requirements.lock", "--require-hashes --no-deps", "binder/environment.yml"):
+        assert phrase in section, phrase
+    assert "binder/postBuild" in section and "verlstudy.kit.colab.FIRST_CELL" in section
+    assert f"```python\n{colab.FIRST_CELL}\n```" in section, "the README shows the Colab cell exactly"
+    assert "3.13" in section and "verl 0.9.1" in section
