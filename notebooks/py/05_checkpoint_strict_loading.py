@@ -1,51 +1,18 @@
 # %% [markdown]
 # # 05 · strict=False checkpoint loading, audited
 #
-# Upstream: [verl PR #7836](https://github.com/verl-project/verl/pull/7836), which fixed the GLM-5.2 GRPO
-# recipe of [#7788](https://github.com/verl-project/verl/pull/7788).
+# **Upstream:** [verl PR #7836](https://github.com/verl-project/verl/pull/7836) fixed the GLM-5.2 GRPO recipe of
+# [#7788](https://github.com/verl-project/verl/pull/7788) by setting `actor_rollout_ref.actor.checkpoint.strict=False`:
+# GLM-5.2's [MTP](00_start_here.ipynb#MTP) layers are built neither for training nor for rollout, so the strict
+# Hugging Face export could not complete. The flag fixes the recipe, and switches the check off for every other
+# weight too.
 #
-# GLM-5.2 has multi-token-prediction (MTP) layers. verl's GLM-5.2 recipe uses them in neither training nor
-# rollout, and they are left out of the exported Hugging Face weights, so the recipe turns the export's
-# strict check off: `actor_rollout_ref.actor.checkpoint.strict=False`. That fixes the recipe, but it also
-# switches the check off for every other weight.
+# **You will** read where verl hands `strict` to the export, watch a toy export drop whole shards (Megatron-Bridge
+# v0.5.0, the recipe's pin) and succeed (v0.6.0), see `strict=False` write an export that lost a real layer, and
+# write the fix yourself: an allow-list of whole module names that may be missing, and nothing else.
 #
-# **Where the flag acts (verl 0.9.1).** `checkpoint.strict` is read in one place:
-# `MegatronCheckpointManager._save_model_as_hf_via_bridge` in
-# `verl/utils/checkpoint/megatron_checkpoint_manager.py` calls
-# `self.bridge.save_hf_weights(self.model, hf_ckpt_path, strict=self.checkpoint_config.strict)` (the
-# Megatron-Bridge branch: no PEFT, `vanilla_mbridge=False`). Its property `should_save_hf_model` is true
-# whenever `"model"` is among the saved contents and `use_dist_checkpointing` is off, so with the recipe's
-# `use_dist_checkpointing=False` *every* checkpoint save goes through that export. The recipe ships with
-# `trainer.save_freq=-1` (no periodic saves), so the flag matters once saving is turned on.
-#
-# **What the export checks.** Megatron-Bridge's `save_hf_weights` (src/megatron/bridge/models/conversion/
-# auto_bridge.py) streams the model's tensors into `SafeTensorsStateSource.save_generator`
-# (src/megatron/bridge/models/hf_pretrained/state.py), which writes them in the shard layout of the
-# *source* HF checkpoint's `model.safetensors.index.json`. A model built without MTP never yields the
-# source's MTP tensors, so their shards never complete. strict: those shards are not written, and since
-# Megatron-Bridge #4513 (in v0.6.0) the export raises with the count of tensors not written; the recipe
-# pins v0.5.0, which only printed that count. strict=False writes the incomplete shards with what they got.
-#
-# **You will learn** how that export fails, what strict=False writes instead, how it also hides a real
-# missing layer, and how to export (and load) with an *audited* allow-list that names the modules that may
-# be missing and fails on everything else. You will also read the recipe's dependency refs.
-#
-# **Time:** 30 minutes. **Assumes:** `nn.Module.state_dict()`, HF sharded checkpoints (an index maps each
-# tensor name to a shard file).
-#
-# **Upstream files cited** (paths inside verl unless named otherwise):
-# - `examples/ascend_extras/grpo_trainer/run_glm5_2_megatron.sh`, the recipe (not in the 0.9.1 wheel; read
-#   at its #7836 state in the fork zhtmike/verl, commit 946020d): `checkpoint.strict=False` with the comment
-#   "MTP layers are unused in both training/rollout and are omitted from exported HF weights",
-#   `use_mbridge=True`, `vanilla_mbridge=False`, `use_dist_checkpointing=False`, `trainer.save_freq=-1`,
-#   and a header pinning NVIDIA-NeMo/Megatron-Bridge `v0.5.0` (fcbb603).
-# - `verl/trainer/config/config.py::CheckpointConfig.strict` (default `True`, "Whether to perform strict
-#   validation during weight export"; `save_contents` defaults to model, optimizer, extra).
-# - `verl/utils/checkpoint/megatron_checkpoint_manager.py`: `should_save_hf_model`,
-#   `_save_model_as_hf_via_bridge`.
-# - Megatron-Bridge v0.5.0: `auto_bridge.py::save_hf_weights`, `state.py::SafeTensorsStateSource.save_generator`
-#   and `_ignore_source_key_prefixes`; `glm_moe_dsa/glm5_bridge.py` sets `provider.mtp_num_layers = None`
-#   (its comment: the HF config has `num_nextn_predict_layers=1`, the bridge has no GLM-5 MTP mappings yet).
+# **Time:** 30 minutes. **Assumes:** `nn.Module.state_dict()`; an HF checkpoint is sharded, and an index maps each
+# tensor name to its shard file. Files and commits are listed under "Sources" at the end.
 #
 # Facts checked against verl 0.9.1.
 
@@ -59,54 +26,31 @@ n_tokens = 64  # tokens of the probe batch used to compare outputs
 seed = 0
 
 # %%
-import csv
-
 import torch
 
-from verlstudy.lessons.l05_checkpoint.checkpoint import (
-    MTP_PREFIX,
-    CheckpointMismatchError,
-    TinyLM,
-    TinyLMWithMTP,
-    load_state_dict_audited,
-    output_change,
-)
-from verlstudy.lessons.l05_checkpoint.export import (
-    ExportAuditError,
-    ExportIncomplete,
-    export_hf_weights,
-    export_hf_weights_audited,
-    load_export,
-    shard_file,
-    source_index,
-)
-from verlstudy.lessons.l05_checkpoint.upstream import CourseBridge, verl_save
+from verlstudy.kit.claims import claim, claims_table, expect_error
 from verlstudy.kit.exercises import check_exercise, exercise_hint
-from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
-from verlstudy.kit.resources import data_dir
-from verlstudy.kit.upstream import upstream_cell
-from verlstudy.common.refs import ref_naming_problem
-from verlstudy.kit.devices import pick_device, skip_unless
-from verlstudy.kit.params import check_int
-from verlstudy.kit.plots import bar_plot
-from verlstudy.kit.seeding import seed_everything
+from verlstudy.kit.show import show_source, upstream_source
+from verlstudy.lessons.l05_checkpoint.checkpoint import MTP_PREFIX, TinyLM, TinyLMWithMTP, output_change
+from verlstudy.lessons.l05_checkpoint.export import ExportIncomplete, export_hf_weights, load_export, source_index
+from verlstudy.lessons.l05_checkpoint.params import lesson_params
 
-dev = pick_device(device)
-vocab = check_int("vocab", vocab, minimum=2, maximum=1024)
-hidden = check_int("hidden", hidden, minimum=1, maximum=256)
-n_layers = check_int("n_layers", n_layers, minimum=2, maximum=8)
-n_shards = check_int("n_shards", n_shards, minimum=1, maximum=4)
-n_tokens = check_int("n_tokens", n_tokens, minimum=1, maximum=4096)
-seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
-reset_claims()
-print(f"running on {dev.type}")
+params = lesson_params(device, vocab, hidden, n_layers, n_shards, n_tokens, seed)
+vocab, hidden, n_layers, n_shards, n_tokens = (params.vocab, params.hidden, params.n_layers, params.n_shards,
+                                              params.n_tokens)
 
 # %% [markdown]
 # ## The setting: a released checkpoint with MTP, a trained model without
-# `released` stands in for the HF checkpoint the run started from: it has an `mtp` head. Its index
+# `released` stands in for the HF checkpoint the run started from: it has an MTP head. Its index
 # (`source_index`, the course's: cut by tensor count, where HF cuts by bytes) is what the export must
 # match. `trained` is the model as the trainer built it, without MTP (`TinyLM`): as in Megatron-Bridge
 # v0.5.0's GLM-5 bridge, the MTP layers are not built at all. Here it starts from the released weights.
+#
+# **Names.** The toy calls its MTP head `mtp.*` (the DeepSeek-style name Megatron-Bridge v0.5.0 knows). GLM-5
+# does not: its MTP layer is one more decoder layer, `model.layers.{num_hidden_layers}.*`, i.e. `model.layers.78.*`
+# after layers 0-77 (Megatron-Bridge v0.6.0 `glm5_bridge.py`; #4960 calls them "appended MTP tensors"). For GLM-5
+# an allow-list must name the whole module `model.layers.78`: a plain prefix `model.layers.7` also covers layer
+# 78, and layers 70-77. Exercise 5.1 is exactly that hazard.
 
 # %%
 released = TinyLMWithMTP(vocab, hidden, n_layers)
@@ -121,12 +65,32 @@ claim("source tensors the trained model does not have", missing_count, expected=
 
 # %% [markdown]
 # ## verl's own save path hands `strict` to the export
-# The next cell runs verl's `should_save_hf_model` and `_save_model_as_hf_via_bridge`, cut out of verl's
-# source, on a stand-in manager whose bridge is the course's `CourseBridge` (its `save_hf_weights` runs the
-# course's export below). With the recipe's `use_dist_checkpointing=False` the HF export runs, with verl's
-# `strict`; with `use_dist_checkpointing=True` it does not.
+# First verl's own lines, read from the installed 0.9.1: the config field, the property that decides whether
+# a save exports HF weights, and the one call that reads `strict`.
+
+# %% tags=["upstream-source", "nbval-ignore-output"]
+upstream_source("trainer/config/config.py", "CheckpointConfig", contains="strict", context=2)
+upstream_source("utils/checkpoint/megatron_checkpoint_manager.py", "MegatronCheckpointManager.should_save_hf_model")
+_ = upstream_source("utils/checkpoint/megatron_checkpoint_manager.py",
+                    "MegatronCheckpointManager._save_model_as_hf_via_bridge", contains="strict=", context=4)
+
+# %% [markdown]
+# Read them in order. `CheckpointConfig.strict` defaults to `True` ("Whether to perform strict validation during
+# weight export"); the recipe's override `actor_rollout_ref.actor.checkpoint.strict=False` lands there through
+# Hydra (see [Hydra](00_start_here.ipynb#Hydra)). `should_save_hf_model` is true when `"model"` is saved and
+# `use_dist_checkpointing` is off, which the recipe sets, so *every* checkpoint save exports HF weights (the
+# recipe ships with `trainer.save_freq=-1`, so only once saving is turned on). In `_save_model_as_hf_via_bridge`,
+# with no PEFT and `vanilla_mbridge=False`, the else-branch calls Megatron-Bridge's
+# `save_hf_weights(self.model, hf_ckpt_path, strict=self.checkpoint_config.strict)`: the only reader of the flag.
+#
+# The next cell runs those two methods, cut out of verl's source, on a stand-in manager whose bridge is the
+# course's `CourseBridge` (its `save_hf_weights` runs the course's export below, as Megatron-Bridge v0.5.0).
 
 # %%
+from verlstudy.kit.upstream import upstream_cell
+from verlstudy.lessons.l05_checkpoint.upstream import CourseBridge, verl_save
+
+
 def through_verl() -> None:
     for strict, dist_ckpt in ((True, False), (False, False), (True, True)):
         bridge = CourseBridge(index)
@@ -142,15 +106,14 @@ def through_verl() -> None:
 _ = upstream_cell(through_verl)
 
 # %% [markdown]
-# ## Symptom: the strict export fails, and counts more than the MTP tensors
-# `export_hf_weights` is the course's reconstruction of `save_generator` (see `export.py` for the facts it
-# carries). With strict, as Megatron-Bridge v0.6.0 does, it raises with the count of source tensors not
-# written. The count includes *real* tensors: they share a shard with MTP tensors, and a shard that never
-# completes is not written at all.
+# ## Symptom: the strict export drops whole shards, real tensors included
+# `export_hf_weights` is the course's reconstruction of Megatron-Bridge's `save_generator` (see `export.py` for
+# the facts it carries). As v0.5.0 does (the recipe's pin), a strict export writes a shard only once every
+# tensor the source index puts in it has arrived. The MTP tensors never arrive, so every shard holding one is
+# not written at all, and the export only prints how many tensors it did not write. The count includes *real*
+# tensors that shared a shard with MTP tensors.
 
 # %%
-with expect_error(ExportIncomplete, match="tensors of the source checkpoint were not written"):
-    export_hf_weights(trained.state_dict(), index, strict=True)
 pinned = export_hf_weights(trained.state_dict(), index, strict=True, bridge="v0.5.0")  # the recipe's pin
 print("\n".join(pinned.log))
 real_lost = [k for k in pinned.unwritten if not k.startswith(MTP_PREFIX)]
@@ -161,15 +124,39 @@ claim("tensors a strict export leaves unwritten (all of every shard holding MTP)
       upstream="Megatron-Bridge state.py::save_generator: incomplete shards are not written under strict")
 
 # %% [markdown]
-# Megatron-Bridge v0.5.0, the recipe's pin, does not raise: it prints the count and returns, and the
-# checkpoint on disk lacks those shards. Either way the strict export is not usable for this model.
+# Nothing raised: the checkpoint on disk simply lacks those shards. Megatron-Bridge v0.6.0 changed both sides.
+# #4189 (`_model_omits_mtp`, `_mtp_source_key_prefixes` in `auto_bridge.py`) drops the source's MTP keys from the
+# expected set when the built model has no MTP (prefixes `mtp.` and `model.layers.{num_hidden_layers}.`), so every
+# shard completes and the strict export of this model *succeeds*; #4513 makes a strict export raise whenever
+# tensors still stay unwritten, which here happens only for a real loss:
+
+# %%
+newer = export_hf_weights(trained.state_dict(), index, strict=True, bridge="v0.6.0")
+print(newer.summary())
+claim("v0.6.0: the strict export of the MTP-less model succeeds", newer.unwritten == () and not newer.dropped,
+      upstream="Megatron-Bridge v0.6.0 #4189: MTP source keys dropped when the built model omits MTP")
+without_layer1 = {k: v for k, v in trained.state_dict().items() if not k.startswith("layers.1.")}
+with expect_error(ExportIncomplete, match="layers.1.weight"):
+    export_hf_weights(without_layer1, index, strict=True, bridge="v0.6.0")  # #4513: raises
+
+# %% [markdown]
+# The picture: each source tensor, shard by shard, under the three exports (green written, grey not expected,
+# yellow an MTP tensor lost, red a real tensor lost).
+
+# %%
+from verlstudy.lessons.l05_checkpoint.shard_map import shard_map
+
+relaxed = export_hf_weights(trained.state_dict(), index, strict=False)
+shard_map(index, {"v0.5.0 strict": pinned, "v0.6.0 strict": newer, "strict=False": relaxed})
+
+# %% [markdown]
+# So with the recipe's pin the strict export is not usable for this model; with v0.6.0 it would have been.
 #
 # ## Reproduce: the recipe's fix
 # With strict=False the incomplete shards are written with what they got (partial shards), and the new
 # index lists only the tensors written: every tensor the trained model has is in the export.
 
 # %%
-relaxed = export_hf_weights(trained.state_dict(), index, strict=False)
 print(relaxed.summary())
 claim("strict=False writes every tensor the model has", relaxed.written() == sorted(trained.state_dict()),
       upstream="recipe sets checkpoint.strict=False: MTP omitted from exported HF weights")
@@ -201,8 +188,8 @@ print(f"missing after the broken export: {victim.load_state_dict(load_export(bro
 faithful_diff, broken_diff = output_change(trained, faithful, probe)[0], output_change(trained, victim, probe)[0]
 claim("max |logit difference| after loading the MTP-less export", faithful_diff, expected=0.0)
 claim("the randomly initialised layer changes the outputs", broken_diff > 0.1)
-_ = bar_plot({"MTP left out": round(faithful_diff, 3), "layers.1 renamed": round(broken_diff, 3)},
-             title="Max |logit difference| from the trained model", ylabel="max |logit diff|")
+print(f"max |logit difference| from the trained model: MTP left out {faithful_diff:.3f}, "
+      f"layers.1 renamed {broken_diff:.3f}")
 
 # %% [markdown]
 # ## Root cause
@@ -211,14 +198,18 @@ _ = bar_plot({"MTP left out": round(faithful_diff, 3), "layers.1 renamed": round
 # Megatron-Bridge has exactly that mechanism, for MTP: `save_hf_weights` passes
 # `ignored_source_key_prefixes` to `save_generator`, which drops those keys from the expected index. In
 # v0.5.0 it is `("mtp.",)`, set only when a config sets the MTP layer count to 0 and the source has `mtp.*`
-# keys; GLM-5's HF config says 1 while its bridge builds no MTP, so the prefix is not set (the course's
-# reading of why the recipe needed strict=False). v0.6.0 (#4189) also ignores
-# `model.layers.{num_hidden_layers}.`, where GLM-4.x stores its nextn layer, when the built model has no MTP.
+# keys. GLM-5's HF config says 1 while its bridge builds no MTP, so the prefix is not set, and it would not
+# match anyway: GLM-5's MTP tensors are `model.layers.78.*`, not `mtp.*` (the course's reading of why the recipe
+# needed strict=False). v0.6.0 (#4189) strips the MTP keys whenever the *built* model has no MTP layers
+# (`mtp_num_layers` None or 0), with the prefixes `mtp.` and `model.layers.{num_hidden_layers}.`, where GLM-4.x
+# and GLM-5 keep their MTP layer: that is the symptom's v0.6.0 column.
 #
 # The prefixes are matched with plain `str.startswith`: the trailing dot is all that keeps `mtp.` from
 # covering a module named `mtp_extra`. Written as `"mtp"`, it silently covers it:
 
 # %%
+from verlstudy.lessons.l05_checkpoint.export import shard_file
+
 extra = {**index["weight_map"], "mtp_extra.scale": shard_file(n_shards, n_shards)}  # a made-up module
 loose = export_hf_weights(trained.state_dict(), extra, strict=True, ignored_source_prefixes=("mtp",))
 print(loose.summary())
@@ -233,7 +224,9 @@ claim("a 'mtp' prefix also ignores mtp_extra.scale", "mtp_extra.scale" in loose.
 #
 # **5.1** Write `matches_module(key, pattern)`: True when `key` lies inside the module that `pattern`
 # names (with or without a trailing dot), or is that name itself. `"mtp"` must match `"mtp.proj.weight"`
-# but not `"mtp_norm.weight"`, and `"layers.1"` must not match `"layers.10.weight"`.
+# but not `"mtp_norm.weight"`, and `"model.layers.7"` must not match GLM-5's MTP layer `"model.layers.78.eh_proj.weight"`.
+# It receives two strings (dot-separated names, the pattern never empty) and must return a `bool` (`True`/`False`,
+# not 1/0). The checker tries named cases, then generated keys and patterns.
 
 # %% tags=["solution", "exercise-5.1"]
 def matches_module(key: str, pattern: str) -> bool:
@@ -250,7 +243,9 @@ check_exercise("5.1", matches_module)
 # `strict=False` (the model must end up holding the checkpoint's weights), then return the sorted list of
 # missing keys that no module in `allowed` covers: exactly the keys a `strict=False` load would have
 # hidden from you. Modules match whole names (use your `matches_module`): `"mtp."` covers `mtp.head.weight`,
-# not `mtp_extra.weight`, nor a nested `blocks.mtp.weight`.
+# not `mtp_extra.weight`, nor a nested `blocks.mtp.weight`. It receives an `nn.Module`, a `dict` of name ->
+# tensor (which may also hold keys the model does not have: those are not "missing") and a tuple of patterns;
+# it must return the key names sorted, as a list (a tuple passes too), and leave `state_dict` unchanged.
 
 # %% tags=["solution", "exercise-5.2"]
 def silently_missing(model: torch.nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
@@ -270,7 +265,19 @@ check_exercise("5.2", silently_missing)
 # index does not know, raises `ExportAuditError` naming them, and no shard is written. It matches whole
 # module names, so `"mtp"` and `"mtp."` both mean the module `mtp`: a key lies in module `name` when it is
 # `name` itself or starts with `name + "."`, so neither covers `mtp_extra`. Your 5.1 and 5.2 are its two
-# halves, the matcher and the list of missing keys that no allowed module covers.
+# halves, the matcher and the list of missing keys that no allowed module covers. Here is the whole of it:
+
+# %%
+from verlstudy.lessons.l05_checkpoint.export import ExportAuditError, export_hf_weights_audited
+
+_ = show_source(export_hf_weights_audited)
+
+# %% [markdown]
+# The audit happens before `_write` (the same streaming loop as the plain export) is ever called: `absent` is
+# every source tensor the stream does not hold; `ok` keeps those inside an allowed module (whole-name matching,
+# your 5.1); `denied` (your 5.2's answer) and `unknown` (names the index does not have) must both be empty, or
+# nothing is written. Only then is the expected set narrowed to exactly the allowed absentees and the shards
+# written strictly. A pattern that matched nothing is kept as `unused_patterns`, so a typo is visible.
 
 # %%
 audited = export_hf_weights_audited(trained.state_dict(), index, allow_unwritten=(MTP_PREFIX,))
@@ -285,14 +292,20 @@ claim("an allowed module that matched nothing is reported", typo.unused_patterns
 
 # %% [markdown]
 # ## The load side (the course's extension): the same allow-list when reading weights back
-# The exported weights are read back by a model built from the full config, MTP head included (a resume, or
-# a rollout engine). `load_state_dict(strict=True)` refuses them; plain `strict=False` accepts the broken
+# Who reads the export back? Not verl's own resume: it loads the HF export into the same MTP-less model that was
+# trained (`megatron_checkpoint_manager.py::_load_model_as_hf_via_bridge`, `bridge.load_hf_weights(self.model,
+# ...)`). Nor the recipe's rollout: it starts from dummy weights (`load_format='dummy'`) and receives the weights
+# by weight sync. The reader with an MTP head is an *outside consumer*: someone loading the exported folder with a
+# model built from the full HF config (`transformers`, or a server that uses MTP for speculative decoding).
+# That is the load this section guards. `load_state_dict(strict=True)` refuses the export; plain `strict=False` accepts the broken
 # export too. `load_state_dict_audited(model, state_dict, allow_missing=("mtp.",))` compares key sets and
 # shapes first and raises `CheckpointMismatchError` before a single weight is copied. (`strict=False`
 # never relaxes shapes: a tensor of the wrong size fails either way.) verl has the pattern in small:
 # `fsdp_checkpoint_manager.py` loads a LoRA-only checkpoint with `strict=False`, then raises on unexpected keys.
 
 # %%
+from verlstudy.lessons.l05_checkpoint.checkpoint import CheckpointMismatchError, load_state_dict_audited
+
 with expect_error(RuntimeError, match="Missing key(s)"):
     TinyLMWithMTP(vocab, hidden, n_layers).load_state_dict(load_export(relaxed), strict=True)
 full_config = TinyLMWithMTP(vocab, hidden, n_layers)
@@ -330,14 +343,20 @@ claim("guard fails on the renamed converter", not exports_faithfully(renamed))
 # ## The recipe's dependency refs
 # The same PR corrected the Megatron-LM and MegatronAdaptor refs in the recipe's header. NVIDIA Megatron-LM
 # publishes releases as *tags* named `core_vX.Y.Z`; the Ascend repos (MindSpeed, MegatronAdaptor) keep a
-# *branch* per Megatron release named `core_rX.Y.Z`. A swapped letter need not fail loudly: Megatron-LM also
-# has `core_rX.Y.Z` release *branches* (verl 0.9.1's `verl/models/mcore/model_forward_1f1b_overlap.py` links
-# to `blob/core_r0.14.0`), which can move on after the release, so `core_r0.18.0` there may clone something
-# other than the tagged release. The table is `data/checkpoint/glm5_2_recipe_refs.csv`, taken from the
-# recipe's header (whose column is headed "Branch" for all of them; the `kind` column is ours); each ref is
-# checked with `verlstudy.common.refs.ref_naming_problem` (lesson 08 checks refs across whole files).
+# *branch* per Megatron release named `core_rX.Y.Z`. Megatron-LM *also* has `core_rX.Y.Z` release branches
+# (verl 0.9.1's `verl/models/mcore/model_forward_1f1b_overlap.py` links to `blob/core_r0.14.0`; #7788's recipe
+# pinned `core_r0.18.0`), so #7788's ref was real, not a typo: a branch can move on after the release, the tag
+# cannot. Pinning the branch where the tag was meant is a *policy* question (branch or tag), the same position
+# lessons 06 and 08 take. The table is `data/checkpoint/glm5_2_recipe_refs.csv`, taken from the recipe's header
+# (whose column is headed "Branch" for all of them; the `kind` column is ours); each ref is checked with
+# `verlstudy.common.refs.ref_finding` (lesson 08 checks refs across whole files).
 
 # %%
+import csv
+
+from verlstudy.common.refs import ref_finding, ref_naming_problem
+from verlstudy.kit.resources import data_dir
+
 with open(data_dir() / "checkpoint" / "glm5_2_recipe_refs.csv", newline="") as f:
     refs = list(csv.DictReader(f))
 problems = {row["repo"]: ref_naming_problem(row["repo"], row["ref"], row["kind"]) for row in refs}
@@ -345,27 +364,29 @@ print(f"| {'repository':<28} | {'ref':<16} | {'kind':<6} | commit  | naming |")
 for row in refs:
     verdict = "ok" if problems[row["repo"]] is None else "WRONG"
     print(f"| {row['repo']:<28} | {row['ref']:<16} | {row['kind']:<6} | {row['commit'][:7]} | {verdict:<6} |")
-pinned = {row["repo"]: (row["ref"], row["kind"]) for row in refs}
+pins = {row["repo"]: (row["ref"], row["kind"]) for row in refs}
 claim(
     "Megatron-LM is pinned to the tag core_v0.18.0",
-    pinned["NVIDIA/Megatron-LM"] == ("core_v0.18.0", "tag"),
+    pins["NVIDIA/Megatron-LM"] == ("core_v0.18.0", "tag"),
     upstream="recipe header: NVIDIA/Megatron-LM core_v0.18.0",
 )
 claim(
     "MindSpeed and MegatronAdaptor are pinned to core_r0.18.0 branches",
-    all(pinned[r] == ("core_r0.18.0", "branch") for r in ("Ascend/MindSpeed", "Ascend/MegatronAdaptor")),
+    all(pins[r] == ("core_r0.18.0", "branch") for r in ("Ascend/MindSpeed", "Ascend/MegatronAdaptor")),
     upstream="recipe header: Ascend/MindSpeed, Ascend/MegatronAdaptor core_r0.18.0",
 )
 claim("every ref fits its repository's naming scheme", all(p is None for p in problems.values()))
 
 # %% [markdown]
-# The naming rule lives in `verlstudy.common.refs` (lesson 08). Swap the letter and it says what was meant:
+# The rules live in `verlstudy.common.refs` (lesson 08). Swap the letter both ways: MindSpeed has no `core_v`
+# refs (a naming slip), while Megatron-LM's `core_r0.18.0` is its real, movable release branch (a policy note):
 
 # %%
 swaps = (("NVIDIA/Megatron-LM", "core_r0.18.0"), ("Ascend/MindSpeed", "core_v0.18.0"))
-swap_problems = [ref_naming_problem(repo, ref) for repo, ref in swaps]
-print("\n".join(str(p) for p in swap_problems))
-claim("the r/v swap is caught both ways", all(p is not None for p in swap_problems))
+swap_findings = [ref_finding(repo, ref) for repo, ref in swaps]
+print("\n".join(f"{f.kind}: {f.message}" for f in swap_findings))
+claim("the swap is flagged both ways (Megatron-LM: policy; MindSpeed: naming)",
+      [f.kind for f in swap_findings] == ["policy", "naming"])
 
 # %% [markdown]
 # ## Exercises
@@ -379,6 +400,8 @@ claim("the r/v swap is caught both ways", all(p is not None for p in swap_proble
 # copies CPU tensors into CUDA parameters, so the report and the outputs are the same.
 
 # %% tags=["gpu"]
+from verlstudy.kit.devices import skip_unless
+
 if skip_unless("cuda"):
     on_gpu = TinyLMWithMTP(vocab, hidden, n_layers).to("cuda")
     gpu_report = load_state_dict_audited(on_gpu, load_export(audited), allow_missing=(MTP_PREFIX,))
@@ -406,15 +429,37 @@ upstream_check()
 # - In verl 0.9.1 `checkpoint.strict` is passed to one call, Megatron-Bridge's `save_hf_weights`; with
 #   `use_dist_checkpointing=False` every checkpoint save runs it. The recipe ships with `save_freq=-1`.
 # - A model built without MTP never yields the source's MTP tensors: strict leaves their shards unwritten
-#   (real tensors sharing them included) and, since Megatron-Bridge v0.6.0, raises with the count;
-#   strict=False writes partial shards.
+#   (real tensors sharing them included) and only prints the count in Megatron-Bridge v0.5.x, the recipe's pin;
+#   v0.6.0 (#4189) strips the MTP keys of an MTP-less model and exports it strictly, and (#4513) raises
+#   whenever tensors still stay unwritten. strict=False writes partial shards.
 # - strict is one bit for the whole index: strict=False also writes an export that lost a real layer, and a
 #   load that does not check gives that layer random values.
 # - Name what may be missing: an allow-list of whole module names (`("mtp.",)`), checked before anything
 #   is written, failing on everything else; Megatron-Bridge's ignored source prefixes are the precedent,
 #   matched by plain string prefix. The same list guards the load side (the course's extension).
 # - Refs are names of different kinds: Megatron-LM's `core_v0.18.0` is a tag, the Ascend repos'
-#   `core_r0.18.0` are branches.
+#   `core_r0.18.0` are branches; Megatron-LM's own `core_r0.18.0` branch is real, so pinning it is a policy
+#   choice (branch or tag), not a typo.
+
+# %% [markdown]
+# ## Sources
+# Paths inside verl unless named otherwise.
+# - `examples/ascend_extras/grpo_trainer/run_glm5_2_megatron.sh`, the recipe (not in the 0.9.1 wheel): read in the
+#   fork zhtmike/verl at commit 946020d, a fork commit with #7836's content: `checkpoint.strict=False` with the
+#   comment "MTP layers are unused in both training/rollout and are omitted from exported HF weights",
+#   `use_mbridge=True`, `vanilla_mbridge=False`, `use_dist_checkpointing=False`, `trainer.save_freq=-1`,
+#   `rollout.load_format='dummy'`, and a header pinning NVIDIA-NeMo/Megatron-Bridge `v0.5.0` (fcbb603).
+# - `verl/trainer/config/config.py::CheckpointConfig.strict` (default `True`; `save_contents` defaults to model,
+#   optimizer, extra).
+# - `verl/utils/checkpoint/megatron_checkpoint_manager.py`: `should_save_hf_model`, `_save_model_as_hf_via_bridge`
+#   (the one reader of `strict`), `_load_model_as_hf_via_bridge` (resume: `load_hf_weights(self.model, ...)`).
+# - Megatron-Bridge v0.5.0: `auto_bridge.py::save_hf_weights`, `hf_pretrained/state.py::SafeTensorsStateSource.
+#   save_generator` and `_ignore_source_key_prefixes`; `glm_moe_dsa/glm5_bridge.py` sets
+#   `provider.mtp_num_layers = None` (its comment: the HF config has `num_nextn_predict_layers=1`, the bridge has no
+#   GLM-5 MTP mappings yet).
+# - Megatron-Bridge v0.6.0: #4189 (`auto_bridge.py::_model_omits_mtp`, `_mtp_source_key_prefixes`), #4513 (strict
+#   raises with the count of unwritten tensors); `glm5_bridge.py` maps GLM-5's MTP layer to
+#   `model.layers.{num_hidden_layers}.*`.
 
 # %%
 claims_table()

@@ -58,11 +58,10 @@ def test_source_index_rejects_bad_input(state: object, n: int, exc: type[Excepti
         source_index(state, n)  # type: ignore[arg-type]
 
 
-def test_strict_export_raises_with_the_count_including_real_tensors_of_incomplete_shards(index, model) -> None:
-    with pytest.raises(ExportIncomplete, match="7 tensors of the source checkpoint were not written") as info:
-        export_hf_weights(model.state_dict(), index, strict=True)
-    assert set(info.value.unwritten) == set(MTP_KEYS) | {"layers.1.weight", "layers.1.bias", "head.weight"}
-    assert isinstance(info.value, RuntimeError)
+def test_strict_v0_5_0_export_counts_real_tensors_of_incomplete_shards(index, model) -> None:
+    result = export_hf_weights(model.state_dict(), index, strict=True)  # v0.5.0, the recipe's pin: no raise
+    assert set(result.unwritten) == set(MTP_KEYS) | {"layers.1.weight", "layers.1.bias", "head.weight"}
+    assert "error: 7 tensors of the source checkpoint were not written" in result.log
 
 
 def test_v0_5_0_strict_only_logs_and_drops_incomplete_shards(index, model) -> None:
@@ -106,7 +105,9 @@ def test_ignored_prefixes_are_plain_string_prefixes(index, model) -> None:
     )
     extra = {**index["weight_map"], "mtp_extra.scale": shard_file(3, 3)}
     with pytest.raises(ExportIncomplete, match=r"mtp_extra\.scale"):
-        export_hf_weights(model.state_dict(), extra, strict=True, ignored_source_prefixes=(MTP_PREFIX,))
+        export_hf_weights(
+            model.state_dict(), extra, strict=True, ignored_source_prefixes=(MTP_PREFIX,), bridge="v0.6.0"
+        )
     loose = export_hf_weights(model.state_dict(), extra, strict=True, ignored_source_prefixes=("mtp",))
     assert "mtp_extra.scale" in loose.ignored  # the plain prefix hides a real module
 
@@ -170,3 +171,30 @@ def test_export_rejects_bad_weights_and_sources(weights: object, source: object,
 def test_load_export_rejects_non_results() -> None:
     with pytest.raises(TypeError, match="ExportResult"):
         load_export({})  # type: ignore[arg-type]
+
+
+def test_v0_6_0_strips_the_mtp_keys_of_an_mtp_less_model_and_exports_strictly(index, model) -> None:
+    """Megatron-Bridge #4189: the built model has no MTP, so the source's MTP keys are not expected."""
+    result = export_hf_weights(model.state_dict(), index, strict=True, bridge="v0.6.0")
+    assert result.unwritten == () and result.dropped == ()
+    assert result.written() == sorted(model.state_dict())
+    assert result.ignored and all(k.startswith("mtp.") for k in result.ignored)
+
+
+def test_v0_6_0_still_raises_when_a_real_tensor_is_unwritten(index, model) -> None:
+    """Megatron-Bridge #4513: a strict export that leaves expected tensors unwritten raises."""
+    state = {k: v for k, v in model.state_dict().items() if not k.startswith("layers.1.")}
+    with pytest.raises(ExportIncomplete, match=r"layers\.1"):
+        export_hf_weights(state, index, strict=True, bridge="v0.6.0")
+
+
+def test_v0_6_0_strips_glm5_style_mtp_layer_names() -> None:
+    """GLM-5 keeps its MTP layer at layers.{num_hidden_layers}: #4189 strips that prefix for an MTP-less model."""
+    import torch
+
+    weights = {"layers.0.weight": torch.ones(1), "layers.1.weight": torch.ones(1)}
+    source = {"weight_map": {**dict.fromkeys(weights, "a.safetensors"), "layers.2.eh_proj.weight": "a.safetensors"}}
+    result = export_hf_weights(weights, source, strict=True, bridge="v0.6.0", num_hidden_layers=2)
+    assert result.ignored == ("layers.2.eh_proj.weight",) and result.unwritten == ()
+    pinned = export_hf_weights(weights, source, strict=True, bridge="v0.5.0")
+    assert pinned.dropped == ("a.safetensors",)

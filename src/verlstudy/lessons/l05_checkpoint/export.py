@@ -8,15 +8,18 @@ which lays them out like the *source* HF checkpoint's `model.safetensors.index.j
 module carries from Megatron-Bridge (written here in the course's own code, in memory, no files):
 
 - The expected tensors are the source index's `weight_map` minus keys that start with an ignored prefix
-  (`_ignore_source_key_prefixes`, plain `str.startswith`). `save_hf_weights` ignores `("mtp.",)` when a
-  config sets the MTP layer count to 0 and the source has `mtp.*` keys (v0.5.0, the recipe's pin);
-  #4189 (in v0.6.0) adds `model.layers.{num_hidden_layers}.`, where GLM-4.x stores its nextn layer.
+  (`_ignore_source_key_prefixes`, plain `str.startswith`). In v0.5.x (the recipe pins v0.5.0)
+  `save_hf_weights` ignores `("mtp.",)` only when a config sets the MTP layer count to 0 and the source has
+  `mtp.*` keys; GLM-5's config says 1 and its MTP tensors are `model.layers.{num_hidden_layers}.*` anyway.
+  #4189 (in v0.6.0, `_model_omits_mtp`, `_mtp_source_key_prefixes`) also strips the MTP source keys whenever
+  the *built* model has no MTP layers, with the prefixes `mtp.` and `model.layers.{num_hidden_layers}.`
+  (where GLM-4.x and GLM-5 keep their MTP layer), so a strict export of an MTP-less model succeeds there.
 - A yielded tensor that is not expected raises KeyError under strict, and is skipped with a warning otherwise.
 - A shard is written once all its expected tensors have arrived. At the end, shards still incomplete are
   written with what they hold only under strict=False ("partial shards"); the new index lists only
   the tensors written.
 - The count of expected tensors not written is printed; since #4513 (in v0.6.0) strict raises
-  RuntimeError with that count, while v0.5.0 only printed it.
+  RuntimeError with that count whenever tensors stay unwritten, while v0.5.x only printed it.
 
 `export_hf_weights_audited` is the course's design on top: an allow-list of whole module names that may
 go unwritten, checked before any shard is written; anything else fails.
@@ -32,11 +35,12 @@ import torch
 from verlstudy.kit.params import check_choice, positive_int
 from verlstudy.lessons.l05_checkpoint.checkpoint import check_patterns, matches_prefix
 
-BRIDGE_RELEASES = ("v0.5.0", "v0.6.0")  # v0.5.0: the recipe's pin; v0.6.0: strict raises (#4513)
+BRIDGE_RELEASES = ("v0.5.0", "v0.6.0")  # v0.5.0: the recipe's pin; v0.6.0: #4189 strips MTP keys, #4513 raises
+MTP_SOURCE_PREFIX = "mtp."  # the DeepSeek-style MTP names (the toy's); GLM-5 uses model.layers.{num_hidden_layers}.
 
 
 class ExportIncomplete(RuntimeError):
-    """A strict export left tensors of the source checkpoint unwritten (Megatron-Bridge >= v0.6.0 raises)."""
+    """A strict export left tensors of the source checkpoint unwritten (Megatron-Bridge v0.6.0, #4513, raises)."""
 
     def __init__(self, unwritten: tuple[str, ...]) -> None:
         self.unwritten = unwritten
@@ -181,19 +185,28 @@ def export_hf_weights(
     *,
     strict: bool = True,
     ignored_source_prefixes: Iterable[str] = (),
-    bridge: str = "v0.6.0",
+    bridge: str = "v0.5.0",
+    num_hidden_layers: int | None = None,
 ) -> ExportResult:
     """Write `weights` in the source checkpoint's shard layout, as Megatron-Bridge's `save_generator` does.
 
     `ignored_source_prefixes` are matched with plain `str.startswith`, as Megatron-Bridge does. With
-    `bridge="v0.6.0"` a strict export that leaves source tensors unwritten raises ExportIncomplete; with
-    `bridge="v0.5.0"` (the recipe's pin) it only logs the count and returns.
+    `bridge="v0.5.0"` (the recipe's pin) a strict export drops incomplete shards and only logs the count.
+    With `bridge="v0.6.0"`, when the weights hold no MTP tensor (the built model omits MTP, #4189), the
+    source keys under `mtp.` and `layers.{num_hidden_layers}.` (when given) are ignored too; a strict export
+    that still leaves source tensors unwritten raises ExportIncomplete (#4513).
     """
     if not isinstance(strict, bool):
         raise TypeError(f"strict must be True or False, got {strict!r}")
     check_choice("bridge", bridge, BRIDGE_RELEASES, kind="argument")
     prefixes = check_patterns("ignored_source_prefixes", ignored_source_prefixes)
     weight_map, pairs, log = _weight_map(source), _pairs(weights), []
+    if bridge == "v0.6.0":
+        mtp = (MTP_SOURCE_PREFIX,)
+        if num_hidden_layers is not None:
+            mtp += (f"layers.{positive_int('num_hidden_layers', num_hidden_layers)}.",)
+        if not any(name.startswith(mtp) for name, _ in pairs):  # the built model omits MTP
+            prefixes += mtp
     ignored = tuple(k for k in weight_map if k.startswith(prefixes)) if prefixes else ()
     expected = {k: f for k, f in weight_map.items() if k not in ignored}
     shards, partial, dropped, skipped = _write(pairs, expected, strict, log)

@@ -66,7 +66,8 @@ def load_manager_methods(release: str | None = None) -> dict[str, Callable[..., 
 
 @dataclass
 class CourseBridge:
-    """A stand-in for Megatron-Bridge's AutoBridge: `save_hf_weights` runs the course's export and records it."""
+    """A stand-in for Megatron-Bridge's AutoBridge (v0.5.0, the recipe's pin): `save_hf_weights` runs the course's
+    export and records it."""
 
     source: Mapping[str, object]
     calls: list[dict[str, object]] = field(default_factory=list)
@@ -95,8 +96,8 @@ def verl_save(
 ) -> bool:
     """Run verl's own save decision and HF save call on a stand-in manager; return whether HF weights were saved.
 
-    The stand-in has what the recipe sets: Megatron-Bridge (`vanilla_mbridge=False`, so a provider
-    exists), no PEFT. `bridge.calls` records what verl asked for.
+    The stand-in has what the recipe sets: Megatron-Bridge (`vanilla_mbridge=False`, so the
+    Megatron-Bridge branch, `save_hf_weights`, runs), no PEFT. `bridge.calls` records what verl asked for.
     """
     if not isinstance(bridge, CourseBridge):
         raise TypeError(f"bridge must be a CourseBridge, got {type(bridge).__name__}")
