@@ -1,54 +1,20 @@
 # %% [markdown]
 # # 03 · Router replay made model-scoped and opt-in
 #
-# Upstream: [verl PR #7805](https://github.com/verl-project/verl/pull/7805), the redo of
-# [#7106](https://github.com/verl-project/verl/pull/7106), which
-# [#7786](https://github.com/verl-project/verl/pull/7786) reverted.
+# **Upstream.** [verl PR #7805](https://github.com/verl-project/verl/pull/7805) redoes
+# [#7106](https://github.com/verl-project/verl/pull/7106), which [#7786](https://github.com/verl-project/verl/pull/7786)
+# reverted. In a [MoE](00_start_here.ipynb#MoE) model each layer's [router](00_start_here.ipynb#router) sends a token
+# to its top-k experts; after one optimizer step it sends some tokens elsewhere. *Routing replay* records the experts
+# and forces them later: [R2](00_start_here.ipynb#R2) records in the [old-log-prob](00_start_here.ipynb#old-log-prob)
+# forward, [R3](00_start_here.ipynb#R3) at [rollout](00_start_here.ipynb#rollout). #7106 broke ordinary jobs and was
+# reverted; #7805 made the replay lifecycle **opt-in** (gated by the mode) and **model-scoped** (routes come from the
+# model being forwarded), and its review caught a silent layer-order error and a collective one rank could skip.
 #
-# In a mixture-of-experts (MoE) model every layer's *router* sends each token to its top-k experts. In RL
-# the policy update should optimise the policy that produced the samples, but after one optimizer step the
-# router already sends some tokens elsewhere. **Routing replay** records the experts and forces them later:
-# **R2** records during the old-logprob forward (`forward_only`) and replays in the policy update; **R3**
-# records at rollout, in the inference engine. The config key is
-# `actor_rollout_ref.actor.megatron.router_replay.mode`, one of `"disabled"`, `"R2"`, `"R3"`.
+# **You will** count why replay is needed, read verl's change (0.9.0 -> 0.9.1) on screen, make the layer-order
+# mismatch and the stranded collective happen on a toy router and on real gloo ranks, run verl's own functions
+# beside the course's, and read a model attribute from a nested multimodal config.
 #
-# #7106 made replay sturdier but asked the process-global router registry for routers even when replay was
-# off, so ordinary jobs broke and it was reverted. #7805 made the whole lifecycle **opt-in** (guarded by the
-# mode) and **model-scoped** (routes come from the model being forwarded), and its review caught one
-# silent error (routes stacked out of layer order) and one hang (a rank that raises before a collective).
-#
-# **You will learn** why replay is needed (counted), the three failure modes (the registry regression, the
-# layer-order mismatch, the collective a rank skips) each happening and then prevented, and how to read a
-# model attribute from a nested multimodal config without reading the wrong branch.
-#
-# **Time:** 60 minutes. **Assumes:** top-k MoE routing; `torch.distributed.all_gather`.
-#
-# **Upstream files cited** (paths inside verl):
-# - `verl/utils/megatron/router_replay_patch.py`: `RouterReplayAction` (RECORD, REPLAY_FORWARD,
-#   REPLAY_BACKWARD), `RouterReplay` (the process-global `router_instances` registry, `get_replay_topk`:
-#   the backward list is popped FIFO, a replay mask picks replayed rows where set, native elsewhere).
-# - `verl/utils/megatron/router_replay_utils.py`: `iter_model_routers` (walks the forwarded model's decoder
-#   only: MTP layers restart their numbering at 1),
-#   `merge_router_topk_indices` (stacks the routers' int16 routes into one map, in the order section 3 is
-#   about; a 0-layer `(B, S, 0, topk)` map for a stage without MoE layers, raises for a stage whose routers
-#   captured nothing), `set_router_replay_data` (by absolute layer `layer_number - 1` when the routes cover
-#   every decoder layer, else by MoE-layer ordinal), `pp_gather` (layer counts first, padding on the layer
-#   dim only, a uint8 payload because NCCL has no int16: section 4), `is_moe_layer`,
-#   `RouterReplayHelper.get_micro_batch_router_list`
-#   (the positional registry slice; in 0.9.1 it returns `[]` at once on an empty registry).
-# - `verl/workers/engine/megatron/transformer_impl.py`: `enable_routing_replay = mode != "disabled"` gates
-#   every hook; `verl/workers/config/actor.py::RouterReplayConfig` (the three modes);
-#   `verl/utils/config.py::_validate_router_replay_config` (R2 rejected with `bypass_mode=True`).
-# - `verl/utils/megatron_utils.py::get_hf_config_attr`: the text-branch config walk.
-#
-# Everything below runs a toy router on the CPU; the code is this course's own, in
-# `verlstudy.lessons.l03_router_replay` (modules `moe`, `routes`, `controller`, `pipeline`, `text_config`,
-# `guards`). Beside it, verl 0.9.1's own `merge_router_topk_indices`, `set_router_replay_data`,
-# `iter_model_routers`, `is_moe_layer`, `get_micro_batch_router_list` and `get_hf_config_attr` run on the
-# same toy inputs: `upstream` loads them from the installed verl source with stand-ins for Megatron (TP =
-# CP = 1). Without verl those cells print one skip line.
-#
-# Facts checked against verl 0.9.1.
+# **Time:** 60 minutes. **Assumes:** top-k routing, `torch.distributed` collectives. Sources are listed at the end.
 
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
@@ -62,67 +28,48 @@ collective_timeout_s = 1.0  # gloo collective timeout for the stranded-rank demo
 seed = 0
 
 # %%
+from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
+from verlstudy.kit.devices import pick_device
+from verlstudy.kit.seeding import seed_everything
+from verlstudy.lessons.l03_router_replay.setup import check_parameters
+
+dev = pick_device(device)
+p = check_parameters(n_tokens, hidden, num_experts, topk, lr, pp_layer_counts, collective_timeout_s, seed)
+n_tokens, hidden, num_experts, topk, lr = p["n_tokens"], p["hidden"], p["num_experts"], p["topk"], p["lr"]
+pp_layer_counts, collective_timeout_s, seed = p["pp_layer_counts"], p["collective_timeout_s"], p["seed"]
+seed_everything(seed)
+reset_claims()
+sizes = dict(hidden=hidden, num_experts=num_experts, topk=topk)
+print(f"running on {dev.type}; {n_tokens} tokens, {num_experts} experts, top-{topk}, 3 MoE layers")
+
+# %% [markdown]
+# The lesson's tools: the course's toy MoE and replay controller, verl's own functions loaded beside them
+# (`verl_fns`), and the kit's helpers that show code.
+
+# %%
 import multiprocessing
 import time
 
 import torch
 
-from verlstudy.kit.exercises import check_exercise, exercise_hint
-from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
-from verlstudy.kit.devices import pick_device, skip_unless
 from verlstudy.common.dist import run_local
-from verlstudy.kit.params import check_float, check_int
+from verlstudy.kit.devices import skip_unless
+from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.plots import bar_plot
-from verlstudy.kit.seeding import seed_everything
+from verlstudy.kit.show import show_source, upstream_diff, upstream_source
 from verlstudy.kit.upstream import upstream_cell, verl_version
 from verlstudy.lessons.l03_router_replay import guards, pipeline
 from verlstudy.lessons.l03_router_replay import upstream as verl_fns
 from verlstudy.lessons.l03_router_replay.controller import (
-    ReplayController,
-    RevertedReplayController,
-    ToyTransformerConfig,
-    recompute_off_record,
-    record_routes,
+    ReplayController, RevertedReplayController, ToyTransformerConfig, recompute_off_record, record_routes,
     replay_off_record,
 )
 from verlstudy.lessons.l03_router_replay.moe import TinyMoE, sgd_step
 from verlstudy.lessons.l03_router_replay.routes import (
-    MissingRoutes,
-    local_stage_routes,
-    model_routers,
-    recorded_routes,
-    replay_columns,
-    rerouted_per_layer,
-    rerouted_tokens,
-    routers_by_layer,
-    routes_used,
-    set_replay_targets,
-    stack_routes,
+    MissingRoutes, local_stage_routes, model_routers, recorded_routes, replay_columns, rerouted_per_layer,
+    rerouted_tokens, routers_by_layer, routes_used, set_replay_targets, stack_routes,
 )
-from verlstudy.lessons.l03_router_replay.text_config import (
-    ComposedConfig,
-    ToyConfig,
-    bfs_config_attr,
-    get_text_config_attr,
-)
-
-dev = pick_device(device)
-n_tokens = check_int("n_tokens", n_tokens, minimum=8, maximum=1024)
-hidden = check_int("hidden", hidden, minimum=2, maximum=256)
-num_experts = check_int("num_experts", num_experts, minimum=2, maximum=64)
-topk = check_int("topk", topk, minimum=1, maximum=num_experts - 1)
-lr = check_float("lr", lr, minimum=1.0, maximum=10.0)
-if not isinstance(pp_layer_counts, list) or not 2 <= len(pp_layer_counts) <= 4:
-    raise ValueError(f"parameter pp_layer_counts={pp_layer_counts!r} must be a list of 2 to 4 stage layer counts")
-pp_layer_counts = [check_int("pp_layer_counts[i]", c, minimum=0, maximum=8) for c in pp_layer_counts]
-if not any(pp_layer_counts):
-    raise ValueError(f"parameter pp_layer_counts={pp_layer_counts} needs at least one stage with MoE layers")
-collective_timeout_s = check_float("collective_timeout_s", collective_timeout_s, minimum=0.5, maximum=5.0)
-seed = check_int("seed", seed, minimum=0, maximum=2**32 - 1)
-seed_everything(seed)
-reset_claims()
-sizes = dict(hidden=hidden, num_experts=num_experts, topk=topk)
-print(f"running on {dev.type}; {n_tokens} tokens, {num_experts} experts, top-{topk}, 3 MoE layers")
+from verlstudy.lessons.l03_router_replay.text_config import ComposedConfig, ToyConfig, bfs_config_attr, get_text_config_attr
 
 # %% [markdown]
 # ## 1. Why replay: one update moves the routing
@@ -202,7 +149,7 @@ claim("with a mask, the other half routes natively", torch.equal(masked[~half].s
 
 # %% [markdown]
 # **REPLAY_BACKWARD is a FIFO.** With activation recompute, each micro-batch's layers are run again in
-# backward, after *later* micro-batches have already been forwarded (1F1B). Every `set_target` also queues
+# backward, after *later* micro-batches have already been forwarded ([1F1B](00_start_here.ipynb#1F1B)). Every `set_target` also queues
 # the routes, and after its forward a router switches to REPLAY_BACKWARD so that each recompute pops its
 # own micro-batch's routes. Left in REPLAY_FORWARD, the recompute of micro-batch 0 reads micro-batch 1's
 # targets: same shape, no error, wrong experts. `recompute_off_record` records two micro-batches, runs
@@ -220,37 +167,50 @@ claim(f"stuck in REPLAY_FORWARD, the recompute silently moves {stuck_moved}/{n_t
       upstream="set_model_router_replay_action docstring: stale cross-micro-batch target")
 
 # %% [markdown]
-# ## 2. The regression: a replay hook that runs when replay is off
-# On #7106's branch, `MegatronEngine.forward_backward_batch` and the LM-head engine's `forward_step`
-# (`verl/workers/engine/megatron/transformer_impl.py`) ask `RouterReplayHelper.is_r2_record_action`,
-# `is_replay_forward_action` and `is_replay_backward_action` on every forward, whatever the mode. Each calls
-# `get_micro_batch_router_list`, which on that branch first computes the rank's layer range
-# (`get_current_rank_layer_info`) and runs `is_moe_layer` over the layers, and only then slices the
-# registry. The helpers' own guard, `router_instances_list and ...`, is older than #7106 (it is already in
-# #4101, which added router replay to verl) and sees the empty list only after all that. #7805's
-# description says ordinary Megatron SFT and RL jobs broke whenever the registry was empty.
+# ## 2. The regression: what is established, and what is not
+# #7805's description says the reverted #7106 "queried the process-global router registry even when router
+# replay was disabled", so normal Megatron SFT and RL jobs failed when the registry was empty. #7786's description
+# is only "Reverts #7106". The PR descriptions we could read do not say which exception those jobs hit, and **the
+# course cannot reproduce it.** The branch we can read is #7106 as stored (head `33a1928c1`, 2026-08-13; the merged
+# version is not available to us). It asks `RouterReplayHelper.is_*_action` on every forward whatever the mode, but
+# so did verl 0.9.0 and #7106's merge-base (`535c47799`). A dense config with Megatron's default `moe_layer_freq=1`
+# passes through both; one with `moe_layer_freq=None` fails the same way in both, so it is not the regression.
 #
-# The PR threads do not say which exception those jobs hit. In **the course's reconstruction**
-# (`RevertedReplayController` and `positional_router_list`: our code, following that call chain) the
-# ordinary job is a dense model whose config carries no MoE layer pattern (`moe_layer_freq=None`), and the
-# layer-info step rejects it before the guard is reached.
+# What is established is #7805's remedy, in verl's own diff 0.9.0 -> 0.9.1: the engine computes
+# `enable_routing_replay` and `record_r2_routes` once per batch and every hook checks them, and the positional
+# helper returns `[]` on an empty registry before any layer-info code:
+
+# %% tags=["upstream-source", "nbval-ignore-output"]
+upstream_diff("workers/engine/megatron/transformer_impl.py", None, contains="enable_routing_replay")
+upstream_diff("utils/megatron/router_replay_utils.py", "RouterReplayHelper.get_micro_batch_router_list")
+
+# %% [markdown]
+# Read the first diff: 0.9.0 asked `is_replay_backward_action` / `is_replay_forward_action` /
+# `is_r2_record_action` on every micro-batch; 0.9.1 evaluates `self.enable_routing_replay` first, so with
+# `mode="disabled"` none of the helpers runs. The R2 RECORD decision is made once, as `record_r2_routes`, and a
+# REPLAY without recorded routes now raises. In the second diff, `if not RouterReplay.router_instances: return []`
+# is the new first line, and a registry that matches neither one rank's nor the whole model's layout now raises
+# instead of being sliced.
+#
+# The course's controller has the same shape. `ReplayController.begin` is the opt-in gate: with the mode off it
+# touches nothing. `RevertedReplayController` is a positional, ungated lifecycle (the shape shared by 0.9.0 and
+# #7106's branch), not a reproduction of #7106's failure:
+
+# %%
+show_source(ReplayController.begin)
 
 # %%
 fresh_registry: list = []  # what a fresh process's RouterReplay.router_instances holds: nothing
 ordinary = TinyMoE(**sizes, enable_replay=False, registry=fresh_registry)
-dense_job = ToyTransformerConfig(num_layers=3, moe_layer_freq=None)  # the course's ordinary dense job
-with expect_error(ValueError, match="moe_layer_freq"):
-    RevertedReplayController("disabled", tf_config=dense_job, registry=fresh_registry).begin(ordinary, forward_only=True)
 fixed = ReplayController("disabled")
-print("opt-in fix:", fixed.begin(ordinary, forward_only=True), "/", fixed.end(ordinary))
-claim("disabled + empty registry: the reconstructed #7106 path raises, the fix is a no-op",
-      fixed.begin(ordinary, forward_only=True) == "none", upstream="#7106 reverted by #7786: ordinary jobs failed")
+print("opt-in gate, mode disabled:", fixed.begin(ordinary, forward_only=True), "/", fixed.end(ordinary))
+claim("disabled + empty registry: the opt-in controller is a no-op", fixed.begin(ordinary, forward_only=True) == "none",
+      upstream="#7805: the replay lifecycle is gated by router_replay.mode")
 
 # %% [markdown]
-# verl 0.9.1 on the same config: its `is_moe_layer` rejects `moe_layer_freq=None` as well, and its
-# `get_micro_batch_router_list` now returns `[]` on an empty registry before it computes any layer info
-# (the versions in verl 0.9.0 and on #7106's branch had no such early return). #7805 also gates every hook
-# by the mode, so with replay disabled none of this runs at all.
+# verl 0.9.1's own helper on an empty registry, and on a config without a MoE layer pattern
+# (`moe_layer_freq=None`, which its `is_moe_layer` rejects, in 0.9.0 as in 0.9.1): the empty registry
+# returns `[]` before any layer info is computed.
 
 # %%
 def upstream_empty_registry() -> None:
@@ -266,11 +226,13 @@ def upstream_empty_registry() -> None:
 _ = upstream_cell(upstream_empty_registry)
 
 # %% [markdown]
-# **A stale router leaks in.** The registry is never emptied: a decoder that was built and discarded stays
-# in it, in front (verl 0.9.1's `iter_model_routers` docstring names this case: a model that rebuilds its
-# decoder leaves the first set registered).
-# The positional slice then hands the *stale* routers the replay targets, and the live model routes
-# natively, with no error. Model-scoped collection walks the forwarded model and reaches its own routers.
+# **A stale router leaks in.** The registry is cleared only when the replay patch is applied
+# (`apply_router_replay_patch`, `verl/utils/megatron/router_replay_patch.py`); within one model build, a decoder
+# that was built and discarded stays in it, in front. #7340 reports this for Megatron-Bridge's Qwen3-VL model,
+# which builds its decoder twice: 2N routers for N layers, orphans first (verl 0.9.1's `iter_model_routers`
+# docstring names the case). A positional slice then hands the *stale* routers the replay targets, and the live
+# model routes natively: with no error in 0.9.0's helper and the course's `RevertedReplayController`; 0.9.1's
+# positional helper raises on a registry that matches neither layout, and its engine walks the model instead. Model-scoped collection walks the forwarded model and reaches its own routers.
 # (`record_routes` is the R2 old-logprob pass of section 1 in one call; `replay_off_record` runs one
 # update forward replaying the given routes and counts the tokens whose experts left the record.)
 
@@ -311,8 +273,12 @@ with expect_error(ValueError, match="'disabled', 'R2', 'R3'"):
 # ### Predict first: exercise 3.1
 # Write the stacking before the next cells show the bug and the fix. **3.1** Stack per-layer routes met in
 # walk order into one `(tokens, layers, topk)` int16 map whose columns follow layer numbers; two routers
-# claiming the same layer must raise `ValueError`. A wrong answer's message names the mistake; from the
-# third wrong try the checker adds the method, and `exercise_hint("3.1")` prints it whenever you ask.
+# claiming the same layer must raise `ValueError`.
+#
+# **Receives** a list of `(layer_number, routes)` pairs, `routes` an integer tensor `(tokens, topk)`, in walk order
+# (layer numbers may have gaps and go past 9); **returns** one `torch.int16` tensor `(tokens, layers, topk)`. Leave
+# the list you are given as it was. A wrong answer's message names the mistake; the second try adds where to
+# look, the third the method in words (`exercise_hint("3.1")`); `show_solution("3.1")` prints the solution.
 
 # %% tags=["solution", "exercise-3.1"]
 def stack_by_layer(pairs: list[tuple[int, torch.Tensor]]) -> torch.Tensor:
@@ -342,7 +308,17 @@ claim(f"walk-ordered stacking silently replays wrong experts ({mismatch['walk or
 claim("layer-ordered stacking: tokens off the record", mismatch["layer order"], 0)
 
 # %% [markdown]
-# verl 0.9.1's `merge_router_topk_indices` on the same shuffled model sorts by layer number too:
+# This is what #7805 changed in verl's RECORD merge (0.9.0 -> 0.9.1): with `model=` given, the routers come from
+# `iter_model_routers(model)`, **sorted by layer number**, duplicates rejected; a stage without routers that
+# expects none appends a 0-layer map; one whose routers captured nothing raises.
+
+# %% tags=["upstream-source", "nbval-ignore-output"]
+upstream_diff("utils/megatron/router_replay_utils.py", "merge_router_topk_indices", contains="layer_number")
+
+# %% [markdown]
+# In the new lines, `sorted(iter_model_routers(model), key=lambda item: item[0])` is the fix of this section: the
+# key is the layer number alone. The old line asked the positional registry slice instead. verl 0.9.1's
+# `merge_router_topk_indices` on the same shuffled model:
 
 # %%
 def upstream_sorts() -> None:
@@ -355,7 +331,7 @@ _ = upstream_cell(upstream_sorts)
 
 # %% [markdown]
 # **Walk the decoder only.** Sorting needs unique layer numbers, and upstream raises on duplicates. An MTP
-# block (multi-token prediction: `mtp` beside `decoder` on Megatron's GPTModel) numbers its layers from 1
+# block ([MTP](00_start_here.ipynb#MTP): `mtp` beside `decoder` on [Megatron](00_start_here.ipynb#Megatron)'s GPTModel) numbers its layers from 1
 # again, so a walk over every module meets a second layer 1. verl 0.9.1's `iter_model_routers` walks
 # `getattr(chunk, "decoder", chunk)` only, and its comment gives the reason (MTP layers alias decoder
 # layers; the replay tensor has no MTP rows). `model_routers` does the same by default; MTP routers are
@@ -409,31 +385,71 @@ _ = upstream_cell(upstream_absolute_replay)
 
 # %% [markdown]
 # ## 4. The collective: `pp_gather` over pipeline ranks
-# After RECORD each pipeline stage holds routes for its own layers only; `pp_gather` assembles the whole
-# map. It is a **collective**: every rank must call it. Stages own different numbers of MoE layers
-# (`pp_layer_counts`, including a stage with none), so the ranks first exchange a small header, then pad
-# only the layer dim to the largest stage, send the int16 routes as bytes (NCCL has no int16) and strip
-# the padding.
+# With [PP](00_start_here.ipynb#PP) each pipeline stage records routes for its own layers only; after the
+# [1F1B](00_start_here.ipynb#1F1B) schedule, `pp_gather` (verl/utils/megatron/router_replay_utils.py) assembles the
+# whole map. It is a **collective**: every rank must call it. It has two branches:
+#
+# - **The default (non-VPP) path.** The engine merges each micro-batch's routes into one *nested* (jagged) int16
+#   map with `merge_nested_router_maps` (`transformer_impl.py`), one `(tokens, local layers, topk)` tensor per
+#   sequence, and `pp_gather` sends it with `torch.distributed.all_gather_object` on CPU (pickled): no layer count
+#   to exchange, no padding.
+# - **A dense map** (the VPP path's `reorder_and_merge_vpp_layers`, or dense BSHD maps): the ranks first exchange
+#   their layer counts, pad only the layer dim to the largest stage, send the int16 routes as a uint8 view (NCCL
+#   has no int16) and strip the padding.
+#
+# Both are upstream's code as released; the next cell runs verl's own `pp_gather` on real gloo ranks on this
+# machine (one rank per stage of `pp_layer_counts`, a stage with 0 MoE layers included), once per branch.
+
+# %% tags=["upstream-source", "nbval-ignore-output"]
+upstream_source("utils/megatron/router_replay_utils.py", "pp_gather", contains="all_gather")
+
+# %%
+def upstream_pp_gather() -> None:
+    lengths = [3, 2]  # two sequences of different lengths: the nested map is jagged
+    full = pipeline.toy_global_routes(len(lengths), max(lengths), sum(pp_layer_counts), topk, 384, seed)
+    for nested in (True, False):
+        out = run_local(verl_fns.upstream_pp_gather_worker, len(pp_layer_counts), pp_layer_counts, lengths, topk,
+                        seed, nested, timeout_s=60)
+        if nested:
+            exact = all(torch.equal(t, full[b, :n]) for o in out for b, (t, n) in enumerate(zip(o.unbind(), lengths)))
+            shapes = [tuple(t.shape) for t in out[0].unbind()]
+        else:
+            exact, shapes = all(torch.equal(o, full) for o in out), tuple(out[0].shape)
+        branch = "nested, all_gather_object" if nested else "dense, uint8 all_gather"
+        print(f"verl pp_gather ({branch}): every rank holds {shapes}")
+        claim(f"verl's own pp_gather ({branch}) gives every rank the full map, a 0-layer stage joining", exact,
+              upstream=f"verl {verl_version()} verl/utils/megatron/router_replay_utils.py::pp_gather")
+
+
+_ = upstream_cell(upstream_pp_gather)
+
+# %% [markdown]
+# Exercise 3.2 and the course's `pipeline.pp_gather` below use the **dense** branch: its wire format is where a
+# mistake is easy to make and hard to see.
 
 # %% [markdown]
 # ### Predict first: exercise 3.2
-# **3.2** Write the wire format of `pp_gather`: `to_wire(routes, max_layers)` turns int16 routes
+# **3.2** Write the wire format of `pp_gather`'s dense branch: `to_wire(routes, max_layers)` turns int16 routes
 # `(B, S, L, k)` into a uint8 payload `(B, S, max_layers, 2k)` zero-padded on the layer dim only, and
 # `from_wire(payload, layer_count)` gives back the exact int16 routes. Expert ids go above 255 (384
 # experts, as Kimi-K2 has).
+#
+# **Receives** a `torch.int16` tensor and an int (`to_wire`), a `torch.uint8` tensor and an int (`from_wire`);
+# **returns** a `torch.uint8` tensor and a `torch.int16` tensor of exactly those shapes. The checker tries
+# `L = 0` (a stage without MoE layers), all-zero layers and generated maps.
 
 # %% tags=["solution", "exercise-3.2"]
 def to_wire(routes: torch.Tensor, max_layers: int) -> torch.Tensor:
     """Return the uint8 payload (B, S, max_layers, 2k) of int16 `routes`, zero-padded on dim 2."""
     payload = routes.contiguous().view(torch.uint8)
     padded = payload.new_zeros(payload.shape[0], payload.shape[1], max_layers, payload.shape[3])
-    padded[:, :, : payload.shape[2]] = payload
+    padded.narrow(2, 0, payload.shape[2]).copy_(payload)
     return padded
 
 
 def from_wire(payload: torch.Tensor, layer_count: int) -> torch.Tensor:
     """Return the int16 routes of the first `layer_count` layers of a uint8 payload."""
-    return payload[:, :, :layer_count].contiguous().view(torch.int16)
+    return payload.narrow(2, 0, layer_count).contiguous().view(torch.int16)
 
 
 # %% tags=["checker", "exercise-3.2"]
@@ -448,7 +464,7 @@ expert_ids = torch.tensor([3, 255, 300, 383], dtype=torch.int16).reshape(1, 1, 1
 print("value cast .to(uint8):", expert_ids.to(torch.uint8).flatten().tolist())
 print("bit view round trip:  ", pipeline.from_wire(pipeline.to_wire(expert_ids, 2), 1).flatten().tolist())
 claim("the uint8 view round trip is bit-exact", torch.equal(pipeline.from_wire(pipeline.to_wire(expert_ids, 2), 1), expert_ids),
-      upstream="pp_gather: NCCL has no int16, payloads travel as uint8 views")
+      upstream="pp_gather's dense branch: NCCL has no int16, payloads travel as uint8 views")
 
 # %% [markdown]
 # Now on real gloo ranks on this machine (`verlstudy.common.dist.run_local`), one rank per stage. Each stage
@@ -465,10 +481,11 @@ claim("every rank gets the full map, bit-exact, with a 0-layer stage joining",
 
 # %% [markdown]
 # **One rank raises instead of joining.** verl 0.9.1's RECORD (`merge_router_topk_indices`) raises when a
-# stage's routers captured nothing. If that happens *before* the collective, the other ranks are already inside it and wait
-# for a partner that never comes, until the process-group timeout (NCCL's default is minutes). Here the
-# failing rank stays alive, as a Ray worker does after an exception, and the timeout is
-# `collective_timeout_s`:
+# stage's routers captured nothing. It runs inside `forward_step`, during the 1F1B schedule, so the other ranks
+# wait in the schedule's point-to-point sends and receives for a partner that never comes, until the
+# process-group timeout (NCCL's default is minutes). The demonstration below shows the same failure mode on the
+# collective this section teaches: one rank raises instead of joining `pp_gather`, and the others wait. The
+# failing rank stays alive, as a Ray worker does after an exception, and the timeout is `collective_timeout_s`:
 
 # %%
 peers_gave_up = multiprocessing.get_context("fork").Event()
@@ -543,25 +560,37 @@ claim("every rank raised long before the collective timeout", time.monotonic() -
 # %% [markdown]
 # ### Predict first: exercise 3.3
 # **3.3** Write `find_text_attr(config, name)`, the lookup of verl's `get_hf_config_attr`: `name` read from
-# the config's *text branch*. That branch is the text config (what `get_text_config()` returns if the
-# config has that method, else its `text_config`), the sub-configs `text_config`, `language_config`,
-# `thinker_config` (a thinker's own `text_config` included) and `model_config`, and then the config
-# itself. A value found deeper on the branch wins over one nearer the root; `None` means absent, while `0`
-# and `False` are values; never read other sub-configs (audio, decoder); survive a config that contains
-# itself; raise `AttributeError` when nothing on the branch has the attribute.
+# the config's *text branch*. The text config is what `config.get_text_config()` returns if the config has
+# that method, else its `text_config`. First, if the text config's own value is not `None`, that is the
+# answer. Otherwise walk the branch: from a node, its text config, the sub-configs `text_config`,
+# `language_config`, `thinker_config` and `model_config` (each walked the same way, deepest first), and the
+# node itself after its branches; the first value that is not `None` wins. `None` means absent, while `0`
+# and `False` are values; never read other sub-configs (audio, vision, decoder); survive a config that
+# contains itself; raise `AttributeError` when nothing on the branch has the attribute.
+#
+# **Receives** a config object (attributes, nested configs) and an attribute name; **returns** the value as
+# stored (any type). The checker tries the lesson's configs and generated config trees up to 3 levels deep.
 
 # %% tags=["solution", "exercise-3.3"]
 def find_text_attr(config: object, name: str) -> object:
     """Return `name` from the text branch of `config`, or raise AttributeError."""
+
+    def text_of(node: object) -> object:
+        getter = getattr(node, "get_text_config", None)
+        text = getter() if callable(getter) else None
+        return getattr(node, "text_config", None) if text is None else text
+
+    first = text_of(config)
+    if first is not None and getattr(first, name, None) is not None:
+        return getattr(first, name)
     seen: set[int] = set()
 
     def walk(node: object):
         if node is None or id(node) in seen:
             return
         seen.add(id(node))
-        getter = getattr(node, "get_text_config", None)
-        text = getter() if callable(getter) else getattr(node, "text_config", None)
-        if text is not None and text is not node:
+        text = text_of(node)
+        if text is not node:
             yield from walk(text)
         for branch in ("text_config", "language_config", "thinker_config", "model_config"):
             yield from walk(getattr(node, branch, None))
@@ -632,6 +661,8 @@ claim("a cyclic config is walked safely", get_text_config_attr(omni, "hidden_siz
 # `guards`) runs twice: on the bug and on the fix. A guard that passes on both would catch nothing.
 
 # %%
+dense_job = ToyTransformerConfig(num_layers=3, moe_layer_freq=None)  # a config the layer-info code rejects:
+# the ungated positional lifecycle reaches that code with replay off, the gated one never does
 guard_runs = {
     "disabled + empty registry is a no-op": (lambda make: guards.guard_disabled_is_noop(make, sizes),
         lambda reg: RevertedReplayController("disabled", tf_config=dense_job, registry=reg),
@@ -693,21 +724,47 @@ upstream_check()
 # %% [markdown]
 # ## Takeaways
 # - Replay exists because one update moves the routing; replay pins the experts the samples were drawn with.
-# - A feature's hooks must be **opt-in**: with the mode off, touch nothing. #7106's hooks ran the positional
-#   helper's layer-info code on every forward; the empty-list guard at its end (there since #4101) came too
-#   late. #7805 gates the whole lifecycle by the mode, and verl 0.9.1's helper returns `[]` on an empty
-#   registry first.
+# - A feature's hooks must be **opt-in**: with the mode off, touch nothing. verl 0.9.0 and #7106's branch asked
+#   the positional helper on every forward; #7805 gates the whole lifecycle by the mode, and verl 0.9.1's helper
+#   returns `[]` on an empty registry first. What exactly broke ordinary jobs on the merged #7106 is not
+#   established here.
 # - Collect from **the model being forwarded**, and from its decoder only: globals accumulate stale
 #   routers, and an MTP sibling restarts layer numbering at 1.
 # - When two sides must agree on an order (RECORD and REPLAY), make it explicit: sort by layer number,
 #   reject duplicates, and replay by absolute layer when the routes cover every layer, dense ones included.
 #   Shape checks cannot catch a permutation.
-# - In a collective, a rank that raises before joining strands the others until the timeout. Upstream
-#   (#7805's review, verl 0.9.1) lets a stage without MoE layers join with a 0-layer map and keeps the hard
-#   failure for a stage that has routers but captured nothing, raised before `pp_gather`. Carrying that
+# - `pp_gather` moves the default nested map with `all_gather_object`; the dense (VPP/BSHD) branch exchanges
+#   layer counts, pads the layer dim and sends uint8 views. Either way it is a collective, and a rank that raises
+#   instead of joining strands the others until the timeout. Upstream (#7805's review, verl 0.9.1) lets a stage
+#   without MoE layers join with a 0-layer map and keeps the hard failure for a stage that has routers but
+#   captured nothing, raised in `forward_step` during 1F1B (the peers wait in point-to-point transfers). Carrying that
 #   failure through the first exchange so every rank raises together is this course's design, not
 #   upstream's.
 # - Read nested configs along the branch you mean; a "search everything" walk answers wrongly and silently.
+
+# %% [markdown]
+# ## Sources
+# Facts checked against verl 0.9.1 (installed) and 0.9.0 (`.venv/verl-releases/0.9.0`); #7106's branch as stored
+# (head `33a1928c1`, 2026-08-13) and its merge-base `535c47799`. Paths inside verl:
+# - `verl/utils/megatron/router_replay_patch.py`: `RouterReplayAction` (RECORD, REPLAY_FORWARD, REPLAY_BACKWARD),
+#   `RouterReplay` (the process-global `router_instances` registry; `get_replay_topk` pops the backward list FIFO
+#   and applies a replay mask with `torch.where`), `apply_router_replay_patch` (clears the registry).
+# - `verl/utils/megatron/router_replay_utils.py`: `iter_model_routers` (the decoder only: MTP layers restart
+#   their numbering at 1), `merge_router_topk_indices` (sorted by layer number, int16; a 0-layer map for a stage
+#   without MoE layers; raises for routers that captured nothing), `merge_nested_router_maps`,
+#   `set_router_replay_data` (absolute `layer_number - 1` when the routes cover every decoder layer, else the MoE
+#   ordinal), `pp_gather` (nested: `all_gather_object`; dense: counts, layer padding, uint8 view), `is_moe_layer`,
+#   `RouterReplayHelper.get_micro_batch_router_list` (returns `[]` on an empty registry in 0.9.1).
+# - `verl/workers/engine/megatron/transformer_impl.py`: `enable_routing_replay` and `record_r2_routes` gate every
+#   hook; `forward_step` calls the RECORD merge during the schedule; `pp_gather` runs after it.
+# - `verl/workers/config/engine.py::EngineRouterReplayConfig`: the three modes, validated in `__post_init__`
+#   (`actor.py::RouterReplayConfig` is a legacy class nothing reads); `verl/utils/config.py::
+#   _validate_router_replay_config` rejects R2 with `rollout_correction.bypass_mode=True`.
+# - `verl/utils/megatron_utils.py::get_hf_config_attr`: the text-branch config walk.
+# - PRs: #7805, #7106, #7786, #7340 (the decoder built twice), #5037 (replay by absolute layer), #4101.
+#
+# The toy router, controller and pipeline are the course's own (`verlstudy.lessons.l03_router_replay`); verl's
+# functions run beside them with stand-ins for Megatron (`upstream.py`: TP = CP = 1).
 
 # %%
 claims_table()

@@ -1,4 +1,4 @@
-"""The replay lifecycle: opt-in and model-scoped (#7805) versus registry-first (#7106, reverted by #7786).
+"""The replay lifecycle: opt-in and model-scoped (#7805) versus positional and ungated (verl 0.9.0, #7106's branch).
 
 As upstream's `verl/workers/engine/megatron/transformer_impl.py` (`enable_routing_replay = mode !=
 "disabled"` gates every hook) and `verl/utils/config.py::_validate_router_replay_config` (R2 rejected
@@ -7,7 +7,8 @@ with `bypass_mode=True`), verl 0.9.1:
 - `check_mode`: the three modes `"disabled" | "R2" | "R3"`;
 - `ReplayController`: the lifecycle gated by the mode and scoped to the forwarded model;
   `RevertedReplayController` with `ToyTransformerConfig`, `positional_router_list`, `positional_action_is`:
-  #7106's lifecycle, the course's reconstruction along its call chain, kept to show how it failed;
+  a positional, ungated lifecycle (the shape shared by verl 0.9.0 and #7106's branch as stored, head
+  33a1928c1), not a reproduction of #7106's failure, which the course has not reproduced;
 - `record_routes`, `replay_off_record`, `recompute_off_record`: one forward (or a 1F1B recompute)
   under a controller, each a few calls of the notebook's experiments.
 """
@@ -143,8 +144,8 @@ class ReplayController:
 class ToyTransformerConfig:
     """The Megatron TransformerConfig fields the positional layer-info code reads (the course's stand-in).
 
-    `moe_layer_freq`: 1 (every layer MoE), k (every k-th), a per-layer 0/1 list, or None, which the
-    course's reconstruction uses for an ordinary dense job and which the layer-info code rejects.
+    `moe_layer_freq`: 1 (every layer MoE, Megatron's default), k (every k-th), a per-layer 0/1 list, or None,
+    which the layer-info code rejects (in verl 0.9.0 as on #7106's branch: not #7106's regression).
     """
 
     num_layers: int
@@ -174,7 +175,7 @@ def stage_layer_range(config: ToyTransformerConfig) -> tuple[int, int]:
 
 
 def positional_router_list(config: ToyTransformerConfig, registry: list[RouterReplay]) -> list[RouterReplay]:
-    """#7106's `get_micro_batch_router_list`, reconstructed: the layer-info code first, then a registry slice.
+    """A positional `get_micro_batch_router_list` (0.9.0's and #7106's shape): layer-info code first, then a slice.
 
     The rank's layer range and `layer_is_moe` of every layer before and inside it are computed on
     every call, before anything looks at the registry (which may be empty).
@@ -194,14 +195,14 @@ def positional_action_is(config: ToyTransformerConfig, registry: list[RouterRepl
 
 
 class RevertedReplayController(ReplayController):
-    """#7106's lifecycle, the course's reconstruction along the PR branch's call chain (reverted by #7786).
+    """A positional, ungated lifecycle: the shape shared by verl 0.9.0 and #7106's branch (head 33a1928c1).
 
-    On the PR branch, `forward_backward_batch` and `forward_step` ask `RouterReplayHelper.is_*_action`
-    on every forward whatever the mode; each asks `get_micro_batch_router_list`, which runs the
-    layer-info code before its `router_instances_list and ...` guard sees the (empty) list. Here every
-    hook calls `positional_action_is` first, then looks at the mode, and takes routers by position
-    from the registry: a config the layer-info code rejects fails an ordinary job, and a registry
-    holding a stale model's routers hands those back instead of this model's.
+    Not a reproduction of #7106's failure (the course has not reproduced it). There, as in 0.9.0,
+    `forward_backward_batch` and `forward_step` ask `RouterReplayHelper.is_*_action` on every forward
+    whatever the mode; each asks `get_micro_batch_router_list`, which runs layer-info code before slicing
+    the registry. Here every hook calls `positional_action_is` first, then looks at the mode, and takes
+    routers by position from the registry: a config the layer-info code rejects fails even with replay
+    off, and a registry holding a stale model's routers hands those back instead of this model's.
     """
 
     def __init__(

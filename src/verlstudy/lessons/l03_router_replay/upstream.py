@@ -27,6 +27,7 @@ from verlstudy.kit import upstream
 from verlstudy.kit.params import positive_int
 from verlstudy.kit.upstream import Comparison, report_check
 from verlstudy.lessons.l03_router_replay.moe import ReplayAction, RouterReplay, TinyMoE, TopKRouter
+from verlstudy.lessons.l03_router_replay.pipeline import toy_global_routes
 from verlstudy.lessons.l03_router_replay.routes import local_stage_routes, model_routers
 from verlstudy.lessons.l03_router_replay.text_config import get_text_config_attr
 
@@ -69,6 +70,9 @@ class FakeParallelState:
     def get_context_parallel_rank(self) -> int:
         return 0
 
+    def get_pipeline_model_parallel_group(self) -> None:
+        return None  # the default (world) group: one gloo rank per pipeline stage
+
 
 class FakePackedSeqParams:
     """Stands in for Megatron's `PackedSeqParams`: keeps the keyword fields upstream passes."""
@@ -82,7 +86,7 @@ def megatron_config(
 ) -> types.SimpleNamespace:
     """The TransformerConfig fields upstream's router-replay code reads, for an even pipeline split.
 
-    `moe_layer_freq=None` is the course's ordinary dense job (section 2), which `is_moe_layer` rejects.
+    `moe_layer_freq=None` is a config `is_moe_layer` rejects (in 0.9.0 as in 0.9.1); Megatron's default is 1.
     """
     freq = moe_layer_freq if moe_layer_freq is None or isinstance(moe_layer_freq, int) else list(moe_layer_freq)
     return types.SimpleNamespace(
@@ -138,7 +142,14 @@ def _router_utils(pp: int, pp_rank: int) -> tuple[dict, types.SimpleNamespace]:
         "is_vp_last_stage": lambda vp_stage, vp_size: True,
         **packing,
     }
-    names = ["merge_router_topk_indices", "set_router_replay_data", "iter_model_routers", "is_moe_layer"]
+    names = [
+        "merge_router_topk_indices",
+        "set_router_replay_data",
+        "iter_model_routers",
+        "is_moe_layer",
+        "pp_gather",
+        "merge_nested_router_maps",
+    ]
     return upstream.load_upstream(ROUTER_UTILS, [*names, "RouterReplayHelper"], provided), replay_class
 
 
@@ -157,6 +168,28 @@ def load_router_utils(registry: list[RouterReplay] | None = None, pp: int = 1, p
 def load_hf_config_attr() -> Callable[[object, str], object]:
     """verl's own `get_hf_config_attr` (it reads plain attributes: no stand-ins needed)."""
     return upstream.load_upstream(CONFIG_UTILS, ["get_hf_config_attr"])["get_hf_config_attr"]
+
+
+def stage_route_map(
+    rank: int, layer_counts: Sequence[int], lengths: Sequence[int], topk: int, seed: int, nested: bool
+) -> torch.Tensor:
+    """Stage `rank`'s slice of a seeded route map: dense (B, S, L_stage, k), or nested (one (len, L_stage, k) per
+    sequence) as verl 0.9.1's default path builds it with `merge_nested_router_maps`."""
+    full = toy_global_routes(len(lengths), max(lengths), sum(layer_counts), topk, 384, seed)
+    start = sum(layer_counts[:rank])
+    local = full[:, :, start : start + layer_counts[rank]]
+    if not nested:
+        return local
+    return torch.nested.as_nested_tensor([local[b, :n] for b, n in enumerate(lengths)], layout=torch.jagged)
+
+
+def upstream_pp_gather_worker(
+    rank: int, world_size: int, layer_counts: Sequence[int], lengths: Sequence[int], topk: int, seed: int, nested: bool
+) -> torch.Tensor:
+    """A run_local worker: verl 0.9.1's own `pp_gather` on a gloo rank that is pipeline stage `rank`."""
+    gather = load_router_utils(pp=world_size, pp_rank=rank)["pp_gather"]
+    config = megatron_config(max(sum(layer_counts), 1), topk, pp=world_size)
+    return gather(stage_route_map(rank, layer_counts, lengths, topk, seed, nested), config)
 
 
 # ---------------------------------------------------------------------------------------------
