@@ -94,3 +94,10 @@ def test_the_readme_packaging_section_names_lowest_the_lock_binder_and_the_colab
     assert "binder/postBuild" in section and "verlstudy.kit.colab.FIRST_CELL" in section
     assert f"```python\n{colab.FIRST_CELL}\n```" in section, "the README shows the Colab cell exactly"
     assert "3.13" in section and "verl 0.9.1" in section
+
+
+def test_no_py_typed_is_shipped_since_no_type_check_passes():
+    # PEP 561: py.typed promises importers checked annotations; mypy is not run on this package, so none is shipped
+    assert not list((ROOT / "src").rglob("py.typed"))
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert not any("py.typed" in pattern for patterns in package_data.values() for pattern in patterns)

@@ -64,6 +64,7 @@ def test_the_installed_package_is_the_wheels_not_the_checkouts(installed):
     assert len(list((bundle / "notebooks").glob("*.ipynb"))) == 10 and (bundle / "data" / "stacks").is_dir()
     assert (bundle / "docs" / "facilitator.md").is_file()  # the site links the guide from an installed package too
     assert not (bundle / "notebooks" / "py").exists(), "the jupytext twins are for authors in a checkout"
+    assert not list((site / "verlstudy").rglob("py.typed")), "no typing promise: the package is not type-checked"
 
 
 def test_list_works_from_an_empty_folder(installed):
