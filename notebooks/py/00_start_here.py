@@ -1,18 +1,17 @@
 # %% [markdown]
-# # 00 · Start here: how this course runs, and how it checks itself
+# # 00 · Start here: how this course runs, how it checks itself, and verl in brief
 #
 # **verlstudy** takes merged pull requests of [verl](https://github.com/verl-project/verl), the LLM
-# reinforcement-learning trainer, and makes each one's lesson *happen* on a laptop CPU: a memory leak
-# grows and then stops, a gradient silently turns to zero and an assertion catches it, a
-# sequence-parallel scatter crashes and padding fixes it.
+# reinforcement-learning trainer, and makes each one's lesson *happen* on a laptop CPU: a memory leak grows and
+# then stops, a gradient silently turns to zero and an assertion catches it, a sequence-parallel scatter crashes
+# and padding fixes it.
 #
-# **You will learn** how a lesson is laid out, how to run one on CPU, GPU or NPU, how papermill
-# parameters and nbval keep the stored outputs honest, and the two habits every lesson relies on:
-# *claims* (every number stated is computed and checked) and *expected errors* (a failure is shown
-# without stopping the notebook).
+# **You will learn** the vocabulary the lessons assume (a short primer, "verl in brief", with one picture of the
+# RL step and a glossary the other lessons link to), how a lesson is laid out and run, how claims and nbval keep
+# the stored outputs honest, and how exercises, hints and the solutions work.
 #
-# **Time:** 15 minutes. **Assumes:** Python and a first look at PyTorch. No upstream PR: this lesson is
-# about the course itself. Facts checked against verl 0.9.1 (see `data/upstream_verified.json`).
+# **Time:** 15 minutes. **Assumes:** Python and a first look at PyTorch. No upstream PR: this lesson is about
+# the course and verl's vocabulary. Facts checked against verl 0.9.1 (the glossary cites the files).
 
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
@@ -20,10 +19,6 @@ seed = 0
 n_draws = 4
 
 # %%
-import json
-import subprocess
-import sys
-
 from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.devices import pick_device, skip_unless
@@ -40,50 +35,200 @@ print(f"running on {dev.type}")
 
 # %% [markdown]
 # ## The course map
-# The registry in `verlstudy.course.registry` is the one list of lessons: `verlstudy list` prints it, the runner
-# executes it, and the tests check that it and `notebooks/` agree. A lesson never imports the course
-# machinery (an import rule the tests enforce), so this one runs the `verlstudy` command, as you would.
+# The registry in `verlstudy.course.registry` is the one list of lessons. In a terminal, `verlstudy list` prints
+# it and `verlstudy list --json` gives it as data; the runner executes it and the tests check that it and
+# `notebooks/` agree. A lesson never imports the course machinery (an import rule the tests enforce), and
+# starting the command here would cost a fresh Python that imports torch, so this cell reads the same facts
+# from the notebooks themselves: each title cell states its time.
 
 # %%
-def verlstudy(*args: str) -> str:
-    """Run the `verlstudy` command with this kernel's Python; return what it prints (a [FAIL] shows, not raises)."""
-    done = subprocess.run([sys.executable, "-m", "verlstudy", *args], capture_output=True, text=True)
-    return (done.stdout + done.stderr).rstrip("\n")
+from verlstudy.kit.resources import notebooks_dir
+from verlstudy.lessons.l00_start_here.arc import lesson_minutes
 
-
-print(verlstudy("list"))
-lessons = json.loads(verlstudy("list", "--json"))
-claim("lessons in the registry", len(lessons), expected=10)
-
-# %%
-minutes = {lesson["code"]: lesson["minutes"] for lesson in lessons}
+minutes = lesson_minutes(notebooks_dir())
+claim("lessons in the course", len(minutes), expected=10)
 bar_plot(minutes, title="Minutes per lesson", ylabel="minutes")
 claim("minutes in the whole course", sum(minutes.values()), expected=400)
 
 # %% [markdown]
-# ## The arc every lesson follows
-# Each lesson after this one takes one verl PR through the same arc: the **symptom** a user saw,
-# **reproduce** it on a CPU, find the **cause**, apply the **fix**, add the **guard** (a test that would
-# have caught it), then **exercises**, a check against **upstream** verl's own code, **takeaways**, and
-# the **claims table** that ends every notebook. The next cell does not take that on trust: it reads
-# every notebook of the course and marks `y` where a section heading names a stage. The rule is the
-# course's own (in `l00_start_here/arc.py`): a heading names a stage when its label, the part before
-# any colon, uses the stage's word. A lesson whose story does not split that way shows `-`: the table
-# is the honest answer, not a promise.
+# ## verl in brief
+# verl trains a language model with reinforcement learning. One **training step** (`verl/trainer/ppo/ray_trainer.py`,
+# `fit`) runs these phases on one batch of prompts:
+# 1. [rollout](#rollout): an inference engine (vLLM or SGLang) samples `rollout.n` responses per prompt;
+# 2. reward: each response gets a score;
+# 3. [old log-prob](#old-log-prob): the [actor](#actor) (the policy being trained) recomputes the log-probability
+#    of every response token, forward only;
+# 4. reference log-prob: the **ref**, a frozen copy of the starting policy, does the same, for the KL term;
+# 5. values: a **critic** predicts each token's value (PPO; [GRPO](#GRPO) has no critic);
+# 6. advantages: GRPO compares the responses to one prompt with each other;
+# 7. update: the actor (and critic) take optimizer steps, one per [mini-batch](#mini-batch), each mini-batch cut
+#    into [micro-batches](#micro-batch) that run forward and backward one after another, their gradients summed.
+#
+# Only the update builds an [autograd graph](#autograd-graph). The actor and critic run on a training **engine**,
+# [FSDP](#FSDP) or [Megatron](#Megatron), which split the model and the batch over devices ([DP](#DP), [TP](#TP),
+# [PP](#PP), [CP](#CP), [SP](#SP), [EP](#EP)); GPUs, or [Ascend](#Ascend) [NPUs](#NPU). The picture draws the step
+# for 64 prompts with 8 responses each, mini-batches of 16 prompts, 8 data-parallel ranks and micro-batches of 4:
 
 # %%
-from verlstudy.kit.resources import notebooks_dir
+from verlstudy.lessons.l00_start_here.primer import batch_split, draw_rl_step
+
+split = batch_split(prompts=64, n=8, mini_batch_prompts=16, micro_batch=4, dp=8)
+draw_rl_step(split)
+claim("optimizer steps per RL step (mini-batches)", split.mini_batches, expected=4)
+claim("micro-batches per mini-batch on each rank", split.micro_per_mini, expected=4)
+
+# %% [markdown]
+# ## Glossary
+# The other lessons link here at a word's first use. Each entry says what verl 0.9.1 does, with the file that
+# shows it; what only the course says is marked as the course's.
+#
+# #### rollout
+# Sampling responses from the current policy with an inference engine (vLLM or SGLang), `rollout.n` per prompt
+# (`verl/trainer/config/rollout/rollout.yaml`); its weights are synced from the actor before each step.
+#
+# #### old-log-prob
+# The log-probability of each response token under the policy that sampled it, recomputed by the actor before the
+# update (`_compute_old_log_prob` in `verl/trainer/ppo/ray_trainer.py`); the PPO ratio divides the new
+# probability by it.
+#
+# #### actor
+# The policy being trained; it also computes the old log-probs. Beside it run the **ref** (a frozen copy, for the
+# KL term) and, for PPO, the **critic** (`verl/trainer/config/actor/`, `ref/`, `critic/`).
+#
+# #### mini-batch
+# The slice of a step's batch that makes one optimizer step: `actor.ppo_mini_batch_size` prompts, multiplied by
+# `rollout.n` responses (`verl/trainer/ppo/ray_trainer.py`; `verl/trainer/config/actor/actor.yaml`).
+#
+# #### micro-batch
+# The slice of a mini-batch that one forward and backward pass handles on one rank
+# (`actor.ppo_micro_batch_size_per_gpu`); gradients of a mini-batch's micro-batches add up before the optimizer step.
+#
+# #### autograd-graph
+# The record PyTorch keeps of a forward pass (each result's `grad_fn` and the tensors it saved) so that
+# `backward()` can run; it stays alive, with its memory, as long as any tensor still points into it.
+#
+# #### DP
+# Data parallelism: every rank holds the whole model (or, under FSDP, a shard of it) and works on its own part
+# of the batch; gradients are averaged across ranks.
+#
+# #### TP
+# Tensor parallelism: each weight matrix is split across ranks, which exchange partial results inside every
+# layer (`tensor_model_parallel_size`, `verl/trainer/config/engine/megatron.yaml`).
+#
+# #### PP
+# Pipeline parallelism: consecutive layers live on different ranks (stages), and micro-batches flow through the
+# stages (`pipeline_model_parallel_size`, same file).
+#
+# #### 1F1B
+# Megatron's pipeline schedule "one forward, one backward": after a warm-up, each stage alternates a forward of
+# a new micro-batch with a backward of an old one, so at most about as many micro-batches as stages are in flight
+# (`megatron/core/pipeline_parallel/schedules.py`; verl calls it from `verl/workers/engine/megatron/`).
+#
+# #### CP
+# Context parallelism: one long sequence is split along its tokens across ranks, and attention exchanges keys and
+# values between them (`context_parallel_size`, `verl/trainer/config/engine/megatron.yaml`).
+#
+# #### zigzag
+# The CP split verl's Megatron engine uses by default: the sequence is cut into 2 x CP chunks and rank r takes
+# chunk r and chunk 2 x CP - 1 - r, which balances causal attention's work
+# (`_get_context_parallel_layout` in `verl/workers/engine/megatron/transformer_impl.py`).
+#
+# #### SP
+# Sequence parallelism. In verl's FSDP engine it means Ulysses (`ulysses_sequence_parallel_size`): the sequence is
+# split across ranks and an all-to-all swaps it for a split of attention heads; in Megatron, SP splits the
+# activations between TP ranks outside the TP regions.
+#
+# #### EP
+# Expert parallelism: the experts of a MoE layer are spread across ranks, and tokens travel to their experts'
+# ranks and back (`expert_model_parallel_size`, `verl/trainer/config/engine/megatron.yaml`).
+#
+# #### MoE
+# Mixture of experts: a layer with many feed-forward "experts", of which a [router](#router) picks a few for each token.
+#
+# #### router
+# The small layer of a MoE block that scores the experts for each token and picks the top k; a small change in
+# its input can change the pick.
+#
+# #### R2
+# Router replay mode `R2` (`verl/workers/config/engine.py::EngineRouterReplayConfig`, "Router Replay"): the
+# actor's old-log-prob forward records the experts it picked and the update replays them, so both route alike
+# (`verl/utils/config.py`: "R2 records routes while recomputing actor old_log_probs").
+#
+# #### R3
+# Router replay mode `R3` (same file, "Rollout Router Replay"): the experts picked during rollout are replayed in
+# training, so the trained forward routes as the sampling engine did.
+#
+# #### THD
+# The packed layout: a batch's sequences laid end to end in one row of tokens (total tokens T, heads H, head dim
+# D) with their boundaries in `cu_seqlens`; no padding (`verl/workers/engine/megatron/transformer_impl.py`,
+# `"thd" if use_remove_padding`).
+#
+# #### BSHD
+# The padded layout: batch x sequence x heads x head dim, every sequence padded to one length (same file, the
+# `else` of the line above).
+#
+# #### FSDP
+# PyTorch's Fully Sharded Data Parallel: DP where parameters, gradients and optimizer state are sharded and
+# gathered layer by layer. One of verl's engines (`verl/workers/engine/fsdp/`).
+#
+# #### Megatron
+# NVIDIA's Megatron-LM (its library, Megatron-Core): TP, PP with 1F1B, CP and EP. verl's other main engine
+# (`verl/workers/engine/megatron/`; `verl/trainer/config/engine/megatron.yaml`).
+#
+# #### MTP
+# Multi-token prediction: extra layers that predict tokens further ahead; verl's model config has an `mtp`
+# block (`verl/trainer/config/model/hf_model.yaml`; `verl/models/mcore/mtp_patch.py`).
+#
+# #### GRPO
+# Group Relative Policy Optimization: no critic; each response's advantage is its reward compared with the other
+# responses to the same prompt (`AdvantageEstimator.GRPO` in `verl/trainer/ppo/core_algos.py`).
+#
+# #### clip-higher
+# Clipping the PPO ratio asymmetrically, with a larger upper bound (`clip_ratio_high` above `clip_ratio_low`,
+# `verl/trainer/config/actor/actor.yaml`), so unlikely tokens can gain more probability in one step.
+#
+# #### Hydra
+# The configuration library verl's entry points use (`@hydra.main` in `verl/trainer/main_ppo.py`): YAML files
+# composed and overridden from the command line; a block with `_target_` names the class to build.
+#
+# #### NPU
+# A neural processing unit; in verl, Huawei's Ascend accelerators, reached through `torch_npu`
+# (`is_npu_available` in `verl/utils/device.py`).
+#
+# #### Ascend
+# Huawei's NPU family (910B "A2", "A3"), programmed with the CANN toolkit; verl builds Ascend images in
+# `docker/ascend/` of its repository and runs Megatron there through MindSpeed.
+#
+# #### digest
+# The course's own summary of each PR, kept in the course's notes (LESSONS.md). It is the course's reading, not
+# upstream's statement: a lesson says "the course's digest says" and computes no claim on it.
+
+# %% [markdown]
+# ## The arc each lesson follows
+# Each lesson after this one takes one merged verl PR, or a PR and the ones around it (06, 08 and 09 take two,
+# 01 and 03 add a precursor or a follow-up), and walks as much of this arc as its story has: the **symptom** a
+# user saw, **reproduce** it on a CPU, find the **cause**, apply the **fix**, add the **guard** (a test that
+# would have caught it); every lesson then ends with **exercises**, a check against **upstream** verl's own
+# code, **takeaways** and the **claims table**. The next cell reads every notebook and marks `y` where a section
+# heading names a stage (the course's rule, in `l00_start_here/arc.py`: the heading's label, the part before any
+# colon, uses the stage's word). The table is the arc each lesson really follows: a `-` in the first five
+# columns is a stage that lesson does not have as a section of its own (a dependency-stack lesson has no
+# symptom to reproduce); the last four are in every lesson.
+
+# %%
 from verlstudy.lessons.l00_start_here.arc import arc_table, course_arcs, read_cells
 
 arcs = course_arcs(notebooks_dir())
 print(arc_table(arcs))
 pr_lessons = [a for a in arcs if a.code != "00"]  # this lesson is the tour, not a PR
-claim("lesson notebooks read", len(arcs), expected=len(lessons))
+claim("lesson notebooks read", len(arcs), expected=len(minutes))
 tail = ("exercises", "upstream", "takeaways", "claims table")
 with_tail = sum(all(a.stages[s] is not None for s in tail) for a in pr_lessons)
 claim("PR lessons ending exercises, upstream, takeaways, claims table", with_tail, expected=len(pr_lessons))
 claim("PR lessons whose named stages come in arc order", sum(a.in_order for a in pr_lessons), expected=len(pr_lessons))
 claim("PR lessons naming every stage in a heading", sum(not a.missing for a in pr_lessons), expected=3)
+for a in pr_lessons:
+    print(f"{a.code}: " + (" -> ".join(s for s in a.stages if a.stages[s] is not None)))
 
 # %% [markdown]
 # ## Running the course
@@ -99,14 +244,9 @@ claim("PR lessons naming every stage in a heading", sum(not a.missing for a in p
 # On a GPU or NPU machine, install the torch build for it first, then `verlstudy run --device cuda`
 # (or `npu`). Accelerator cells are optional: on a CPU they print one skip line.
 #
-# `verlstudy doctor` checks what the course needs. In a terminal it also starts the kernel the lessons
-# run on, once, and runs a cell in it (the interpreter it reports and the torch it imports), which
-# takes a few seconds; here `--no-kernel-start` only resolves that kernel, to keep this lesson quick.
-# Its versions differ from machine to machine, so this cell is tagged `nbval-ignore-output`: nbval
-# runs it but does not compare what it prints.
-
-# %% tags=["nbval-ignore-output"]
-print(verlstudy("doctor", "--no-kernel-start"))
+# `verlstudy doctor` checks what the course needs (Python, torch, nbval and papermill, the lessons' kernel, the
+# accelerators it can see, verl): run it in a terminal. It is not run here: it starts a kernel of its own, and
+# its versions differ from machine to machine.
 
 # %% [markdown]
 # ## Parameters, the papermill way
@@ -155,10 +295,12 @@ with expect_error(AssertionError):
 
 # %% [markdown]
 # ## Exercises
-# **0.1** Write `seeded_sample(seed, n)` returning `n` standard-normal draws that are the same for the
-# same seed, *without* moving the global random stream (other cells must not change because you
-# sampled here). Every exercise works the same way: a wrong try names the mistake; stuck, run
-# `exercise_hint("0.1")` for the method (it also shows by itself from the third wrong try on).
+# **0.1** Write `seeded_sample(seed, n)`: it receives an int `seed` (0 to 2**32 - 1) and an int `n` >= 1 and
+# returns a torch tensor of shape `(n,)`, dtype float32, holding the `n` standard-normal draws torch's own
+# random generator makes from `seed`, *without* moving the global random stream (other cells must not change
+# because you sampled here). The checker compares with the reference on several seeds and sizes. Every exercise
+# works the same way: a wrong try names the mistake, the next ones add where to look and then the method;
+# `exercise_hint("0.1")` shows both, `show_solution("0.1")` the solution.
 
 # %% tags=["solution", "exercise-0.1"]
 def seeded_sample(seed: int, n: int) -> torch.Tensor:
@@ -171,9 +313,13 @@ def seeded_sample(seed: int, n: int) -> torch.Tensor:
 check_exercise("0.1", seeded_sample)
 
 # %% [markdown]
-# **0.2** Write `find_unstable(text)` returning the fragments of `text` that would differ between two
-# runs (memory addresses, timings, dates, temporary paths, process ids, local ports), as a list of
-# strings. Stable text gives `[]`.
+# **0.2** Write `find_unstable(text)`: it receives a line of text and returns the fragments that would differ
+# between two runs, each as the whole matched string, in a list (any order; a tuple or a set passes too); stable
+# text gives `[]`. The six kinds, in the forms the checker writes them: a memory address (`0x` and at least 6 hex
+# digits); a duration (a number, maybe with decimals, maybe one space, then `s`, `ms` or `us`); a date
+# `YYYY-MM-DD`, maybe followed by `THH:MM`; a path starting `/tmp/`; a process id (`pid` and its digits after
+# one space); a local port (`127.0.0.1:` or `localhost:` and the digits). A stable number, such as the 3 in
+# "3 steps", is not one. The checker tries named lines, then generated ones.
 
 # %% tags=["solution", "exercise-0.2"]
 import re
@@ -246,23 +392,29 @@ claim("verdict for the stub", verdicts["the stub"][0], expected="not attempted")
 claim("verdict for the unseeded answer", verdicts["no seed at all"][0], expected="not yet right")
 
 # %% [markdown]
-# ## Hints escalate
-# A wrong answer never gets the solution. Its first tries print a **nudge**: the message names the
-# mistake, and a second line points to `exercise_hint("N.M")`. From the third wrong try on
-# (`METHOD_AFTER_TRIES` in `verlstudy.kit.exercises`) the **method**, how to get there, follows as
-# well; `exercise_hint("N.M")` prints it whenever you ask. Here is the unseeded answer checked three
-# times in a row. `demo_tries` holds the output back like `demo_verdict`, and afterwards puts back
-# your own count of wrong tries and your verdict, so the demo costs you nothing.
+# ## Hints climb a ladder, and the solution is one call away
+# A wrong try prints what is wrong, and the hints climb with your wrong tries (`WHERE_AFTER_TRIES` and
+# `METHOD_AFTER_TRIES` in `verlstudy.kit.exercises`):
+# 1. the first names the **mistake**, on the smallest input where your answer goes wrong;
+# 2. the second adds **where to look** (the section, the idea);
+# 3. from the third on, the **method**, as steps in words: never the solution's code or formula.
+#
+# `exercise_hint("N.M")` shows where to look and the method whenever you ask. The reference solution itself comes
+# only through `show_solution("N.M")`, which says what it prints. Every check (and every look at a solution) is
+# appended to an attempt log, one JSON line each, in a hidden folder `.verlstudy/` beside the notebook (see
+# `verlstudy.kit.attempts`). Here is the unseeded answer checked three times in a row; `demo_tries` holds the
+# output back like `demo_verdict`, and afterwards puts back your own tries and verdict, so the demo costs nothing.
 
 # %%
-from verlstudy.kit.exercises import METHOD_AFTER_TRIES
+from verlstudy.kit.exercises import METHOD_AFTER_TRIES, WHERE_AFTER_TRIES
 
 tries = demo_tries("0.1", answers["no seed at all"], tries=METHOD_AFTER_TRIES)
 for number, lines in enumerate(tries, start=1):
     print(f"try {number}:", *lines, sep="\n  ")
-with_method = [any(line.startswith("  method (after") for line in lines) for lines in tries]
-claim("wrong tries that print only the nudge", with_method.count(False), expected=2)
-claim("the try that adds the method", with_method.index(True) + 1, expected=METHOD_AFTER_TRIES)
+where = [any(line.startswith("  where to look") for line in lines) for lines in tries]
+method = [any(line.startswith("  method") for line in lines) for lines in tries]
+claim("the try that adds where to look", where.index(True) + 1, expected=WHERE_AFTER_TRIES)
+claim("the try that adds the method", method.index(True) + 1, expected=METHOD_AFTER_TRIES)
 exercise_hint("0.2")
 
 # %% [markdown]
@@ -309,12 +461,15 @@ upstream_check()
 
 # %% [markdown]
 # ## Takeaways
+# - verl's RL step: rollout, reward, old and reference log-probs, advantages, then the update in mini-batches of
+#   micro-batches; the glossary above holds the words the lessons use.
 # - One registry, one command to run everything, one to test everything.
 # - Every lesson after this one walks symptom, reproduce, cause, fix, guard, exercises, upstream,
 #   takeaways and claims table; the table above, read from the notebooks, shows where one names fewer.
 # - In the student edition your answers start as stubs and no output is stored: "not attempted" until
-#   you write them, then "not yet right" with the mistake named (the method from the third try, or
-#   with `exercise_hint`), or "correct".
+#   you write them, then "not yet right" with the mistake named (where to look from the second try, the
+#   method in words from the third, or both with `exercise_hint`), or "correct"; `show_solution("N.M")`
+#   prints the reference solution when you decide to read it.
 # - Every number in a lesson is a checked claim; every expected failure goes through `expect_error`.
 # - Outputs must be the same on every run: seed, round, and never print addresses, timings or paths.
 

@@ -35,7 +35,7 @@ def good(seed, n):
     [
         (stub, "not attempted", ""),
         (lambda seed, n: torch.randn(n), "not yet right", "different numbers"),
-        (good, "correct", "untouched"),
+        (good, "correct", "named cases"),
     ],
 )
 def test_demo_verdict_gives_each_verdict_and_prints_nothing(capsys, answer, verdict, says):

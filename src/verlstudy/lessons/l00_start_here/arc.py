@@ -123,3 +123,22 @@ def arc_table(arcs: Iterable[LessonArc]) -> str:
     ]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     return "\n".join([*lines, *("| " + " | ".join(r) + " |" for r in rows)])
+
+
+TIME_LINE = re.compile(r"\*\*Time:\*\*\D{0,20}?(\d+)\s*min")
+
+
+def lesson_minutes(notebooks: Path) -> dict[str, int]:
+    """Lesson code -> the minutes its title cell states (`**Time:** N minutes`), for every notebook in the folder."""
+    notebooks = Path(notebooks)
+    if not notebooks.is_dir():
+        raise ValueError(f"notebooks must be a folder of lesson notebooks, got {str(notebooks)!r}")
+    found: dict[str, int] = {}
+    for path in sorted(p for p in notebooks.iterdir() if NOTEBOOK_NAME.match(p.name)):
+        cells = read_cells(path)
+        title = _source(cells[0]) if cells else ""
+        match = TIME_LINE.search(title)
+        if match is None:
+            raise ValueError(f"{path.name}: the title cell states no '**Time:** N minutes'")
+        found[NOTEBOOK_NAME.match(path.name).group(1)] = int(match.group(1))
+    return found
