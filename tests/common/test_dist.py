@@ -172,3 +172,44 @@ def test_a_rank_that_ignores_its_failed_peer_is_stopped_after_the_grace_period()
 def test_grace_must_be_a_positive_number_of_seconds() -> None:
     with pytest.raises(ValueError, match="grace_s must be in"):
         run_local(dist.all_reduce_rank_sum, 2, grace_s=0)
+
+
+# ---------------------------------------------------------------- ranks leave together (no "Connection closed by peer")
+
+
+def test_a_rank_waits_in_the_store_until_every_rank_is_done(tmp_path):
+    import threading
+
+    import torch.distributed as dist
+
+    from verlstudy.common.dist import wait_for_peers
+
+    store = dist.FileStore(str(tmp_path / "store"), 2)
+    left = threading.Event()
+
+    def first_rank():
+        wait_for_peers(store, 2, timeout_s=600)
+        left.set()
+
+    thread = threading.Thread(target=first_rank, daemon=True)
+    thread.start()
+    thread.join(0.5)
+    assert not left.is_set(), "a rank must not leave (destroy its group) while a peer is still working"
+    assert wait_for_peers(dist.FileStore(str(tmp_path / "store"), 2), 2, timeout_s=600) is True
+    assert left.wait(600), "once every rank is done, every rank leaves"
+
+
+def test_a_rank_whose_peer_never_finishes_leaves_after_the_timeout(tmp_path):
+    import torch.distributed as dist
+
+    from verlstudy.common.dist import wait_for_peers
+
+    assert wait_for_peers(dist.FileStore(str(tmp_path / "store"), 2), 2, timeout_s=0.05) is False
+
+
+def test_many_two_rank_gathers_in_a_row_all_succeed():
+    from verlstudy.common.dist import all_reduce_rank_sum, run_local
+
+    for _ in range(10):  # each leaves together: no rank sees its peer's sockets close under it
+        results = run_local(all_reduce_rank_sum, 2, timeout_s=600, collective_timeout_s=60)
+        assert [r.tolist() for r in results] == [[3.0, 3.0], [3.0, 3.0]]

@@ -153,28 +153,59 @@ def _child(
     torch.set_num_threads(1)
     import torch.distributed as dist
 
-    payload: tuple[Any, ...]
+    payload: tuple[Any, ...] | None = None
     try:
+        store = dist.FileStore(store_path, world_size)
         dist.init_process_group(
             "gloo",
-            store=dist.FileStore(store_path, world_size),
+            store=store,
             rank=rank,
             world_size=world_size,
             timeout=timedelta(seconds=collective_timeout_s),
             pg_options=_loopback_options(collective_timeout_s),
         )
         try:
-            payload = ("ok", fn(rank, world_size, *args))
+            _send(conn, ("ok", fn(rank, world_size, *args)), rank)  # the result first: a failed peer cannot delay it
+            payload = ()
+            # Leave together: a rank that destroys its group while a peer still reads from it makes the peer
+            # fail with "Connection closed by peer" though nobody raised (seen under load). The file store,
+            # not the gloo sockets, tells each rank when every rank is done.
+            wait_for_peers(store, world_size, collective_timeout_s)
         finally:
             dist.destroy_process_group()
     except BaseException as e:  # report everything, KeyboardInterrupt included, then exit
-        payload = ("error", type(e).__name__, str(e), traceback.format_exc())
+        if payload is None:
+            payload = ("error", type(e).__name__, str(e), traceback.format_exc())
+    if payload:
+        _send(conn, payload, rank)
+    conn.close()
+
+
+def _send(conn: Connection, payload: tuple[Any, ...], rank: int) -> None:
     try:
         data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as e:  # the return value could not be sent back
         data = pickle.dumps(("error", "PicklingError", f"rank {rank} returned an unpicklable value: {e}", ""))
     conn.send_bytes(data)
-    conn.close()
+
+
+EXITED_KEY = "verlstudy/ranks-done"
+
+
+def wait_for_peers(store: Any, world_size: int, timeout_s: float) -> bool:
+    """Count this rank as done in `store`, then wait until all `world_size` ranks are; True if they all were.
+
+    A peer that failed never counts itself: after `timeout_s` this gives up and returns False (the caller
+    then leaves anyway, and the failure is reported by the peer's own outcome).
+    """
+    done = int(store.add(EXITED_KEY, 1))
+    deadline = time.monotonic() + timeout_s
+    while done < world_size:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+        done = int(store.add(EXITED_KEY, 0))
+    return True
 
 
 def _outcome(rank: int, payload: tuple[Any, ...]) -> tuple[RankOutcome, str]:
