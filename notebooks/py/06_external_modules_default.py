@@ -1,38 +1,18 @@
 # %% [markdown]
 # # 06 · External modules loaded by an environment variable
 #
-# Upstream: [verl PR #7827](https://github.com/verl-project/verl/pull/7827), which set
-# `VERL_USE_EXTERNAL_MODULES=megatron_adaptor` by default in the Ascend A2/A3 images and NPU tests, and its
-# follow-up [verl PR #7886](https://github.com/verl-project/verl/pull/7886), which took it out of the images
-# again.
+# **Upstream:** [verl PR #7827](https://github.com/verl-project/verl/pull/7827) set
+# `VERL_USE_EXTERNAL_MODULES=megatron_adaptor` by default in the Ascend images, so that verl imports
+# `megatron_adaptor` (which patches Megatron for Ascend [NPU](00_start_here.ipynb#NPU)s) whenever verl itself is
+# imported. Two NPU CI jobs still failed, and every other process in those containers was patched whether it
+# wanted it or not; [#7886](https://github.com/verl-project/verl/pull/7886) took the default out again.
 #
-# `megatron_adaptor` patches Megatron so that it runs on Ascend NPUs. #7827 made verl load it in every
-# container, through an environment variable that verl reads when it is imported. Two NPU CI jobs still
-# failed with the variable set, and every other process that imported verl was now patched whether it wanted
-# to be or not.
+# **You will** read verl's hook from the installed source, run it in throwaway subprocesses to see where such a
+# variable acts and where it comes too late, see why an image default is a silent change for everyone, and
+# find a ref pinned differently in two files.
 #
-# **You will learn** in which processes such a variable acts and when it acts too late, why a worker
-# subprocess can stay unpatched even though it inherits the variable, why a default baked into an image
-# is a silent change for everyone, and what to do instead. The same PRs also show the other half of
-# "configuration in many files": refs pinned separately in a Dockerfile, an install script and a CI workflow
-# drift apart, and a small checker finds where.
-#
-# **Time:** 30 minutes. **Assumes:** Python imports (`sys.modules`, `from x import y`), environment
-# variables, subprocesses.
-#
-# **Upstream files cited** (paths inside verl):
-# - `verl/__init__.py`: two top-level statements read `VERL_USE_EXTERNAL_MODULES`, split it on commas and
-#   hand the pieces to `import_external_libs`. They run once, when `verl` is first imported in a process.
-#   The lesson extracts them from the installed verl with `ast` and runs them (line numbers below).
-# - `verl/utils/import_utils.py::import_external_libs`: `importlib.import_module(name)` for each entry, as
-#   given (no stripping of blanks).
-# - `verl/__init__.py`, a few lines further: `VERL_USE_EXTERNAL_PLUGINS` (default `auto`) loads the
-#   `verl.plugins` entry points, also at verl's import.
-# - `docker/ascend/Dockerfile.ascend_9.1.0_a2` and `..._a3`: `ENV VERL_USE_EXTERNAL_MODULES=megatron_adaptor`
-#   added by #7827 and removed by #7886; `.github/workflows/npu_unit_tests.yml` keeps its own job-level
-#   setting.
-# - `tests/special_distributed/run_all.sh` runs `test_megatron_dynamic_cp_features.py`, which imports
-#   `megatron.core` before any verl import (#7886's first example).
+# **Time:** 30 minutes. **Assumes:** Python imports (`sys.modules`, `from x import y`), environment variables,
+# subprocesses. Files and commits are listed under "Sources" at the end.
 #
 # Facts checked against verl 0.9.1.
 
@@ -42,41 +22,12 @@ timeout_s = 20.0  # seconds any one subprocess experiment may take before it is 
 seed = 0
 
 # %%
-import tempfile
-
-from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
-from verlstudy.kit.resources import data_dir
-from verlstudy.common.pins import (
-    env_settings,
-    file_kind,
-    image_env_settings,
-    naming_problems,
-    pins_in_files,
-    pins_table,
-    read_files,
-    ref_drift,
-)
-from verlstudy.kit.devices import pick_device, skip_unless
-from verlstudy.kit.upstream import upstream_cell, verl_version
-from verlstudy.lessons.l06_external_modules.modules_env import (
-    ADAPTOR,
-    ENV_VAR,
-    TOY_SOURCES,
-    ExternalModuleError,
-    Experiment,
-    hook_errors,
-    import_external_modules,
-    lesson_experiments,
-    outcomes_table,
-    parse_module_list,
-    predict_patched,
-    run_experiments,
-    write_toy_packages,
-)
-from verlstudy.lessons.l06_external_modules.upstream import PLUGINS_VAR, env_hook, toy_hook_source, upstream_imports
+from verlstudy.kit.devices import pick_device
+from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.params import check_float, check_int
 from verlstudy.kit.seeding import seed_everything
+from verlstudy.kit.show import upstream_source
 
 dev = pick_device(device)
 timeout_s = check_float("timeout_s", timeout_s, minimum=1.0, maximum=120.0)
@@ -86,12 +37,12 @@ print(f"running on {dev.type}")
 
 # %% [markdown]
 # ## Symptom: the variable was set, and two jobs still ran unpatched
-# #7886 (upstream's own account) lists the two places where `VERL_USE_EXTERNAL_MODULES=megatron_adaptor`,
-# set in the image, did not help: `model_rmpad_ascend` kept failing because its test file imports
-# `megatron.core` before anything imports verl, and `reward_model_vllm_ascend` failed because vLLM's
-# EngineCore/worker subprocesses, started from Ray actors, never import verl at all. And in every other
-# container process that did import verl, the adaptor's patches were applied silently. (What the patch was
-# needed for, per #7886: avoiding an `nvidia_resiliency_ext.__version__` import crash on the NPU stack.)
+# What the patch is for, per #7886: without `megatron_adaptor`, `import megatron.core` itself *crashes* on the NPU
+# stack (an `nvidia_resiliency_ext.__version__` import error the adaptor works around). #7886 (upstream's own
+# account) lists the two places where the image's variable did not help: `model_rmpad_ascend` kept failing
+# because its test file imports `megatron.core` before anything imports verl, and `reward_model_vllm_ascend`
+# failed because, in the PR's words, vLLM's EngineCore/worker subprocesses started from Ray actors "never import
+# verl". And in every other container process that did import verl, the adaptor's patches were applied silently.
 
 # %% [markdown]
 # ### Predict first: exercise 6.1
@@ -102,7 +53,8 @@ print(f"running on {dev.type}")
 #
 # **6.1** Write `parse_modules(value)`, a forgiving parser: the module names in a comma-separated value,
 # with blanks around names stripped and empty entries dropped (an empty value names no modules). The next
-# section shows whether verl itself is that forgiving.
+# section shows whether verl itself is that forgiving. It receives a `str` (blanks may be spaces or tabs) and
+# returns the names in order as a list of strings (a tuple passes too).
 
 # %% tags=["solution", "exercise-6.1"]
 def parse_modules(value: str) -> list[str]:
@@ -115,15 +67,35 @@ check_exercise("6.1", parse_modules)
 
 # %% [markdown]
 # ## How verl reads the variable
-# The hook is not a function we could import: it is a few statements at the top level of `verl/__init__.py`,
-# whose imports (`verl.protocol`) pull in Ray and torch. So we find them in the installed verl's source with
-# `ast` (the statement that reads the variable and those that use what it read) and run them, with
-# upstream's own `import_external_libs`, against an `importlib` that only records the names it is given:
+# verl's own lines, from the installed 0.9.1: the hook at the top level of `verl/__init__.py`, and the function
+# it calls in `verl/utils/import_utils.py`.
+
+# %% tags=["upstream-source", "nbval-ignore-output"]
+_ = upstream_source("__init__.py", None, contains="VERL_USE_EXTERNAL_MODULES", context=3)
+_ = upstream_source("utils/import_utils.py", "import_external_libs")
+
+# %% [markdown]
+# The hook runs once, when `verl` is first imported in a process: it reads the variable, and only if it is
+# non-empty splits it on commas and hands the list to `import_external_libs`, which imports each entry *as
+# given* with `importlib.import_module`. No blank is stripped and no empty entry dropped. The hook is not a
+# function we could import: its module's imports (`verl.protocol`) pull in Ray and torch. So the course finds
+# those statements in the installed source with `ast` and runs them, with upstream's own `import_external_libs`,
+# against an `importlib` that only records the names it is given:
 
 # %%
+from verlstudy.kit.upstream import upstream_cell
+from verlstudy.lessons.l06_external_modules.modules_env import (
+    ENV_VAR,
+    ExternalModuleError,
+    import_external_modules,
+    parse_module_list,
+)
+from verlstudy.lessons.l06_external_modules.upstream import env_hook, upstream_imports
+
+
 def show_upstream_hook() -> None:
     hook = env_hook()
-    print(f"--- {hook.cite()} (verl {verl_version()})\n{hook.code}")
+    print(f"{hook.cite()}: {len(hook.code.splitlines())} statements' lines, run below")
     for value in ("megatron_adaptor", "megatron_adaptor, json", "megatron_adaptor,"):
         print(f"{value!r:26} upstream imports {upstream_imports(value)!r:34} course's parser: {parse_module_list(value)!r}")
     claim("where the hook is", hook.cite(), expected="verl/__init__.py lines 49-52", upstream="verl 0.9.1, found by ast")
@@ -147,14 +119,24 @@ with expect_error(ExternalModuleError, match="megatron_adaptr"):
 # We write three throwaway packages to a temporary folder: `toylib` stands in for `megatron.core` (an
 # attention op, and a model module that uses it), `toylib_adaptor` for `megatron_adaptor` (it replaces the
 # op), and `toyverl` for verl: its `__init__` is upstream's own code, the hook statements and
-# `import_external_libs` taken from the installed verl. Each experiment runs in a fresh `python -I -S`
-# subprocess with a clean environment: no torch, no network, at most `timeout_s`.
+# `import_external_libs` shown above, taken from the installed verl (not printed again). Each experiment runs
+# in a fresh `python -I -S` subprocess with a clean environment: no torch, no network, at most `timeout_s`.
+#
+# **A stand-in, labelled.** In #7886 the unpatched process *crashed* while importing `megatron.core`. The toy
+# shows the same ordering rule with a milder, visible symptom: `toylib/model.py` binds `attention` with
+# `from ... import` when it is imported, so a patch that comes later leaves it unpatched. Both failures have one
+# cause: the patch must run before the library is imported.
 
 # %%
+import tempfile
+
+from verlstudy.lessons.l06_external_modules.modules_env import TOY_SOURCES, write_toy_packages
+from verlstudy.lessons.l06_external_modules.upstream import toy_hook_source
+
 toyverl_source, origin = toy_hook_source()
 for path in ("toylib/ops.py", "toylib/model.py", "toylib_adaptor.py"):
     print(f"--- {path}\n{TOY_SOURCES[path]}")
-print(f"--- toyverl/__init__.py ({origin})\n{toyverl_source}")
+print(f"--- toyverl/__init__.py: {len(toyverl_source.splitlines())} lines, from {origin}")
 scratch = tempfile.TemporaryDirectory(prefix="verlstudy06-")
 root = write_toy_packages(scratch.name, toyverl_source)
 
@@ -163,6 +145,8 @@ root = write_toy_packages(scratch.name, toyverl_source)
 # names) and imports `toyverl`; real `importlib`, but only the toy packages are there to import:
 
 # %%
+from verlstudy.lessons.l06_external_modules.modules_env import hook_errors
+
 values = ["toylib_adaptor, toylib.ops", "toylib_adaptor,"]
 errors = hook_errors(values, root, timeout_s=timeout_s)
 for value, error in zip(values, errors):
@@ -180,7 +164,8 @@ claim("'a,': upstream's hook fails on the empty entry", errors[1], expected="Val
 # **6.2** Write `will_be_patched(imports, env_value)`: given the order in which a process imports
 # `toyverl`, `toylib_adaptor`, `toylib.ops` and `toylib.model`, and the value of `VERL_USE_EXTERNAL_MODULES`
 # (`None` when unset; values hold no blanks), return whether `toylib.model.forward()` ends up patched.
-# `toyverl` runs upstream's hook. The checker compares you with the rule the experiments below measure.
+# `toyverl` runs upstream's hook. `imports` is a list of those module names (each at most once); return a `bool`
+# and leave `imports` unchanged. The checker compares you with the rule the experiments below measure.
 
 # %% tags=["solution", "exercise-6.2"]
 def will_be_patched(imports: list[str], env_value: str | None) -> bool:
@@ -207,6 +192,8 @@ check_exercise("6.2", will_be_patched)
 # explicit import at every entry point. Compare each row with what your `will_be_patched` says:
 
 # %%
+from verlstudy.lessons.l06_external_modules.modules_env import lesson_experiments, outcomes_table, run_experiments
+
 experiments = lesson_experiments()
 outcomes = run_experiments(experiments, root, timeout_s=timeout_s)
 print(outcomes_table(outcomes))
@@ -220,7 +207,7 @@ claim("verl imported first: the library is patched", verl_first.patched)
 claim("library imported first: unpatched, variable set all the same", not library_first.patched,
       upstream="#7886: test_megatron_dynamic_cp_features.py imports megatron.core first (model_rmpad_ascend)")
 claim("worker subprocess inherits the variable and stays unpatched", worker.patched and not worker.worker_patched,
-      upstream="#7886: vLLM EngineCore/worker subprocesses never import verl (reward_model_vllm_ascend)")
+      upstream="#7886 says vLLM EngineCore/worker subprocesses never import verl (reward_model_vllm_ascend)")
 claim("no experiment process imported torch", not any(o.torch_imported for o in outcomes))
 
 # %% [markdown]
@@ -232,6 +219,8 @@ claim("no experiment process imported torch", not any(o.torch_imported for o in 
 # imported, and only at that moment. The rule fits every process above:
 
 # %%
+from verlstudy.lessons.l06_external_modules.modules_env import predict_patched
+
 predicted = [predict_patched(e.imports, e.env_value) for e in experiments]
 print("predicted:", predicted)
 print("measured: ", [o.patched for o in outcomes])
@@ -246,6 +235,9 @@ claim("patched iff the adaptor is imported before the library (all 5 processes)"
 # job-level setting (written for the course, not copied), and one planted ref drift used further down:
 
 # %%
+from verlstudy.common.pins import env_settings, file_kind, read_files
+from verlstudy.kit.resources import data_dir
+
 files = read_files(data_dir() / "deps")
 settings = [s for name, text in files.items() for s in env_settings(text, file_kind(name), name) if s.name == ENV_VAR]
 for s in settings:
@@ -260,8 +252,8 @@ claim("the variable is set in the image and again at job level", [s.scope for s 
 # ## What #7886 changed
 # #7886 removed `ENV VERL_USE_EXTERNAL_MODULES=megatron_adaptor` from `Dockerfile.ascend_9.1.0_a2` and
 # `..._a3` (row 4: no default, nothing patched) and left the job-level opt-in of `npu_unit_tests.yml`
-# untouched. That is all it changed: no code in verl, and no new way to reach the two processes that stayed
-# unpatched. The job-level variable keeps both limits above.
+# untouched. Per its description that is all it changed: no code in verl, and no new way to reach the two
+# processes that stayed unpatched. The job-level variable keeps both limits above.
 
 # %%
 no_default = seen["no default (after #7886)"]
@@ -271,13 +263,26 @@ claim("without the image default nothing is patched", not no_default.patched, up
 # ## The course's advice: import the patch at each entry point
 # What follows is the course's advice, not something #7886 did. A process is patched for sure when its own
 # entry point imports the adaptor before Megatron (row 5). That works where you write the entry point: the
-# trainer's driver, a test file, a Ray actor class that verl defines. The hard case is a process neither you
-# nor verl starts. vLLM's EngineCore and its workers are started by vLLM, inside Ray actors, running vLLM's
-# own entry point (#7886: they never import verl). verl cannot put an import there, and the inherited
-# variable does nothing because nothing in that process reads it. What does run in every process vLLM
-# creates is vLLM's plugin system: entry points in the `vllm.general_plugins` group, loaded by
-# `vllm.plugins.load_general_plugins` (vLLM docs, "Plugin System"). So, in the course's reading, a patch
-# for those processes has to come through vLLM's plugins, not through verl.
+# trainer's driver, a test file, a Ray actor class that verl defines.
+#
+# vLLM's worker processes are started by vLLM, but verl *does* run code in them. verl 0.9.1 hands vLLM a worker
+# extension class, read here from the installed source:
+
+# %% tags=["upstream-source", "nbval-ignore-output"]
+_ = upstream_source("workers/rollout/vllm_rollout/vllm_async_server.py", None, contains="worker_extension_cls",
+                    context=1)
+_ = upstream_source("workers/rollout/vllm_rollout/vllm_async_server.py", "vLLMHttpServer._get_worker_extension_cls")
+
+# %% [markdown]
+# vLLM imports `verl.workers.rollout.vllm_rollout.utils.vLLMColocateWorkerExtension` in every worker process it
+# starts, and importing it first runs `verl/__init__.py`, the hook included. So in 0.9.1 the worker processes do
+# import verl, which #7886's "never import verl" does not describe, and which of its processes crashed is not
+# established here. What verl does not control is *when*: vLLM resolves the extension while it sets the worker
+# up, after its own imports and after its general plugins (entry points in the `vllm.general_plugins` group,
+# loaded first by `vllm.plugins.load_general_plugins`), and a separate EngineCore process that does not load the
+# extension never runs the hook. So, in the course's reading, a patch that must come before Megatron in those
+# processes goes either at the top of the module vLLM imports (verl's worker extension) or through vLLM's
+# earliest hook, its general plugins; the inherited variable helps only as far as verl is imported first.
 
 # %%
 explicit = seen["explicit import at every entry point"]
@@ -291,6 +296,9 @@ claim("an explicit import at each entry point patches driver and worker", explic
 # import verl, after whatever they imported before verl, and never a vLLM worker that does not import verl.
 
 # %%
+from verlstudy.lessons.l06_external_modules.upstream import PLUGINS_VAR
+
+
 def show_plugins_hook() -> None:
     plugins = env_hook(PLUGINS_VAR)
     print(f"--- {plugins.cite()}, first statement:\n{plugins.code.splitlines()[0]}")
@@ -311,6 +319,9 @@ _ = upstream_cell(show_plugins_hook)
 # at the worker's entry point it passes.
 
 # %%
+from verlstudy.common.pins import image_env_settings
+from verlstudy.lessons.l06_external_modules.modules_env import ADAPTOR, Experiment
+
 baked = image_env_settings(files, ENV_VAR)
 print("lint:", [f"{s.file}:{s.line}: ENV {s.name}={s.value}" for s in baked])
 claim("the lint finds the image default (one ENV line)", len(baked), expected=1)
@@ -328,18 +339,24 @@ claim("the worker test fails under the image default and passes with the explici
 # The Ascend stack's refs are written separately into Dockerfiles, install scripts and CI workflows; #7827
 # also corrected the Megatron-LM ref to the tag `core_v0.18.0` (its description). The drift below is
 # planted by the course, not taken from #7827: in our fixtures the Dockerfile has the corrected ref and
-# the install script keeps the old one, to show what a missed file looks like. `verlstudy.common.pins`
+# the install script keeps the old one, to show what a missed file looks like. The old ref `core_r0.18.0` is
+# not a typo: Megatron-LM really has `core_rX.Y.Z` release branches (verl 0.9.1's
+# `models/mcore/model_forward_1f1b_overlap.py` links `blob/core_r0.14.0`). A branch can move after the release,
+# the tag cannot, so pinning the branch is a *policy* finding (branch or tag), the position lessons 05 and 08
+# take too; a ref that breaks a repository's scheme (MindSpeed `core_v...`) is a *naming* finding. `verlstudy.common.pins`
 # parses every `git clone --branch`, `git checkout`, `pip install name==v`, `pip install git+URL@ref` and
 # `actions/checkout` ref out of the three files (lesson 08 builds on this):
 
 # %%
+from verlstudy.common.pins import pins_in_files, pins_table, ref_drift, ref_findings
+
 pins = pins_in_files(files)
 print(pins_table(pins))
 drifts = ref_drift(pins)
 for d in drifts:
     print("DRIFT:", d.describe())
-for problem in naming_problems(pins):
-    print("NAMING:", problem)
+for finding in ref_findings(pins):
+    print("REF:", finding)
 claim("repositories pinned differently in two files", len(drifts), expected=1)
 claim("the drift the course planted: Megatron-LM, Dockerfile vs install script",
       drifts[0].repo == "nvidia/megatron-lm" and drifts[0].refs == ("core_r0.18.0", "core_v0.18.0"))
@@ -356,6 +373,8 @@ claim("the drift the course planted: Megatron-LM, Dockerfile vs install script",
 # verl? (Run `python -c "import megatron.core; import verl"` with the variable set to see row 2 for real.)
 
 # %% tags=["npu"]
+from verlstudy.kit.devices import skip_unless
+
 if skip_unless("npu"):
     import importlib.util
 
@@ -381,10 +400,28 @@ upstream_check()
 #   imports the patched library first, not in a subprocess that never imports the package.
 # - A default in a base image changes every process of every user, silently. #7886 removed it and kept the
 #   job-level opt-in; the course's advice goes further: import a patch explicitly at each entry point that
-#   needs it, before the library. Processes started by another framework (vLLM's workers) need that
-#   framework's own plugin hook, since neither verl nor you write their entry point.
+#   needs it, before the library. Processes started by another framework run verl code only where that
+#   framework imports it (vLLM's workers import verl's `worker_extension_cls`), and late: a patch that must
+#   come first goes at the top of that module or through the framework's earliest hook (vLLM's general plugins).
 # - `VERL_USE_EXTERNAL_PLUGINS` is read at the same moment and has the same limit.
 # - A ref written into several files by hand will drift; parse them and compare (lesson 08 goes further).
+#   Megatron-LM's `core_r0.18.0` is a real branch: branch or tag is a policy choice, not a naming slip.
+
+# %% [markdown]
+# ## Sources
+# Paths inside verl unless named otherwise.
+# - `verl/__init__.py`: the statements that read `VERL_USE_EXTERNAL_MODULES`, split it on commas and hand the
+#   pieces to `import_external_libs` (run once, at verl's first import); a few lines further,
+#   `VERL_USE_EXTERNAL_PLUGINS` (default `auto`) loads the `verl.plugins` entry points.
+# - `verl/utils/import_utils.py::import_external_libs`: `importlib.import_module(name)` per entry, as given.
+# - `verl/workers/rollout/vllm_rollout/vllm_async_server.py`: `worker_extension_cls` in the engine arguments and
+#   `vLLMHttpServer._get_worker_extension_cls` (verl's `vLLMColocateWorkerExtension`, imported by vLLM's workers).
+# - `docker/ascend/Dockerfile.ascend_9.1.0_a2` and `..._a3`: `ENV VERL_USE_EXTERNAL_MODULES=megatron_adaptor` added
+#   by #7827 (read in the fork yellowbee686/verl at 6fc912f07) and removed by #7886;
+#   `.github/workflows/npu_unit_tests.yml` keeps its own job-level setting.
+# - `tests/special_distributed/run_all.sh` runs `test_megatron_dynamic_cp_features.py`, which imports
+#   `megatron.core` before any verl import (#7886's first example).
+# - verl 0.9.1 `verl/models/mcore/model_forward_1f1b_overlap.py` links Megatron-LM `blob/core_r0.14.0`.
 
 # %%
 claims_table()
