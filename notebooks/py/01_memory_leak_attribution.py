@@ -1,39 +1,23 @@
 # %% [markdown]
 # # 01 · Attributing a per-micro-batch memory leak to its allocation site
 #
-# Upstream: [verl PR #7874](https://github.com/verl-project/verl/pull/7874) (the same leak under FSDP
-# with PEFT: [#6699](https://github.com/verl-project/verl/pull/6699)).
+# Upstream: [verl PR #7874](https://github.com/verl-project/verl/pull/7874) (the same leak under
+# [FSDP](00_start_here.ipynb#FSDP) with PEFT: [#6699](https://github.com/verl-project/verl/pull/6699)).
 #
-# Under Megatron pipeline parallelism, the last pipeline stage's memory grew with every micro-batch of
-# a mini-batch (PR #7874: +45 GiB on the last-stage rank, +2.4 GiB elsewhere). The PR names the cause:
-# the stored per-micro-batch `model_output` still had a `grad_fn`, so it pinned its graph, and under
-# 1F1B the graph's input is the buffer Megatron's `p2p_communication.py::create_tensor_recv_prev`
-# allocates fresh for every micro-batch. *How* the site was found is not in the PR thread: the
-# course's digest of the PR says upstream read `torch.cuda.memory._record_memory_history` snapshots
-# (for the FSDP precursor, #6699 does point to memory-history profiling in #6698).
+# **What happened.** Under [Megatron](00_start_here.ipynb#Megatron) pipeline parallelism
+# ([PP](00_start_here.ipynb#PP)) with the [1F1B](00_start_here.ipynb#1F1B) schedule, the last stage's memory
+# grew with every [micro-batch](00_start_here.ipynb#micro-batch) of a [mini-batch](00_start_here.ipynb#mini-batch):
+# +45 GiB on the last-stage rank, +2.4 GiB elsewhere. The PR names the cause: each stored `model_output` still
+# had a `grad_fn`, so it pinned its [autograd graph](00_start_here.ipynb#autograd-graph), whose input is a
+# receive buffer Megatron allocates fresh for every micro-batch (`create_tensor_recv_prev`), about
+# `seq_len x hidden x 2 B` each. The fix, `detach_tree`, detaches what is stored.
 #
-# **You will learn** to *watch* memory grow with the number of micro-batches, *find* the allocation
-# site that holds it with a CPU allocation tracker built like `_record_memory_history`, *test* the
-# mechanism with control experiments (forward only, no pipeline, deeper stages, two real ranks),
-# meet the larger variant (a stored `entropy` the loss never reads, whose bytes scale with S x V),
-# and *see* the fix, upstream's own `detach_tree` on the stored output, flatten the curve without
-# changing a bit of the loss or the gradients.
+# **What you will do.** Watch memory grow on a CPU toy pipeline, find the allocation site with a tracker of
+# the course's own, predict the bytes exactly, run controls and two real ranks, then apply the fix and read
+# verl's own change.
 #
-# **Time:** 60 minutes. **Assumes:** PyTorch autograd (`requires_grad`, `grad_fn`, `.backward()`),
-# what pipeline parallelism and micro-batches are.
-#
-# **Upstream code cited:** `verl/workers/engine/utils.py::detach_tree` and `postprocess_batch_func`;
-# `verl/workers/engine/megatron/transformer_impl.py` (`output["model_output"] = detach_tree(...)`);
-# `verl/workers/engine/base.py::infer_batch` (forward only runs under `torch.no_grad()`);
-# `verl/utils/torch_functional.py::entropy_from_logits`; `verl/trainer/ppo/ray_trainer.py` (when
-# entropy is computed); `verl/workers/utils/losses.py::ppo_loss`; Megatron's
-# `megatron/core/pipeline_parallel/p2p_communication.py::create_tensor_recv_prev` and `schedules.py`
-# (`forward_data_store`, `backward_step`). The toy pipeline, tracker and measurements are the course's
-# own code (`verlstudy.common.memtrace`, `verlstudy.lessons.l01_memory_leak`: `pipeline`, `store`,
-# `measure`, `gloo_ranks`, `upstream`; `verlstudy.common.dist`); upstream's `detach_tree` and
-# `entropy_from_logits` are loaded from the installed verl source and run beside the course's.
-#
-# Facts checked against verl 0.9.1
+# **Time:** 60 minutes. **Assumes:** PyTorch autograd (`requires_grad`, `grad_fn`, `.backward()`).
+# Sources are listed at the end. Facts checked against verl 0.9.1
 
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda"; the tracker runs on CPU, the optional CUDA cell on a GPU
@@ -44,53 +28,62 @@ dtype = "float32"  # "float32" | "bfloat16"
 num_micro_batches = 8  # micro-batches in one mini-batch
 
 # %%
-from pathlib import Path
-
+import matplotlib.pyplot as plt
 import torch
 
-from verlstudy.lessons.l01_memory_leak import pipeline as pl
-from verlstudy.lessons.l01_memory_leak import upstream as up
-from verlstudy.lessons.l01_memory_leak.gloo_ranks import gloo_pipeline_worker, levels_after
-from verlstudy.lessons.l01_memory_leak.measure import (
-    UPSTREAM_CONTROLS,
-    ResidencyError,
-    assert_flat_residency,
-    bytes_by_function,
-    controls_table,
-    measure_controls,
-    measure_entropy,
-    measure_slope,
-)
-from verlstudy.lessons.l01_memory_leak.store import consume_store, graph_leaves
-from verlstudy.kit.exercises import check_exercise, exercise_hint
-from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
-from verlstudy.kit.resources import data_dir
-from verlstudy.kit.devices import pick_device, skip_unless
 from verlstudy.common.dist import run_local
 from verlstudy.common.memtrace import AllocationTracker, bytes_per_step, snapshot_top_sites
-from verlstudy.kit.params import check_choice, check_int
+from verlstudy.kit.claims import claim, claims_table, expect_error
+from verlstudy.kit.devices import skip_unless
+from verlstudy.kit.exercises import check_exercise
 from verlstudy.kit.plots import bar_plot, line_plot
-from verlstudy.kit.seeding import seed_everything
+from verlstudy.kit.resources import data_dir
+from verlstudy.kit.show import show_source, upstream_diff
 from verlstudy.kit.upstream import upstream_cell, verl_version
+from verlstudy.lessons.l01_memory_leak import measure, pipeline as pl, upstream as up
+from verlstudy.lessons.l01_memory_leak.gloo_ranks import gloo_pipeline_worker, levels_after
+from verlstudy.lessons.l01_memory_leak.schedule import plot_schedule
+from verlstudy.lessons.l01_memory_leak.setup import lesson_setup
+from verlstudy.lessons.l01_memory_leak.store import consume_store, graph_leaves
 
-dev = pick_device(device)
-seed = seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
-seq_len = check_int("seq_len", seq_len, minimum=1, maximum=1024)
-hidden = check_int("hidden", hidden, minimum=1, maximum=256)
-dtype = check_choice("dtype", dtype, ("float32", "bfloat16"))
-num_micro_batches = check_int("num_micro_batches", num_micro_batches, minimum=3, maximum=16)
-reset_claims()
-cfg = pl.PipelineConfig(seq_len=seq_len, hidden=hidden, dtype=dtype)
+dev, seed, cfg, num_micro_batches = lesson_setup(device, seed, seq_len, hidden, dtype, num_micro_batches)
 print(cfg)
 
 # %% [markdown]
+# ## 0. The schedule, and where the outputs pile up
+# In 1F1B each stage runs a few forwards to fill the pipe (warm-up), then alternates one forward and one
+# backward (steady state), then drains the remaining backwards (cool-down). A stage holds the graph of every
+# micro-batch whose forward has run and whose backward has not: at most as many as there are stages. The last
+# stage also *stores* each micro-batch's output until the mini-batch ends (Megatron's `forward_data_store`);
+# if a stored output still references its graph, that graph stays too, and the last stage ends up holding one
+# graph per micro-batch. Below, 4 stages and 8 micro-batches (each step one time slot):
+
+# %%
+held = plot_schedule(4, 8)
+claim("1F1B: stage 0 never holds more graphs than there are stages", max(held["stage 0"]), expected=4)
+claim("last stage, fix: at most one graph in flight", max(held["last stage, detach_tree (fix)"]), expected=1)
+claim("last stage, store keeps graphs: one per micro-batch at the end",
+      held["last stage, store keeps graphs (leak)"][-1], expected=8)
+
+# %% [markdown]
+# The toy this lesson runs has two stages in one process. Its whole mechanism is the loop below, in the
+# course's own code: every stage after the first reads its input from a fresh buffer that requires grad (as
+# Megatron's `create_tensor_recv_prev` does), the last stage's `loss_func` returns the loss and a
+# `{"model_output": ...}` dict, and `store_output` appends that dict to the store, detached only with the fix.
+
+# %%
+show_source(pl.create_tensor_recv_prev)
+show_source(pl._run_micro_batch)
+show_source(pl.store_output)
+
+# %% [markdown]
 # ## 1. Symptom: live memory grows with every micro-batch
-# The toy pipeline keeps upstream's structure (see `verlstudy.lessons.l01_memory_leak.pipeline`): two stages; stage 1 receives
-# its input into a fresh `create_tensor_recv_prev` buffer with `requires_grad=True`; the last stage's
-# `loss_func` returns `(loss, {"model_output": {"log_probs": ...}})` with **per-token** log-probs (S values,
-# in a dict like verl's `model_output`); the schedule appends that dict to `forward_data_store` once per micro-batch and only
-# consumes the store when the mini-batch ends. `AllocationTracker` records every storage created
-# while it is active; we read its live bytes after each micro-batch, without and with the fix.
+# The toy of section 0: two stages; stage 1 receives its input into a fresh `create_tensor_recv_prev` buffer
+# with `requires_grad=True`; the last stage's `loss_func` returns `(loss, {"model_output": {"log_probs": ...}})`
+# with **per-token** log-probs (S values, in a dict like verl's `model_output`); the schedule appends that dict
+# to `forward_data_store` once per micro-batch and only consumes the store when the mini-batch ends.
+# `AllocationTracker` (the course's tool) records every storage created while it is active; we read its live
+# bytes after each micro-batch, without and with the fix.
 
 # %% [markdown]
 # ### Predict first: exercise 1.1
@@ -98,10 +91,12 @@ print(cfg)
 # stage? You know the mechanism from the PR (the stored output still has a `grad_fn`, and the last
 # stage's input is a fresh receive buffer that requires grad) and the toy's shapes from above.
 # **1.1** Write `predict_leak(seq_len, hidden, itemsize)`: the bytes one leaking micro-batch leaves alive
-# on the last stage. The checker runs the pipeline with three configurations (different S, H, dtype,
-# depth) and compares your number with the measured slope. A wrong answer's message names the mistake;
-# from the third wrong try the checker adds the method, and `exercise_hint("1.1")` prints it whenever
-# you ask.
+# on the last stage. It receives three ints: S (tokens per micro-batch), H (hidden size) and the bytes per
+# element of the dtype (4 for float32, 2 for bfloat16; the checker also tries 1 and 8). Return an **int**
+# (a float is refused, even a whole one). The checker compares your number with the bytes the tracker
+# measures per micro-batch, on named cases and then on generated sizes. A wrong answer's message names the
+# mistake; the second wrong try adds where to look, the third the method in words; `exercise_hint("1.1")`
+# shows both whenever you ask.
 
 # %% tags=["solution", "exercise-1.1"]
 def predict_leak(seq_len: int, hidden: int, itemsize: int) -> int:
@@ -114,6 +109,13 @@ def predict_leak(seq_len: int, hidden: int, itemsize: int) -> int:
 
 # %% tags=["checker", "exercise-1.1"]
 check_exercise("1.1", predict_leak)
+
+# %% [markdown] tags=["after-you-try-1.1"]
+# **After you try 1.1** (open once you have run the checker)
+#
+# Three parts stay per micro-batch: the receive buffer (a graph leaf the stored output still reaches), the
+# gradient backward wrote into that buffer's `.grad`, and the stored per-token output itself. Sections 3 and
+# 3b measure each of them by allocation site.
 
 # %% [markdown]
 # Now the measurement, with this notebook's S, H and dtype (the parameters cell):
@@ -151,8 +153,11 @@ claim("the fixed run grows more slowly", fix_slope < leak_slope)
 # helper that keeps something per micro-batch. Write `find_growth_site(tracker, run_micro_batch)`: each
 # call of `run_micro_batch` runs one more micro-batch inside the active `tracker`; return the *function
 # name* that allocates what keeps growing. Careful: the first micro-batch also makes one-off
-# allocations (parameter gradients) that are not growth. The checker tries three pipelines;
-# `exercise_hint("1.2")` prints the method if you are stuck.
+# allocations (parameter gradients) that are not growth. Your function receives an active
+# `AllocationTracker` and a function of no arguments; return the name as a **str** (for example
+# `"loss_func"`), not a `Site` and not its label. The checker tries pipelines with a score cache, an
+# activation log or nothing planted, at several sizes; `exercise_hint("1.2")` shows where to look and the
+# method if you are stuck.
 
 # %% tags=["solution", "exercise-1.2"]
 def find_growth_site(tracker, run_micro_batch):
@@ -169,12 +174,19 @@ def find_growth_site(tracker, run_micro_batch):
 # %% tags=["checker", "exercise-1.2"]
 check_exercise("1.2", find_growth_site)
 
+# %% [markdown] tags=["after-you-try-1.2"]
+# **After you try 1.2** (open once you have run the checker)
+#
+# Growth is what one more micro-batch leaves alive. A marker set after the first micro-batch hides its
+# one-off allocations; the largest site of what the next micro-batch left is the leak. Section 2 reads this
+# lesson's leak the same way.
+
 # %% [markdown]
 # ## 2. Root cause, step 1: which allocation site holds the memory?
-# The course's digest of the PR says upstream read the allocation stacks of a
-# `_record_memory_history` snapshot (the PR thread itself names only the site). Our tracker keeps the
-# same thing on CPU: each live storage with the Python stack that created it (torch's own frames
-# trimmed). Here are the sites of what the **last** micro-batch allocated and is still alive after it
+# The PR names the site; it does not say how it was found (the course's
+# [digest](00_start_here.ipynb#digest) says upstream read `torch.cuda.memory._record_memory_history`
+# snapshots; the PR thread does not). The course's tool for the same job on CPU is `AllocationTracker`: each
+# live storage with the Python stack that created it (torch's own frames trimmed). Here are the sites of what the **last** micro-batch allocated and is still alive after it
 # finished, then the full stack of the biggest one.
 
 # %%
@@ -207,7 +219,7 @@ predicted = pl.predicted_leak_bytes(cfg)
 for name, nbytes in predicted.items():
     print(f"  predicted {nbytes:>6} B  {name}")
 claim("predicted = measured bytes per micro-batch (exact)", int(leak_slope), expected=sum(predicted.values()), unit="B")
-claim("each named part is a tracker site, byte for byte", bytes_by_function(leak_sites) == pl.predicted_leak_sites(cfg))
+claim("each named part is a tracker site, byte for byte", measure.bytes_by_function(leak_sites) == pl.predicted_leak_sites(cfg))
 del stored, buffers
 
 # %% [markdown]
@@ -226,8 +238,8 @@ del stored, buffers
 
 # %%
 bf16 = pl.config_with(cfg, dtype="bfloat16")
-bf16_slope, bf16_sites, _ = measure_slope(bf16, 4, seed=seed)
-bf16_parts = bytes_by_function(bf16_sites)
+bf16_slope, bf16_sites, _ = measure.measure_slope(bf16, 4, seed=seed)
+bf16_parts = measure.bytes_by_function(bf16_sites)
 print(f"bfloat16, S={bf16.seq_len}, H={bf16.hidden}: {bf16_parts}")
 claim("bfloat16: receive buffer per micro-batch = the PR's S x H x 2 B", bf16_parts["create_tensor_recv_prev"],
       expected=bf16.seq_len * bf16.hidden * 2, unit="B", upstream="seq_len_per_cp_rank x hidden x 2B (#7874)")
@@ -248,9 +260,9 @@ claim("mini-batch end: live bytes once the merged store is dropped", tracker.liv
 
 # %% [markdown]
 # ## 4. Controls: when does it *not* leak?
-# Upstream separated the cases with control runs (the course's digest gives the figures). We repeat
-# them, measuring bytes per micro-batch:
-# - **forward only** (how verl computes old log-probs: `infer_batch` runs under `torch.no_grad()`):
+# The course's digest of #7874 says upstream ran control runs (forward only, PP=1); the PR text does not.
+# The course runs its own controls, measuring bytes per micro-batch:
+# - **forward only** (how verl computes [old log-probs](00_start_here.ipynb#old-log-prob): `infer_batch` runs under `torch.no_grad()`):
 #   no graph is built, so nothing but the outputs can be pinned. verl 0.9.1's old-log-prob pass also
 #   asks for entropy (`ray_trainer.py::_compute_old_log_prob` sets `calculate_entropy=True`), so we run
 #   it both with log-probs only and with log-probs + entropy;
@@ -260,28 +272,30 @@ claim("mini-batch end: live bytes once the merged store is dropped", tracker.liv
 # - **more layers per stage**: backward frees the saved activations, so depth must not matter.
 
 # %%
-controls = measure_controls(cfg, 4, layers=(2, 4), seed=seed)  # the slope is exact from 4 micro-batches
-bar_plot(controls, title="Bytes retained per micro-batch", ylabel="bytes")
-print(controls_table(controls))
+controls = measure.measure_controls(cfg, 4, layers=(2, 4), seed=seed)  # the slope is exact from 4 micro-batches
+fig = bar_plot(controls, title="Bytes retained per micro-batch (log scale)", ylabel="bytes", show=False)
+fig.axes[0].set_yscale("log")  # the outputs-only runs keep ~1/60 of the leak: invisible on a linear axis
+fig.axes[0].set_ylim(bottom=100)
+fig.axes[0].tick_params(axis="x", labelrotation=30, labelsize=8)
+fig.tight_layout()
+plt.show()
+print(measure.controls_table(controls))
 own = cfg.seq_len * cfg.itemsize
 claim("forward only keeps only the outputs", controls["forward only"], expected=own, unit="B")
 claim("forward only + entropy keeps two per-token outputs", controls["forward only + entropy"], expected=2 * own,
-      unit="B", upstream=UPSTREAM_CONTROLS["forward only + entropy"])
-claim("PP=1 keeps only the outputs", controls["PP=1"], expected=own, unit="B", upstream=UPSTREAM_CONTROLS["PP=1"])
+      unit="B")
+claim("PP=1 keeps only the outputs", controls["PP=1"], expected=own, unit="B")
 claim("retained bytes do not depend on depth", controls["2 layers/stage"] == controls["4 layers/stage"] == int(leak_slope))
-claim("upstream's quoted ratio, forward only : PP=1", 0.76 / 0.31, expected=2.45, atol=0.005)
 
 # %% [markdown]
-# **What the toy shows, and what it cannot.** The digest gives upstream's two figures, forward only
-# about 0.76 MiB and PP=1 about 0.31 MiB per micro-batch, but no reason for the order. In the toy both
-# controls keep only their stored outputs, so an order can only come from *what* is stored: with
-# verl 0.9.1's settings (entropy in the forward-only pass; none in training at the default
-# `entropy_coeff: 0` of `trainer/config/actor/actor.yaml`),
-# forward only stores two per-token tensors and PP=1 one, exactly 2 : 1. That is the course's reading,
-# not upstream's stated reason. The toy cannot show the rest of upstream's 2.45 : 1, which depends
-# on the token counts of each pass's micro-batches and on dtypes the digest does not give. Two things
-# the controls do establish here: with no graph (forward only) or no fresh leaf (PP=1), nothing beyond
-# the outputs stays; and the leak does not grow with depth.
+# **What the toy shows, and what it cannot.** The course's digest gives two control figures, forward only
+# about 0.76 MiB and PP=1 about 0.31 MiB per micro-batch; they are not in the PR's text, they are shown
+# in the table's last column for reference only, and no claim here rests on them. In the toy both controls
+# keep only their stored outputs. With verl 0.9.1's settings (entropy in the forward-only pass; none in
+# training at the default `entropy_coeff: 0` of `trainer/config/actor/actor.yaml`), forward only stores two
+# per-token tensors and PP=1 one: that is what the toy measures, not an explanation of the digest's
+# figures. What the controls do establish: with no graph (forward only) or no fresh leaf (PP=1), nothing
+# beyond the outputs stays; and the leak does not grow with depth.
 
 # %% [markdown]
 # ### 4b. The larger variant: a stored output the loss never reads
@@ -289,9 +303,10 @@ claim("upstream's quoted ratio, forward only : PP=1", 0.76 / 0.31, expected=2.45
 # part of the graph backward *visits*: outputs the loss uses. verl #7166 (FSDP engine) reports the
 # general case: for a loss that does not backward through every tensor stored in `model_output`, the
 # untraversed entries keep their autograd graphs, and the tensors saved for backward, alive for the
-# whole mini-batch. Megatron-LM's own report is one such case (ISEEKYAN/Megatron-LM#177, a port of
-# verl-project/Megatron-LM#32): under CP>1, log-probs gathered through a differentiable all-gather are
-# off the loss's backward path, and the cp=0 last-stage rank grew by about 0.5 GB per micro-batch.
+# whole mini-batch. A report in a Megatron-LM fork is one such case (ISEEKYAN/Megatron-LM#177, in that
+# fork's `lite` runtime, a port of verl-project/Megatron-LM#32): under [CP](00_start_here.ipynb#CP)>1,
+# log-probs gathered through a differentiable all-gather are off the loss's backward path, and the cp=0
+# last-stage rank grew by about 0.5 GB per micro-batch.
 #
 # The toy's last stage can also compute per-token entropy with the formula of verl's
 # `entropy_from_logits` (logsumexp(z) - sum(softmax(z) * z)) and store it in `model_output`:
@@ -301,17 +316,17 @@ claim("upstream's quoted ratio, forward only : PP=1", 0.76 / 0.31, expected=2.45
 #   never reaches that graph, so it keeps what it saved, the logits and the softmax, S x V each.
 
 # %%
-entropy_rows = measure_entropy(cfg, 4, vocabs=(cfg.vocab, 2 * cfg.vocab), seed=seed)
+entropy_rows = measure.measure_entropy(cfg, 4, vocabs=(cfg.vocab, 2 * cfg.vocab), seed=seed)
 bar_plot(entropy_rows, title="Bytes retained per micro-batch, entropy in model_output", ylabel="bytes")
 s_, v_, isz = cfg.seq_len, cfg.vocab, cfg.itemsize
 claim("entropy in the loss: only its own S values more", entropy_rows["entropy in the loss"] - int(leak_slope),
       expected=s_ * isz, unit="B")
 claim("entropy stored, unread: + logits and softmax (2 x S x V) + 2 x S", entropy_rows[f"entropy stored, V={v_}"]
       - int(leak_slope), expected=2 * s_ * v_ * isz + 2 * s_ * isz, unit="B",
-      upstream="log-probs off the loss path: ~0.5 GB per micro-batch on the cp=0 rank (Megatron-LM#177)")
+      upstream="log-probs off the loss path: ~0.5 GB per micro-batch on the cp=0 rank (ISEEKYAN/Megatron-LM#177)")
 claim("doubling V adds another 2 x S x V per micro-batch", entropy_rows[f"entropy stored, V={2 * v_}"]
       - entropy_rows[f"entropy stored, V={v_}"], expected=2 * s_ * v_ * isz, unit="B")
-pp1_sites = bytes_by_function(measure_slope(pl.config_with(cfg, pp_size=1), 3, entropy="stored", seed=seed)[1])
+pp1_sites = measure.bytes_by_function(measure.measure_slope(pl.config_with(cfg, pp_size=1), 3, entropy="stored", seed=seed)[1])
 print("PP=1, entropy stored, survivors by site:", pp1_sites)
 claim("it needs no pipeline: at PP=1 the sites are as predicted", pp1_sites == pl.predicted_leak_sites(
       pl.config_with(cfg, pp_size=1), "stored"))
@@ -390,13 +405,28 @@ claim("with detach_tree the steady step is the stored output only", {y - x for x
 
 # %% [markdown]
 # ## 6. The fix: detach what is stored
-# verl's fix (#7874) calls `verl/workers/engine/utils.py::detach_tree` on `model_output` where each
-# engine stores it (in Megatron's engine: `output["model_output"] = detach_tree(model_output)`): a
-# tensor that requires grad is detached (same data, no `grad_fn`), anything else comes back as is.
-# Backward is unaffected because it runs on the separately returned, still-attached loss. The toy's
-# fix uses the course's `verlstudy.common.trees.detach_tree` (lesson 02); the cell after this one
-# stores upstream's own. The stored outputs keep their own S x itemsize bytes per micro-batch and
-# nothing else; the loss and every gradient are bit-identical.
+# Here is verl's own change, read at run time from the installed releases (0.9.0, before #7874, and 0.9.1):
+# the new `detach_tree` in `verl/workers/engine/utils.py`, and the Megatron engine's store line.
+
+# %% tags=["upstream-source", "nbval-ignore-output"]
+upstream_diff("workers/engine/utils.py", "detach_tree")
+upstream_diff("workers/engine/megatron/transformer_impl.py", None, contains='output["model_output"] = detach_tree')
+
+# %% [markdown]
+# **Reading it.** `detach_tree` is new in 0.9.1. A tensor that requires grad comes back detached (same data,
+# no `grad_fn`); any other tensor comes back as the same object; dicts, lists and tuples are rebuilt around
+# their detached contents; anything else comes back as is. Its docstring states this lesson's mechanism in
+# upstream's own words: every backend keeps one output entry per micro-batch until
+# `postprocess_batch_func` consumes it, and under Megatron 1F1B the pinned graph's input is a fresh P2P
+# receive buffer, `p2p_communication.py::create_tensor_recv_prev`. It also says why gradients do not change:
+# backward runs on the separately returned live loss. In the Megatron engine, the line that put
+# `model_output` into the per-micro-batch output (what reaches `forward_data_store`) now wraps it in
+# `detach_tree`, with a comment pointing there. (The same diff shows a second `model_output` line, a
+# `routed_experts` write into the *merged* output after the schedule; lesson 02 reads it.)
+#
+# The toy's fix uses the course's `verlstudy.common.trees.detach_tree` (lesson 02); the cell after the next
+# stores upstream's own. The stored outputs keep their own S x itemsize bytes per micro-batch and nothing
+# else; the loss and every gradient are bit-identical.
 
 # %%
 fix_sites = fix_tracker.top_sites(5, since=fix_run.marks[-1])
@@ -436,19 +466,21 @@ upstream_cell(fix_with_upstream_detach_tree)
 # ## 7. The guard: a test that would have caught it
 # CI cannot assert absolute GPU memory, but it can assert the *shape* of residency on CPU: per
 # micro-batch, only the stored outputs' own bytes may stay alive. The guard passes with the fix and,
-# without it, fails naming the site. This guard is the course's; upstream pins the mechanism with
-# #6699's weakref test (`tests/workers/test_engine_forward_step_detach_on_cpu.py`) and the four engine
-# call sites with #7874's AST check (both in lesson 02).
+# without it, fails naming the site. This guard is the course's. Upstream's regression test for this leak is
+# #6699's weakref test (`tests/workers/test_engine_forward_step_detach_on_cpu.py`, commit dbbf0853f), which
+# lesson 02 rebuilds; the course's digest of #7874 also mentions a static check of the four engine call
+# sites, but no such test is in verl 0.9.1 (lesson 02 builds the course's own).
 
 # %%
-print("with the fix:", assert_flat_residency(cfg, 3), "bytes per micro-batch")
-with expect_error(ResidencyError, match="create_tensor_recv_prev"):
-    assert_flat_residency(cfg, 3, detach_outputs=False)
+print("with the fix:", measure.assert_flat_residency(cfg, 3), "bytes per micro-batch")
+with expect_error(measure.ResidencyError, match="create_tensor_recv_prev"):
+    measure.assert_flat_residency(cfg, 3, detach_outputs=False)
 
 # %% [markdown]
 # ## 8. Reading upstream's own numbers with the same tool
 # In #6699 (FSDP + PEFT), `memory_allocated` read 24.8, 37.9, ~50 and 64 GiB at micro-batch 250, 300,
-# 350 and 400, then OOM; upstream estimated ~0.27 GiB per micro-batch. These are upstream's figures,
+# 350 and 400, then OOM; upstream estimated ~0.27 GiB per micro-batch (the docstring of #6699's test). These
+# are upstream's figures,
 # quoted, not measured here; the least-squares slope of them agrees with their estimate.
 
 # %%
@@ -461,8 +493,8 @@ claim("slope of #6699's quoted memory figures", upstream_slope, expected=0.27, r
 # ## 9. Exercises
 # Both exercises came before the sections that answer them: **1.1** (predict the leak) before section 1
 # measured it and section 3 explained it part by part, **1.2** (find a planted leak) before section 2
-# attributed this one. Any still "not yet right"? Go back to it now: `exercise_hint("1.N")` prints the
-# method, and the sections since then show the reasoning.
+# attributed this one. Any still "not yet right"? Go back to it now: `exercise_hint("1.N")` prints where to
+# look and the method, and the sections since then show the reasoning.
 
 # %% [markdown]
 # ## 10. The same view from a CUDA memory snapshot
@@ -500,7 +532,7 @@ if skip_unless("cuda"):
     for site in gpu_sites:
         print(f"{site.bytes:>8} B  x{site.count}  {site.label()}")
     claim("CUDA snapshot: create_tensor_recv_prev holds one buffer per micro-batch",
-          bytes_by_function(gpu_sites).get("create_tensor_recv_prev", 0),
+          measure.bytes_by_function(gpu_sites).get("create_tensor_recv_prev", 0),
           expected=4 * cfg.seq_len * cfg.hidden * cfg.itemsize, unit="B")
     del gpu_run, gpu_model
 
@@ -525,16 +557,34 @@ upstream_check()
 #   S x H x 2 B buffer, plus a gradient the toy keeps too). For a stored output the loss never reads
 #   (an unread `entropy`, #7166's condition), backward never visits its graph, so its saved tensors
 #   stay as well: S x V per tensor, the larger variant, and it needs no pipeline.
-# - Attribute before you fix: allocation stacks (`_record_memory_history` on GPU, per the course's
-#   digest of the PR; a `TorchDispatchMode` tracker on CPU) named `create_tensor_recv_prev`, and the
-#   bytes matched a prediction exactly.
+# - Attribute before you fix: the course's allocation tracker (a `TorchDispatchMode` on CPU; on a GPU,
+#   `_record_memory_history` snapshots read by the same code) named `create_tensor_recv_prev`, the site the
+#   PR names, and the bytes matched a prediction exactly.
 # - Controls narrow the mechanism down: forward only and PP=1 keep only outputs, depth does not
 #   matter, and only the rank that stores outputs grows (stage 0's sawtooth against the last stage's
-#   staircase). The toy does not reproduce upstream's forward-only vs PP=1 figures; it shows one
-#   reason for their order (what each pass stores), which is the course's reading.
+#   staircase). The forward-only and PP=1 figures the course's digest quotes are not reproduced or used.
 # - The fix detaches at the store, and upstream's own `detach_tree` does exactly what the course's
 #   does: both variants flatten to the stored outputs, the loss and gradients do not change by a
 #   single bit. Lesson 02 shows what happens when the detach goes in the wrong place.
+
+# %% [markdown]
+# ## Sources
+# - verl PR [#7874](https://github.com/verl-project/verl/pull/7874) (the figures +45 GiB / +2.4 GiB, the site
+#   `create_tensor_recv_prev`, `seq_len_per_cp_rank x hidden x 2B`) and
+#   [#6699](https://github.com/verl-project/verl/pull/6699) (commit dbbf0853f: the FSDP + PEFT figures, the test
+#   `tests/workers/test_engine_forward_step_detach_on_cpu.py`); issue #7166 (stored outputs the loss never reads);
+#   ISEEKYAN/Megatron-LM#177 (a fork's `lite` runtime).
+# - verl 0.9.1 (installed; 0.9.0 for the diffs): `verl/workers/engine/utils.py::detach_tree` and
+#   `postprocess_batch_func`; `verl/workers/engine/megatron/transformer_impl.py` (the store line);
+#   `verl/workers/engine/base.py::infer_batch` (forward only under `torch.no_grad()`);
+#   `verl/utils/torch_functional.py::entropy_from_logits`; `verl/trainer/ppo/ray_trainer.py` (when entropy is
+#   computed); `verl/workers/utils/losses.py::ppo_loss`; `verl/trainer/config/actor/actor.yaml`.
+# - Megatron-LM (NVIDIA/Megatron-LM, read at commit 00c2c0ad): `megatron/core/pipeline_parallel/p2p_communication.py`,
+#   where `_communicate` defines `create_tensor_recv_prev()`, a `torch.empty(recv_prev_shape,
+#   requires_grad=True, ...)` made for every receive; `schedules.py` (`forward_data_store`, `backward_step`).
+# - The course's own code: `verlstudy.common.memtrace` (the tracker), `verlstudy.common.dist`,
+#   `verlstudy.lessons.l01_memory_leak` (`pipeline`, `schedule`, `store`, `measure`, `gloo_ranks`, `upstream`).
+#   What only the course's [digest](00_start_here.ipynb#digest) of the PRs says is labelled so above.
 
 # %%
 claims_table()

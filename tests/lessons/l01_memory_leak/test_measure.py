@@ -9,7 +9,7 @@ import pytest
 from verlstudy.common.memtrace import Site, snapshot_top_sites
 from verlstudy.lessons.l01_memory_leak import pipeline as pl
 from verlstudy.lessons.l01_memory_leak.measure import (
-    UPSTREAM_CONTROLS,
+    DIGEST_CONTROLS,
     ResidencyError,
     assert_flat_residency,
     bytes_by_function,
@@ -56,8 +56,8 @@ def test_measure_controls_and_their_table() -> None:
     }
     table = controls_table(controls).splitlines()
     assert table[0].startswith("| run | ours") and len(table) == 2 + len(controls)
-    assert table[3] == f"| forward only | {own} | - |"
-    assert table[4] == f"| forward only + entropy | {2 * own} | {UPSTREAM_CONTROLS['forward only + entropy']} |"
+    assert table[4] == f"| forward only + entropy | {2 * own} | - |"
+    assert table[3] == f"| forward only | {own} | {DIGEST_CONTROLS['forward only']} |"
     assert table[2] == f"| leak (PP=2, 1 layer/stage) | {leak} | - |"
     assert controls_table({"x": 1}, {"x": "theirs"}).splitlines()[2] == "| x | 1 | theirs |"
     with pytest.raises(ValueError, match="non-empty dict"):

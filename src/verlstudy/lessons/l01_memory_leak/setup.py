@@ -1,0 +1,30 @@
+"""Lesson 01's parameters, validated in one call (the notebook's set-up cell)."""
+
+from __future__ import annotations
+
+import torch
+
+from verlstudy.kit.claims import reset_claims
+from verlstudy.kit.devices import pick_device
+from verlstudy.kit.params import check_choice, check_int
+from verlstudy.kit.seeding import seed_everything
+from verlstudy.lessons.l01_memory_leak.pipeline import PipelineConfig
+
+
+def lesson_setup(
+    device: object, seed: object, seq_len: object, hidden: object, dtype: object, num_micro_batches: object
+) -> tuple[torch.device, int, PipelineConfig, int]:
+    """Check every parameter (a bad one raises naming it and what is allowed), seed, reset the claims.
+
+    Returns (device, seed, the pipeline's config, num_micro_batches).
+    """
+    dev = pick_device(device)
+    seed = seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
+    cfg = PipelineConfig(
+        seq_len=check_int("seq_len", seq_len, minimum=1, maximum=1024),
+        hidden=check_int("hidden", hidden, minimum=1, maximum=256),
+        dtype=check_choice("dtype", dtype, ("float32", "bfloat16")),
+    )
+    n = check_int("num_micro_batches", num_micro_batches, minimum=3, maximum=16)
+    reset_claims()
+    return dev, seed, cfg, n
