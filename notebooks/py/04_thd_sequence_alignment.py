@@ -1,39 +1,20 @@
 # %% [markdown]
 # # 04 · Aligning packed (THD) sequence lengths for SP and CP
 #
-# Upstream: [verl PR #7702](https://github.com/verl-project/verl/pull/7702).
+# **Upstream.** [verl PR #7702](https://github.com/verl-project/verl/pull/7702). verl feeds a batch of sequences of
+# different lengths as one packed ([THD](00_start_here.ipynb#THD)) tensor. Its vision-language (VLM) path pads the
+# `input_ids` into a rectangle `[B, L]`; with Megatron's sequence parallelism ([SP](00_start_here.ipynb#SP)) the
+# activations `[S, B, H]` are then scattered along S over the [TP](00_start_here.ipynb#TP) ranks, which needs
+# `S % tp == 0`. The PR reports that the fused forward path with dynamic batch size and SP crashed when the longest
+# length did not divide by TP; its fix pads at the model's entry to a multiple of `tp*cp*2 if cp > 1 else tp` (with
+# [CP](00_start_here.ipynb#CP)), and both forward paths use that one function.
 #
-# verl feeds a batch of sequences of different lengths as a *jagged* (packed, "THD") tensor. Its
-# vision-language (VLM) path pads the `input_ids` into a rectangle `[B, L]` before the model. With
-# Megatron's sequence parallelism (SP) on, the activations `[S, B, H]` are then scattered along S over
-# the tensor-parallel (TP) ranks, which needs `S % tp == 0`. PR #7702 reports that the VLM path padded
-# to the longest sequence and nothing more, so the fused forward path with dynamic batch size and SP
-# crashed when that length did not divide by TP. Its fix pads at the model's entry to a multiple of
-# `tp*cp*2 if cp > 1 else tp`, and the fused path reuses that same function.
+# **You will** read verl's change (0.9.0 -> 0.9.1) on screen, make the scatter fail and pass with verl's own
+# function, derive `tp*cp*2` from the [zigzag](00_start_here.ipynb#zigzag) split and see it drawn, predict the packed
+# length, see what a wrong mask does, and write the guard tests #7702 lacked.
 #
-# **You will learn** what a jagged batch, its offsets and `cu_seqlens` are; how an unaligned length
-# crashes the SP scatter, by running verl 0.9.0's and 0.9.1's own padding function; where `tp*cp*2`
-# comes from (zigzag context parallelism, CP); why zigzag balances causal attention work; how verl's THD
-# path treats labels and outputs (they are never padded to `[B, L]`); and how to test all of it.
-#
-# **Time:** 40 minutes. **Assumes:** tensor shapes, causal attention, what tensor parallelism is.
-#
-# **Upstream files cited** (paths inside verl):
-# - `verl/models/mcore/util.py::build_vlm_attn_mask_thd`: jagged `input_ids` -> padded ids and a bool
-#   mask. In verl 0.9.0 it pads to the longest length; in 0.9.1 (after #7702) it pads that length up to
-#   `tp_size * cp_size * 2 if cp_size > 1 else tp_size`, like its sibling `build_vlm_attn_mask_bshd`.
-# - Same file: `preprocess_thd_engine` packs nested tensors (ids, labels) into one THD row (section 5);
-#   `postprocess_thd_engine` unpacks a model output back to the original lengths;
-#   `preprocess_bshd_engine` pads labels for the BSHD format, to `forced_max_seqlen` when given.
-# - `verl/models/mcore/model_forward.py::gptmodel_forward_model_engine` and
-#   `verl/models/mcore/model_forward_fused.py::fused_forward_model_engine`: for vision models both call
-#   `build_vlm_attn_mask_thd(input_ids, pad_token_id)` in 0.9.1 (in 0.9.0 the fused one called
-#   `input_ids.to_padded_tensor(pad_token_id)` itself).
-# - Megatron-LM `megatron/core/tensor_parallel/mappings.py::_split_along_first_dim`: asserts "First
-#   dimension of the tensor should be divisible by tensor parallel size".
-#
-# Facts checked against verl 0.9.1 and 0.9.0. The mechanism code (`verlstudy.lessons.l04_thd.thd`, `.toy`)
-# is the course's own; the cells marked "upstream" run verl's own functions from its source.
+# **Time:** 40 minutes. **Assumes:** tensor shapes, causal attention, what tensor parallelism is. Sources are
+# listed at the end.
 
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu": where the toy model of section 6 runs
@@ -44,43 +25,37 @@ hidden = 16  # toy model width
 vocab_size = 32
 
 # %%
+from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
+from verlstudy.kit.devices import pick_device
+from verlstudy.kit.seeding import seed_everything
+from verlstudy.lessons.l04_thd.setup import check_parameters
+
+dev = pick_device(device)
+p = check_parameters(seed, tp, cp, hidden, vocab_size)
+seed, tp, cp, hidden, vocab_size = p["seed"], p["tp"], p["cp"], p["hidden"], p["vocab_size"]
+seed_everything(seed)
+reset_claims()
+
+# %% [markdown]
+# The lesson's tools: the course's padding, splitting and toy model, verl's own functions loaded beside them
+# (`up`), and the kit's helpers that show code.
+
+# %%
 import torch
 import torch.nn.functional as F
 
-from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
-from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise, exercise_hint
-from verlstudy.kit.params import check_int
 from verlstudy.kit.plots import line_plot
-from verlstudy.kit.seeding import seed_everything
+from verlstudy.kit.show import show_source, upstream_diff
 from verlstudy.kit.upstream import upstream_cell
 from verlstudy.lessons.l04_thd import upstream as up
+from verlstudy.lessons.l04_thd.pictures import plot_zigzag
 from verlstudy.lessons.l04_thd.thd import (
-    align_size,
-    aligned_length,
-    causal_work,
-    cu_seqlens,
-    imbalance,
-    minimal_align_size,
-    pack_sequences,
-    pad_nested,
-    pad_nested_unaligned,
-    padding_needed,
-    plot_packing,
-    rank_positions,
-    seq_lengths,
-    shard_lengths,
-    sp_scatter,
+    align_size, aligned_length, causal_work, cu_seqlens, imbalance, minimal_align_size, pack_sequences, pad_nested,
+    pad_nested_unaligned, padding_needed, plot_packing, rank_positions, seq_lengths, shard_lengths, sp_scatter,
 )
 from verlstudy.lessons.l04_thd.toy import TinyLM, fused_logprobs, thd_logprobs, unfused_logprobs
-
-dev = pick_device(device)
-seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
-tp = check_int("tp", tp, minimum=1, maximum=8)
-cp = check_int("cp", cp, minimum=1, maximum=4)
-hidden = check_int("hidden", hidden, minimum=1, maximum=1024)
-vocab_size = check_int("vocab_size", vocab_size, minimum=2, maximum=100_000)
-reset_claims()
 
 # %% [markdown]
 # ## 1. Packed sequences: jagged tensors, offsets, cu_seqlens
@@ -116,9 +91,30 @@ claim("padded positions hold the pad id", bool((padded[~mask] == 0).all()))
 # ## 2. The crash, with verl's own function
 # Padded to the longest sequence, 9 tokens, the ids go into a model with SP at TP=2. PR #7702 describes
 # what follows: the embeddings are flattened to Megatron's `[S, B, H]` and scattered along S, and
-# Megatron's `_split_along_first_dim` asserts. 9 rows cannot be split into 2 equal halves. The course's
-# `sp_scatter` is a stand-in for that scatter: it raises the same assertion (an `AssertionError`).
+# Megatron's `scatter_to_sequence_parallel_region` asserts (in `_split_along_first_dim`). 9 rows cannot be split
+# into 2 equal halves. **The course's `sp_scatter` is a stand-in for that scatter** (Megatron needs a GPU process
+# group here): it raises the same assertion message, as an `AssertionError`.
 #
+# **The change, verl's own lines.** `build_vlm_attn_mask_thd` (verl/models/mcore/util.py), 0.9.0 -> 0.9.1:
+#
+# %% tags=["upstream-source", "nbval-ignore-output"]
+upstream_diff("models/mcore/util.py", "build_vlm_attn_mask_thd")
+
+# %% [markdown]
+# Read it top to bottom. 0.9.0 padded with `to_padded_tensor(pad_token_id)`, which pads to the longest sequence.
+# 0.9.1 asks Megatron's `mpu` for the TP and CP sizes, computes `align_size = tp_size * cp_size * 2 if cp_size > 1
+# else tp_size`, rounds the longest length up to it, and pads to `(batch_size, max_seqlen)`; the mask still marks
+# each row's first `seqlen` positions. One more change sits in this diff: 0.9.0 returned **no mask on
+# [NPU](00_start_here.ipynb#NPU)** (`if is_npu_available: return input_ids_rmpad, None`); 0.9.1 removed that branch,
+# so [Ascend](00_start_here.ipynb#Ascend) now gets the mask too (the BSHD sibling `build_vlm_attn_mask_bshd` still
+# returns None on NPU). We read the two releases; which commit between them removed the branch we have not seen.
+#
+# The course's `pad_nested` is the same rule in a few lines:
+
+# %%
+show_source(pad_nested)
+
+# %% [markdown]
 # **Upstream.** The next cell loads `build_vlm_attn_mask_thd` from verl 0.9.0 (before #7702) and from
 # 0.9.1 (after), with a stand-in for Megatron's `mpu` that answers TP=2, CP=1, pads the same batch with
 # both, and hands each result to the mock scatter; then it compares 0.9.1's with the course's `pad_nested`.
@@ -156,8 +152,9 @@ with expect_error(AssertionError, match="divisible by tensor parallel size"):
 # %% [markdown]
 # With context parallelism the toy fails even earlier: the course's zigzag split (section 4) refuses a
 # length that does not divide by `2*cp`. That error is the course's toy's own, not a reported upstream
-# failure. verl's THD engine packs with `preprocess_thd_engine` (verl/models/mcore/util.py), whose
-# alignment already includes the `2*cp` factor; this lesson does not establish what
+# failure. verl's THD engine packs with `preprocess_thd_engine` (verl/models/mcore/util.py), whose alignment,
+# with its default `cp_layout="zigzag"`, already includes the `2*cp` factor (the `"contiguous"` layout aligns to
+# `tp*cp`); this lesson does not establish what
 # upstream's VLM path did with CP before #7702.
 
 # %%
@@ -173,8 +170,8 @@ with expect_error(ValueError, match="2*cp"):
 #   `pad = (align - L % align) % align`. The outer `% align` gives an aligned length 0, not a whole block.
 #
 # The PR's example is "4026 tokens, TP=2". As written it is inconsistent: 4026 is even, so at TP=2 the
-# scattered S would divide by 2. The PR does not say which S the bridge scattered (the batch's longest
-# length, after image tokens), so the table below only shows which settings would need padding.
+# scattered S would divide by 2. The PR does not say which S the bridge scattered (which tensor is scattered
+# depends on Megatron-Bridge's packing path), so the table below only shows which settings would need padding.
 
 # %%
 cases = [(4026, 2, 1), (4027, 2, 1), (4026, 4, 1), (4026, 1, 2), (4026, 2, 2), (9, 2, 1), (9, tp, cp)]
@@ -233,6 +230,15 @@ claim("contiguous imbalance near (2cp-1)/cp", imbalance(work["contiguous"]),
       expected=(2 * work_cp - 1) / work_cp, rtol=1e-3)
 
 # %% [markdown]
+# The picture: one aligned sequence of 24 tokens at TP=3, CP=2 (align 12). Colour is the CP rank that holds a
+# position, the digit the TP rank whose SP slice it falls in on that CP rank. Rank 0 holds chunks 0 and 3, rank 1
+# chunks 1 and 2; each rank's 12 tokens are cut into 3 slices of 4, and on rank 0 one slice spans both of its
+# chunks. That is why the whole length must divide by `tp*cp*2`: `2*cp` equal chunks, and `S/cp` divisible by tp.
+
+# %%
+plot_zigzag(24, 3, 2)
+
+# %% [markdown]
 # Each zigzag rank still scatters its `S/cp` tokens over TP. With the aligned length every
 # (cp rank, tp rank) gets a whole, equal slice:
 
@@ -246,11 +252,16 @@ claim("every (cp, tp) rank gets an equal whole slice", {n for row in shards for 
 # ### Predict first: exercise 4.1
 # **4.1 Predict a length.** verl's THD engine packs a micro-batch into one row, and section 5 runs it.
 # Before it does, write `my_packed_length(lengths, tp, cp)`: the packed row's total length over all CP
-# ranks (`cu_seqlens_padded[-1]`, no FP8 padding, no length bucket) for sequences of `lengths` tokens. It
+# ranks (`cu_seqlens_padded[-1]`, default zigzag layout, no FP8 padding, no length bucket) for sequences of
+# `lengths` tokens. It
 # is not the `[B, L]` size of the VLM ids. Think about what the SP scatter and the zigzag split need when
 # one row holds several sequences, each attending only to itself. Work one case by hand first: `[7, 5, 9]`
-# at TP=2, CP=2. A wrong answer's message names the mistake; from the third wrong try the checker adds the
-# method, and `exercise_hint("4.1")` prints it whenever you ask.
+# at TP=2, CP=2.
+#
+# **Receives** a list of ints (the sequence lengths, >= 1) and two ints `tp`, `cp`; **returns** an int (a float,
+# even a whole one, is refused). Leave the list as it was. A wrong answer's message names the mistake; the second
+# try adds where to look, the third the method in words (`exercise_hint("4.1")`); `show_solution("4.1")` prints
+# the solution.
 
 # %% tags=["solution", "exercise-4.1"]
 def my_packed_length(lengths: list[int], tp: int, cp: int) -> int:
@@ -292,9 +303,11 @@ def upstream_thd_path() -> None:
 upstream_cell(upstream_thd_path)
 
 # %% [markdown]
-# So the ids and the labels have different shapes by design: the engine hands the model both, plus the
-# packed row's description (`packed_seq_params`), and the model's side turns the `[B, L]` ids back into
-# that packed row (PR #7948 calls this the VLM's dense conversion and Megatron-Bridge's repacking). A
+# So the ids and the labels have different shapes by design. verl converts the ids to `[B, L]` (what PR #7948
+# calls the "dense VLM conversion"), hands the model those ids plus the packed row's description
+# (`packed_seq_params`), and Megatron-Bridge's model repacks the `[B, L]` ids into that packed row ("Megatron-Bridge
+# repacking"). The labels are packed separately: the fused path passes them to the model, the unfused path to
+# the logits processor after it. A
 # real length bug of this path was fixed later (0.9.1's `build_vlm_attn_mask_thd` takes no THD metadata):
 # [PR #7948](https://github.com/verl-project/verl/pull/7948) reports that with `pad_to_length_bucket` the
 # THD engine advertised a bucketed length (2560 tokens in its example) while the VLM's dense conversion
@@ -364,6 +377,33 @@ print(f"tp=2, cp=2: contiguous split moves {moved} of {wrong.numel()} log-probs,
 claim("a contiguous split changes log-probs of the toy at tp=2, cp=2", moved > 0)
 
 # %% [markdown]
+# **What a wrong mask does.** In this padded path every pad comes *after* its sequence's real tokens, so causal
+# attention already keeps a real token from seeing a pad: the toy (like a causal model with right padding) does
+# not need the mask inside attention. The mask's job is to read the outputs back: `logp[mask]` takes the real
+# positions, in THD order, to meet the packed labels. Hand the toy a mask shifted one position to the right, or
+# one that also marks the alignment pads as real, and nothing raises: the shapes still fit, but log-probs are
+# read from the wrong positions.
+
+# %%
+def shifted_mask(ids, pad_id, t, c):
+    padded, mask = pad_nested(ids, pad_id, t, c)
+    return padded, mask.roll(1, dims=1)  # the same count per row, one position late
+
+
+def pads_marked_real(ids, pad_id, t, c):
+    padded, mask = pad_nested(ids, pad_id, t, c)
+    return padded, torch.ones_like(mask)
+
+
+with torch.no_grad():
+    wrong_mask = {name: unfused_logprobs(model_dev, ids_dev, labels_dev, tp, cp, pad_fn=fn)
+                  for name, fn in (("shifted by one", shifted_mask), ("pads marked real", pads_marked_real))}
+for name, got in wrong_mask.items():
+    moved_mask = int((got - reference).abs().gt(1e-4).sum())
+    print(f"mask {name}: {got.numel()} log-probs, {moved_mask} of them differ from the THD reference, no error")
+    claim(f"a mask {name} silently changes log-probs", moved_mask > 0)
+
+# %% [markdown]
 # ## 7. Where labels do meet the padded length: BSHD with `forced_max_seqlen`
 # In the BSHD format the labels *are* padded to a rectangle: 0.9.1's `preprocess_bshd_engine` pads them
 # to `forced_max_seqlen` when the caller gives one (its docstring: the mini-batch's longest length), then
@@ -417,6 +457,11 @@ claim("the suspect split holds every row exactly once (S=16, cp=2)", sorted(held
 # have caught it: `my_split_guard(split_fn, seq_len, cp)` calls `split_fn(torch.arange(seq_len), cp, rank)`
 # for every rank and raises `AssertionError` (with a message) unless each rank holds exactly the rows
 # zigzag gives it, in order. It must pass the correct split and catch this one and other plausible bugs.
+#
+# **Receives** `split_fn(rows, cp, rank) -> rows of that rank` (a 1-D tensor in, a 1-D tensor out), `seq_len` (a
+# multiple of `2*cp`) and `cp`; **returns** None when the split is right, **raises** `AssertionError` otherwise (any
+# other exception is a bug in the guard). The checker hands it right splits written two ways and eight wrong ones,
+# some wrong on one rank only.
 
 # %% tags=["solution", "exercise-4.2"]
 def my_split_guard(split_fn, seq_len: int, cp: int) -> None:
@@ -439,6 +484,11 @@ check_exercise("4.2", my_split_guard)
 # choose, and raises `AssertionError` unless its output would survive the SP scatter and the zigzag split,
 # its mask marks exactly the real tokens, and the real tokens stay in place. It must pass
 # `build_vlm_attn_mask_thd` as 0.9.1 has it and fail 0.9.0's; pick your cases so that it does.
+#
+# **Receives** `pad_fn`; **returns** None when the padding is safe, **raises** `AssertionError` otherwise. A padding
+# longer than the least aligned length is still safe (the checker hands your guard one); the checker also hands it
+# nine wrong paddings, among them some that are right on one-sequence batches or on even `tp` only, and some whose
+# lengths are right but whose tokens are not where they were.
 
 # %% tags=["solution", "exercise-4.3"]
 def my_padding_guard(pad_fn) -> None:
@@ -491,8 +541,8 @@ upstream_check()
 # ## Takeaways
 # - A packed (THD) batch is values + offsets (`cu_seqlens`); padding it to `[B, L]` adds a mask.
 # - Megatron's SP scatter needs `S % tp == 0` and asserts otherwise. verl 0.9.0's `build_vlm_attn_mask_thd`
-#   padded to the longest length (9 here: the scatter fails); 0.9.1's pads to the alignment (10: it
-#   passes). The PR's "4026 tokens, TP=2" is inconsistent as written: 4026 is even.
+#   padded to the longest length (9 here: the mock scatter fails); 0.9.1's pads to the alignment (10: it
+#   passes), and no longer skips the mask on NPU. The PR's "4026 tokens, TP=2" is inconsistent as written: 4026 is even.
 # - Zigzag CP (`2*cp` chunks, rank r gets r and `2*cp-1-r`) balances causal work exactly; with it the
 #   length must divide by `tp*cp*2` (upstream's rule; the least is `lcm(2cp, tp*cp)`).
 # - In verl's THD path only the VLM ids take the `[B, L]` shape; labels are packed per sequence by
@@ -501,6 +551,26 @@ upstream_check()
 #   length bug (#7948) was a bucketed THD length against the unpadded dense one.
 # - Test the layout, not just the shapes: a split that holds every row once can still be wrong (4.2),
 #   and a padding guard needs an unaligned longest length and a case with CP (4.3).
+
+# %% [markdown]
+# ## Sources
+# Facts checked against verl 0.9.1 (installed) and 0.9.0 (`.venv/verl-releases/0.9.0`). Paths inside verl:
+# - `verl/models/mcore/util.py::build_vlm_attn_mask_thd`: jagged `input_ids` -> padded ids and a bool mask; 0.9.0
+#   pads to the longest length and returns no mask on NPU, 0.9.1 pads up to `tp*cp*2 if cp > 1 else tp` like its
+#   sibling `build_vlm_attn_mask_bshd` (which still returns None on NPU).
+# - Same file: `preprocess_thd_engine` packs nested tensors into one THD row (aligned per sequence; `cp_layout`
+#   `"zigzag"` by default, `"contiguous"` aligns to `tp*cp`), `postprocess_thd_engine` unpacks;
+#   `preprocess_bshd_engine` pads labels to `forced_max_seqlen` when given.
+# - `verl/models/mcore/model_forward.py::gptmodel_forward_model_engine` and
+#   `verl/models/mcore/model_forward_fused.py::fused_forward_model_engine`: both call
+#   `build_vlm_attn_mask_thd(input_ids, pad_token_id)` in 0.9.1 (in 0.9.0 the fused one padded the ids itself).
+# - Megatron-LM `megatron/core/tensor_parallel/mappings.py`: `scatter_to_sequence_parallel_region` ->
+#   `_split_along_first_dim`, which asserts "First dimension of the tensor should be divisible by tensor parallel
+#   size".
+# - PRs: #7702 (the fix), #7948 (the bucketed THD length against the dense conversion).
+#
+# The padding, splits, pictures and toy model are the course's own (`verlstudy.lessons.l04_thd`); the cells marked
+# "upstream" run verl's own functions from its source with stand-ins for Megatron (`upstream.py`).
 
 # %%
 claims_table()

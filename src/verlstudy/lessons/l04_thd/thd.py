@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Literal
 
 import matplotlib.figure
+import matplotlib.patches
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.colors import ListedColormap
@@ -231,8 +232,11 @@ def plot_packing(lengths: Sequence[int], tp: int, cp: int, show: bool = True) ->
     apply_style()
     fig, ax = plt.subplots(figsize=(6.0, 0.5 + 0.35 * len(lengths)))
     ax.imshow(grid.numpy(), cmap=ListedColormap(COLORS[:3]), vmin=0, vmax=2, aspect="auto")
-    ax.set(title="real tokens | pad to longest | pad for TP/CP alignment", xlabel="position", ylabel="sequence")
+    ax.set(title=f"padded batch at tp={tp}, cp={cp}", xlabel="position", ylabel="sequence")
     ax.grid(False)
+    keys = ("real token", "pad to the longest", "pad for TP/CP alignment")
+    handles = [matplotlib.patches.Patch(color=c, label=k) for c, k in zip(COLORS[:3], keys, strict=True)]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     fig.tight_layout()
     print(text)
     if show:

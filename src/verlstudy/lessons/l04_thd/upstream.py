@@ -3,8 +3,11 @@
 `verl/models/mcore/util.py` imports Megatron at the top, so its functions are loaded from source
 (`verlstudy.kit.upstream.load_upstream`) into a namespace where `FakeParallelState` answers for
 `megatron.core.parallel_state` (the TP/CP sizes and the CP rank a cell sets) and `FakePackedSeqParams`
-for Megatron's `PackedSeqParams` (it only stores its fields). Nothing else is stubbed: the padding,
-packing and unpacking are upstream's code as released.
+for Megatron's `PackedSeqParams` (it only stores its fields). Also replaced: `is_npu_available` (False: the
+GPU/CPU branch, which also makes `preprocess_for_mindspeed` return early), the module logger (quiet), and
+`_packed_seq_params_supports` (False: an older Megatron without `cp_partition_mode`);
+`_PACKED_SEQ_PARAMS_HAS_CP_PARTITION_MODE` and `ContextParallelLayout` are supplied. The padding, packing and
+unpacking bodies are upstream's code as released.
 """
 
 from __future__ import annotations
