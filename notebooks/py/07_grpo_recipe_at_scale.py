@@ -37,8 +37,10 @@
 #   Megatron-core's `megatron/core/optimizer/optimizer_config.py` and `cpu_offloading/README.md` (what
 #   `optimizer_cpu_offload`, `optimizer_offload_fraction`, `use_precision_aware_optimizer` do).
 # - The recipe itself: `examples/ascend_extras/grpo_trainer/run_glm5_2_megatron.sh`, a bash script
-#   outside the wheel, read at commit `89dad2d7`; `data/recipes/glm52_grpo_7788.yaml` is the course's
-#   transcription of its numbers.
+#   outside the wheel, read from the fork yellowbee686/verl at commit `89dad2d7` (a fork's copy of the file
+#   #7788 added; no copy on verl-project/verl is stored; later fork copies, e.g. zhtmike/verl@946020df, add
+#   #7836's `checkpoint.strict=False` and change the header's Megatron-LM ref but set the same numbers);
+#   `data/recipes/glm52_grpo_7788.yaml` is the course's transcription of its numbers.
 #
 # Facts checked against verl 0.9.1. All code here is our own (`verlstudy.lessons.l07_grpo_recipe.parallel`, `verlstudy.lessons.l07_grpo_recipe.grpo`);
 # `tests/test_grpo.py` compares our loss and advantages with upstream's functions when verl is installed.
@@ -112,7 +114,8 @@ for section in ("cluster", "train", "rollout", "batch", "algorithm", "rollout_co
 # and its MoE expert weights in `edp` replicas; each is sharded by the parallel sizes that apply to it
 # (which of TP, PP, CP, EP and ETP apply to which is the question). **7.1** Write
 # `my_dp_sizes(world, tp, pp, cp, ep, etp)` returning `(dp, edp)`, or raising `ValueError` when either
-# does not come out whole. Then try a layout of your own on 512 devices that does not divide, and read
+# does not come out whole. All six arguments are positive ints; return two ints (a tuple or a list), never
+# floats. Then try a layout of your own on 512 devices that does not divide, and read
 # `ParallelLayout`'s error. A wrong answer's message names the mistake; from the third wrong try the
 # checker adds the method, and `exercise_hint("7.1")` prints it whenever you ask.
 
@@ -281,7 +284,8 @@ claim("#7788 rollout: host 14 B/param (grads freed)", mib["#7788"]["rollout host
 #
 # **7.2** Write `my_token_loss(ratio, advantage, clip_low, clip_high, clip_c)`: verl's per-token loss as
 # plain Python floats: PPO's pessimistic clipped loss, the ratio clipped to `[1 - clip_low, 1 + clip_high]`,
-# and verl's dual clip, which bounds the loss of a negative-advantage token by `clip_c`.
+# and verl's dual clip, which bounds the loss of a negative-advantage token by `clip_c`. It receives five
+# Python floats (`clip_c` > 1) and returns one number (a float; a one-element tensor passes too).
 
 # %% tags=["solution", "exercise-7.2"]
 def my_token_loss(ratio: float, advantage: float, clip_low: float, clip_high: float, clip_c: float) -> float:
@@ -298,7 +302,9 @@ check_exercise("7.2", my_token_loss)
 
 # %% [markdown]
 # **7.3** Write `my_advantages(rewards)` for one group (a list of floats): GRPO's normalised
-# advantages, with the unbiased std and epsilon 1e-6, and no NaN when every reward is the same.
+# advantages, with the unbiased std and epsilon 1e-6, and no NaN when every reward is the same. It receives a
+# list of at least two floats, which it must not change, and returns one float per reward, in order (a list, a
+# tuple, a numpy array or a tensor of them).
 
 # %% tags=["solution", "exercise-7.3"]
 def my_advantages(rewards: list[float]) -> list[float]:
@@ -386,10 +392,16 @@ claim("c=10 dual-clips fewer tokens than c=3", recipe_loss.pg_clipfrac_lower < d
 #   the response mask when pi_rollout / pi_train leaves [0.6, 1.6], i.e. when the inference engine and
 #   the trainer disagree too much about it.
 # - `rollout_is=token`, threshold 2.0, `rollout_is_batch_normalize=true`: each token's loss is weighted by
-#   min(pi_train / pi_rollout, 2), divided by the mean weight over the response
-#   (`compute_rollout_correction_weights`; the mean is taken before rejection).
+#   min(pi_old / pi_rollout, 2), and every weight is divided by the mean of those weights over *all response
+#   tokens of the batch the function is given* (`compute_rollout_correction_weights`: `masked_mean`, or
+#   `distributed_masked_mean` across ranks where `torch.distributed` is initialised; the mean is taken before
+#   rejection). With the recipe's settings (not bypass mode) verl computes it once per step on the driver, over
+#   the whole step's batch (64 prompts x 8), before the mini-batch split (`ray_trainer.py` ->
+#   `compute_rollout_correction_and_add_to_batch`). Our toy batch plays that batch: one batch mean, the
+#   single-rank case.
 # - `use_kl_loss`, `kl_loss_coef=0.002`, `kl_loss_type` left at verl's default `low_var_kl`: plus
-#   0.002 x the token-mean k3 estimate of KL to the reference model (`losses.py::ppo_loss`).
+#   0.002 x the token-mean k3 estimate of KL to the reference model (added as `losses.py::ppo_loss` adds the
+#   terms; the comparison below runs `compute_policy_loss_vanilla`, `kl_penalty` and `agg_loss`, not `ppo_loss`).
 #
 # On the same toy batch, with engine log-probs that drift from the trainer's (std 0.3) and a reference
 # policy (std 0.2), term by term:
@@ -481,7 +493,30 @@ claim(f"clip-higher ends with more entropy on all {robustness_seeds} further see
 # sample the ratio stays 1 and no clip ever binds (`tests/test_grpo.py` checks that). DAPO (Yu et al.,
 # 2025, which named clip-higher) reports the effect on real LLM training; the bandit shows its
 # mechanism, not its size.
-#
+
+# %% [markdown]
+# ### What else the recipe sets, briefly
+# The script (yellowbee686/verl@89dad2d7) sets more than this lesson computes. In one line each, what and why:
+# - **DSA attention**: `experimental_attention_variant="dsa"` with `use_dsa_absorb`, `dsa_indexer_use_sparse_loss`,
+#   `dsa_indexer_loss_coeff=0`, the fused lightning-indexer and sparse-flash-attention kernels and
+#   `dsa_grouped_recompute`. GLM-5 uses DeepSeek-style sparse attention: a small "indexer" picks which earlier
+#   tokens each token attends to; a coefficient of 0 means the indexer gets no loss of its own during RL.
+# - **Fused kernels**: `use_fused_rmsnorm=True` and `use_fused_swiglu` replace two elementwise layers by one NPU
+#   kernel each: less memory traffic, same maths.
+# - **Recompute**: `recompute_granularity=full`, `recompute_method=uniform`, `recompute_num_layers=1`: activations
+#   are not kept for backward but recomputed layer by layer, trading compute for memory at 8k-token sequences.
+# - **R3 router replay**: `router_replay.mode=R3` with `rollout.enable_rollout_routing_replay=True`: the trainer
+#   replays the experts the inference engine's [router](00_start_here.ipynb#router) chose, so both compute the
+#   same [MoE](00_start_here.ipynb#MoE) path for a token ([R3](00_start_here.ipynb#R3); lesson 03 builds it).
+# - **Dummy rollout weights**: `rollout.load_format='dummy'`: the inference engine starts with random weights and
+#   receives the actor's by weight sync before the first rollout, so the checkpoint is read once, by the trainer;
+#   `rollout.calculate_log_probs=True` makes the engine return the log-probs the rollout correction above needs.
+
+# %%
+claim("the fixture stores the recipe's router replay mode", recipe["algorithm"]["router_replay"], expected="R3",
+      upstream="yellowbee686/verl@89dad2d7 run_glm5_2_megatron.sh: router_replay.mode=R3")
+
+# %% [markdown]
 # ## 7. Guard
 # The guards are the validations above (a layout, a rollout, a layout string or a batch that does not
 # divide is a `ValueError` naming the numbers) and the tests: `tests/test_parallel.py` pins the recipe's
@@ -523,8 +558,9 @@ upstream_check()
 # ## Takeaways
 # - Dense and expert weights divide the same devices differently: `dp = world / (tp*cp*pp)` = 8 and
 #   `edp = world / (etp*ep*pp)` = 1 for #7788; check both before launching, and remember that edp = 1
-#   leaves the expert optimizer state unsharded, which is why the recipe keeps all optimizer state on
-#   the host (`optimizer_cpu_offload`, fraction 1) and offloads the weights during rollout.
+#   leaves the expert optimizer state unsharded; the recipe keeps all optimizer state on the host
+#   (`optimizer_cpu_offload`, fraction 1) and offloads the weights during rollout (the PR gives no reason;
+#   that the unsharded expert state drives it is the course's reading).
 # - Rollout has its own layout (8 replicas of TP8 x DP8, EP = 64 = tp*dp).
 # - The layout string must place exactly `num_layers` on exactly `pp` stages; #7788's stages are uneven
 #   (4 layers on the loss stage) for reasons the PR does not state.

@@ -5,7 +5,10 @@ Facts from verl 0.9.1 (written here from scratch, not copied):
   (the trainer's recomputed log-prob over the inference engine's), clamped to +-20.
   ``compute_rollout_correction_weights`` with ``rollout_is="token"`` and a single threshold
   (truncated IS): weight = min(exp(log_ratio), threshold), 0 on padding, detached; with
-  ``rollout_is_batch_normalize`` divided by its masked mean over the (un-rejected) response mask.
+  ``rollout_is_batch_normalize`` divided by their masked mean over all response tokens of the batch passed in
+  (the original mask, before rejection; ``distributed_masked_mean`` across ranks where torch.distributed is
+  initialised). In the recipe's decoupled mode that batch is the whole step's batch, on the driver; here it is
+  the toy batch (the single-rank case).
   ``compute_rollout_rejection_mask`` with ``token_k1`` and ``"lower_upper"``: keeps a token when
   ``-log_ratio`` lies in [log lower, log upper], i.e. pi_rollout / pi_train in [lower, upper].
   ``compute_rollout_correction_and_rejection_mask`` computes both from the same original mask.

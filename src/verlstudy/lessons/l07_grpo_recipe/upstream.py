@@ -144,7 +144,10 @@ def recipe_loss_functions() -> dict[str, Callable]:
 
 
 def upstream_recipe_loss(logp, old_logp, rollout_logp, ref_logp, advantages, mask) -> dict[str, object]:
-    """The #7788 loss by upstream's functions, wired as verl 0.9.1 wires them (ray_trainer, then losses.ppo_loss)."""
+    """The #7788 loss by upstream's functions, wired as verl 0.9.1 wires them.
+
+    ray_trainer, then the sum losses.ppo_loss forms (ppo_loss itself is not run).
+    """
     fns = recipe_loss_functions()
     log_ratio = old_logp - rollout_logp  # rollout_corr_helper: log(pi_train / pi_rollout)
     weights, _ = fns["compute_rollout_correction_weights"](log_ratio, mask, "token", 2.0, True)
@@ -244,7 +247,8 @@ def check_recipe_loss_cell(batch: tuple[torch.Tensor, ...], ours: RecipeLoss) ->
         ours.total,
         rtol=1e-5,
         digits=4,
-        upstream="verl 0.9.1 verl/workers/utils/losses.py::ppo_loss",
+        upstream="verl 0.9.1 core_algos.py compute_policy_loss_vanilla + kl_penalty + agg_loss, added as "
+        "losses.py::ppo_loss adds them (ppo_loss itself not run)",
     )
 
 
