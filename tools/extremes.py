@@ -105,7 +105,7 @@ def _depends_on(bound: tuple[ast.expr, ast.expr, dict[str, str]]) -> set[str]:
 
 def _evaluate(expr: ast.expr, variables: dict[str, str], values: dict[str, object]) -> object:
     namespace = {var: values[param] for var, param in variables.items() if param in values}
-    return eval(compile(ast.Expression(expr), "<bound>", "eval"), {"__builtins__": {}}, namespace)
+    return eval(compile(ast.Expression(expr), "<bound>", "eval"), {"__builtins__": {"max": max, "min": min}}, namespace)
 
 
 def corners(lesson: registry.Lesson) -> list[tuple[str, dict[str, object]]]:

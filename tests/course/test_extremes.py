@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tools import extremes
@@ -32,3 +33,23 @@ def test_the_weekly_job_runs_the_corners():
     jobs = yaml.safe_load((ROOT / ".github/workflows/course.yml").read_text())["jobs"]
     assert any(step.get("run") == "make extremes" for step in jobs["newest-verl"]["steps"])
     assert not any("extremes" in step.get("run", "") for step in jobs["test"]["steps"])
+
+
+def test_a_bound_computed_from_another_parameter_gets_its_mixed_corners():
+    found = dict(extremes.corners(registry.get_lesson(3)))
+    assert found["minimum"]["num_experts"] == 2 and found["minimum"]["topk"] == 1
+    assert found["maximum"]["topk"] == 63, "topk's maximum is num_experts - 1, evaluated at the corner"
+    assert found["topk low, num_experts high"] == {"num_experts": 64, "topk": 2}
+    assert found["n_tokens low, num_experts high"] == {"num_experts": 64, "n_tokens": 8}
+
+
+@pytest.mark.parametrize(
+    ("n_tokens", "hidden", "num_experts", "topk", "refused"),
+    [(8, 2, 2, 1, "16 <= n_tokens"), (32, 8, 64, 1, "2 <= topk <= 63")],
+)
+def test_lesson_03_refuses_the_corners_where_a_claim_did_not_hold(n_tokens, hidden, num_experts, topk, refused):
+    from verlstudy.lessons.l03_router_replay.setup import check_parameters
+
+    with pytest.raises(ValueError, match=refused):
+        check_parameters(n_tokens, hidden, num_experts, topk, 1.0, [2, 0, 1], 1.0, 0)
+    check_parameters(16, hidden, num_experts, 2 if num_experts > 32 else topk, 1.0, [2, 0, 1], 1.0, 0)
