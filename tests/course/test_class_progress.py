@@ -111,7 +111,7 @@ def test_the_top_folder_is_one_learner_named_dot_only_without_learner_folders(tm
 
 def test_a_folder_without_lessons_or_a_missing_one_is_refused_by_name(tmp_path):
     (tmp_path / "notes.txt").write_text("x")
-    with pytest.raises(ValueError, match=f"{re.escape(str(tmp_path))}: no folder holds lesson notebooks"):
+    with pytest.raises(ValueError, match=f"{re.escape(str(tmp_path))} holds no lesson notebooks"):
         cp.find_learners([tmp_path])
     with pytest.raises(ValueError, match="nowhere is not a folder"):
         cp.find_learners([tmp_path / "nowhere"])

@@ -430,7 +430,7 @@ for name in ("00_start_here.ipynb", "01_memory_leak_attribution.ipynb"):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SLEEPY_CELL)])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, learner / name)
-sys.exit(cli.main(["progress", str(learner), "--workers", "1", "--build", sys.argv[2]]))
+sys.exit(cli.main(["progress", str(learner), "--verify", "--workers", "1", "--build", sys.argv[2]]))
 """.replace("SLEEPY_CELL", repr(SLEEPY_CELL))
 
 
@@ -441,4 +441,4 @@ def test_ctrl_c_stops_progress_and_prints_what_it_has(tmp_path):
     )
     assert code == 130, err
     assert "interrupted after 0 of 2 notebooks; the table above is partial" in err
-    assert "| ada | 00_start_here | - | interrupted |" in out  # the notebook in flight is reported, not lost
+    assert "| . | 00_start_here | - | interrupted |" in out  # the notebook in flight is reported, not lost

@@ -99,7 +99,7 @@ def find_learners(folders: Sequence[str | Path]) -> Layout:
     if not holding:
         named = ", ".join(str(f) for f in folders)
         raise ValueError(
-            f"{named}: no folder holds lesson notebooks (NN_slug.ipynb, e.g. 00_start_here.ipynb), so no learner"
+            f"{named} holds no lesson notebooks (NN_slug.ipynb, e.g. 00_start_here.ipynb), nor does any folder inside"
         )
     has_learners_below = {f for f in holding if any(f in other.parents for other in holding)}
     learners = {

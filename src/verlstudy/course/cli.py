@@ -144,15 +144,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_progress(args: argparse.Namespace) -> int:
-    from verlstudy.course import files, progress, runner
+    from verlstudy.course import files, progress, progress_live, progress_verify, runner
 
+    try:  # the attempt logs by default (nothing executed); --verify re-executes what changed since its last time
+        progress_live.check_options(args)
+        if not args.verify:
+            return progress_live.run(args)
+    except ValueError as e:
+        raise UsageError(str(e)) from e
     csv_path = Path(args.csv) if args.csv is not None else None
     junit = Path(args.junit) if args.junit is not None else None
     try:
         files.check_report_paths({"--csv": args.csv, "--junit": args.junit})
         build = files.check_target(args.build, "--build") if args.build is not None else None
         with runner.stop_signals():  # Ctrl-C, SIGTERM and an inherited ignored SIGINT all stop it
-            rows = progress.collect(
+            rows = progress_verify.collect(
                 [Path(f) for f in args.folders],
                 build or registry.build_root() / "progress",
                 workers=args.workers,
@@ -323,11 +329,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(func=cmd_run)
 
-    prog = sub.add_parser("progress", help="execute learners' notebooks and show each exercise's verdict")
-    prog.add_argument("folders", nargs="+", help="a learner's student folder, or a folder of learners' folders")
+    prog = sub.add_parser("progress", help="each learner's exercises, from their attempt logs (--verify re-executes)")
+    prog.add_argument("folders", nargs="+", help="a class folder (a folder per learner inside) or learners' folders")
+    prog.add_argument("--html", default=None, metavar="FILE", help="also write the matrix as a page to project")
+    prog.add_argument(
+        "--watch", type=float, default=None, metavar="SECONDS", help="rewrite the --html page every SECONDS (Ctrl-C)"
+    )
+    prog.add_argument(
+        "--idle", type=float, default=15, metavar="MINUTES", help="stuck after no attempt this long (0: off; 15)"
+    )
+    prog.add_argument(
+        "--verify", action="store_true", help="re-execute the notebooks changed since their last verification"
+    )
     prog.add_argument("--csv", default=None, metavar="FILE", help="also write the rows as CSV")
     prog.add_argument("--junit", default=None, metavar="FILE", help="also write a JUnit XML file")
-    prog.add_argument("--build", default=None, help="where executed copies go (default: build/progress)")
+    prog.add_argument("--build", default=None, help="--verify: where executed copies go (default: build/progress)")
     prog.add_argument("--workers", type=int, default=2)
     prog.add_argument(
         "--timeout",
