@@ -29,6 +29,7 @@ seed = 0
 import torch
 
 from verlstudy.kit.claims import claim, claims_table, expect_error
+from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.show import show_source, upstream_source
 from verlstudy.lessons.l05_checkpoint.checkpoint import MTP_PREFIX, TinyLM, TinyLMWithMTP, output_change
@@ -400,8 +401,6 @@ claim("the swap is flagged both ways (Megatron-LM: policy; MindSpeed: naming)",
 # copies CPU tensors into CUDA parameters, so the report and the outputs are the same.
 
 # %% tags=["gpu"]
-from verlstudy.kit.devices import skip_unless
-
 if skip_unless("cuda"):
     on_gpu = TinyLMWithMTP(vocab, hidden, n_layers).to("cuda")
     gpu_report = load_state_dict_audited(on_gpu, load_export(audited), allow_missing=(MTP_PREFIX,))

@@ -23,7 +23,7 @@ seed = 0
 
 # %%
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
-from verlstudy.kit.devices import pick_device
+from verlstudy.kit.devices import pick_device, skip_unless
 from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.params import check_float, check_int
 from verlstudy.kit.seeding import seed_everything
@@ -373,8 +373,6 @@ claim("the drift the course planted: Megatron-LM, Dockerfile vs install script",
 # verl? (Run `python -c "import megatron.core; import verl"` with the variable set to see row 2 for real.)
 
 # %% tags=["npu"]
-from verlstudy.kit.devices import skip_unless
-
 if skip_unless("npu"):
     import importlib.util
 
