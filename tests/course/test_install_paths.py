@@ -5,9 +5,11 @@ the real wheel from an empty folder.
 """
 
 import re
+import sys
 import tomllib
 from pathlib import Path
 
+import nbformat
 import pytest
 import yaml
 
@@ -36,7 +38,7 @@ def test_in_a_checkout_the_build_and_cache_folders_are_its_build_folder():
     assert registry.build_root() == root / "build" and twins.cache_root() == root / "build" / "cache"
 
 
-@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="XDG_CACHE_HOME is Linux's")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME is Linux's")
 def test_installed_the_build_and_cache_folders_are_the_users_cache_folder_never_the_current_one(installed):
     assert registry.build_root() == installed / "xdg" / "verlstudy"
     assert twins.cache_root() == installed / "xdg" / "verlstudy" / "cache"
@@ -101,3 +103,31 @@ def test_no_py_typed_is_shipped_since_no_type_check_passes():
     assert not list((ROOT / "src").rglob("py.typed"))
     package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     assert not any("py.typed" in pattern for patterns in package_data.values() for pattern in patterns)
+
+
+# ---------------------------------------------------------------- nbconvert's own stream coalescing (issue 33 item 9)
+
+
+def test_streams_are_coalesced_by_nbconvert_without_touching_the_given_outputs(monkeypatch):
+    from nbconvert.preprocessors import CoalesceStreamsPreprocessor
+
+    calls = []
+    real = CoalesceStreamsPreprocessor.preprocess_cell
+    monkeypatch.setattr(CoalesceStreamsPreprocessor, "preprocess_cell", lambda *a: calls.append(1) or real(*a))
+    out = nbformat.v4.new_output("stream", text="a\n")
+    given = [
+        out,
+        {"output_type": "stream", "name": "stdout", "text": "50%\r100%\n"},
+        nbformat.v4.new_output("stream", name="stderr", text="w\n"),
+    ]
+    merged = twins.coalesce_streams(given)
+    assert [(o.name, o.text) for o in merged] == [("stdout", "a\n100%\n"), ("stderr", "w\n")]
+    assert out.text == "a\n" and len(given) == 3, "the caller's outputs are left as they were"
+    assert calls == [1], "nbconvert's own preprocessor does the merging"
+
+
+def test_the_stored_notebooks_are_already_coalesced_so_nothing_stored_changes():
+    for lesson in registry.LESSONS:
+        nb = nbformat.read(lesson.notebook, as_version=4)
+        for cell in (c for c in nb.cells if c.cell_type == "code"):
+            assert twins.coalesce_streams(list(cell.outputs)) == list(cell.outputs), f"{lesson.stem}: {cell.id}"

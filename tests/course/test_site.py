@@ -248,5 +248,5 @@ def test_a_site_folder_can_be_built_again(tmp_path):
 
 def test_prints_split_by_a_record_read_as_one_block_and_other_outputs_stay_apart():
     out, err = nbformat.v4.new_output("stream", text="a\n"), nbformat.v4.new_output("stream", name="stderr", text="w\n")
-    merged = site_cells.merge_streams([out, nbformat.v4.new_output("stream", text="b\n"), err, out])
+    merged = site_cells.coalesce_streams([out, nbformat.v4.new_output("stream", text="b\n"), err, out])
     assert [(o.name, o.text) for o in merged] == [("stdout", "a\nb\n"), ("stderr", "w\n"), ("stdout", "a\n")]

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import nbformat
 
+from verlstudy.course.twins import coalesce_streams
+
 SEPARATOR = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
 CLAIMS_HEADER = ("claim", "upstream", "ours", "reproduced")
 
@@ -106,22 +108,6 @@ def split_figure_data(text: str) -> tuple[str, str] | None:
     return (before + "\n" if before else ""), "\n".join(lines[i - 1 :]) + "\n"
 
 
-def merge_streams(outputs: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
-    """Adjacent stream outputs of one name as one (a claim's record between two prints splits them)."""
-    merged: list[nbformat.NotebookNode] = []
-    for output in outputs:
-        prev = merged[-1] if merged else None
-        if (
-            prev is not None
-            and output.get("output_type") == "stream" == prev.get("output_type")
-            and output.get("name") == prev.get("name")
-        ):
-            merged[-1] = nbformat.v4.new_output("stream", name=prev.get("name"), text=prev["text"] + output["text"])
-        else:
-            merged.append(output)
-    return merged
-
-
 def _html_output(fragment: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_output("display_data", data={"text/html": fragment})
 
@@ -178,7 +164,7 @@ def page_cells(nb: nbformat.NotebookNode, claims: Sequence[Sequence[str]]) -> nb
             cell.source = PR_AT_LINE_START.sub(r"\\#", cell.source)
         if cell.cell_type != "code":
             continue
-        outputs = _collapse_figure_data(merge_streams(list(cell.get("outputs", []))))
+        outputs = _collapse_figure_data(coalesce_streams(list(cell.get("outputs", []))))
         shown: list[nbformat.NotebookNode] = []
         for output in outputs:
             text = output.get("text", "") if output.get("output_type") == "stream" else ""

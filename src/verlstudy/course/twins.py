@@ -145,21 +145,16 @@ def normalise(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-def coalesce_streams(outputs: list) -> list:
-    """Merge consecutive stdout (or stderr) chunks: how a print is split depends on flush timing."""
-    merged: list = []
-    for out in outputs:
-        prev = merged[-1] if merged else None
-        if (
-            out.get("output_type") == "stream"
-            and prev is not None
-            and prev.get("output_type") == "stream"
-            and prev.get("name") == out.get("name")
-        ):
-            prev["text"] = prev["text"] + out["text"]
-        else:
-            merged.append(out)
-    return merged
+def coalesce_streams(outputs: list) -> list[nbformat.NotebookNode]:
+    """Consecutive stdout (or stderr) chunks as one, text a carriage return overwrote dropped: nbconvert's own
+    CoalesceStreamsPreprocessor (how a print is split depends on flush timing). New outputs; the given ones stay."""
+    import copy
+
+    from nbconvert.preprocessors import CoalesceStreamsPreprocessor
+
+    cell = nbformat.from_dict({"cell_type": "code", "metadata": {}, "source": "", "outputs": copy.deepcopy(outputs)})
+    cell, _ = CoalesceStreamsPreprocessor().preprocess_cell(cell, {}, 0)
+    return list(cell.outputs)
 
 
 def twin_text(nb: nbformat.NotebookNode) -> str:
@@ -197,7 +192,7 @@ def execute_in_place(
 
 def _output_text(cell: nbformat.NotebookNode) -> str:
     parts = []
-    for out in coalesce_streams([dict(o) for o in cell.get("outputs", [])]):
+    for out in coalesce_streams(list(cell.get("outputs", []))):
         if "text" in out:
             parts.append(out["text"])
         for mime, value in sorted(out.get("data", {}).items()):
