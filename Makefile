@@ -46,9 +46,10 @@ $(STAMP):
 
 setup: $(STAMP)
 
-## set up, execute every lesson into build/executed/, write build/report.md
+## set up, execute every lesson into build/executed/, write build/report.md; a fresh earlier run (same notebooks,
+## sources and parameters: build/executed/run-record.json) stands, and a stale or partial one is named and rerun
 course: setup
-	$(BIN)/verlstudy run --workers $(WORKERS) --out build/executed --report build/report.md --junit build/junit.xml --results build/run.json
+	$(BIN)/verlstudy run --if-stale --workers $(WORKERS) --out build/executed --report build/report.md --junit build/junit.xml --results build/run.json
 
 ## set up, then every test: the import rule, unit tests and nbval in parallel (execution 1 of each notebook), then
 ## the course run that writes build/report.md and the JUnit files (execution 2), which the course_run tests check
@@ -86,7 +87,7 @@ lint: setup
 student: setup
 	VERLSTUDY_FORCE_HINT="run make student FORCE=1" $(BIN)/verlstudy student --out student $(if $(FORCE),--force,)
 
-## run the course, then render it to HTML in site/ (open site/index.html)
+## render the course run to HTML in site/ (open site/index.html); `course` executes only when its run is stale
 site: course
 	$(BIN)/verlstudy site --from build/executed --out site
 

@@ -108,6 +108,17 @@ def cmd_run(args: argparse.Namespace) -> int:
                 runner.validate_parameters(lesson, params)
             except (ValueError, TypeError) as e:
                 raise UsageError(f"bad parameter for lesson {lesson.code}: {e}") from e
+    from verlstudy.course import run_record
+
+    if args.if_stale:  # `make course`: a run whose record matches today's sources stands (course.run_record)
+        reports = [p for p in (report_path, junit, results_path) if p is not None]
+        stale = run_record.stale_reasons(out, lessons, params, with_floor=not args.no_floor, reports=reports)
+        if not stale:
+            print(report_path.read_text(), end="")
+            print(f"verlstudy run: {out} is fresh (same notebooks, sources and parameters); nothing executed")
+            return 0
+        print(f"verlstudy run: running again: {'; '.join(stale[:3])}", file=sys.stderr, flush=True)
+    run_record.mark_running(out)
     total, finished = len(lessons) + (0 if args.no_floor else 1), []
     # a plain line per notebook, so a terminal, a pipe and a CI log all see where the run is (TQDM_DISABLE or not)
     print(f"verlstudy run: {total} notebooks, {args.workers} at a time, into {out}", file=sys.stderr, flush=True)
@@ -132,9 +143,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
     except runner.Interrupted as stop:
         _write_reports(args, out, report_path, junit, results_path, stop.results, stop.floor, interrupted=True)
+        run_record.write(out, stop.results, stop.floor, params, with_floor=not args.no_floor, interrupted=True)
         print("verlstudy run: interrupted; the report above is partial", file=sys.stderr)
         return runner.stop_exit_code()
     _write_reports(args, out, report_path, junit, results_path, results, floor)
+    run_record.write(out, results, floor, params, with_floor=not args.no_floor)
     bad = [r for r in results if r.status == "bad parameter"]
     if bad:
         # one clear line, the way a usage error reads
@@ -324,6 +337,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--results", default=None, metavar="FILE", help="also write the results as JSON (the course_run tests read it)"
     )
     run.add_argument("--no-floor", action="store_true", help="skip the floor notebook (no timing baseline)")
+    run.add_argument(
+        "--if-stale",
+        action="store_true",
+        help="execute only if OUT's last run is stale or partial (make course; the record is OUT/run-record.json)",
+    )
     run.add_argument(
         "--timeout", type=float, default=600, metavar="SECONDS", help="stop a notebook after this long (default 600)"
     )
