@@ -163,3 +163,23 @@ def test_a_guard_must_pass_the_good_and_catch_every_bad():
 def test_a_guard_that_crashes_is_told_a_guard_fails_with_assertion_error():
     with pytest.raises(ExerciseFailure, match="a guard fails with AssertionError"):
         check_guard(lambda fn: 1 / 0, good=[(abs, "abs")], bad=[])
+
+
+def test_a_module_handed_over_is_compared_by_its_tensors_and_may_be_declared_changeable():
+    def reference(model, scale):
+        return float(model.weight.sum()) * scale
+
+    def reads(model, scale):
+        return float(model.weight.sum()) * scale
+
+    def writes(model, scale):
+        with torch.no_grad():
+            model.weight.zero_()
+        return 0.0
+
+    model = torch.nn.Linear(2, 2)
+    assert compare_on_inputs(reads, reference, edge_cases=[(model, 2.0)]).startswith("right on 1")
+    with pytest.raises(ExerciseFailure, match="changed its input"):
+        compare_on_inputs(writes, reference, edge_cases=[(model, 2.0)], judge=None)
+    loads = lambda model, scale: reference(model, scale)  # noqa: E731
+    assert compare_on_inputs(loads, reference, edge_cases=[(model, 2.0)], may_change=[0])
