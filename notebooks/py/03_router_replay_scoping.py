@@ -394,7 +394,7 @@ _ = upstream_cell(upstream_absolute_replay)
 #   sequence, and `pp_gather` sends it with `torch.distributed.all_gather_object` on CPU (pickled): no layer count
 #   to exchange, no padding.
 # - **A dense map** (the VPP path's `reorder_and_merge_vpp_layers`, or dense BSHD maps): the ranks first exchange
-#   their layer counts, pad only the layer dim to the largest stage, send the int16 routes as a uint8 view (NCCL
+#   their layer counts, pad only the layer dim to the largest stage, send the int16 routes as raw bytes (NCCL
 #   has no int16) and strip the padding.
 #
 # Both are upstream's code as released; the next cell runs verl's own `pp_gather` on real gloo ranks on this
@@ -563,7 +563,7 @@ claim("every rank raised long before the collective timeout", time.monotonic() -
 # the config's *text branch*. The text config is what `config.get_text_config()` returns if the config has
 # that method, else its `text_config`. First, if the text config's own value is not `None`, that is the
 # answer. Otherwise walk the branch: from a node, its text config, the sub-configs `text_config`,
-# `language_config`, `thinker_config` and `model_config` (each walked the same way, deepest first), and the
+# `language_config`, `thinker_config` and `model_config` (each walked the same way, before its parent), and the
 # node itself after its branches; the first value that is not `None` wins. `None` means absent, while `0`
 # and `False` are values; never read other sub-configs (audio, vision, decoder); survive a config that
 # contains itself; raise `AttributeError` when nothing on the branch has the attribute.
