@@ -205,8 +205,8 @@ claim("micro-batches per mini-batch on each rank", split.micro_per_mini, expecte
 
 # %% [markdown]
 # ## The arc each lesson follows
-# Each lesson after this one takes one merged verl PR, or a PR and the ones around it (06, 08 and 09 take two,
-# 01 and 03 add a precursor or a follow-up), and walks as much of this arc as its story has: the **symptom** a
+# Each lesson after this one takes one upstream change: a merged verl PR and, in 01-03, 06, 08 and 09, the PRs
+# around it (a precursor, a revert and redo, a follow-up fix), and walks as much of this arc as its story has: the **symptom** a
 # user saw, **reproduce** it on a CPU, find the **cause**, apply the **fix**, add the **guard** (a test that
 # would have caught it); every lesson then ends with **exercises**, a check against **upstream** verl's own
 # code, **takeaways** and the **claims table**. The next cell reads every notebook and marks `y` where a section
@@ -464,8 +464,8 @@ upstream_check()
 # - verl's RL step: rollout, reward, old and reference log-probs, advantages, then the update in mini-batches of
 #   micro-batches; the glossary above holds the words the lessons use.
 # - One registry, one command to run everything, one to test everything.
-# - Every lesson after this one walks symptom, reproduce, cause, fix, guard, exercises, upstream,
-#   takeaways and claims table; the table above, read from the notebooks, shows where one names fewer.
+# - Every lesson after this one ends with exercises, the upstream check, takeaways and the claims table; of
+#   symptom, reproduce, cause, fix and guard it has the sections its story has (the arc table above).
 # - In the student edition your answers start as stubs and no output is stored: "not attempted" until
 #   you write them, then "not yet right" with the mistake named (where to look from the second try, the
 #   method in words from the third, or both with `exercise_hint`), or "correct"; `show_solution("N.M")`

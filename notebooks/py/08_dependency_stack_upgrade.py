@@ -1,45 +1,18 @@
 # %% [markdown]
-# # 08 · A dependency-stack upgrade as data: manifests, diffs, drift
+# # 08 · A dependency-stack upgrade as data: manifests, diffs, unpinned clones
 #
-# Upstream: [verl PR #7604](https://github.com/verl-project/verl/pull/7604), "upgrade Ascend stack to
-# Megatron 0.18.0", and the correction that followed it in
-# [verl PR #7827](https://github.com/verl-project/verl/pull/7827).
+# Upstream: [verl PR #7604](https://github.com/verl-project/verl/pull/7604) moved verl's Ascend
+# [NPU](00_start_here.ipynb#NPU) images from [Megatron](00_start_here.ipynb#Megatron) `core_r0.16.0` to 0.18 and added
+# five components; [#7827](https://github.com/verl-project/verl/pull/7827) then corrected Megatron-LM from the
+# release *branch* `core_r0.18.0` to the release *tag* `core_v0.18.0`.
 #
-# #7604 moved the Ascend A2/A3 images from Megatron `core_r0.16.0` to Megatron 0.18: it installed the Ascend
-# adaptor (MegatronAdaptor), TransformerEngineNPU, MindSpeed-Ops, MindSpeed-Bridge and Megatron-Bridge
-# `v0.5.0`, switched the NPU scripts away from vanilla mbridge (`vanilla_mbridge=False`) and removed old
-# transformers pins. Its description says "MindSpeed and Megatron-LM core_r0.18.0"; #7827 then had to
-# "correct the Megatron-LM ref to core_v0.18.0": NVIDIA names its Megatron-LM release *tags* `core_vX.Y.Z`,
-# while the Ascend repos keep *branches* `core_rX.Y.Z`. One letter, in every file that pins the ref, and a slip
-# that need not fail the build: Megatron-LM has `core_rX.Y.Z` release *branches* too (verl 0.9.1's
-# `verl/models/mcore/model_forward_1f1b_overlap.py` links to `blob/core_r0.14.0`), and a branch can move on
-# after the release it was cut for. Only a check that knows each repository's scheme catches it.
-#
-# **You will learn** to write a stack as a manifest (data, not prose), to diff two manifests (added, removed,
-# changed, tag vs branch), to parse the refs that Dockerfiles, install scripts and CI workflows pin, to catch
-# the r/v naming slip and a pin that disagrees between two files, and to generate every file's pins from one
-# manifest so that the checker comes back clean.
+# **You will** write the stack before and after as data, diff it, read upstream's real image and install files
+# (before and after each PR) with a pin parser, and find what a reader of the PR would miss: three components cloned
+# with no ref at all. You will tell a real disagreement from an architecture variant, and generate every file's
+# pins from one manifest so a CI check comes back clean.
 #
 # **Time:** 30 minutes. **Assumes:** git tags and branches, `pip install name==version`, reading a Dockerfile.
-#
-# **Upstream files cited** (paths inside verl):
-# - `docker/ascend/Dockerfile.ascend_9.1.0_a2` and `..._a3`: the images #7604 upgraded (not in the wheel).
-# - `verl/trainer/config/engine/megatron.yaml`: `vanilla_mbridge: False`, "Whether to use the deprecated
-#   legacy mbridge backend instead of Megatron-Bridge"; `use_mbridge: True`.
-# - `verl/trainer/constants_ppo.py`: cites `https://github.com/NVIDIA/Megatron-LM/blob/core_v0.18.0/...`,
-#   Megatron-LM's release tag; `verl/models/mcore/model_forward_1f1b_overlap.py` cites `.../blob/core_r0.14.0/...`,
-#   one of its release branches.
-#
-# - `docker/ascend/Dockerfile.ascend_9.1.0_a2` at ead7f6c51 (#7338) and `scripts/install_vllm_mcore_npu.sh` at
-#   5ba5f2f51 (#7404): the image and install script *before* #7604. `data/stacks/before_upgrade/` is the course's
-#   rewrite of them with the same pins and shell shapes (python 3.12 base image, `torch==2.10.0+cpu` inside an
-#   `if ...; then \`, transformers at a commit, `pip install mbridge` with no version).
-# - Upstream PR-branch commit 1b0be36f5 (2026-08-11) put Megatron-LM on `--branch core_r0.18.0` in both 9.1.0
-#   images; 49d3564f0 reverted it. The post-#7604 files are not in the course's stored upstream history, so the
-#   "after" manifest is the course's reconstruction from #7604/#7827's descriptions, and `data/stacks/hand_edited/`
-#   is a fixture the course wrote with planted defects: claims that count them say "fixture self-check".
-#
-# Facts checked against verl 0.9.1.
+# Facts checked against verl 0.9.1; the files and commits are listed under Sources at the end.
 
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
@@ -48,48 +21,37 @@ seed = 0
 # %%
 from collections import Counter
 
-from verlstudy.kit.exercises import check_exercise, exercise_hint
-from verlstudy.kit.claims import claim, claims_table, reset_claims
-from verlstudy.kit.resources import data_dir
-from verlstudy.lessons.l08_dependency_stack.manifests import (
-    StackManifest,
-    load_manifest,
-    manifest_mismatches,
-    manifest_pins,
-    manifest_problems,
-    render_dockerfile,
-    render_install_script,
-    render_workflow,
-    tree_problems,
-    upgrade_diff,
-)
 from verlstudy.common.pins import pins_in_files, pins_table, read_files, ref_drift, ref_findings, unpinned_installs
-from verlstudy.common.refs import ref_finding, ref_naming_problem
+from verlstudy.common.refs import ref_finding
+from verlstudy.kit.claims import claim, claims_table, reset_claims
 from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.kit.exercises import check_exercise
 from verlstudy.kit.params import check_int
-from verlstudy.kit.plots import bar_plot
+from verlstudy.kit.resources import data_dir
 from verlstudy.kit.seeding import seed_everything
+from verlstudy.lessons.l08_dependency_stack import manifests as mf
+from verlstudy.lessons.l08_dependency_stack.layers import draw_layers
+from verlstudy.lessons.l08_dependency_stack.real_files import side_by_side, split_drift, unpinned_clones
 
 dev = pick_device(device)
 seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
 reset_claims()
-stacks = data_dir() / "stacks"
-# The lesson is about this one upgrade (#7604, then #7827): fixed, not parameters, since every claim is about it.
-old_manifest, new_manifest = "ascend_megatron_0.16.toml", "ascend_megatron_0.18.toml"
-print(f"running on {dev.type}; manifests: {', '.join(sorted(p.name for p in stacks.glob('*.toml')))}")
+stacks = data_dir() / "stacks"  # the upgrade itself is fixed, not a parameter: every claim is about it
+print(f"running on {dev.type}")
 
 # %% [markdown]
 # ## The stack as data
 # A manifest lists each component once: the repository (or `pypi:` package), the kind of ref (a `tag`, a
-# `branch`, a `commit`, or a package `version`) and the ref. Settings the stack implies go in `[settings]`.
+# `branch`, a `commit`, a package `version`, or `unpinned`: a clone with no ref) and the ref. Both manifests are
+# written from upstream's real image files (the comments in `data/stacks/*.toml` cite repository and commit).
 
 # %%
-old = load_manifest(stacks / old_manifest)
-new = load_manifest(stacks / new_manifest)
+old = mf.load_manifest(stacks / "ascend_megatron_0.16.toml")
+new = mf.load_manifest(stacks / "ascend_megatron_0.18.toml")
 for m in (old, new):
     print(f"{m.name}  settings: {dict(m.settings)}")
     for c in m.components:
-        print(f"  {c.name:<22} {c.kind:<8} {c.ref:<14} {c.repo}")
+        print(f"  {c.name:<22} {c.kind:<8} {c.ref or '-':<14} {c.repo}")
 
 # %% [markdown]
 # ## The upgrade as a diff
@@ -97,89 +59,128 @@ for m in (old, new):
 # branch to a tag, which a plain version bump would hide:
 
 # %%
-diff = upgrade_diff(old, new)
+diff = mf.upgrade_diff(old, new)
 print(diff.table())
 claim("components added", sorted(c.name for c in diff.added)
       == sorted(["MegatronAdaptor", "TransformerEngineNPU", "MindSpeed-Ops", "MindSpeed-Bridge", "Megatron-Bridge"]),
       upstream="#7604: adaptor, TransformerEngineNPU, MindSpeed Ops, MindSpeed Bridge, Megatron Bridge")
-claim("the transformers commit pin removed", [c.name for c in diff.removed] == ["transformers"],
-      upstream="#7604: obsolete transformer pins removed; Dockerfile.ascend_9.1.0_a2@ead7f6c51 checks out cc7ab9be")
+claim("removed from the image: the transformers commit and flash-linear-attention",
+      sorted(c.name for c in diff.removed) == ["flash-linear-attention", "transformers"],
+      upstream="Dockerfile.ascend_9.1.0_a2: ead7f6c51 (verl) vs 3d36367 (wwj-git-rgb/verl)")
 megatron = {ch.name: ch for ch in diff.changed}["Megatron-LM"]
 claim("Megatron-LM moves from a branch to a tag", (megatron.old.kind, megatron.new.kind) == ("branch", "tag"),
       upstream="#7827: Megatron-LM ref corrected to core_v0.18.0")
-claim("the new stack sets vanilla_mbridge=False", diff.settings == (("vanilla_mbridge", True, False),),
-      upstream="verl 0.9.1 engine/megatron.yaml: vanilla_mbridge: False")
+claim("components the after-image clones with no ref", [c.name for c in new.components if c.kind == "unpinned"],
+      expected=["TransformerEngineNPU", "MindSpeed-Ops", "MindSpeed-Bridge"],
+      upstream="`git clone --depth 1` with no --branch: 3d36367 and 6fc912f07")
 
 # %% [markdown]
 # ### Predict first: exercise 8.1
-# Megatron-LM moved from `core_r0.16.0` to `core_v0.18.0`, and #7827 had to fix exactly that letter. Before
-# the checks below report on real files, write the fix yourself. **8.1** Write `fix_ref(repo, ref)`: when
-# `ref` breaks the repository's naming scheme because `core_r` and `core_v` were swapped, return the
-# corrected ref; otherwise return `ref` unchanged (a repository without a scheme, a commit hash, a ref that
-# already fits, or one whose swap would still break the scheme). `ref_naming_problem(repo, ref)` tells you
-# whether a ref fits. A wrong answer's message names the mistake; from the third wrong try the checker adds
-# the method, and `exercise_hint("8.1")` prints it on request.
+# A pin is only as fixed as what it names. A tag stays where it was made; a branch moves with every push (Megatron-LM
+# publishes both for a release: the branch `core_r0.18.0` and the tag `core_v0.18.0`, and #7827 moved verl from the
+# first to the second); a commit hash never moves; a clone with no ref takes whatever the default branch holds on
+# the day of the build. Which of these a ref is depends on the repository, not on its spelling: a name that looks
+# like a tag can be a branch. **8.1** Write `pin_policy(ref, tags, branches)`: it receives a ref (a string, or
+# `None` or `""` for no ref) and the repository's own tag names and branch names (any collection of strings: a
+# list, tuple or set; a name is never in both), and returns one word, a `str`: `"unpinned"` for no ref, `"tag"` or
+# `"branch"` when the ref is one of those names, `"commit"` for a ref in neither list that is 7 to 40 lower-case
+# hex digits, and `"missing"` for anything else (a ref the repository does not have). The checker tries named
+# cases, then generated ones.
 
 # %% tags=["solution", "exercise-8.1"]
-def fix_ref(repo: str, ref: str) -> str:
-    """`ref` with core_r/core_v swapped if that is what breaks `repo`'s naming scheme, else `ref`."""
-    if ref_naming_problem(repo, ref) is None:
-        return ref
-    for wrong, right in (("core_r", "core_v"), ("core_v", "core_r")):
-        if ref.startswith(wrong) and ref_naming_problem(repo, right + ref[len(wrong):]) is None:
-            return right + ref[len(wrong):]
-    return ref
+def pin_policy(ref: str | None, tags, branches) -> str:
+    """What `ref` pins in a repository with these tags and branches: unpinned, tag, branch, commit or missing."""
+    if not ref:
+        return "unpinned"
+    if ref in set(tags):
+        return "tag"
+    if ref in set(branches):
+        return "branch"
+    is_hash = 7 <= len(ref) <= 40 and all(ch in "0123456789abcdef" for ch in ref)
+    return "commit" if is_hash else "missing"
 
 
 # %% tags=["checker", "exercise-8.1"]
-check_exercise("8.1", fix_ref)
+check_exercise("8.1", pin_policy)
 
 # %% [markdown]
-# ## Before the upgrade: the real files already drifted
-# `data/stacks/before_upgrade/` is the course's rewrite of upstream's pre-#7604 image and install script (cited
-# above). Parsing them needs two shell shapes the real files use: a pin after `if ...; then \` on a continued
-# line, and an empty line inside a continued `RUN` (Docker skips it). The image is the old manifest's source, so
-# what the parser finds beyond it is the install script disagreeing with the image:
+# ## Before and after: upstream's real files, side by side
+# `data/stacks/before_upgrade/`, `after_upgrade/` and `after_fix/` are the course's rewrites of upstream's A2 image
+# and install script before #7604 (verl ead7f6c51, 5ba5f2f51), after #7604 (the fork wwj-git-rgb/verl at 3d36367)
+# and the image after #7827 (yellowbee686/verl at 6fc912f07): the same pins in the same shell shapes (a pin after
+# `if ...; then \`, an empty line inside a continued `RUN`). The pin parser reads each set; `unpinned_clones`
+# adds the clones that name no ref and are never checked out at one:
 
 # %%
-before_files = read_files(stacks / "before_upgrade")
-before = pins_in_files(before_files)
-print(pins_table(before))
-before_drift = ref_drift(before)
-print("\n".join(d.describe() for d in before_drift))
-claim("pre-#7604 files: the one repository pinned two ways is torchvision (0.25.0 vs 0.25.0+cpu)",
-      [(d.repo, d.refs) for d in before_drift] == [("pypi:torchvision", ("0.25.0", "0.25.0+cpu"))],
-      upstream="install_vllm_mcore_npu.sh@5ba5f2f51: torchvision==0.25.0; Dockerfile.ascend_9.1.0_a2@ead7f6c51: 0.25.0+cpu")
-claim("the image pins torch 2.10.0+cpu only inside `if ...; then \\`",
-      [p.ref for p in before if p.repo == "pypi:torch"] == ["2.10.0+cpu"],
-      upstream="Dockerfile.ascend_9.1.0_a2@ead7f6c51")
-claim("the script installs transformers 5.10.4 from PyPI; the image builds a git commit",
-      {p.ref for p in before if p.repo == "pypi:transformers"} == {"5.10.4"}
-      and [p.ref[:8] for p in before if p.repo == "huggingface/transformers"] == ["cc7ab9be"],
-      upstream="install_vllm_mcore_npu.sh@5ba5f2f51 and Dockerfile.ascend_9.1.0_a2@ead7f6c51")
-print("\n".join(manifest_mismatches(before, old)))
-claim("install-script pins that disagree with the image (old manifest) or are not in it", len(manifest_mismatches(before, old)),
-      expected=6)
-unpinned = sorted({p.file for p in unpinned_installs(before_files) if p.repo == "pypi:mbridge"})
-claim("both pre-#7604 files install mbridge with no version", unpinned == sorted(before_files),
-      upstream="Dockerfile.ascend_9.1.0_a2@ead7f6c51 and install_vllm_mcore_npu.sh@5ba5f2f51: pip install mbridge")
+sets = {"before #7604": "before_upgrade", "after #7604": "after_upgrade", "after #7827": "after_fix"}
+files = {title: read_files(stacks / folder) for title, folder in sets.items()}
+pins = {title: pins_in_files(f) for title, f in files.items()}
+clones = {title: unpinned_clones(f) for title, f in files.items()}
+repos = sorted({p.repo for ps in pins.values() for p in ps} | {c.repo for cs in clones.values() for c in cs})
+print(side_by_side(pins, clones, repos))
+after_unpinned = sorted({c.repo for c in clones["after #7827"]})
+claim("repositories cloned with no ref after #7827", after_unpinned,
+      expected=["ascend/mindspeed-bridge", "ascend/mindspeed-ops", "ascend/transformerenginenpu"],
+      upstream="yellowbee686/verl@6fc912f07 Dockerfile.ascend_9.1.0_a2: git clone --depth 1 <repo> (no --branch)")
+claim("the post-#7604 install script still pins transformers 5.10.4",
+      {p.ref for p in pins["after #7604"] if p.repo == "pypi:transformers"} == {"5.10.4"},
+      upstream="wwj-git-rgb/verl@3d36367 scripts/install_vllm_mcore_npu.sh, steps 1 and 5")
+gone = sorted({p.repo for p in pins["before #7604"]} - {p.repo for ps in list(pins.values())[1:] for p in ps})
+claim("pinned before #7604, pinned nowhere after", gone, expected=["huggingface/transformers", "pypi:flash-linear-attention"])
+claim("mbridge: installed with no version before #7604, not at all after",
+      [sorted({p.file for p in unpinned_installs(f) if p.repo == "pypi:mbridge"}) for f in files.values()]
+      == [sorted(files["before #7604"]), [], []])
 
 # %% [markdown]
-# Megatron-LM's `core_r0.16.0` is not a slip: it is a real release branch. A branch can move after the release;
-# the tag `core_v0.16.0` cannot. Preferring the tag is the course's advice, so the checker reports it as a
-# separate `policy` finding, not a `naming` error:
+# The same three stacks as layers, each component coloured by what pins it (green: a tag or a version, blue: a
+# commit, yellow: a branch, red: nothing). mbridge, installed with no version before #7604, leaves; three red boxes
+# arrive with MindSpeed's layer and the bridge; #7827 turns Megatron-LM from a branch into a tag:
 
 # %%
-before_findings = ref_findings(before)
-print("\n".join(before_findings))
-claim("pre-#7604 files: ref findings are policy only (Megatron-LM's branch, in both files)",
-      len(before_findings) == 2 and all(": policy: megatron-lm ref 'core_r0.16.0'" in f for f in before_findings))
+kinds = {c.key: c.kind for c in old.components} | {"pypi:mbridge": "unpinned"}
+after = {c.key: c.kind for c in new.components}
+draw_layers({"before #7604": kinds, "after #7604": after | {"nvidia/megatron-lm": "branch"}, "after #7827": after})
+claim("unpinned components per stack (before, after #7604, after #7827)",
+      [sum(k == "unpinned" for k in d.values()) for d in (kinds, after, after)], expected=[1, 3, 3])
+
+# %% [markdown]
+# Two things the table shows that the PR descriptions do not. First, three of the five new components are
+# cloned with `git clone --depth 1` and no `--branch`: each build takes whatever their default branch holds that
+# day, so two builds of the same Dockerfile can differ. Second, torchvision appears as `0.25.0` (script) and
+# `0.25.0+cpu` (image). That is not a disagreement: `+cpu` is a *local version* (PEP 440) marking the CPU wheel of
+# the same release, and the image installs it only inside `if [ "$ARCH" = "x86_64" ]`. A drift check must tell the
+# two apart:
+
+# %%
+for title, found in pins.items():
+    real, variants = split_drift(ref_drift(found))
+    print(f"{title}: real drift {[d.repo for d in real]}; architecture variants {[d.repo for d in variants]}")
+before_real, before_variants = split_drift(ref_drift(pins["before #7604"]))
+claim("pre-#7604 image and script: repositories in real disagreement", len(before_real), expected=0,
+      upstream="ead7f6c51: torchvision==0.25.0+cpu inside the x86_64 branch; 5ba5f2f51: torchvision==0.25.0")
+claim("torchvision 0.25.0 vs 0.25.0+cpu is an architecture variant", [d.repo for d in before_variants]
+      == ["pypi:torchvision"])
+
+# %% [markdown]
+# Megatron-LM's `core_r0.16.0` (before) and `core_r0.18.0` (after #7604) are real release branches; #7827's
+# `core_v0.18.0` is the release tag. Moving from a branch to a tag is a policy choice, the course's advice, because
+# a branch can move after the release; the check reports it as a `policy` finding, the same position as lessons 05
+# and 06 take:
+
+# %%
+policy = {title: ref_findings(found, "policy") for title, found in pins.items()}
+for title, found in policy.items():
+    print(f"{title}: {len(found)} policy finding(s)" + "".join(f"\n  {f}" for f in found))
+claim("policy findings on Megatron-LM's release branch: before, after #7604, after #7827",
+      [len(v) for v in policy.values()], expected=[2, 2, 0],
+      upstream="#7604 wrote core_r0.18.0; #7827 corrected it to core_v0.18.0")
 
 # %% [markdown]
 # ## Symptom: the same upgrade, edited by hand in four files
 # `data/stacks/hand_edited/` is the course's fixture, with planted defects, of the upgrade as it looks when each
 # file is edited separately: two image Dockerfiles, an install script and a CI workflow (its Megatron-LM
-# `--branch core_r0.18.0` has the shape of upstream PR-branch commit 1b0be36f5). `verlstudy.common.pins` finds every pin in them
+# `--branch core_r0.18.0` has the shape of commit 1b0be36f5 on the branch of #7345, which 49d3564f0 reverted
+# before #7345 was merged). `verlstudy.common.pins` finds every pin in them
 # (`git clone --branch`, `git checkout`, `pip install name==v`, `pip install git+URL@ref`, `actions/checkout`
 # with `repository`/`ref`), following `ARG`s, shell variables and workflow `env:` blocks:
 
@@ -193,16 +194,16 @@ print(pins_table(hand))
 
 # %%
 places = dict(Counter(p.repo.split("/")[-1] for p in hand))
-bar_plot(places, title="places that pin each component (hand-edited files)", ylabel="pins")
+print(places)
 claim("fixture self-check: places that pin Megatron-LM", places["megatron-lm"], expected=len(hand_files))
 
 # %% [markdown]
 # ## Reproduce: the r/v trap and a pin that disagrees
-# The naming rule knows each repository's scheme: Megatron-LM release tags `core_vX.Y.Z`, the Ascend repos'
-# branches `core_rX.Y.Z`, Megatron-Bridge tags `vX.Y.Z`; a commit hash always passes. Megatron-LM's own
-# `core_rX.Y.Z` branches exist, so pinning one is a `policy` finding; a ref that fits no scheme (MindSpeed
-# `core_v0.18.0`) is a `naming` one. The drift check groups pins by repository (host and case ignored) and
-# reports every repository pinned to more than one ref.
+# `ref_findings` reports two kinds. `policy`: a Megatron-LM release branch where the release tag exists (the
+# branch-vs-tag question above). `naming`: a ref that fits none of the names the repository uses for releases
+# (MindSpeed `core_v0.18.0`, where MindSpeed's releases are `core_rX.Y.Z`): most likely a slip, to be checked
+# against the repository. The drift check groups pins by repository (host and case ignored) and reports every
+# repository pinned to more than one ref.
 
 # %%
 problems = ref_findings(hand)
@@ -224,62 +225,75 @@ claim("fixture self-check: repositories pinned two ways", sorted(d.repo for d in
 # hand-edited files disagree in these places:
 
 # %%
-mismatches = manifest_mismatches(hand, new)
+mismatches = mf.manifest_mismatches(hand, new)
 print("\n".join(mismatches))
 claim("fixture self-check: hand-edited pins that disagree with the manifest", len(mismatches), expected=5)
-print(manifest_problems(old))
-claim("the old manifest's one finding is the policy one on Megatron-LM's branch", len(manifest_problems(old)) == 1
-      and manifest_problems(old)[0].startswith("Megatron-LM: policy:") and manifest_problems(new) == [])
+print("\n".join(mf.manifest_problems(old) + mf.manifest_problems(new)))
+claim("the old manifest's one finding is the policy one on Megatron-LM's branch", len(mf.manifest_problems(old)) == 1
+      and mf.manifest_problems(old)[0].startswith("Megatron-LM: policy:"))
+claim("the new manifest's findings are its three unpinned clones",
+      [p.split(":")[0] for p in mf.manifest_problems(new)], expected=["TransformerEngineNPU", "MindSpeed-Ops", "MindSpeed-Bridge"])
 
 # %% [markdown]
-# ## Fix: generate the pins from the manifest
-# Write the refs once, in the manifest, and generate what every file pins: the Dockerfile gets one `ARG` per
-# component, the workflow one job-level `env:` entry, the install script the refs themselves. Changing a ref
-# is then a one-line change to the manifest, and the files cannot disagree.
+# ## Fix: pin what floats, then generate the pins from the manifest
+# Two steps. First, pin the three clones that float. The commits below are the ones the GLM-5.2 recipe header of
+# #7836 records for these repositories (lesson 05 reads that recipe): a set someone ran together, not the newest.
+# Second, write the refs once, in the manifest, and generate what every file pins: the Dockerfile gets one `ARG`
+# per component, the workflow one job-level `env:` entry, the install script the refs themselves. Changing a ref is
+# then a one-line change to the manifest, and the files cannot disagree.
 
 # %%
+pinned = mf.pin_components(new, {
+    "TransformerEngineNPU": "e40ec34036eb7e04ad11b983f8c6b0dc9fcd88f9",
+    "MindSpeed-Ops": "dbee3f41b156bb051fc046facf69548400be2be1",
+    "MindSpeed-Bridge": "d82eec3ce2b31deb82cc5474b6813498efded908",
+})
+cann = "swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.1.0-{}-ubuntu22.04-py3.12"
 generated = {
-    "Dockerfile.ascend_a2": render_dockerfile(new, base_image="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.1.0-910b-ubuntu22.04-py3.12"),
-    "Dockerfile.ascend_a3": render_dockerfile(new, base_image="swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.1.0-a3-ubuntu22.04-py3.12"),
-    "install_npu.sh": render_install_script(new),
-    "npu_e2e.yml": render_workflow(new, job="e2e_ppo_megatron"),
+    "Dockerfile.ascend_a2": mf.render_dockerfile(pinned, base_image=cann.format("910b")),
+    "Dockerfile.ascend_a3": mf.render_dockerfile(pinned, base_image=cann.format("a3")),
+    "install_npu.sh": mf.render_install_script(pinned),
+    "npu_e2e.yml": mf.render_workflow(pinned, job="e2e_ppo_megatron"),
 }
 print("\n".join(generated["Dockerfile.ascend_a3"].splitlines()[:8]) + "\n...")
 gen = pins_in_files(generated)
 claim("every generated file pins exactly the manifest", all(
-    {(p.repo, p.ref) for p in gen if p.file == name} == manifest_pins(new) for name in generated))
-claim("drift, ref findings and mismatches after generating", len(ref_drift(gen)) + len(ref_findings(gen))
-      + len(manifest_mismatches(gen, new)), expected=0)
+    {(p.repo, p.ref) for p in gen if p.file == name} == mf.manifest_pins(pinned) for name in generated))
+claim("drift, ref findings, mismatches and unpinned clones after generating", len(ref_drift(gen)) + len(ref_findings(gen))
+      + len(mf.manifest_mismatches(gen, pinned)) + len(unpinned_clones(generated)), expected=0)
 
 # %% [markdown]
 # ## Guard: one check for CI
-# The check a CI job would run over the real tree: every pin must match the manifest, follow its repository's
-# naming scheme, and agree with every other pin. A CI job fails when the list is not empty: it is not empty
-# for the hand-edited files, and empty for the generated ones.
+# The check a CI job would run over the real tree: every pin must match the manifest, pass the ref findings, agree
+# with every other pin, and the manifest may hold no unpinned clone. A CI job fails when the list is not empty: it
+# is not empty for the hand-edited files against the after-manifest (its three unpinned clones included), and
+# empty for the files generated from the pinned one.
 
 # %%
-hand_found = tree_problems(hand_files, new)
+hand_found = mf.tree_problems(hand_files, new)
 print(f"hand-edited files: {len(hand_found)} problems, first: {hand_found[0]}")
 claim("fixture self-check: the CI check's findings on the hand-edited files", len(hand_found),
-      expected=len(mismatches) + len(problems) + len(drifts))
-claim("the CI check is clean on the generated files", tree_problems(generated, new) == [])
+      expected=len(mismatches) + len(problems) + len(drifts) + 3)
+claim("the CI check is clean on the generated files", mf.tree_problems(generated, pinned) == [])
 
 # %% [markdown]
 # ## Exercises
-# **8.1** came earlier, before the checks that answer it. **8.2** Write `pip_line(manifest)`: one shell
-# command, `pip install ...`, that pins every component of a manifest: `name==version` for a `pypi:`
-# package, `git+URL@ref` for a git repository. The checker parses your command back with
-# `verlstudy.common.pins` and compares it with both manifests.
+# **8.1** came earlier, before the files that answer it. **8.2** Write `pip_line(manifest)`: it receives a
+# `StackManifest` whose components are all pinned (`.components`, each with `.repo`, `.ref`, `.is_pypi`) and returns
+# one shell command as a `str`: an install (`pip install ...`, `pip3 install ...` or `python -m pip install ...`)
+# that pins every component, `package==version` for a `pypi:` package (the name after `pypi:`), `git+URL@ref` for a
+# git repository. The checker parses your command back with `verlstudy.common.pins` and compares its pins with the
+# manifest's, on generated manifests and on the lesson's pinned one.
 
 # %% tags=["solution", "exercise-8.2"]
-def pip_line(manifest: StackManifest) -> str:
+def pip_line(manifest) -> str:
     """`pip install` with a pin for each component of `manifest`."""
     args = [f"{c.repo[len('pypi:'):]}=={c.ref}" if c.is_pypi else f"git+{c.repo}@{c.ref}" for c in manifest.components]
     return "pip install " + " ".join(args)
 
 
 # %% tags=["checker", "exercise-8.2"]
-check_exercise("8.2", pip_line, [old, new])
+check_exercise("8.2", pip_line, [pinned])
 
 # %% [markdown]
 # ## On an Ascend machine
@@ -289,7 +303,7 @@ check_exercise("8.2", pip_line, [old, new])
 if skip_unless("npu"):
     from importlib.metadata import PackageNotFoundError, version
 
-    for c in (c for c in new.components if c.is_pypi):
+    for c in (c for c in pinned.components if c.is_pypi):
         try:
             have = version(c.repo[len("pypi:"):])
         except PackageNotFoundError:
@@ -312,12 +326,32 @@ upstream_check()
 # %% [markdown]
 # ## Takeaways
 # - Write a stack down as data; an upgrade is then a diff you can read (added, removed, changed, tag vs branch).
-# - A ref copied into several files will drift, and a one-letter slip (`core_r` vs `core_v`) follows the
-#   copies; parse the files and check them: naming scheme, agreement, manifest. Even upstream's pre-#7604
-#   image and install script disagreed (torchvision `0.25.0+cpu` vs `0.25.0`) and left mbridge unpinned.
-# - A real release branch where a tag exists (Megatron-LM `core_r0.16.0`) is a policy finding (the course's
-#   advice: prefer the tag), kept apart from naming slips.
+# - Read the real files, not the PR description: #7604's images clone TransformerEngineNPU, MindSpeed-Ops and
+#   MindSpeed-Bridge with no ref at all, and its install script still pins `transformers==5.10.4`.
+# - A pin is a tag, a branch, a commit or nothing; which one depends on the repository, not on its spelling. A
+#   release branch where a tag exists (Megatron-LM `core_r0.18.0`) is a policy question; #7827 chose the tag.
+# - `0.25.0+cpu` beside `0.25.0` is the x86_64 CPU wheel of the same version, not drift; the pre-#7604 image and
+#   script agree on every version and leave mbridge unversioned in both.
 # - Generate the pins from one manifest; the check then guards the generator, not every hand edit.
+
+# %% [markdown]
+# ## Sources
+# - [#7604](https://github.com/verl-project/verl/pull/7604) "upgrade Ascend stack to Megatron 0.18.0" and
+#   [#7827](https://github.com/verl-project/verl/pull/7827) "Correct the `Megatron-LM` ref to `core_v0.18.0`".
+# - Before #7604: `docker/ascend/Dockerfile.ascend_9.1.0_a2` at verl ead7f6c51 (#7338) and
+#   `scripts/install_vllm_mcore_npu.sh` at verl 5ba5f2f51 (#7404).
+# - After #7604: the same two files at wwj-git-rgb/verl 3d36367e83 (a fork whose files are post-#7604 and
+#   pre-#7827: Megatron-LM still `core_r0.18.0`); after #7827: the image at yellowbee686/verl 6fc912f07d (a fork).
+#   Rewritten with the same pins in `data/stacks/after_upgrade/` and `after_fix/`.
+# - Commits 1b0be36f5 (2026-08-11: MindSpeed and Megatron-LM to `core_r0.18.0` in both 9.1.0 images) and
+#   49d3564f0 (reverting them) are on the branch of [#7345](https://github.com/verl-project/verl/pull/7345)
+#   "[ci] chore: Fix npu nightly ci"; the merged #7345 holds neither.
+# - `vanilla_mbridge`: verl's default is `False` in 0.9.0 and 0.9.1 (`verl/trainer/config/engine/megatron.yaml`,
+#   "Whether to use the deprecated legacy mbridge backend instead of Megatron-Bridge"); #7604 switched the NPU
+#   scripts that passed `vanilla_mbridge=True` (for example `tests/special_npu/nightly_ci_ascend/*.sh` at ead7f6c51).
+# - Megatron-LM's release names in verl 0.9.1: `verl/trainer/constants_ppo.py` links `blob/core_v0.18.0/...` (the
+#   tag); `verl/models/mcore/model_forward_1f1b_overlap.py` links `blob/core_r0.14.0/...` (a release branch).
+# - The pinning commits of the fix: the GLM-5.2 recipe header of #7836, as lesson 05 records it.
 
 # %%
 claims_table()

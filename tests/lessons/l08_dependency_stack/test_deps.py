@@ -31,12 +31,14 @@ from verlstudy.lessons.l08_dependency_stack.manifests import (
     manifest_pins,
     manifest_problems,
     parse_manifest,
+    pin_components,
     render_dockerfile,
     render_install_script,
     render_workflow,
     tree_problems,
     upgrade_diff,
 )
+from verlstudy.lessons.l08_dependency_stack.real_files import split_drift, unpinned_clones
 
 DATA = project_root() / "data"
 MEGATRON = "https://github.com/NVIDIA/Megatron-LM.git"
@@ -400,18 +402,19 @@ def test_fixture_upgrade_diff_matches_the_pr():
         "MindSpeed-Bridge",
         "Megatron-Bridge",
     ]
-    assert [c.name for c in diff.removed] == ["transformers"]  # mbridge was never pinned (pip install mbridge)
+    # mbridge was never pinned (pip install mbridge); the "Install others" line with flash-linear-attention is gone
+    assert [c.name for c in diff.removed] == ["transformers", "flash-linear-attention"]
     changes = {ch.name: ch.what for ch in diff.changed}
     assert changes == {
         "Megatron-LM": "ref core_r0.16.0 -> core_v0.18.0, branch -> tag",
         "MindSpeed": "ref core_r0.16.0 -> core_r0.18.0",
     }
-    assert diff.unchanged == ("vllm", "vllm-ascend", "torch", "torchvision", "setuptools", "flash-linear-attention")
+    assert diff.unchanged == ("vllm", "vllm-ascend", "torch", "torchvision", "setuptools")
     assert diff.settings == (("vanilla_mbridge", True, False),)
     table = diff.table()
     assert "| changed | Megatron-LM | branch core_r0.16.0 | tag core_v0.18.0 |" in table
     assert "| setting | vanilla_mbridge | true | false |" in table
-    assert manifest_problems(new) == []
+    assert [p.split(": ")[1] for p in manifest_problems(new)] == ["unpinned"] * 3
     [policy] = manifest_problems(old)
     assert policy.startswith("Megatron-LM: policy:") and "prefer the tag 'core_v0.16.0'" in policy
 
@@ -523,8 +526,43 @@ def test_renderers_reject_bad_names():
 def test_tree_problems_counts_every_kind_of_finding():
     manifest = load_manifest(DATA / "stacks" / "ascend_megatron_0.18.toml")
     found = tree_problems(read_files(DATA / "stacks" / "hand_edited"), manifest)
-    assert len(found) == 5 + 4 + 3
-    assert tree_problems(_render_all(manifest), manifest) == []
+    assert len(found) == 5 + 4 + 3 + 3  # ... and the manifest's three unpinned clones
+    assert len(tree_problems(_render_all(manifest), manifest)) == 3
+    commits = {n: "e40ec34036eb7e04ad11b983f8c6b0dc9fcd88f9" for n in ("TransformerEngineNPU", "MindSpeed-Ops")}
+    pinned = pin_components(manifest, commits | {"MindSpeed-Bridge": "d82eec3"})
+    assert tree_problems(_render_all(pinned), pinned) == []
+
+
+def test_pin_components_refuses_unknown_names_and_non_hashes():
+    manifest = load_manifest(DATA / "stacks" / "ascend_megatron_0.18.toml")
+    with pytest.raises(ValueError, match="does not have"):
+        pin_components(manifest, {"nope": "abcdef1"})
+    with pytest.raises(ValueError, match="hex"):
+        pin_components(manifest, {"MindSpeed-Ops": "main"})
+
+
+def test_unpinned_clones_and_split_drift_on_the_real_files():
+    after = read_files(DATA / "stacks" / "after_fix")
+    assert sorted(c.repo for c in unpinned_clones(after)) == [
+        "ascend/mindspeed-bridge",
+        "ascend/mindspeed-ops",
+        "ascend/transformerenginenpu",
+    ]
+    text = "git clone https://x.org/a/Repo.git && cd Repo && git fetch origin abc1234 && git checkout abc1234 && cd .."
+    assert unpinned_clones({"f": text}) == []
+    assert (
+        unpinned_clones({"f": "git clone -b v1 https://x.org/a/b.git\ngit clone --branch=v2 https://x.org/a/c"}) == []
+    )
+    real, variants = split_drift(ref_drift(pins_in_files(read_files(DATA / "stacks" / "before_upgrade"))))
+    assert (real, [d.repo for d in variants]) == ([], ["pypi:torchvision"])
+    with pytest.raises(TypeError, match="mapping"):
+        unpinned_clones(["not", "a", "mapping"])
+
+
+def test_an_unpinned_component_has_no_ref():
+    text = '[[component]]\nname = "x"\nrepo = "https://g.com/a/x.git"\nkind = "unpinned"\nref = "main"\n'
+    with pytest.raises(ValueError, match="no ref"):
+        parse_manifest('name = "m"\n' + text)
 
 
 def test_image_env_settings_finds_only_dockerfile_env():

@@ -110,7 +110,7 @@ def _policy_mistake(args: tuple[Any, ...], got: object, want: str) -> str | None
         "40 lower-case hex digits); anything else the repository does not have. Never look at the letters of "
         "the name to guess."
     ),
-    reveals=["'unpinned'"],
+    reveals=["7 <= len(ref) <= 40"],
 )
 def check_pin_policy(fn: Callable[[str | None, Collection[str], Collection[str]], str]) -> str:
     """Exercise 8.1: pin_policy(ref, tags, branches) says what a pin is, from the repository's own refs."""

@@ -15,6 +15,10 @@ from verlstudy.common.refs import COMMIT_HASH, REF_KINDS, Pin, ref_finding, repo
 
 # ---------------------------------------------------------------- stack manifests
 
+# "unpinned": a `git clone` with no --branch and no checkout (the default branch, whatever it holds at build time)
+UNPINNED = "unpinned"
+KINDS: tuple[str, ...] = (*REF_KINDS, UNPINNED)
+
 
 @dataclass(frozen=True)
 class Component:
@@ -22,8 +26,8 @@ class Component:
 
     name: str
     repo: str  # git URL, or "pypi:<name>"
-    kind: str  # tag | branch | commit | version
-    ref: str
+    kind: str  # tag | branch | commit | version | unpinned
+    ref: str  # "" when unpinned
 
     @property
     def key(self) -> str:
@@ -50,15 +54,18 @@ class StackManifest:
 def _component(raw: object, where: str) -> Component:
     if not isinstance(raw, Mapping):
         raise ValueError(f"{where}: each [[component]] must be a table with name, repo, kind, ref")
-    missing = [k for k in ("name", "repo", "kind", "ref") if not isinstance(raw.get(k), str) or not raw.get(k)]
+    required = ("name", "repo", "kind") if raw.get("kind") == UNPINNED else ("name", "repo", "kind", "ref")
+    missing = [k for k in required if not isinstance(raw.get(k), str) or not raw.get(k)]
     if missing:
         raise ValueError(f"{where}: component {raw.get('name', '?')!r} lacks string field(s) {', '.join(missing)}")
     extra = sorted(set(raw) - {"name", "repo", "kind", "ref", "note"})
     if extra:
         raise ValueError(f"{where}: component {raw['name']!r} has unknown field(s) {', '.join(extra)}")
-    comp = Component(raw["name"], raw["repo"], raw["kind"], raw["ref"])
-    if comp.kind not in REF_KINDS:
-        raise ValueError(f"{where}: component {comp.name!r} kind={comp.kind!r}; allowed: {', '.join(REF_KINDS)}")
+    comp = Component(raw["name"], raw["repo"], raw["kind"], raw.get("ref", ""))
+    if comp.kind not in KINDS:
+        raise ValueError(f"{where}: component {comp.name!r} kind={comp.kind!r}; allowed: {', '.join(KINDS)}")
+    if comp.kind == UNPINNED and (comp.ref or comp.is_pypi):
+        raise ValueError(f"{where}: component {comp.name!r}: an unpinned git clone has no ref (and is not pypi:)")
     if comp.is_pypi != (comp.kind == "version"):
         raise ValueError(f"{where}: component {comp.name!r}: kind 'version' goes with repo 'pypi:<name>' and only then")
     if comp.kind == "commit" and not COMMIT_HASH.fullmatch(comp.ref):
@@ -104,6 +111,9 @@ def manifest_problems(manifest: StackManifest) -> list[str]:
     scheme) or 'name: policy: ...' (a movable release branch where the repo publishes a tag)."""
     out = []
     for c in manifest.components:
+        if c.kind == UNPINNED:
+            out.append(f"{c.name}: unpinned: cloned with no ref, so each build takes whatever its default branch holds")
+            continue
         found = None if c.is_pypi else ref_finding(c.repo, c.ref, c.kind)
         if found:
             out.append(f"{c.name}: {found.kind}: {found.message}")
@@ -139,7 +149,7 @@ class UpgradeDiff:
     def table(self) -> str:
         """The diff as a Markdown table, one row per component or setting that differs."""
         rows = ["| change | component | before | after |", "| --- | --- | --- | --- |"]
-        rows += [f"| added | {c.name} | - | {c.kind} {c.ref} |" for c in self.added]
+        rows += [f"| added | {c.name} | - | {f'{c.kind} {c.ref}'.rstrip()} |" for c in self.added]
         rows += [f"| removed | {c.name} | {c.kind} {c.ref} | - |" for c in self.removed]
         rows += [
             f"| changed | {ch.name} | {ch.old.kind} {ch.old.ref} | {ch.new.kind} {ch.new.ref} |" for ch in self.changed
@@ -186,6 +196,8 @@ def _install_lines(manifest: StackManifest, var: bool) -> list[str]:
         ref = f"${{{_var_name(c)}}}" if var else c.ref
         if c.is_pypi:
             lines.append(f"pip install --no-cache-dir {c.repo.strip()[5:].strip()}=={ref}")
+        elif c.kind == UNPINNED:
+            lines.append(f"git clone --depth 1 {c.repo}")  # no ref: what upstream's images do for three repos
         elif c.kind == "commit":
             folder = c.key.split("/")[-1]
             lines.append(f"git clone {c.repo} {folder} && git -C {folder} checkout {ref}")
@@ -215,7 +227,7 @@ def render_dockerfile(manifest: StackManifest, base_image: str = "ubuntu:22.04")
     if not isinstance(base_image, str) or not base_image.strip() or any(c.isspace() for c in base_image):
         raise ValueError(f"base_image must be one image name without spaces, e.g. 'ubuntu:22.04', got {base_image!r}")
     lines = [f"# generated from the manifest {manifest.name!r}: edit the manifest", f"FROM {base_image}"]
-    lines += [f"ARG {_var_name(c)}={c.ref}" for c in manifest.components]
+    lines += [f"ARG {_var_name(c)}={c.ref}" for c in manifest.components if c.kind != UNPINNED]
     lines += [f"RUN {cmd}" for cmd in _install_lines(manifest, var=True)]
     return "\n".join(lines) + "\n"
 
@@ -227,23 +239,39 @@ def render_workflow(manifest: StackManifest, job: str = "npu_tests") -> str:
         raise ValueError(f"job={job!r} must be a workflow job id (letters, digits, '_' and '-')")
     lines = [f"# generated from the manifest {manifest.name!r}: edit the manifest", f"name: {job}", "jobs:"]
     lines += [f"  {job}:", "    env:"]
-    lines += [f"      {_var_name(c)}: {json.dumps(c.ref)}" for c in manifest.components]
+    lines += [f"      {_var_name(c)}: {json.dumps(c.ref)}" for c in manifest.components if c.kind != UNPINNED]
     lines += ["    steps:", "      - name: install stack", "        run: |"]
     lines += [f"          {cmd}" for cmd in _install_lines(manifest, var=True)]
     return "\n".join(lines) + "\n"
 
 
+def pin_components(manifest: StackManifest, commits: Mapping[str, str], name: str | None = None) -> StackManifest:
+    """`manifest` with each component named in `commits` pinned to that commit (the fix for an unpinned clone)."""
+    _check_manifest(manifest)
+    unknown = sorted(set(commits) - {c.name for c in manifest.components})
+    if unknown:
+        raise ValueError(f"commits names components the manifest does not have: {unknown}")
+    for who, ref in commits.items():
+        if not isinstance(ref, str) or not COMMIT_HASH.fullmatch(ref):
+            raise ValueError(f"commits[{who!r}] must be 7-40 lower-case hex digits, got {ref!r}")
+    comps = tuple(Component(c.name, c.repo, "commit", commits[c.name]) if c.name in commits else c
+                  for c in manifest.components)  # fmt: skip
+    return StackManifest(name or manifest.name + ", pinned", comps, dict(manifest.settings))
+
+
 def manifest_pins(manifest: StackManifest) -> set[tuple[str, str]]:
     """(repo key, ref) for each component: what every generated file must pin."""
     _check_manifest(manifest)
-    return {(c.key, c.ref) for c in manifest.components}
+    return {(c.key, c.ref) for c in manifest.components if c.kind != UNPINNED}
 
 
 def tree_problems(files: Mapping[str, str], manifest: StackManifest) -> list[str]:
     """Everything a CI check over a tree of files should fail on: pins that disagree with the manifest,
     ref findings (naming slips and branch-vs-tag policy, each labelled), and repositories pinned two ways."""
     pins = pins_in_files(files)
-    return manifest_mismatches(pins, manifest) + ref_findings(pins) + [d.describe() for d in ref_drift(pins)]
+    unpinned = [p for p in manifest_problems(manifest) if ": unpinned: " in p]
+    drift = [d.describe() for d in ref_drift(pins)]
+    return manifest_mismatches(pins, manifest) + ref_findings(pins) + drift + unpinned
 
 
 def manifest_mismatches(pins: Iterable[Pin], manifest: StackManifest) -> list[str]:
