@@ -100,3 +100,45 @@ def test_the_day_table_names_the_workshop_commands_and_the_hint():
     from verlstudy.kit import exercises
 
     assert "third wrong try" in day and exercises.METHOD_AFTER_TRIES == 3
+
+
+def test_the_guide_projects_the_student_site_and_shows_the_live_progress_page():
+    before = GUIDE[GUIDE.index("## The day before") : GUIDE.index("## The day's plan")]
+    assert "**Project the student site, `site/student/index.html`**" in before
+    assert "`site/index.html`" not in before.split("Project the student site")[0], "project the full site nowhere"
+    day = GUIDE[GUIDE.index("## The day, command by command") : GUIDE.index("## How to run every session")]
+    assert "`verlstudy progress class/ --html progress.html --watch 30`" in day
+
+
+def test_every_verlstudy_command_line_in_the_guide_parses():
+    from verlstudy.course.cli import build_parser
+
+    lines = re.findall(r"`(?:\.venv/bin/)?verlstudy ([^`]+)`", GUIDE)
+    assert len(lines) >= 5
+    for line in lines:
+        try:
+            build_parser().parse_args(line.split())
+        except SystemExit:
+            pytest.fail(f"docs/facilitator.md runs `verlstudy {line}`, which the command refuses")
+
+
+@pytest.mark.parametrize("lesson", registry.LESSONS, ids=lambda lesson: lesson.code)
+def test_the_questions_follow_the_lessons_order_and_name_sections_that_exist(lesson):
+    text = _section(lesson)
+    asked = [int(n) for n in re.findall(r"^- \*\*Ask (?:at|before) [^*]*?section (\d+)", text, flags=re.MULTILINE)]
+    assert asked == sorted(asked), f"lesson {lesson.code}: questions out of the lesson's order {asked}"
+    headings = "\n".join(
+        line
+        for cell in student.read_notebook(lesson.notebook).cells
+        if cell.cell_type == "markdown"
+        for line in cell.source.splitlines()
+        if line.startswith("## ")
+    )
+    for n in asked:
+        assert re.search(rf"^## {n}\b", headings, flags=re.MULTILINE), f"lesson {lesson.code} has no section {n}"
+
+
+def test_no_question_asks_what_an_exercise_now_asks():
+    # 1.1 predicts the bytes per micro-batch and 7.1 derives dp/edp: the guide debriefs them, never asks them again
+    assert "Predict the bytes per micro-batch from the shapes" not in GUIDE
+    assert "what is the data-parallel size, and" not in GUIDE
