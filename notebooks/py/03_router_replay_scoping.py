@@ -15,6 +15,7 @@
 # beside the course's, and read a model attribute from a nested multimodal config.
 #
 # **Time:** 60 minutes. **Assumes:** top-k routing, `torch.distributed` collectives. Sources are listed at the end.
+# Facts checked against verl 0.9.1.
 
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
