@@ -74,7 +74,7 @@ claim("last stage, store keeps graphs: one per micro-batch at the end",
 # %%
 show_source(pl.create_tensor_recv_prev)
 show_source(pl._run_micro_batch)
-show_source(pl.store_output)
+_ = show_source(pl.store_output)
 
 # %% [markdown]
 # ## 1. Symptom: live memory grows with every micro-batch
@@ -410,7 +410,7 @@ claim("with detach_tree the steady step is the stored output only", {y - x for x
 
 # %% tags=["upstream-source", "nbval-ignore-output"]
 upstream_diff("workers/engine/utils.py", "detach_tree")
-upstream_diff("workers/engine/megatron/transformer_impl.py", None, contains='output["model_output"] = detach_tree')
+_ = upstream_diff("workers/engine/megatron/transformer_impl.py", None, contains='output["model_output"] = detach_tree')
 
 # %% [markdown]
 # **Reading it.** `detach_tree` is new in 0.9.1. A tensor that requires grad comes back detached (same data,

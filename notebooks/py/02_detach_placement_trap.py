@@ -1,41 +1,23 @@
 # %% [markdown]
 # # 02 · detach_tree and the detach-placement trap
 #
-# Upstream: [verl PR #7874](https://github.com/verl-project/verl/pull/7874) (precursor for FSDP:
-# [#6699](https://github.com/verl-project/verl/pull/6699)).
+# Upstream: [verl PR #7874](https://github.com/verl-project/verl/pull/7874) (precursor for
+# [FSDP](00_start_here.ipynb#FSDP): [#6699](https://github.com/verl-project/verl/pull/6699)).
 #
-# Lesson 01 found the leak: every engine keeps one output dict per micro-batch until the mini-batch
-# ends, and a tensor in `model_output` that still has a `grad_fn` pins that micro-batch's autograd
-# graph. The fix is one small function, `detach_tree`, called where `"model_output"` is stored. This
-# lesson is about getting that function exactly right and putting it in exactly the right place.
+# **What happened.** Lesson 01 found the leak: every engine keeps one output dict per
+# [micro-batch](00_start_here.ipynb#micro-batch) until the [mini-batch](00_start_here.ipynb#mini-batch) ends, and a
+# tensor in `model_output` that still has a `grad_fn` pins that micro-batch's
+# [autograd graph](00_start_here.ipynb#autograd-graph). #7874's fix is one small function, `detach_tree`, called
+# where each of verl's four engines stores `"model_output"`.
 #
-# **When the wrong place fails silently, and when loudly.** Detach before the loss and the loss
-# value does not change. If *every* loss term reads the detached `model_output`, the loss no longer
-# requires grad and backward raises: a loud failure. That is the case for verl 0.9.1's actor loss,
-# `verl/workers/utils/losses.py::ppo_loss`, whose policy-gradient, entropy and KL terms all read
-# `model_output["log_probs"]` (or `["entropy"]`). The failure is *silent* only on one condition: some
-# live term is computed outside `model_output` (in this lesson's toy engine, a KL term computed
-# beside the forward from the live log-probs). Then backward runs, the loss curve looks normal, and
-# the policy gets no gradient. The silent engine is the course's construction, built to show the
-# trap; the lesson shows both cases.
+# **What you will do.** Write `detach_tree` and check its five properties against verl's own; detach in the
+# wrong place and watch the loss stay normal while the gradient dies (silently when a live loss term sits
+# outside `model_output`, loudly in verl's own `ppo_loss`); catch it with a `requires_grad` contract; rebuild
+# #6699's weakref regression test; and run the course's own static check of the call sites on verl's engines
+# before and after #7874.
 #
-# **You will learn** the five properties of `detach_tree` and why each matters, with verl's own
-# `detach_tree` run beside ours; how detaching before the loss keeps the loss value and kills the
-# gradient, and which logged metric gives that away; the `requires_grad` contract that catches it;
-# the two regression tests upstream has: #6699's weakref on a checkpoint-saved tensor, and a static
-# check of the four engine call sites, run here on verl's engines before and after #7874.
-#
-# **Time:** 45 minutes. **Assumes:** lesson 01, PyTorch autograd (`requires_grad`, `grad_fn`,
-# `.detach()`), what a GRPO advantage is.
-#
-# **Upstream code cited:** `verl/workers/engine/utils.py::detach_tree` and its callers in
-# `verl/workers/engine/{fsdp,megatron,automodel,torchtitan}/transformer_impl.py` (verl 0.9.1; the
-# same files in verl 0.9.0, before #7874); `verl/workers/utils/losses.py::ppo_loss`; the KL estimator
-# `low_var_kl` in `verl/trainer/ppo/core_algos.py`; #6699's test
-# `tests/workers/test_engine_forward_step_detach_on_cpu.py`. The course's code is its own; the
-# cells marked "upstream" load and run verl's own files.
-#
-# Facts checked against verl 0.9.1
+# **Time:** 45 minutes. **Assumes:** lesson 01, PyTorch autograd (`requires_grad`, `grad_fn`, `.detach()`), what
+# a [GRPO](00_start_here.ipynb#GRPO) advantage is. Sources are listed at the end. Facts checked against verl 0.9.1
 
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
@@ -44,55 +26,28 @@ n_leaves = 1000  # leaves in the already-detached tree of the cost check
 steps = 12  # bandit training steps per placement
 group_size = 8  # responses per prompt (GRPO group)
 lr = 0.5
-kl_coef = 0.001
-# The ranges the next cell allows are the ones over which every claim of the lesson holds (tools/extremes.py
-# runs both corners): fewer steps or smaller groups leave too few non-zero advantages to show the trap.
+kl_coef = 0.001  # the allowed ranges are those over which every claim holds (see lesson_setup)
 
 # %%
-import gc
-import importlib.util
-import logging
+import gc, importlib.util, logging
 from collections import namedtuple
 
 import torch
 
-from verlstudy.lessons.l02_detach import astcheck
-from verlstudy.kit.exercises import check_exercise, exercise_hint
-from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
-from verlstudy.kit.resources import data_dir
-from verlstudy.kit.devices import pick_device, skip_unless
 from verlstudy.common.memtrace import AllocationTracker
-from verlstudy.kit.params import check_float, check_int
-from verlstudy.kit.plots import line_plot
-from verlstudy.kit.seeding import seed_everything
-from verlstudy.kit.upstream import upstream_cell
-from verlstudy.lessons.l02_detach.trees import (
-    ContractError,
-    TinyCheckpointedLM,
-    check_train_step,
-    detach_like_6699,
-    policy_step,
-    retained_per_micro_batch,
-    saved_input_lifetime,
-    train_placement_bandit,
-)
-from verlstudy.lessons.l02_detach.upstream import (
-    REVIEWED_WRITES,
-    differences,
-    engine_sources,
-    unwrapped_stores,
-    upstream_detach_tree,
-)
 from verlstudy.common.trees import count_new_tensors, detach_tree, detach_tree_always, grad_attached_paths
+from verlstudy.kit.claims import claim, claims_table, expect_error
+from verlstudy.kit.devices import skip_unless
+from verlstudy.kit.exercises import check_exercise
+from verlstudy.kit.plots import line_plot
+from verlstudy.kit.resources import data_dir
+from verlstudy.kit.show import show_source, upstream_diff
+from verlstudy.kit.upstream import upstream_cell
+from verlstudy.lessons.l02_detach import astcheck, trees
+from verlstudy.lessons.l02_detach.setup import lesson_setup
+from verlstudy.lessons.l02_detach.upstream import REVIEWED_WRITES, differences, engine_sources, unwrapped_stores, upstream_detach_tree
 
-dev = pick_device(device)
-seed = seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
-n_leaves = check_int("n_leaves", n_leaves, minimum=1, maximum=100_000)
-steps = check_int("steps", steps, minimum=8, maximum=200)
-group_size = check_int("group_size", group_size, minimum=4, maximum=64)
-lr = check_float("lr", lr, minimum=0.5, maximum=10.0)
-kl_coef = check_float("kl_coef", kl_coef, minimum=1e-6, maximum=0.005)
-reset_claims()
+dev, seed, n_leaves, steps, group_size, lr, kl_coef = lesson_setup(device, seed, n_leaves, steps, group_size, lr, kl_coef)
 print(f"running on {dev.type}")
 
 # %% [markdown]
@@ -106,9 +61,13 @@ print(f"running on {dev.type}")
 # Before this section checks the course's version one property at a time, write your own.
 # **2.1** Write `my_detach_tree(obj)` with upstream's rules: detach a tensor only if it requires grad
 # (else return the same object), dict -> new dict, list/tuple -> same type, recursively, anything else
-# unchanged, never mutate the input. (Plain tuples are enough; no namedtuples needed.) A wrong answer's
-# message names the mistake; from the third wrong try the checker adds the method, and
-# `exercise_hint("2.1")` prints it whenever you ask.
+# unchanged, never mutate the input. (Plain tuples are enough; no namedtuples needed.) Your function
+# receives one value: a tensor, a dict, a list, a tuple (nested to any depth) or anything else. Containers must
+# come back as **the same type** (a list as a list, a tuple as a tuple, a dict as a new dict); tensors that need
+# no detaching must come back as the very same objects. The checker builds fresh trees of live tensors, leaf
+# tensors that require grad, plain and integer tensors, strings, numbers and None, and compares what comes
+# back with the rules leaf by leaf. A wrong answer's message names the mistake; the second wrong try adds
+# where to look, the third the method in words; `exercise_hint("2.1")` shows both whenever you ask.
 
 # %% tags=["solution", "exercise-2.1"]
 def my_detach_tree(obj):
@@ -124,6 +83,14 @@ def my_detach_tree(obj):
 
 # %% tags=["checker", "exercise-2.1"]
 check_exercise("2.1", my_detach_tree)
+
+# %% [markdown] tags=["after-you-try-2.1"]
+# **After you try 2.1** (open once you have run the checker)
+#
+# Test `requires_grad`, not `grad_fn`: a leaf that requires grad has no `grad_fn` and still pins what its
+# gradient reaches. Returning an already-detached tensor itself is what makes the function free on trees
+# that need nothing (the cost paragraph below counts it), and rebuilding containers instead of assigning
+# into them keeps the caller's tree intact.
 
 # %% [markdown]
 # Now the course's `detach_tree` on an output dict shaped like an engine's: live log-probs and entropy,
@@ -243,8 +210,12 @@ upstream_cell(compare_with_verl)
 # `(loss, {"model_output": ..., "metrics": metrics})`. The engine keeps that output until the mini-batch
 # ends (lesson 01), and the loss must still train the policy: the checker runs one step on a tiny policy
 # and checks that the returned loss requires grad, that nothing stored under `"model_output"` requires
-# grad, and that every parameter gets a non-zero gradient. Section 2 then shows what a misplaced detach
-# does; `exercise_hint("2.2")` prints the method if you are stuck.
+# grad, and that every parameter gets a non-zero gradient. Your function receives a `torch.nn.Module`, a
+# dict of tensors (`"states"`, `"actions"`, and `"advantages"` the loss may read) and the loss function; it
+# must return a **tuple** `(loss, dict)`, with the log-probs as a tensor of shape `(B,)` (also for B = 1). The
+# checker tries several policy sizes and batch sizes, with a loss that reads only the log-probs and one that
+# also reads the micro-batch. Section 2 then shows what a misplaced detach does; `exercise_hint("2.2")` shows
+# where to look and the method if you are stuck.
 
 # %% tags=["solution", "exercise-2.2"]
 def forward_step(policy, micro_batch, loss_function):
@@ -257,6 +228,13 @@ def forward_step(policy, micro_batch, loss_function):
 
 # %% tags=["checker", "exercise-2.2"]
 check_exercise("2.2", forward_step)
+
+# %% [markdown] tags=["after-you-try-2.2"]
+# **After you try 2.2** (open once you have run the checker)
+#
+# Two objects, two rules: the loss must keep its graph (backward needs it), the stored copy must hold none
+# (the engine keeps it for the whole mini-batch). The order of the lines is the whole answer; section 2
+# shows what happens when the detach moves up one line.
 
 # %% [markdown]
 # ## 2 · The trap: detach in the wrong place
@@ -281,7 +259,7 @@ check_exercise("2.2", forward_step)
 # norm, mean reward), with the right placement's gradient norm and reward for contrast.
 
 # %%
-runs = {p: train_placement_bandit(p, steps=steps, group_size=group_size, lr=lr, kl_coef=kl_coef, seed=seed)
+runs = {p: trees.train_placement_bandit(p, steps=steps, group_size=group_size, lr=lr, kl_coef=kl_coef, seed=seed)
         for p in ("after_loss", "before_loss")}
 right, wrong = runs["after_loss"], runs["before_loss"]
 step_ids = list(range(steps))
@@ -332,15 +310,15 @@ claim("the right placement ends with a higher reward (by more than 0.1)", late_g
 
 # %%
 with expect_error(RuntimeError, match="does not require grad"):
-    train_placement_bandit("before_loss", steps=1, group_size=group_size, kl_coef=kl_coef, seed=seed,
+    trees.train_placement_bandit("before_loss", steps=1, group_size=group_size, kl_coef=kl_coef, seed=seed,
                            kl_reads="model_output")
-verl_shaped = train_placement_bandit("after_loss", steps=steps, group_size=group_size, lr=lr, kl_coef=kl_coef,
+verl_shaped = trees.train_placement_bandit("after_loss", steps=steps, group_size=group_size, lr=lr, kl_coef=kl_coef,
                                      seed=seed, kl_reads="model_output")
 claim("verl-shaped loss, right placement: same loss curve as the silent engine's", verl_shaped.losses == right.losses)
 
 # %% [markdown]
 # ## 3 · The guard: a `requires_grad` contract
-# Three rules, checked after `loss.backward()` by `check_train_step`: the returned loss requires
+# Three rules, checked after `loss.backward()` by the course's `check_train_step` (below): the returned loss requires
 # grad; nothing stored requires grad; every trainable parameter got a non-zero gradient. Only the
 # third one catches the trap; the second one catches lesson 01's leak.
 #
@@ -350,6 +328,9 @@ claim("verl-shaped loss, right placement: same loss curve as the silent engine's
 # batch that carries signal, as below, or over several steps.
 
 # %%
+_ = show_source(trees.check_train_step)
+
+# %%
 def one_step(placement):
     torch.manual_seed(seed)
     policy = torch.nn.Sequential(torch.nn.Embedding(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 6))
@@ -357,18 +338,18 @@ def one_step(placement):
     with torch.no_grad():
         old = torch.log_softmax(policy(states), -1).gather(-1, actions[:, None]).squeeze(-1)
     advantages = torch.tensor([1.0, -1.0] * 4)
-    loss, output = policy_step(policy, states, actions, old, advantages, old.clone(), kl_coef=kl_coef,
+    loss, output = trees.policy_step(policy, states, actions, old, advantages, old.clone(), kl_coef=kl_coef,
                                placement=placement)
     loss.backward()
     return loss, output, policy
 
 
 loss, output, policy = one_step("after_loss")
-check_train_step(loss, output, policy.named_parameters())
+trees.check_train_step(loss, output, policy.named_parameters())
 claim("contract passes the right placement", True)
 loss, output, policy = one_step("before_loss")
-with expect_error(ContractError, match="all-zero gradient"):
-    check_train_step(loss, output, policy.named_parameters())
+with expect_error(trees.ContractError, match="all-zero gradient"):
+    trees.check_train_step(loss, output, policy.named_parameters())
 
 # %% [markdown]
 # ## 4 · #6699's regression test: a weakref on the checkpoint-saved input
@@ -385,7 +366,7 @@ with expect_error(ContractError, match="all-zero gradient"):
 gc.freeze()  # speed only: torch's lazy imports left a large heap; gc.collect() below then scans just new objects
 
 # one forward, a loss, the output held as an engine holds it; then `del loss` and gc.collect()
-lifetimes = {wrap: saved_input_lifetime(detach=wrap, seed=seed) for wrap in (True, False)}
+lifetimes = {wrap: trees.saved_input_lifetime(detach=wrap, seed=seed) for wrap in (True, False)}
 for wrap, result in lifetimes.items():
     print(f"wrapped={wrap}: (alive while loss lives, alive after del loss, grad-attached) = {result}")
 claim("wrapped: saved input alive with the loss, freed after del loss", lifetimes[True][:2] == (True, False),
@@ -395,16 +376,16 @@ claim("unwrapped: the held output keeps the saved input alive", lifetimes[False]
 # %% [markdown]
 # **The same loop, as bytes, on this machine.** Section 7's GPU cell runs micro-batches through the
 # same model and reads the allocator after each. The loop itself is device-independent
-# (`retained_per_micro_batch`); on CPU, lesson 01's `AllocationTracker` plays the allocator. Wrapped,
+# (`trees.retained_per_micro_batch`); on CPU, lesson 01's `AllocationTracker` plays the allocator. Wrapped,
 # each held micro-batch keeps only its log-probs (`4 x tokens` bytes); unwrapped, it also keeps the
 # checkpoint-saved embedding output and its gradient (`2 x tokens x hidden x 4` bytes, #6699's
 # "embedding output plus its gradient buffer").
 
 # %%
 torch.manual_seed(seed)
-tiny, tiny_ids = TinyCheckpointedLM(vocab=16, hidden=8), torch.randint(16, (2, 5))
+tiny, tiny_ids = trees.TinyCheckpointedLM(vocab=16, hidden=8), torch.randint(16, (2, 5))
 with AllocationTracker() as tracker:
-    per_mb = {wrap: retained_per_micro_batch(tiny, tiny_ids, wrap=wrap, measure=tracker.live_bytes)
+    per_mb = {wrap: trees.retained_per_micro_batch(tiny, tiny_ids, wrap=wrap, measure=tracker.live_bytes)
               for wrap in (True, False)}
 claim("CPU: bytes retained per held micro-batch, wrapped (its log-probs)", per_mb[True], expected=tiny_ids.numel() * 4)
 claim("CPU: bytes retained per held micro-batch, unwrapped", per_mb[False],
@@ -412,19 +393,22 @@ claim("CPU: bytes retained per held micro-batch, unwrapped", per_mb[False],
 
 # %% [markdown]
 # ## 5 · The static check: every call site wraps what it stores
-# The weakref test pins the mechanism; a static check pins the call sites (the course's digest of
-# #7874 records a static check of its four engine call sites; that test is not in the verl wheel, so
-# it is not run here). `verlstudy.lessons.l02_detach.astcheck` is the course's own version: it finds
+# The weakref test pins the mechanism. The course's [digest](00_start_here.ipynb#digest) of #7874 also
+# mentions a static check of the four engine call sites; no such test is in verl 0.9.1, so none of upstream's
+# is run here. `verlstudy.lessons.l02_detach.astcheck` is the course's own static check: it finds
 # every place a value is stored under `"model_output"` (dict entry, subscript assignment,
 # `dict(model_output=...)`, `setdefault`, and writes *into* the stored dict) and reports those not
-# wrapped in `detach_tree(...)`, following a variable back to its assignment. Our four example
-# engines in `data/engines/` mirror upstream's four call-site shapes; one is deliberately unwrapped.
-# The megatron one also writes routing indices into the stored dict, which a reviewer has cleared
-# by name (`REVIEWED_WRITES`; more on that below).
+# wrapped in `detach_tree(...)`, following a variable back to its assignment. Upstream has two call-site
+# shapes: a dict display `"model_output": detach_tree(model_output)` (fsdp, automodel, torchtitan) and a
+# subscript assignment `output["model_output"] = detach_tree(model_output)` (megatron). The example engines in
+# `data/engines/` use both, one per upstream engine (torchtitan's deliberately unwrapped), plus a fifth shape
+# of the course's own that no upstream engine has (`detach_tree` into a variable, stored through
+# `dict(model_output=...)`). The megatron one also writes routing indices into the stored dict, which a
+# reviewer has cleared by name (`REVIEWED_WRITES`; more on that below).
 
 # %%
 engine_dir = data_dir() / "engines"
-sources = {name: (engine_dir / f"{name}_engine.py").read_text() for name in astcheck.UPSTREAM_ENGINES}
+sources = {name: (engine_dir / f"{name}_engine.py").read_text() for name in astcheck.EXAMPLE_ENGINES}
 report = astcheck.check_sources(sources, reviewed=REVIEWED_WRITES)
 for name, stores in report.items():
     for store in stores:
@@ -450,7 +434,7 @@ def pg_only(mo, mb):
     loss = -mo["log_probs"].mean()
     return loss, {"pg_loss": round(loss.item(), 4)}
 leaking = []
-for name in astcheck.UPSTREAM_ENGINES:
+for name in astcheck.EXAMPLE_ENGINES:
     _, stored = load_engine(name).forward_step(bandit_policy, micro_batch, pg_only)
     print(f"{name:>10}: grad-attached stored leaves {grad_attached_paths(stored, 'output')}")
     leaking += [name] if grad_attached_paths(stored) else []
@@ -473,7 +457,21 @@ claim("the AST check passes the trap's engine (only the contract catches it)",
 
 # %% [markdown]
 # ### Upstream's four engines, before and after #7874
-# verl 0.9.0 predates #7874 (its `verl/workers/engine/utils.py` has no `detach_tree`); 0.9.1 has it.
+# Here are the four store lines as verl changed them, read at run time from the installed releases (0.9.0,
+# before #7874, and 0.9.1):
+
+# %% tags=["upstream-source", "nbval-ignore-output"]
+for engine in ("fsdp", "automodel", "torchtitan"):
+    upstream_diff(f"workers/engine/{engine}/transformer_impl.py", None, contains='"model_output": detach_tree')
+_ = upstream_diff("workers/engine/megatron/transformer_impl.py", None, contains='output["model_output"] = detach_tree')
+
+# %% [markdown]
+# **Reading it.** Three engines build the per-micro-batch output as a dict display, and 0.9.1 wraps the
+# `"model_output"` entry in `detach_tree`; Megatron assigns it by subscript (only
+# `if forward_only or not self.engine_config.dynamic_context_parallel`: under dynamic CP training it stores
+# none) and wraps it the same way. Each gets a comment naming where the output goes next (`output_lst`,
+# Megatron's `forward_data_store`). FSDP's diff also removes #6699's inline dict comprehension, which
+# `detach_tree` replaces. verl 0.9.0's `verl/workers/engine/utils.py` has no `detach_tree`; 0.9.1 has it.
 # The next cell runs the course's check, unreviewed, on the four real `transformer_impl.py` files
 # of both releases, then on 0.9.1 copies with every `detach_tree(...)` call removed
 # (`astcheck.unwrap_calls` turns `detach_tree(x)` into `(x)`, keeping every line number).
@@ -509,17 +507,20 @@ upstream_cell(engines_before_and_after, releases=["0.9.0"])
 #   the name cannot know that. That comprehension (the course's reconstruction below) detaches every
 #   top-level tensor that has a `grad_fn`, which is every engine output; it would miss a nested
 #   container and a leaf that requires grad. In 0.9.1 the FSDP engine calls `detach_tree` there.
-# - **megatron's `setdefault("model_output", {})["routed_experts"] = ...` (and a second write of
-#   `routed_experts`) in both releases.** Judging only the `{}` default would call it safe, though a
-#   tensor is written into that dict on the same line; the course's check therefore judges the write,
-#   and flags it. It holds int16 expert indices, which cannot require grad, written after the
-#   schedule has run: a false alarm a name cannot clear. The course handles it by review:
+# - **megatron's `setdefault("model_output", {})["routed_experts"] = ...` in both releases** (a write into
+#   each stored micro-batch entry, on the dynamic-CP path only, `_attach_dcp_recorded_routes`), **and a second
+#   write, `output["model_output"]["routed_experts"] = ...`** (into the *merged* output that
+#   `postprocess_batch_func` returns after the schedule: not the per-micro-batch store this check is about,
+#   but a name rule cannot tell). Judging only the `{}` default would call the first safe, though a tensor is
+#   written into that dict on the same line; the course's check therefore judges the write, and flags both.
+#   Both hold int16 expert indices, which cannot require grad, written after the schedule has run: false
+#   alarms a name cannot clear. The course handles it by review:
 #   `REVIEWED_WRITES` clears writes of `routed_experts` by name, with the reason, and nothing else.
 
 # %%
 engine_like = {"log_probs": torch.randn(3, requires_grad=True) * 1.0, "nested": [torch.randn(3, requires_grad=True) * 1.0],
                "leaf": torch.randn(3, requires_grad=True)}
-missed = grad_attached_paths(detach_like_6699(engine_like), "model_output")
+missed = grad_attached_paths(trees.detach_like_6699(engine_like), "model_output")
 print("#6699's rule leaves attached:", missed)
 claim("#6699's rule detaches a flat engine output; misses only the nested and the leaf tensor",
       missed == ["model_output.nested[0]", "model_output.leaf"])
@@ -528,8 +529,8 @@ claim("#6699's rule detaches a flat engine output; misses only the nested and th
 # ## 6 · Exercises
 # Both exercises came before the sections that answer them: **2.1** (`my_detach_tree`) before section 1
 # checked the course's version property by property, **2.2** (`forward_step`) before section 2 showed
-# the trap. Any still "not yet right"? Go back to it now: `exercise_hint("2.N")` prints the method, and
-# the sections since then show the reasoning.
+# the trap. Any still "not yet right"? Go back to it now: `exercise_hint("2.N")` prints where to look and
+# the method, and the sections since then show the reasoning.
 
 # %% [markdown]
 # ## 7 · On a GPU
@@ -541,9 +542,9 @@ claim("#6699's rule detaches a flat engine output; misses only the nested and th
 
 # %% tags=["gpu"]
 if skip_unless("cuda"):
-    model = TinyCheckpointedLM(vocab=1024, hidden=256).to("cuda")
+    model = trees.TinyCheckpointedLM(vocab=1024, hidden=256).to("cuda")
     ids = torch.randint(1024, (4, 512), device="cuda")
-    per_mb_gpu = {wrap: retained_per_micro_batch(model, ids, wrap=wrap, measure=torch.cuda.memory_allocated,
+    per_mb_gpu = {wrap: trees.retained_per_micro_batch(model, ids, wrap=wrap, measure=torch.cuda.memory_allocated,
                                                  micro_batches=8) for wrap in (True, False)}
     # rtol: the CUDA caching allocator rounds each block up (to 512 B), which these sizes already are
     claim("CUDA: bytes retained per held micro-batch, wrapped", per_mb_gpu[True], expected=ids.numel() * 4, rtol=0.02)
@@ -574,10 +575,25 @@ upstream_check()
 # - An RL loss curve cannot tell you whether the gradient flows. A KL or gradient norm that is
 #   *exactly* 0.0 step after step can; so can a contract: loss requires grad, stored outputs do not,
 #   trainable parameters get non-zero gradients.
-# - Pin the mechanism with a weakref test (#6699's) and the call sites with a static check; neither
+# - Pin the mechanism with a weakref test (#6699's, upstream's) and the call sites with a static check (the
+#   course's; verl 0.9.1 ships none); neither
 #   replaces the contract, because the static check cannot see placement, and a name-based rule
 #   both flags correct code written another way (#6699's comprehension) and needs a reviewed reason
 #   for what it cannot judge (integer routing indices written into the stored dict).
+
+# %% [markdown]
+# ## Sources
+# - verl PR [#7874](https://github.com/verl-project/verl/pull/7874) (`detach_tree`, its rules and why already
+#   detached tensors come back as is) and [#6699](https://github.com/verl-project/verl/pull/6699) (commit
+#   dbbf0853f: FSDP's inline detach and the test `tests/workers/test_engine_forward_step_detach_on_cpu.py`).
+# - verl 0.9.1 (installed) and 0.9.0 (for the before/after): `verl/workers/engine/utils.py::detach_tree`;
+#   `verl/workers/engine/{fsdp,megatron,automodel,torchtitan}/transformer_impl.py` (the store lines; megatron's
+#   `_attach_dcp_recorded_routes` and the merged-output `routed_experts` write);
+#   `verl/utils/megatron/router_replay_utils.py` (int16 routes); `verl/workers/utils/losses.py::ppo_loss`;
+#   `verl/trainer/ppo/core_algos.py::kl_penalty` (`low_var_kl`).
+# - The course's own code: `verlstudy.common.trees`, `verlstudy.lessons.l02_detach` (`trees`, `astcheck`,
+#   `upstream`) and the example engines in `data/engines/`. The cells marked "upstream" load and run verl's own
+#   files; what only the course's digest says is labelled so.
 
 # %%
 claims_table()

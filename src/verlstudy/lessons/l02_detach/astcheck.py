@@ -1,7 +1,8 @@
 """A static check on source text: is every value stored under ``"model_output"`` wrapped in `detach_tree`?
 
-Upstream (verl PR #7874) cannot assert GPU memory in CI, so besides the weakref test it pins the four
-engine call sites with an AST check. This module is our own version of that idea. It finds every
+CI cannot assert GPU memory. Upstream's regression test for the leak is #6699's weakref test; the
+course's digest of #7874 also mentions a static check of the four engine call sites, which is not in
+verl 0.9.1. This module is the course's own static check. It finds every
 place a value is *stored* under a key (default ``"model_output"``):
 
 - a dict display entry ``{"model_output": v}`` (at any nesting depth);
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "EXAMPLE_ENGINES",
     "UPSTREAM_ENGINES",
     "Store",
     "check_sources",
@@ -43,8 +45,10 @@ __all__ = [
     "upstream_engine_files",
 ]
 
-# The four engines whose call sites upstream's AST test pins (verl 0.9.1 paths under verl/).
+# The four engines whose transformer_impl.py stores model_output per micro-batch (verl 0.9.1 paths under verl/).
 UPSTREAM_ENGINES: tuple[str, ...] = ("fsdp", "megatron", "automodel", "torchtitan")
+# The example engines in data/engines: one per upstream engine, plus one shape of the course's own.
+EXAMPLE_ENGINES: tuple[str, ...] = (*UPSTREAM_ENGINES, "course_alias")
 
 _MAX_ALIAS_HOPS = 8
 

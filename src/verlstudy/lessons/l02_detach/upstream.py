@@ -17,7 +17,8 @@ DETACH_TREE = "verl/workers/engine/utils.py::detach_tree"
 REVIEWED_WRITES: dict[str, str] = {
     "routed_experts": (
         "int16 expert indices (verl/utils/megatron/router_replay_utils.py; an integer tensor cannot "
-        "require grad), written after the schedule"
+        "require grad), written after the schedule; megatron's second write targets the merged output "
+        "postprocess_batch_func returns, not the per-micro-batch store"
     ),
 }
 

@@ -1,0 +1,33 @@
+"""Lesson 02's parameters, validated in one call (the notebook's set-up cell)."""
+
+from __future__ import annotations
+
+import torch
+
+from verlstudy.kit.claims import reset_claims
+from verlstudy.kit.devices import pick_device
+from verlstudy.kit.params import check_float, check_int
+from verlstudy.kit.seeding import seed_everything
+
+
+def lesson_setup(
+    device: str, seed: object, n_leaves: object, steps: object, group_size: object, lr: object, kl_coef: object
+) -> tuple[torch.device, int, int, int, int, float, float]:
+    """Check every parameter (a bad one raises naming it and what is allowed), seed, reset the claims.
+
+    Returns (device, seed, n_leaves, steps, group_size, lr, kl_coef), checked.
+
+    The ranges are the ones over which every claim of the lesson holds (tools/extremes.py runs both
+    corners): fewer steps or smaller groups leave too few non-zero advantages to show the trap.
+    """
+    checked = (
+        pick_device(device),
+        seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1)),
+        check_int("n_leaves", n_leaves, minimum=1, maximum=100_000),
+        check_int("steps", steps, minimum=8, maximum=200),
+        check_int("group_size", group_size, minimum=4, maximum=64),
+        check_float("lr", lr, minimum=0.5, maximum=10.0),
+        check_float("kl_coef", kl_coef, minimum=1e-6, maximum=0.005),
+    )
+    reset_claims()
+    return checked
