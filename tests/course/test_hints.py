@@ -32,3 +32,9 @@ def test_words_and_short_names_are_not_formulas():
     solution = "def f(xs):\n    return sorted(set(xs), key=int)"
     assert leaked_fragments("sort the layer numbers as numbers, not as text, and keep each once", solution) == []
     assert hint_fragments("look at `aligned_length` and `x.grad`") == []
+
+
+def test_a_solution_with_multi_dimensional_slices_is_read_and_compared():
+    solution = "def f(x, n):\n    return x[:, :, :n].sum(dim=-1) + x[:, 0, 0]"
+    assert leaked_fragments("take `x[:, :, :n].sum(dim=-1)`", solution)
+    assert leaked_fragments("sum over the last dimension after cutting each row at n", solution) == []

@@ -250,3 +250,14 @@ def test_prints_split_by_a_record_read_as_one_block_and_other_outputs_stay_apart
     out, err = nbformat.v4.new_output("stream", text="a\n"), nbformat.v4.new_output("stream", name="stderr", text="w\n")
     merged = site_cells.coalesce_streams([out, nbformat.v4.new_output("stream", text="b\n"), err, out])
     assert [(o.name, o.text) for o in merged] == [("stdout", "a\nb\n"), ("stderr", "w\n"), ("stdout", "a\n")]
+
+
+def test_a_link_to_another_lessons_notebook_points_at_its_page():
+    from verlstudy.course import registry
+    from verlstudy.course.site import notebook_links_to_pages
+
+    body = '<a href="00_start_here.ipynb#1F1B">1F1B</a> <a href="./01_memory_leak_attribution.ipynb">01</a>'
+    body += ' <a href="99_mine.ipynb">mine</a>'
+    out = notebook_links_to_pages(body, registry.LESSONS)
+    assert 'href="00_start_here.html#1F1B"' in out and 'href="01_memory_leak_attribution.html"' in out
+    assert 'href="99_mine.ipynb"' in out  # not a lesson: left alone

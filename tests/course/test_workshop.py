@@ -187,7 +187,10 @@ def test_site_links_resolve_pages_exist_and_figures_are_embedded(tmp_path):
         for href in parser.hrefs:
             if href.startswith(("http://", "https://", "#", "mailto:")):
                 continue
-            assert (out / href.split("#")[0]).exists(), f"{page.name}: broken link {href}"
+            target, _, anchor = href.partition("#")
+            assert (out / target).exists(), f"{page.name}: broken link {href}"
+            if anchor and target.endswith(".html"):  # a glossary link: the heading's id is on that page
+                assert f'id="{anchor}"' in (out / target).read_text(), f"{page.name}: no #{anchor} in {target}"
         assert all(src.startswith("data:image/") for src in parser.imgs), f"{page.name}: figure not embedded"
     figures = sum(page.read_text().count("data:image/png") for page in out.glob("*.html"))
     assert figures >= len(registry.LESSONS)

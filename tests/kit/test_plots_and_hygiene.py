@@ -54,3 +54,16 @@ def test_sanitize_replaces_fragments_with_their_kind():
     assert sanitize("took 0.42 s at 0xdeadbeef00") == "took <timing> at <memory address>"
     with pytest.raises(TypeError):
         unstable_fragments(b"bytes")  # type: ignore[arg-type]
+
+
+def test_bar_plot_can_draw_a_log_axis_and_refuses_values_it_cannot_draw_there(capsys):
+    import matplotlib.pyplot as plt
+
+    from verlstudy.kit.plots import bar_plot
+
+    fig = bar_plot({"leak": 16640.0, "fixed": 256.0}, title="t", ylabel="bytes", show=False, log=True, labelrotation=30)
+    assert fig.axes[0].get_yscale() == "log"
+    assert fig.axes[0].get_xticklabels()[0].get_rotation() == 30
+    plt.close(fig)
+    with pytest.raises(ValueError, match="log axis needs every value > 0"):
+        bar_plot({"a": 0.0}, title="t", ylabel="y", show=False, log=True)

@@ -167,10 +167,10 @@ def test_a_guard_that_crashes_is_told_a_guard_fails_with_assertion_error():
 
 def test_a_module_handed_over_is_compared_by_its_tensors_and_may_be_declared_changeable():
     def reference(model, scale):
-        return float(model.weight.sum()) * scale
+        return model.weight.sum().item() * scale
 
     def reads(model, scale):
-        return float(model.weight.sum()) * scale
+        return model.weight.sum().item() * scale
 
     def writes(model, scale):
         with torch.no_grad():
@@ -183,3 +183,21 @@ def test_a_module_handed_over_is_compared_by_its_tensors_and_may_be_declared_cha
         compare_on_inputs(writes, reference, edge_cases=[(model, 2.0)], judge=None)
     loads = lambda model, scale: reference(model, scale)  # noqa: E731
     assert compare_on_inputs(loads, reference, edge_cases=[(model, 2.0)], may_change=[0])
+
+
+class Config:
+    def __init__(self, hidden):
+        self.hidden, self.children = hidden, [{"hidden": hidden * 2}]
+
+
+def test_a_plain_object_handed_over_is_compared_by_its_attributes():
+    def reference(config):
+        return config.hidden
+
+    def mutates(config):
+        config.children[0]["hidden"] = 0
+        return config.hidden
+
+    assert compare_on_inputs(lambda c: c.hidden, reference, edge_cases=[(Config(4),)]).startswith("right")
+    with pytest.raises(ExerciseFailure, match="changed its input"):
+        compare_on_inputs(mutates, reference, edge_cases=[(Config(4),)])

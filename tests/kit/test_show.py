@@ -29,8 +29,9 @@ def helper():
 
 
 def test_show_source_names_the_function_and_its_file_without_line_numbers(capsys):
-    view = show_source(difference)
+    assert show_source(difference) is None  # a cell ending in show_source(fn) shows the code once
     out = capsys.readouterr().out
+    view = show.source_view(difference)
     assert out.splitlines()[0] == "# difference, from verlstudy/kit/properties.py"
     assert "def difference(" in view.text and "lines" not in view.title
     assert view._repr_markdown_().startswith("**difference, from verlstudy/kit/properties.py**\n\n````python\n")
@@ -69,12 +70,14 @@ def test_a_bad_path_is_named(path):
 
 @needs_verl
 def test_upstream_source_names_version_file_symbol_and_lines(capsys):
-    view = upstream_source("verl/workers/engine/utils.py", "detach_tree")
+    assert upstream_source("verl/workers/engine/utils.py", "detach_tree") is None
+    assert capsys.readouterr().out.startswith("# verl ")
+    view = show.upstream_view("verl/workers/engine/utils.py", "detach_tree")
     assert view.title.startswith(
         f"verl {upstream.verl_version()} · verl/workers/engine/utils.py · detach_tree · lines "
     )
     assert view.lines()[0] == "def detach_tree(obj):"
-    old = upstream_source("workers/engine/utils.py", "postprocess_batch_func", release="0.9.0")
+    old = show.upstream_view("workers/engine/utils.py", "postprocess_batch_func", release="0.9.0")
     assert old.title.startswith("verl 0.9.0 · ")
 
 

@@ -10,6 +10,7 @@ words, not formulas, and are ignored.
 from __future__ import annotations
 
 import ast
+import copy
 import re
 
 MIN_NODES = 5
@@ -17,6 +18,11 @@ MAX_WORDS = 24
 
 
 class _Mask(ast.NodeTransformer):
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        if hasattr(node, "ctx"):
+            node.ctx = ast.Load()  # `x` read or written is the same shape
+        return super().generic_visit(node)
+
     def visit_Name(self, node: ast.Name) -> ast.AST:
         return ast.Name(id="_", ctx=ast.Load())
 
@@ -40,7 +46,7 @@ def _size(node: ast.AST) -> int:
 
 def shape(node: ast.AST) -> str:
     """The masked dump of an expression: its structure with every name and number replaced."""
-    return ast.dump(_Mask().visit(ast.parse(ast.unparse(node), mode="eval").body))
+    return ast.dump(_Mask().visit(copy.deepcopy(node)))
 
 
 def solution_shapes(source: str) -> set[str]:

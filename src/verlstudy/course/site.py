@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import html
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -131,6 +132,17 @@ def facilitator_body() -> str | None:
     return markdown2html(path.read_text()) if path.is_file() else None
 
 
+def notebook_links_to_pages(body: str, lessons: Sequence[Lesson]) -> str:
+    """A lesson's link to another lesson's notebook (`00_start_here.ipynb#1F1B`) points at that lesson's page."""
+    stems = {lesson.stem for lesson in lessons}
+
+    def to_page(match: re.Match[str]) -> str:
+        stem = match.group(2)
+        return f"{match.group(1)}{stem}.html" if stem in stems else match.group(0)
+
+    return re.sub(r'(href=")(?:\./)?(\d\d_[\w-]+)\.ipynb', to_page, body)
+
+
 def edition_pages(
     lessons: Sequence[Lesson], executed: dict[str, nbformat.NotebookNode], edition: str
 ) -> dict[str, str]:
@@ -145,7 +157,7 @@ def edition_pages(
 
     pages = {}
     for lesson, link in zip(lessons, links, strict=True):
-        body = lesson_body(lesson, executed[lesson.stem], edition)
+        body = notebook_links_to_pages(lesson_body(lesson, executed[lesson.stem], edition), lessons)
         pages[link.href] = page(f"{lesson.code} · {lesson.title}", body, link.href)
     pages["index.html"] = page("verlstudy", index_body(lessons, executed, edition))
     if guide is not None:

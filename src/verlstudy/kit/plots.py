@@ -74,17 +74,32 @@ def line_plot(
 
 
 def bar_plot(
-    values: Mapping[str, float], *, title: str, ylabel: str, digits: int = 4, show: bool = True
+    values: Mapping[str, float],
+    *,
+    title: str,
+    ylabel: str,
+    digits: int = 4,
+    show: bool = True,
+    log: bool = False,
+    labelrotation: float = 15,
 ) -> matplotlib.figure.Figure:
-    """Bar chart of label -> value, printed as `label: value` lines too."""
+    """Bar chart of label -> value, printed as `label: value` lines too.
+
+    `log` draws a logarithmic value axis (bars of 256 bytes beside MiB stay visible; values must be > 0);
+    `labelrotation` turns long x labels so they do not overlap.
+    """
     if not isinstance(values, Mapping) or not values:
         raise ValueError("values must be a non-empty mapping of label -> number")
+    if log and any(float(v) <= 0 for v in values.values()):
+        raise ValueError("a log axis needs every value > 0")
     apply_style()
     fig, ax = plt.subplots()
     labels = list(values)
     ax.bar(labels, [float(values[k]) for k in labels], color=COLORS[: len(labels)] or None)
     ax.set(title=title, ylabel=ylabel)
-    ax.tick_params(axis="x", labelrotation=15)
+    if log:
+        ax.set_yscale("log")
+    ax.tick_params(axis="x", labelrotation=labelrotation)
     fig.tight_layout()
     print(f"{title} ({ylabel}):")
     for k in labels:

@@ -204,6 +204,8 @@ def _same_input(before: object, after: object) -> bool:
         before, after = before.state_dict(), after.state_dict()  # a module (a copy is never `==`): its tensors
     elif isinstance(before, (list, tuple)) and isinstance(after, (list, tuple)) and len(before) == len(after):
         return all(_same_input(b, a) for b, a in zip(before, after, strict=True))
+    if type(before) is type(after) and type(before).__eq__ is object.__eq__ and hasattr(before, "__dict__"):
+        return _same_input(vars(before), vars(after))  # a plain object (a copy is never ==): its attributes
     try:
         return difference(after, before, strict_types=True, rtol=0.0, atol=0.0) is None
     except Exception:  # a value difference() cannot compare: trust ==

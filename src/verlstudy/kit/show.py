@@ -42,18 +42,17 @@ class CodeView:
         return self.text.rstrip("\n").splitlines()
 
 
-def _display(view: CodeView) -> CodeView:
+def _display(view: CodeView) -> None:
     try:
         from IPython import get_ipython
         from IPython.display import display
     except ImportError:  # plain Python: print the text
         print(repr(view))
-        return view
+        return
     if get_ipython() is None:
         print(repr(view))
     else:
         display({"text/markdown": view._repr_markdown_(), "text/plain": repr(view)}, raw=True)
-    return view
 
 
 # ---------------------------------------------------------------- the course's own code
@@ -76,9 +75,11 @@ def source_view(obj: object) -> CodeView:
     return CodeView(f"{obj.__qualname__}, from {where}", text)
 
 
-def show_source(obj: object) -> CodeView:
-    """Display the source of one of the course's functions or classes, highlighted, and return it."""
-    return _display(source_view(obj))
+def show_source(obj: object) -> None:
+    """Display the source of one of the course's functions or classes, highlighted (`source_view` returns it).
+
+    Returns None, so a cell ending in `show_source(fn)` shows the code once."""
+    _display(source_view(obj))
 
 
 # ---------------------------------------------------------------- verl's own code, from the installed releases
@@ -175,12 +176,12 @@ def upstream_view(
 
 def upstream_source(
     path: str, symbol: str | None = None, *, release: str | None = None, contains: str | None = None, context: int = 8
-) -> CodeView | None:
+) -> None:
     """Display verl's own `symbol` from verl/`path` (release None: the installed verl; '0.9.0': the fetched
-    earlier release), named by file, symbol, version and lines. One skip line and None without verl."""
-    if not _available(release):
-        return None
-    return _display(upstream_view(path, symbol, release=release, contains=contains, context=context))
+    earlier release), named by file, symbol, version and lines (`upstream_view` returns it). One skip line
+    without verl."""
+    if _available(release):
+        _display(upstream_view(path, symbol, release=release, contains=contains, context=context))
 
 
 def _hunks(diff: list[str]) -> list[list[str]]:
@@ -233,14 +234,13 @@ def upstream_diff(
     *,
     contains: str | None = None,
     context: int = 3,
-) -> CodeView | None:
+) -> None:
     """Display what changed in verl's `symbol` (verl/`path`) between two releases, as a unified diff.
 
     `old` is an earlier release fetched by `make setup`; `new` None is the installed verl. A symbol
     absent from `old` shows as added; an unchanged one is shown whole with "(unchanged)" in its title;
     `contains` keeps only the hunks holding that text (a big function's one changed store line).
-    One skip line and None when either release is absent.
+    One skip line when either release is absent. Returns None (`diff_view` returns the diff).
     """
-    if not _available(new, old):
-        return None
-    return _display(diff_view(path, symbol, old, new, contains=contains, context=context))
+    if _available(new, old):
+        _display(diff_view(path, symbol, old, new, contains=contains, context=context))
