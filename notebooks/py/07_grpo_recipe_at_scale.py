@@ -1,49 +1,21 @@
 # %% [markdown]
 # # 07 · A 512-device GRPO recipe read closely: layout and clip-higher
 #
-# Upstream: [verl PR #7788](https://github.com/verl-project/verl/pull/7788), a GRPO recipe for GLM-5.2 on
-# 32 nodes x 16 NPUs.
+# **Upstream:** [verl PR #7788](https://github.com/verl-project/verl/pull/7788) added a
+# [GRPO](00_start_here.ipynb#GRPO) recipe for GLM-5.2 on 32 nodes x 16 [NPU](00_start_here.ipynb#NPU)s: a launch
+# script whose parallel sizes, pipeline layout, batch sizes and clip ratios must all agree with each other, or
+# the job fails (or runs a layout nobody meant) after 512 devices have started.
 #
-# A recipe PR is a wall of numbers: parallel sizes for training and for rollout, a pipeline layout
-# string, batch sizes, clip ratios. They must agree with each other, and a disagreement shows up only
-# after hundreds of devices have started. This lesson derives every size from the few that are chosen,
-# makes the bad combinations fail on a laptop with an error that names them, and then makes the
-# algorithmic choices visible: asymmetric clipping ("clip-higher", 0.2 / 0.28) and dual clip (c = 10)
-# on the loss surface and on a toy GRPO bandit, then the rest of the recipe's loss (rollout correction
-# and the KL term) and where its offload settings put the memory.
+# **You will** derive every size from the few the recipe chooses and see where each of the 512 devices sits;
+# make bad combinations fail on a laptop with an error that names them; read verl's own policy loss and walk it
+# region by region, with asymmetric clipping ([clip-higher](00_start_here.ipynb#clip-higher), 0.2 / 0.28) and
+# dual clip (c = 10); add the recipe's rollout correction and KL term; see where its offload settings put the
+# memory; and watch clip-higher keep a toy GRPO bandit exploring for longer.
 #
-# **You will learn** how TP, PP, CP, EP and ETP split 512 devices into data-parallel and
-# expert-data-parallel groups; how a rollout layout differs; how to read a Megatron pipeline layout
-# string; how a GRPO step is cut into mini- and micro-batches; what parameter and optimizer offload
-# move off the device; verl's clipped policy loss region by region, and what rollout correction and
-# the KL loss add to it; and why a higher upper clip keeps a policy's entropy up for longer.
+# **Time:** 50 minutes. **Assumes:** what [DP](00_start_here.ipynb#DP), [TP](00_start_here.ipynb#TP) and
+# [PP](00_start_here.ipynb#PP) split; PPO's ratio and clip. Files and commits are listed under "Sources" at the end.
 #
-# **Time:** 50 minutes. **Assumes:** what data/tensor/pipeline parallelism are; PPO's ratio and clip.
-#
-# **Upstream files cited** (paths inside verl):
-# - `verl/trainer/ppo/core_algos.py::compute_policy_loss_vanilla`: ratio = exp(clamp(logp - old_logp,
-#   -20, 20)); the clipped loss with separate lower and upper bounds and, for A < 0, the dual clip
-#   (section 5); metrics `pg_clipfrac`, `pg_clipfrac_lower`, `ppo_kl`. Its inputs come from an `ActorConfig`
-#   (`clip_ratio_low/high` fall back to `clip_ratio` when None, `clip_ratio_c` via `config.get(..., 3.0)`,
-#   aggregation via `config.global_batch_info`); ours takes plain arguments and aggregates on one rank.
-# - `verl/trainer/ppo/core_algos.py::compute_grpo_outcome_advantage`: the group-normalised advantages of
-#   section 4; a group of one gets mean 0 and std 1.
-# - `verl/workers/config/rollout.py`: with expert parallelism, rollout `ep == tp * dp`.
-# - `verl/trainer/ppo/ray_trainer.py`: `ppo_mini_batch_size` counts prompts and is multiplied by `rollout.n`.
-# - `verl/trainer/ppo/rollout_corr_helper.py::compute_rollout_correction_weights`,
-#   `compute_rollout_rejection_mask`; `verl/trainer/ppo/core_algos.py::kl_penalty`;
-#   `verl/workers/utils/losses.py::ppo_loss` (how the terms are added).
-# - `verl/utils/megatron_utils.py::offload_megatron_model_to_cpu` (what `param_offload` moves), and
-#   Megatron-core's `megatron/core/optimizer/optimizer_config.py` and `cpu_offloading/README.md` (what
-#   `optimizer_cpu_offload`, `optimizer_offload_fraction`, `use_precision_aware_optimizer` do).
-# - The recipe itself: `examples/ascend_extras/grpo_trainer/run_glm5_2_megatron.sh`, a bash script
-#   outside the wheel, read from the fork yellowbee686/verl at commit `89dad2d7` (a fork's copy of the file
-#   #7788 added; no copy on verl-project/verl is stored; later fork copies, e.g. zhtmike/verl@946020df, add
-#   #7836's `checkpoint.strict=False` and change the header's Megatron-LM ref but set the same numbers);
-#   `data/recipes/glm52_grpo_7788.yaml` is the course's transcription of its numbers.
-#
-# Facts checked against verl 0.9.1. All code here is our own (`verlstudy.lessons.l07_grpo_recipe.parallel`, `verlstudy.lessons.l07_grpo_recipe.grpo`);
-# `tests/test_grpo.py` compares our loss and advantages with upstream's functions when verl is installed.
+# Facts checked against verl 0.9.1.
 
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu": where the accelerator cell runs the loss
@@ -53,47 +25,15 @@ bandit_prompts = 64  # prompts (independent bandits) per step (64..512)
 robustness_seeds = 4  # extra seeds the clip-higher result is re-checked on (1..8)
 
 # %%
-import torch
-
+from verlstudy.kit.claims import claim, claims_table, expect_error
+from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise, exercise_hint
-from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
-from verlstudy.kit.resources import data_dir
-from verlstudy.kit.devices import pick_device, skip_unless
-from verlstudy.kit.upstream import upstream_cell
-from verlstudy.lessons.l07_grpo_recipe.correction import parse_k1_bounds
-from verlstudy.lessons.l07_grpo_recipe.correction import recipe_loss as full_recipe_loss
-from verlstudy.lessons.l07_grpo_recipe.memory import NO_OFFLOAD, OffloadSettings, memory_by_phase, totals
-from verlstudy.lessons.l07_grpo_recipe.upstream import check_recipe_loss_cell
-from verlstudy.lessons.l07_grpo_recipe.grpo import (
-    bandit_problem,
-    entropy,
-    group_advantages,
-    loss_surface,
-    max_prob_after_update,
-    policy_loss,
-    steps_until_below,
-    train_clip_bandit,
-)
-from verlstudy.kit.params import check_int
-from verlstudy.lessons.l07_grpo_recipe.parallel import (
-    BatchPlan,
-    ParallelLayout,
-    RolloutLayout,
-    estimate_train_memory_per_device,
-    load_recipe,
-    parse_pipeline_layout,
-    pipeline_bubble_fraction,
-)
-import matplotlib.pyplot as plt
-from verlstudy.kit.plots import bar_plot, line_plot
-from verlstudy.kit.seeding import seed_everything
+from verlstudy.kit.show import show_source, upstream_source
+from verlstudy.lessons.l07_grpo_recipe.params import lesson_params
 
-dev = pick_device(device)
-seed = seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
-bandit_steps = check_int("bandit_steps", bandit_steps, minimum=40, maximum=200)
-bandit_prompts = check_int("bandit_prompts", bandit_prompts, minimum=64, maximum=512)
-robustness_seeds = check_int("robustness_seeds", robustness_seeds, minimum=1, maximum=8)
-reset_claims()
+params = lesson_params(device, seed, bandit_steps, bandit_prompts, robustness_seeds)
+seed, bandit_steps, bandit_prompts, robustness_seeds = (params.seed, params.bandit_steps, params.bandit_prompts,
+                                                        params.robustness_seeds)
 
 # %% [markdown]
 # ## 1. Symptom: a wall of numbers
@@ -103,6 +43,9 @@ reset_claims()
 # after 512 devices have started, or worse, runs with a layout nobody meant.
 
 # %%
+from verlstudy.kit.resources import data_dir
+from verlstudy.lessons.l07_grpo_recipe.parallel import load_recipe
+
 recipe = load_recipe(data_dir() / "recipes" / "glm52_grpo_7788.yaml")
 print("from", recipe["upstream_file"], "at", recipe["upstream_commit"][:8])
 for section in ("cluster", "train", "rollout", "batch", "algorithm", "rollout_correction", "offload"):
@@ -111,8 +54,9 @@ for section in ("cluster", "train", "rollout", "batch", "algorithm", "rollout_co
 # %% [markdown]
 # ### Predict first: exercise 7.1
 # Before the next sections derive them: the recipe's dense (attention) weights exist in `dp` replicas
-# and its MoE expert weights in `edp` replicas; each is sharded by the parallel sizes that apply to it
-# (which of TP, PP, CP, EP and ETP apply to which is the question). **7.1** Write
+# and its [MoE](00_start_here.ipynb#MoE) expert weights in `edp` replicas; each is sharded by the parallel sizes that apply to it
+# (which of TP, PP, [CP](00_start_here.ipynb#CP), [EP](00_start_here.ipynb#EP) and ETP, expert tensor parallelism,
+# apply to which is the question). **7.1** Write
 # `my_dp_sizes(world, tp, pp, cp, ep, etp)` returning `(dp, edp)`, or raising `ValueError` when either
 # does not come out whole. All six arguments are positive ints; return two ints (a tuple or a list), never
 # floats. Then try a layout of your own on 512 devices that does not divide, and read
@@ -128,6 +72,8 @@ def my_dp_sizes(world: int, tp: int, pp: int, cp: int, ep: int, etp: int) -> tup
 
 
 # %% tags=["checker", "exercise-7.1"]
+from verlstudy.lessons.l07_grpo_recipe.parallel import ParallelLayout
+
 check_exercise("7.1", my_dp_sizes)
 with expect_error(ValueError, match="not divisible"):
     ParallelLayout(nodes=32, devices_per_node=16, tp=8, pp=8, cp=1, ep=64, etp=2)
@@ -163,11 +109,40 @@ claim("devices per pipeline stage", layout.ranks_per_stage, 64)
 claim("TP group fits in one node", layout.tp_within_node)
 
 # %% [markdown]
-# Rollout (the inference engine) uses its own layout: INFER_TP=8 x INFER_DP=8 = 64 devices per replica, with
+# ### Where the 512 devices sit
+# Which devices form a [TP](00_start_here.ipynb#TP) group, a pipeline stage or an [EP](00_start_here.ipynb#EP)
+# group is decided by how Megatron numbers ranks: verl 0.9.1 calls `mpu.initialize_model_parallel` without an
+# `order` (`workers/engine/megatron/transformer_impl.py`), so Megatron-core's default `"tp-cp-ep-dp-pp"` applies:
+# TP varies fastest and [PP](00_start_here.ipynb#PP) slowest. For the dense weights that makes
+# `rank = tp + 8 * dp + 64 * pp` here, for the experts `rank = ep + 64 * pp` (`placement.rank_place` writes both
+# out). The picture also assumes ranks are numbered node by node, 16 to a node (the course's assumption). Each
+# column is a node, each row a device in it; the table first prints what the picture draws:
+
+# %%
+from verlstudy.lessons.l07_grpo_recipe.placement import draw_placement, group_nodes, stage_nodes
+
+fig = draw_placement(layout)
+claim("each pipeline stage fills 4 whole nodes", all(nodes == tuple(range(4 * s, 4 * s + 4))
+                                                   for s, nodes in stage_nodes(layout).items()))
+claim("every TP group sits inside one node", all(len(n) == 1 for n in group_nodes(layout, "tp")))
+claim("each EP group spans the 4 nodes of its stage", sorted(map(len, group_nodes(layout, "ep"))), [4] * 8)
+claim("each dense DP group spans 4 nodes too", set(map(len, group_nodes(layout, "dp"))), {4})
+
+# %% [markdown]
+# Read the picture by traffic. TP's all-reduces, inside every layer, stay on one node's fast links (two TP groups
+# per node, labelled by their [DP](00_start_here.ipynb#DP) index). Everything else of a stage crosses nodes: the
+# experts' all-to-all runs over the stage's 64 devices on 4 nodes, and so does the dense gradients' all-reduce (one
+# device from each of the 8 replicas: `dp0`..`dp7` in a row of the picture). Only the pipeline's sends go from one
+# 4-node block to the next.
+
+# %% [markdown]
+# [Rollout](00_start_here.ipynb#rollout) (the inference engine generating the responses) uses its own layout: INFER_TP=8 x INFER_DP=8 = 64 devices per replica, with
 # expert parallelism across all of them (verl asserts `ep == tp * dp`). The same 512 devices hold 8
 # independent rollout replicas.
 
 # %%
+from verlstudy.lessons.l07_grpo_recipe.parallel import RolloutLayout
+
 rollout = RolloutLayout(world_size=layout.world_size, **recipe["rollout"])
 claim("devices per rollout replica", rollout.devices_per_replica, 64)
 claim("rollout replicas", rollout.replicas, 8)
@@ -176,7 +151,7 @@ with expect_error(ValueError, match="must equal tp*dp"):
 
 # %% [markdown]
 # ### The pipeline layout string
-# `Et*10|t*12|...|t*4L` places layers on stages: `|` separates the 8 stages, `t*N` is N decoder layers,
+# [Megatron](00_start_here.ipynb#Megatron)'s `pipeline_model_parallel_layout` string `Et*10|t*12|...|t*4L` places layers on stages: `|` separates the 8 stages, `t*N` is N decoder layers,
 # `E` the embedding (first stage), `L` the loss head (last stage). The stages are uneven: 10, 12, 8, 8,
 # 12, 12, 12, 4. The PR does not say why: its description only says it adds a 32-node script, and the
 # script has no comment on the layout. **The course's reading, not upstream's:** the last stage also
@@ -187,6 +162,9 @@ with expect_error(ValueError, match="must equal tp*dp"):
 # mean is claimed below.
 
 # %%
+from verlstudy.kit.plots import bar_plot, line_plot
+from verlstudy.lessons.l07_grpo_recipe.parallel import parse_pipeline_layout
+
 pipeline = parse_pipeline_layout(train["pipeline_layout"])
 pipeline.check(pp=layout.pp, num_layers=train["num_layers"])
 stage_names = {f"stage {i}" + (" +E" if s.embedding else "") + (" +L" if s.loss else ""): s.layers
@@ -202,11 +180,14 @@ with expect_error(ValueError, match="bad token"):
 # ### One GRPO step, cut into pieces
 # `train_batch_size=64` prompts x `n=8` responses = 512 sequences per step. `ppo_mini_batch_size=16`
 # prompts (x 8 = 128 sequences) per optimizer step gives 4 optimizer steps per training step; each of
-# the 8 data-parallel ranks gets 16 sequences per mini-batch, run one per micro-batch: 16
-# micro-batches, which is also what fills the 8-stage pipeline. The 1F1B schedule still idles
+# the 8 data-parallel ranks gets 16 sequences per [mini-batch](00_start_here.ipynb#mini-batch), run one per
+# [micro-batch](00_start_here.ipynb#micro-batch): 16 micro-batches, which is also what fills the 8-stage
+# pipeline. The [1F1B](00_start_here.ipynb#1F1B) schedule still idles
 # (pp - 1) / (m + pp - 1) = 7/23 of the time.
 
 # %%
+from verlstudy.lessons.l07_grpo_recipe.parallel import BatchPlan, pipeline_bubble_fraction
+
 batch = recipe["batch"]
 plan = BatchPlan(train_batch_size=batch["train_batch_size"], n=batch["n"],
                  ppo_mini_batch_size=batch["ppo_mini_batch_size"],
@@ -233,6 +214,8 @@ with expect_error(ValueError, match="does not split over dp=3"):
 # device, were it not for the recipe's offload settings (next).
 
 # %%
+from verlstudy.lessons.l07_grpo_recipe.parallel import estimate_train_memory_per_device
+
 per_billion = {kind: estimate_train_memory_per_device(layout, **{f"{kind}_params": 1e9, f"{other}_params": 0})
                for kind, other in (("dense", "expert"), ("expert", "dense"))}
 for kind, est in per_billion.items():
@@ -248,7 +231,7 @@ claim("expert optimizer / weights+grads (edp=1)", per_billion["expert"]["optimiz
 # %% [markdown]
 # ### Where that state lives: the recipe's offload settings
 # The recipe's `offload` section (five settings from the script) moves most of it to host memory:
-# - `param_offload` (verl, `megatron_utils.py::offload_megatron_model_to_cpu`): while the actor is idle
+# - `param_offload` (verl, `megatron_utils.py::offload_megatron_model_to_cpu`): while the [actor](00_start_here.ipynb#actor) is idle
 #   (during rollout) its bf16 weights are copied to pinned host memory and its grad buffer is freed.
 # - `optimizer_offload` (verl, `offload_megatron_optimizer`): the optimizer state goes to the host while idle.
 # - `optimizer_cpu_offload` with `optimizer_offload_fraction=1` (Megatron-core `OptimizerConfig`:
@@ -263,6 +246,10 @@ claim("expert optimizer / weights+grads (edp=1)", per_billion["expert"]["optimiz
 # (`ref_param_offload`) is offloaded likewise and not plotted.
 
 # %%
+import matplotlib.pyplot as plt
+
+from verlstudy.lessons.l07_grpo_recipe.memory import NO_OFFLOAD, OffloadSettings, memory_by_phase, totals
+
 offload = OffloadSettings.from_recipe(recipe["offload"])
 mib = {name: {k: v / 2**20 for k, v in totals(memory_by_phase(layout, 0, 1e9, s)).items()}
        for name, s in (("no offload", NO_OFFLOAD), ("#7788", offload))}
@@ -328,6 +315,10 @@ check_exercise("7.3", my_advantages)
 # same teaches nothing (advantage 0), and must not produce NaN.
 
 # %%
+import torch
+
+from verlstudy.lessons.l07_grpo_recipe.grpo import group_advantages
+
 rewards = torch.tensor([[1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0], [1.0] * 8])
 adv = group_advantages(rewards)
 print("advantages:", [[round(a, 3) for a in row] for row in adv.tolist()])
@@ -336,12 +327,49 @@ claim("advantage of a correct response in a 2/8 group", adv[0, 0].item(), 0.75 /
 claim("constant group gives zero advantage, no NaN", bool((adv[1] == 0).all() and not adv.isnan().any()))
 
 # %% [markdown]
-# ## 5. The loss surface, region by region
+# ## 5. verl's policy loss, region by region
+# verl's own lines first, read from the installed 0.9.1: the clip settings and the loss of
+# `verl/trainer/ppo/core_algos.py::compute_policy_loss_vanilla`. #7788 adds only a script and changes none of
+# these lines (the function is the same in 0.9.0); it sets the three numbers they read.
+
+# %% tags=["upstream-source", "nbval-ignore-output"]
+_ = upstream_source("trainer/ppo/core_algos.py", "compute_policy_loss_vanilla", contains="clip_ratio_high = config",
+                    context=4)
+_ = upstream_source("trainer/ppo/core_algos.py", "compute_policy_loss_vanilla", contains="pg_losses2 = -advantages",
+                    context=18)
+
+# %% [markdown]
+# Walk through it. `clip_ratio_low` and `clip_ratio_high` fall back to `clip_ratio` when unset; the recipe sets
+# 0.2 and 0.28, so the ratio is clipped to [0.8, 1.28]: that asymmetry is clip-higher. `clip_ratio_c` is read
+# with a default of 3 and must be above 1; the recipe sets 10. The log-ratio `log_prob - old_log_prob` is clamped
+# to ±20 before `exp`, and `ppo_kl` is the mean of its negation. `pg_losses1` is the unclipped term, `pg_losses2`
+# the clipped one, and `torch.maximum` keeps the larger loss (the pessimistic choice); `pg_clipfrac` counts
+# the tokens where the clipped term won. The dual clip is `pg_losses3`: a cap on the loss, applied by
+# `torch.where` only where the advantage is negative, and `pg_clipfrac_lower` counts where it binds. Last, the
+# rollout-correction weights multiply each token's loss before `agg_loss` aggregates it (the recipe uses them:
+# section 5's last part).
+#
+# The course's copy, which the rest of this lesson computes with: the same steps on plain tensors, without the
+# config object, the weights or the aggregation (`policy_loss` adds a token mean over one rank's mask).
+
+# %%
+from verlstudy.lessons.l07_grpo_recipe.grpo import _clipped_terms
+
+_ = show_source(_clipped_terms)
+
+# %% [markdown]
+# Line for line: `unclipped` and `clipped` are verl's `pg_losses1` and `pg_losses2`, `pessimistic` its
+# `clip_pg_losses1`, `dual_cap` its `pg_losses3`, and the `torch.where` is the same. It returns the pieces too, so
+# `policy_loss` can count the clip fractions the way verl does. `tests/lessons/l07_grpo_recipe/test_grpo.py`
+# and the "Checked against upstream verl" cell compare it with verl's function on generated batches.
+#
 # Per token, with ratio r = p_new / p_old: `max(-A r, -A clip(r, 1 - 0.2, 1 + high))`; for A < 0 also
 # capped at `-A c`. Where a clip holds the loss flat, its gradient is zero: the token stops moving the
 # policy. For A > 0 that happens above `1 + high`: 1.2 with verl's default, 1.28 with clip-higher.
 
 # %%
+from verlstudy.lessons.l07_grpo_recipe.grpo import loss_surface, policy_loss
+
 grid = torch.arange(0.505, 2.0, 0.01, dtype=torch.float64)  # offset by 0.005: no point sits on an edge
 for high in (0.2, 0.28):
     _, grads = loss_surface(grid, 1.0, 0.2, high, 10.0)
@@ -392,7 +420,8 @@ claim("c=10 dual-clips fewer tokens than c=3", recipe_loss.pg_clipfrac_lower < d
 #   the response mask when pi_rollout / pi_train leaves [0.6, 1.6], i.e. when the inference engine and
 #   the trainer disagree too much about it.
 # - `rollout_is=token`, threshold 2.0, `rollout_is_batch_normalize=true`: each token's loss is weighted by
-#   min(pi_old / pi_rollout, 2), and every weight is divided by the mean of those weights over *all response
+#   min(pi_old / pi_rollout, 2) (pi_old: the trainer's [old-log-prob](00_start_here.ipynb#old-log-prob) before the
+#   update, pi_rollout: the engine's), and every weight is divided by the mean of those weights over *all response
 #   tokens of the batch the function is given* (`compute_rollout_correction_weights`: `masked_mean`, or
 #   `distributed_masked_mean` across ranks where `torch.distributed` is initialised; the mean is taken before
 #   rejection). With the recipe's settings (not bypass mode) verl computes it once per step on the driver, over
@@ -403,10 +432,27 @@ claim("c=10 dual-clips fewer tokens than c=3", recipe_loss.pg_clipfrac_lower < d
 #   0.002 x the token-mean k3 estimate of KL to the reference model (added as `losses.py::ppo_loss` adds the
 #   terms; the comparison below runs `compute_policy_loss_vanilla`, `kl_penalty` and `agg_loss`, not `ppo_loss`).
 #
+# verl's own lines for the batch normalisation, from the installed 0.9.1 (`rollout_corr_helper.py`):
+
+# %% tags=["upstream-source", "nbval-ignore-output"]
+_ = upstream_source("trainer/ppo/rollout_corr_helper.py", "compute_rollout_correction_weights",
+                    contains='elif rollout_is == "sequence"', context=15)
+
+# %% [markdown]
+# The weights are detached first: they rescale each token's loss but carry no gradient. With
+# `rollout_is_batch_normalize` and token-level weights, the mean is taken over every token the `response_mask`
+# keeps, in every sequence of the batch passed in: `distributed_masked_mean` where `torch.distributed` is
+# initialised (the sum and the count are reduced across ranks first), else `masked_mean`. Every weight is then
+# divided by that one number (unless it is at most 1e-8). So the normalised weights average exactly 1 over the batch's
+# response tokens, not per sequence: a sequence the engine found likelier than the trainer did keeps smaller weights.
+#
 # On the same toy batch, with engine log-probs that drift from the trainer's (std 0.3) and a reference
 # policy (std 0.2), term by term:
 
 # %%
+from verlstudy.lessons.l07_grpo_recipe.correction import parse_k1_bounds
+from verlstudy.lessons.l07_grpo_recipe.correction import recipe_loss as full_recipe_loss
+
 rollout_logp = old_logp + torch.randn(4, 64, generator=gen) * 0.3  # what the inference engine reported
 ref_logp = old_logp + torch.randn(4, 64, generator=gen) * 0.2  # the frozen reference policy
 rc, alg = recipe["rollout_correction"], recipe["algorithm"]
@@ -428,6 +474,9 @@ claim("the KL term adds 0.002 x KL", full.total - full.with_is, alg["kl_loss_coe
 # weights and each term must match ours.
 
 # %%
+from verlstudy.kit.upstream import upstream_cell
+from verlstudy.lessons.l07_grpo_recipe.upstream import check_recipe_loss_cell
+
 upstream_cell(lambda: check_recipe_loss_cell((logp, old_logp, rollout_logp, ref_logp, advantages, mask), full))
 
 # %% [markdown]
@@ -437,6 +486,8 @@ upstream_cell(lambda: check_recipe_loss_cell((logp, old_logp, rollout_logp, ref_
 # The upper clip therefore brakes exactly the tokens that keep a policy exploring.
 
 # %%
+from verlstudy.lessons.l07_grpo_recipe.grpo import max_prob_after_update
+
 for p in (0.9, 0.5, 0.05, 0.01):
     print(f"p_old={p:<5} max p_new: high=0.2 -> {max_prob_after_update(p, 0.2):.4f}, "
           f"high=0.28 -> {max_prob_after_update(p, 0.28):.4f}")
@@ -450,6 +501,8 @@ claim("a p=0.9 token is not limited by the upper clip", max_prob_after_update(0.
 # the ratio leave 1 and the clip bind). Same seed, same first samples: only `clip_ratio_high` differs.
 
 # %%
+from verlstudy.lessons.l07_grpo_recipe.grpo import bandit_problem, entropy, train_clip_bandit
+
 bandit = dict(prompts=bandit_prompts, arms=8, correct=4, success=0.7, n=8, epochs=4, steps=bandit_steps)
 start_logits, _ = bandit_problem(bandit_prompts, 8, 4, seed, success=0.7)
 favourite_p = torch.softmax(start_logits, dim=-1).max(dim=-1).values.mean().item()
@@ -465,6 +518,8 @@ fig = line_plot({"symmetric (0.2, 0.2)": (shown[1:], [sum(symmetric.reward[i - 5
           title="Mean reward (5-step windows)", xlabel="step", ylabel="reward", digits=3)
 
 # %%
+from verlstudy.lessons.l07_grpo_recipe.grpo import steps_until_below
+
 threshold, window = 0.5, 10  # nats (about half the start); steps averaged for the final reward
 ends = symmetric.entropy[-1], higher.entropy[-1]
 claim(f"final entropy: clip-higher {ends[1]:.3f} > symmetric {ends[0]:.3f} + 0.03 nats", ends[1] > ends[0] + 0.03)
@@ -490,7 +545,7 @@ claim(f"clip-higher ends with more entropy on all {robustness_seeds} further see
 # What this toy does and does not show: the effect is modest (compare the final entropies above), its
 # size depends on the step size and on how many epochs reuse each sample, and with fewer than 64
 # prompts the seed-to-seed noise can hide it (hence the parameter ranges). With one SGD step per
-# sample the ratio stays 1 and no clip ever binds (`tests/test_grpo.py` checks that). DAPO (Yu et al.,
+# sample the ratio stays 1 and no clip ever binds (`tests/lessons/l07_grpo_recipe/test_grpo.py` checks that). DAPO (Yu et al.,
 # 2025, which named clip-higher) reports the effect on real LLM training; the bandit shows its
 # mechanism, not its size.
 
@@ -519,8 +574,8 @@ claim("the fixture stores the recipe's router replay mode", recipe["algorithm"][
 # %% [markdown]
 # ## 7. Guard
 # The guards are the validations above (a layout, a rollout, a layout string or a batch that does not
-# divide is a `ValueError` naming the numbers) and the tests: `tests/test_parallel.py` pins the recipe's
-# derived sizes, and `tests/test_grpo.py` pins the loss on hand-computed cases, each clip region, the
+# divide is a `ValueError` naming the numbers) and the tests in `tests/lessons/l07_grpo_recipe/`: `test_parallel.py`
+# and `test_placement_and_params.py` pin the recipe's derived sizes and where its ranks sit, `test_grpo.py` pins the loss on hand-computed cases, each clip region, the
 # clip fractions, the closed-form bandit gradient against autograd, and our loss and advantages against
 # verl 0.9.1's own functions on generated cases (when verl is installed); `test_correction.py` does
 # the same for the rollout correction and KL terms, and `test_memory.py` pins the offload estimate.
@@ -570,6 +625,39 @@ upstream_check()
 #   dual-clipped at `-A c` for A < 0. Clip-higher frees rare positive tokens and keeps entropy up for
 #   longer at the same reward. The recipe then drops tokens the engine and trainer disagree on
 #   (token_k1), reweights the rest (truncated IS) and adds 0.002 x KL to the reference.
+
+# %% [markdown]
+# ## Sources
+# Paths inside verl unless named otherwise.
+# - `verl/trainer/ppo/core_algos.py::compute_policy_loss_vanilla`: ratio = exp(clamp(logp - old_logp, -20, 20));
+#   the clipped loss with separate lower and upper bounds and, for A < 0, the dual clip; metrics `pg_clipfrac`,
+#   `pg_clipfrac_lower`, `ppo_kl`. Its inputs come from an `ActorConfig` (`clip_ratio_low/high` fall back to
+#   `clip_ratio` when None, `clip_ratio_c` via `config.get(..., 3.0)`, aggregation via `config.global_batch_info`);
+#   ours takes plain arguments and aggregates on one rank.
+# - `verl/trainer/ppo/core_algos.py::compute_grpo_outcome_advantage`: the group-normalised advantages of
+#   section 4; a group of one gets mean 0 and std 1.
+# - `verl/workers/config/rollout.py`: with expert parallelism, rollout `ep == tp * dp`.
+# - `verl/trainer/ppo/ray_trainer.py`: `ppo_mini_batch_size` counts prompts and is multiplied by `rollout.n`;
+#   with rollout correction outside bypass mode, `compute_rollout_correction_and_add_to_batch` runs on the driver.
+# - `verl/trainer/ppo/rollout_corr_helper.py::compute_rollout_correction_weights` (the batch normalisation,
+#   `masked_mean` or `verl/utils/torch_functional.py::distributed_masked_mean`) and
+#   `compute_rollout_rejection_mask`; `verl/trainer/ppo/core_algos.py::kl_penalty`; `verl/workers/utils/losses.py::ppo_loss`
+#   adds the terms (the lesson runs the pieces, not `ppo_loss`).
+# - `verl/workers/engine/megatron/transformer_impl.py`: `mpu.initialize_model_parallel` called without `order`, so
+#   Megatron-core's default `"tp-cp-ep-dp-pp"` (`megatron/core/parallel_state.py`) numbers the ranks.
+# - `verl/utils/megatron_utils.py::offload_megatron_model_to_cpu` (what `param_offload` moves), and Megatron-core's
+#   `megatron/core/optimizer/optimizer_config.py` and `cpu_offloading/README.md` (what `optimizer_cpu_offload`,
+#   `optimizer_offload_fraction`, `use_precision_aware_optimizer` do).
+# - The recipe itself: `examples/ascend_extras/grpo_trainer/run_glm5_2_megatron.sh`, a bash script outside the
+#   wheel, read from the fork yellowbee686/verl at commit `89dad2d7` (a fork's copy of the file #7788 added; no copy
+#   on verl-project/verl is stored; later fork copies, e.g. zhtmike/verl@946020df, add #7836's
+#   `checkpoint.strict=False` and change the header's Megatron-LM ref but set the same numbers);
+#   `data/recipes/glm52_grpo_7788.yaml` is the course's transcription of its numbers.
+# - DAPO (Yu et al., 2025) named clip-higher.
+#
+# All code run here is the course's own (`verlstudy.lessons.l07_grpo_recipe`); the tests in
+# `tests/lessons/l07_grpo_recipe/` compare our loss, advantages and rollout correction with upstream's functions
+# when verl is installed.
 
 # %%
 claims_table()
