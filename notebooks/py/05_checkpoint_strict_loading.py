@@ -1,11 +1,12 @@
 # %% [markdown]
 # # 05 · strict=False checkpoint loading, audited
 #
-# **Upstream:** [verl PR #7836](https://github.com/verl-project/verl/pull/7836) fixed the GLM-5.2 GRPO recipe of
-# [#7788](https://github.com/verl-project/verl/pull/7788) by setting `actor_rollout_ref.actor.checkpoint.strict=False`:
-# GLM-5.2's [MTP](00_start_here.ipynb#MTP) layers are built neither for training nor for rollout, so the strict
-# Hugging Face export could not complete. The flag fixes the recipe, and switches the check off for every other
-# weight too.
+# **Upstream:** [verl PR #7836](https://github.com/verl-project/verl/pull/7836) fixed the
+# [GRPO](00_start_here.ipynb#GRPO) recipe for GLM-5.2 of [#7788](https://github.com/verl-project/verl/pull/7788) by
+# setting `actor_rollout_ref.actor.checkpoint.strict=False`: GLM-5.2's [MTP](00_start_here.ipynb#MTP) layers are
+# built neither for training nor for [rollout](00_start_here.ipynb#rollout), so the strict Hugging Face export
+# (written by Megatron-Bridge, which converts [Megatron](00_start_here.ipynb#Megatron) weights to Hugging Face's
+# format) could not complete. The flag fixes the recipe, and switches the check off for every other weight too.
 #
 # **You will** read where verl hands `strict` to the export, watch a toy export drop whole shards (Megatron-Bridge
 # v0.5.0, the recipe's pin) and succeed (v0.6.0), see `strict=False` write an export that lost a real layer, and
@@ -81,7 +82,8 @@ _ = upstream_source("utils/checkpoint/megatron_checkpoint_manager.py",
 # Hydra (see [Hydra](00_start_here.ipynb#Hydra)). `should_save_hf_model` is true when `"model"` is saved and
 # `use_dist_checkpointing` is off, which the recipe sets, so *every* checkpoint save exports HF weights (the
 # recipe ships with `trainer.save_freq=-1`, so only once saving is turned on). In `_save_model_as_hf_via_bridge`,
-# with no PEFT and `vanilla_mbridge=False`, the else-branch calls Megatron-Bridge's
+# with no PEFT (parameter-efficient fine-tuning such as LoRA: small adapter weights trained instead of the model)
+# and `vanilla_mbridge=False`, the else-branch calls Megatron-Bridge's
 # `save_hf_weights(self.model, hf_ckpt_path, strict=self.checkpoint_config.strict)`: the only reader of the flag.
 #
 # The next cell runs those two methods, cut out of verl's source, on a stand-in manager whose bridge is the
@@ -296,13 +298,13 @@ claim("an allowed module that matched nothing is reported", typo.unused_patterns
 # Who reads the export back? Not verl's own resume: it loads the HF export into the same MTP-less model that was
 # trained (`megatron_checkpoint_manager.py::_load_model_as_hf_via_bridge`, `bridge.load_hf_weights(self.model,
 # ...)`). Nor the recipe's rollout: it starts from dummy weights (`load_format='dummy'`) and receives the weights
-# by weight sync. The reader with an MTP head is an *outside consumer*: someone loading the exported folder with a
+# by weight sync (the trainer copies its current weights into the inference engine). The reader with an MTP head is an *outside consumer*: someone loading the exported folder with a
 # model built from the full HF config (`transformers`, or a server that uses MTP for speculative decoding).
 # That is the load this section guards. `load_state_dict(strict=True)` refuses the export; plain `strict=False` accepts the broken
 # export too. `load_state_dict_audited(model, state_dict, allow_missing=("mtp.",))` compares key sets and
 # shapes first and raises `CheckpointMismatchError` before a single weight is copied. (`strict=False`
 # never relaxes shapes: a tensor of the wrong size fails either way.) verl has the pattern in small:
-# `fsdp_checkpoint_manager.py` loads a LoRA-only checkpoint with `strict=False`, then raises on unexpected keys.
+# `fsdp_checkpoint_manager.py` (the [FSDP](00_start_here.ipynb#FSDP) trainer's) loads a LoRA-only checkpoint with `strict=False`, then raises on unexpected keys.
 
 # %%
 from verlstudy.lessons.l05_checkpoint.checkpoint import CheckpointMismatchError, load_state_dict_audited

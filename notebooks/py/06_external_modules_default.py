@@ -2,8 +2,9 @@
 # # 06 · External modules loaded by an environment variable
 #
 # **Upstream:** [verl PR #7827](https://github.com/verl-project/verl/pull/7827) set
-# `VERL_USE_EXTERNAL_MODULES=megatron_adaptor` by default in the Ascend images, so that verl imports
-# `megatron_adaptor` (which patches Megatron for Ascend [NPU](00_start_here.ipynb#NPU)s) whenever verl itself is
+# `VERL_USE_EXTERNAL_MODULES=megatron_adaptor` by default in the [Ascend](00_start_here.ipynb#Ascend) images, so
+# that verl imports `megatron_adaptor` (which patches [Megatron](00_start_here.ipynb#Megatron) for Ascend
+# [NPU](00_start_here.ipynb#NPU)s) whenever verl itself is
 # imported. Two NPU CI jobs still failed, and every other process in those containers was patched whether it
 # wanted it or not; [#7886](https://github.com/verl-project/verl/pull/7886) took the default out again.
 #
@@ -42,7 +43,8 @@ print(f"running on {dev.type}")
 # account) lists the two places where the image's variable did not help: `model_rmpad_ascend` kept failing
 # because its test file imports `megatron.core` before anything imports verl, and `reward_model_vllm_ascend`
 # failed because, in the PR's words, vLLM's EngineCore/worker subprocesses started from Ray actors "never import
-# verl". And in every other container process that did import verl, the adaptor's patches were applied silently.
+# verl" (vLLM is the inference engine verl uses for [rollout](00_start_here.ipynb#rollout); a Ray actor is a
+# long-lived Python process Ray starts on some node and calls into). And in every other container process that did import verl, the adaptor's patches were applied silently.
 
 # %% [markdown]
 # ### Predict first: exercise 6.1
@@ -209,6 +211,30 @@ claim("library imported first: unpatched, variable set all the same", not librar
 claim("worker subprocess inherits the variable and stays unpatched", worker.patched and not worker.worker_patched,
       upstream="#7886 says vLLM EngineCore/worker subprocesses never import verl (reward_model_vllm_ascend)")
 claim("no experiment process imported torch", not any(o.torch_imported for o in outcomes))
+
+# %% [markdown]
+# The same five processes as a picture: one row per process (a worker under its driver), one box per import in
+# the order the process made it. Blue is verl's hook importing the adaptor because the variable names it, grey the
+# hook finding nothing to import; the library box is green where the process measured `patched`. The labels say
+# which real process each row stands for (the course's mapping, from #7827 and #7886's account):
+
+# %%
+from verlstudy.lessons.l06_external_modules.timeline import draw_timeline
+
+STANDS_FOR = {
+    "image default, verl imported first": "#7827: trainer driver (imports verl first)",
+    "image default, library imported first": "#7827: a test importing megatron.core first",
+    "image default, worker never imports verl": "#7827: a driver starting a worker",
+    "image default, worker never imports verl / worker": "its worker (vLLM's, as #7886 describes it)",
+    "no default (after #7886)": "after #7886: a process importing verl",
+    "explicit import at every entry point": "course's advice: a driver",
+    "explicit import at every entry point / worker": "its worker",
+}
+fig = draw_timeline(outcomes, STANDS_FOR)
+
+# %% [markdown]
+# Read down the green boxes: each has the adaptor (or the hook importing it) to its left. Read the red ones: the
+# test row has verl's hook too, one box too late; the worker row has the variable but nothing that reads it.
 
 # %% [markdown]
 # ## Root cause: a patch acts only on what has not been bound yet
