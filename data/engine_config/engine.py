@@ -1,8 +1,10 @@
 """A miniature MegatronEngine, shaped like verl 0.9.0's verl/workers/engine/megatron/transformer_impl.py.
 
 Fixture for verlstudy lesson 09: `__init__` copies the gradient-offload flag into a private attribute
-that nothing ever reads; gradient buffers follow the parameter-offload flag instead, as upstream's
-offload call (`grad=` the parameter flag) does.
+that nothing ever reads. Gradients live in an fp32 main-grad buffer per parameter (Megatron's default,
+`grad_reduce_in_fp32`); when parameters are offloaded, that buffer is *freed* on the device, not copied, as
+upstream's `offload_megatron_model_to_cpu` does (`grad_data.storage().resize_(0)` in
+verl/utils/megatron_utils.py).
 """
 
 from __future__ import annotations
@@ -33,24 +35,28 @@ class MegatronEngine:
             self.optimizer_state = {name: torch.zeros_like(p) for name, p in self.module.named_parameters()}
 
     def train_step(self, batch: torch.Tensor) -> float:
-        """One backward pass, so that every parameter holds a gradient buffer."""
+        """One backward pass; each parameter's gradient is accumulated into its fp32 main-grad buffer."""
         if self._use_sequence_parallel and batch.shape[0] % self.model_parallel_size:
             raise ValueError("sequence length must divide by the model-parallel size")
         loss = self.module(batch.to(self.module.weight.dtype)).float().pow(2).mean()
         loss.backward()
+        self.main_grads = {name: p.grad.float() for name, p in self.module.named_parameters()}
+        for p in self.module.parameters():
+            p.grad = None
         return float(loss.detach())
 
     def offload(self, device: str = "cpu") -> dict[str, int]:
-        """Move what the config says to `device`; return the bytes moved per kind."""
+        """Offload what the config says; return the device bytes released per kind (model and optimizer are
+        copied to `device`; the gradient buffers are freed, their contents dropped)."""
         moved = {"model": 0, "grad": 0, "optimizer": 0}
         for p in self.module.parameters():
             if self._is_offload_param:
                 p.data = p.data.to(device)
                 moved["model"] += p.numel() * p.element_size()
-                # gradient buffers travel with the parameters they belong to
-                if p.grad is not None:
-                    p.grad = p.grad.to(device)
-                    moved["grad"] += p.grad.numel() * p.grad.element_size()
+        if self._is_offload_param:  # the gradient buffers are released with the parameters, not copied
+            for grad in getattr(self, "main_grads", {}).values():
+                moved["grad"] += grad.untyped_storage().nbytes()
+                grad.untyped_storage().resize_(0)
         if self._is_offload_optimizer:
             for name, state in self.optimizer_state.items():
                 self.optimizer_state[name] = state.to(device)

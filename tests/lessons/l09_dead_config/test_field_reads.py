@@ -85,7 +85,7 @@ def test_dead_fields_unpacking_counts_as_a_use():
 
 def test_dead_fields_bad_input():
     with pytest.raises(errors.ConfigError, match=r"m\.py:1: cannot parse"):
-        field_reads.dead_fields({"m.py": "def (:\n"}, Cfg)
+        field_reads.dead_fields({"m.py": "a = (:\n"}, Cfg)
     with pytest.raises(TypeError, match="list of paths"):
         field_reads.dead_fields("m.py", Cfg)
     with pytest.raises(TypeError, match="dataclass type"):
@@ -131,3 +131,38 @@ def test_field_names_as_a_list_and_private_names_skipped():
 def test_eager_index_lists_every_read():
     reads, _ = field_reads._index_reads({"m.py": "x = cfg.a\nuse(cfg.a, cfg['b'])\n"})
     assert {name: len(r) for name, r in reads.items() if name in ("a", "b")} == {"a": 2, "b": 1}
+
+
+# ---- reflective reads: "cannot tell" -------------------------------------------------------
+
+
+def test_a_reflective_read_of_an_annotated_config_makes_unread_fields_cannot_tell():
+    src = {
+        "use.py": "def build(cfg: Cfg):\n    if cfg.a:\n        pass\n",
+        "loop.py": "def ops(cfg: Cfg):\n    for f in fields(cfg):\n        send(getattr(cfg, f.name))\n",
+    }
+    found = {d.name: d for d in field_reads.dead_fields(src, Cfg)}
+    assert sorted(found) == ["b", "c", "d", "e"]
+    assert all(d.cannot_tell for d in found.values())
+    assert str(found["b"]) == "b: read reflectively: cannot tell (loop.py:2, loop.py:3)"
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["x = asdict(cfg)", "x = vars(cfg)", "x = cfg.__dict__", "x = getattr(cfg, name)", "x = dataclasses.fields(cfg)"],
+)
+def test_each_reflective_form_is_recognised(body):
+    assert field_reads.reflective_reads({"m.py": f"def f(cfg: Cfg, name):\n    {body}\n"}, "Cfg") == ["m.py:2"]
+
+
+def test_a_constant_getattr_or_an_unannotated_object_is_not_reflective():
+    src = {"m.py": "def f(cfg: Cfg, other):\n    getattr(cfg, 'a')\n    fields(other)\n"}
+    assert field_reads.reflective_reads(src, "Cfg") == []
+    dead = field_reads.dead_fields(src, Cfg)
+    assert [d.name for d in dead if not d.cannot_tell] == ["b", "c", "d", "e"]
+
+
+def test_a_field_named_in_a_string_cannot_be_told():
+    src = {"m.py": "NAMES = ('b',)\ndef f(cfg):\n    return [cfg.get(n) for n in NAMES] + [cfg.a]\n"}
+    found = {d.name: d for d in field_reads.dead_fields(src, Cfg)}
+    assert found["b"].cannot_tell and not found["c"].cannot_tell

@@ -82,3 +82,15 @@ def test_keyed_by_name_the_bug_loses_files_and_calls_read_fields_dead():
     assert wrong.files < right.files
     assert set(right.dead_names()) < set(wrong.dead_names())
     assert "use_mbridge" in wrong.dead_names() and "use_mbridge" not in right.dead_names()
+
+
+def test_config_table_lists_classes_with_findings_and_counts_cannot_tell():
+    from verlstudy.lessons.l09_dead_config.field_reads import DeadField
+    from verlstudy.lessons.l09_dead_config.verl_tree import ReleaseScan, config_table
+
+    dead, unsure = DeadField("g", ("self._g",), ("e.py:3",)), DeadField("m", (), (), ("v.py:7",))
+    old = (ReleaseScan("0.9.0", "A", ("g", "m"), (dead, unsure), 2), ReleaseScan("0.9.0", "Quiet", ("x",), (), 2))
+    new = (ReleaseScan("0.9.1", "A", ("m",), (unsure,), 2), ReleaseScan("0.9.1", "Quiet", ("x",), (), 2))
+    table = config_table(old, new).splitlines()
+    assert table[2] == "| A | 2/1 | g | - | 1 |"
+    assert len(table) == 3  # a class with nothing found is left out

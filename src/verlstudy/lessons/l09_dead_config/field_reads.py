@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +27,16 @@ class DeadField:
     name: str
     copied_into: tuple[str, ...]  # e.g. ('self._is_offload_grad',)
     sites: tuple[str, ...]  # 'engine.py:27' for every read of the field
+    reflective: tuple[str, ...] = ()  # where code reads the config's fields by computed name (fields()+getattr)
+
+    @property
+    def cannot_tell(self) -> bool:
+        """No read by name, but the config is read reflectively: whether this field is used cannot be told."""
+        return bool(self.reflective)
 
     def __str__(self) -> str:
+        if self.reflective:
+            return f"{self.name}: read reflectively: cannot tell ({', '.join(self.reflective)})"
         if not self.copied_into:
             return f"{self.name}: never read"
         into = ", ".join(self.copied_into)
@@ -80,6 +89,9 @@ def attribute_read(node: ast.AST) -> str | None:
     return None
 
 
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
 @dataclass
 class _Read:
     file: str
@@ -98,9 +110,31 @@ class _ReadIndex:
         self.parsed: set[str] = set()
         self.reads: dict[str, dict[str, list[_Read]]] = {}  # name -> file -> reads
         self.local_loads: dict[int, set[str]] = {}  # id(scope) -> names loaded in it
+        self.strings: dict[str, list[str]] = {}  # a name written as a string constant -> 'file:line' sites
+        self._words: dict[str, list[str]] | None = None  # word -> files holding it, built on first use
+        self._trees: dict[str, ast.Module] = {}
+        self._reflective: dict[str, list[str]] = {}  # class name -> reflective read sites
+
+    def files_naming(self, name: str) -> list[str]:
+        """The files in which `name` occurs as a whole word (an identifier or a string's content)."""
+        if self._words is None:
+            self._words = {}
+            for file, text in self.sources.items():
+                for word in set(_WORD.findall(text)):
+                    self._words.setdefault(word, []).append(file)
+        return list(self._words.get(name, ()))
+
+    def tree(self, file: str) -> ast.Module:
+        """The parsed module of `file` (parsed once)."""
+        if file not in self._trees:
+            try:
+                self._trees[file] = ast.parse(self.sources[file], filename=file)
+            except SyntaxError as err:
+                raise ConfigError(f"{file}:{err.lineno}: cannot parse Python source: {err.msg}") from None
+        return self._trees[file]
 
     def reads_of(self, name: str) -> Iterator[_Read]:
-        mentions = [file for file, text in self.sources.items() if name in text]
+        mentions = self.files_naming(name)
         # files already parsed, then those writing `.name`, are likeliest to hold a use: try them first
         mentions.sort(key=lambda f: (f not in self.parsed, f".{name}" not in self.sources[f]))
         for file in mentions:
@@ -116,10 +150,7 @@ class _ReadIndex:
 
     def _index(self, file: str, text: str) -> None:
         self.parsed.add(file)
-        try:
-            module = ast.parse(text, filename=file)
-        except SyntaxError as err:
-            raise ConfigError(f"{file}:{err.lineno}: cannot parse Python source: {err.msg}") from None
+        module = self.tree(file)
         stack: list[tuple[ast.AST, ast.AST | None, ast.AST]] = [(module, None, module)]
         while stack:  # iterative, so deeply nested upstream code cannot hit the recursion limit
             node, parent, scope = stack.pop()
@@ -130,6 +161,8 @@ class _ReadIndex:
                 self.reads.setdefault(attr, {}).setdefault(file, []).append(_Read(file, node, parent, scope))
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 self.local_loads.setdefault(id(scope), set()).add(node.id)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                self.strings.setdefault(node.value, []).append(f"{file}:{node.lineno}")
             stack.extend((child, node, scope) for child in reversed(list(ast.iter_child_nodes(node))))
 
 
@@ -139,6 +172,64 @@ def _index_reads(sources: dict[str, str]) -> tuple[dict[str, list[_Read]], dict[
     index.index_all()
     reads = {name: [r for file_reads in by_file.values() for r in file_reads] for name, by_file in index.reads.items()}
     return reads, index.local_loads
+
+
+REFLECTIVE_CALLS = frozenset({"fields", "asdict", "astuple", "vars"})
+_REFLECTIVE_WORDS = ("fields(", "asdict(", "astuple(", "vars(", "getattr(", "__dict__")
+
+
+def _called(node: ast.Call) -> str | None:
+    return (
+        node.func.id
+        if isinstance(node.func, ast.Name)
+        else node.func.attr
+        if isinstance(node.func, ast.Attribute)
+        else None
+    )
+
+
+def _reflective_target(node: ast.AST) -> str | None:
+    """The variable whose fields a node reads by computed name: `fields(x)`, `asdict(x)`, `vars(x)`, `x.__dict__`,
+    or `getattr(x, name)` with a name that is not a constant; None otherwise."""
+    if isinstance(node, ast.Attribute) and node.attr == "__dict__" and isinstance(node.value, ast.Name):
+        return node.value.id
+    if not isinstance(node, ast.Call) or not node.args or not isinstance(node.args[0], ast.Name):
+        return None
+    called = _called(node)
+    if called in REFLECTIVE_CALLS:
+        return node.args[0].id
+    if called == "getattr" and len(node.args) >= 2 and not isinstance(node.args[1], ast.Constant):
+        return node.args[0].id
+    return None
+
+
+def reflective_reads(sources: Mapping[str, str] | _ReadIndex, class_name: str) -> list[str]:
+    """'file:line' of every reflective read of a variable annotated with `class_name` (a function parameter or an
+    annotated assignment in the same function): code that reads such a config's fields by computed name.
+
+    Only files that mention `class_name` are parsed. A reflective read of an object whose type is not written
+    down (or of `self` inside the config's own methods) is not found: the search stays a by-name search there.
+    """
+    if not isinstance(class_name, str) or not class_name.isidentifier():
+        raise TypeError(f"class_name must be a class name, got {class_name!r}")
+    index = sources if isinstance(sources, _ReadIndex) else _ReadIndex(source_texts(sources))
+    if class_name in index._reflective:
+        return list(index._reflective[class_name])
+    found = []
+    for file in index.files_naming(class_name):
+        if not any(word in index.sources[file] for word in _REFLECTIVE_WORDS):
+            continue
+        module = index.tree(file)
+        for fn in (n for n in ast.walk(module) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)):
+            typed = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)
+                     if a.annotation is not None and class_name in ast.unparse(a.annotation)}  # fmt: skip
+            typed |= {n.target.id for n in ast.walk(fn) if isinstance(n, ast.AnnAssign)
+                      and isinstance(n.target, ast.Name) and class_name in ast.unparse(n.annotation)}  # fmt: skip
+            if typed:
+                found += [f"{file}:{n.lineno}" for n in ast.walk(fn) if _reflective_target(n) in typed]
+    sites = sorted(set(found), key=lambda site: (site.rsplit(":", 1)[0], int(site.rsplit(":", 1)[1])))
+    index._reflective[class_name] = sites
+    return list(sites)
 
 
 def _copy_targets(read: _Read) -> list[tuple[str, str]] | None:
@@ -177,6 +268,8 @@ def dead_fields(
     config: type | Iterable[str],
     *,
     root: str | Path | None = None,
+    class_name: str | None = None,
+    index: _ReadIndex | None = None,
 ) -> list[DeadField]:
     """Fields of `config` (a dataclass, or field names read from source) that no code in
     `source_files` acts on, in field order. Names starting with '_' (`_target_`) are not searched.
@@ -184,12 +277,19 @@ def dead_fields(
     A field is live when some read of it is used (in a condition, a call, arithmetic...). A read
     that is only copied (`self._x = cfg.field`, `x = cfg.field`) counts when the copy is itself
     live, followed through any chain of copies. Matching is by attribute name, whatever the object,
-    so the search is conservative: it never calls a read field dead, and may miss a dead field whose
-    name is also used for something else. `source_files`: paths (keyed relative to `root`, default
-    their shared folder), or a mapping path -> source text.
+    so it may miss a dead field whose name is also used for something else (`full_determinism` is read by
+    some engines and not by Megatron's). A field with no read by name, in a config that code reads by computed
+    name (`fields()` + `getattr`, `asdict`, `vars`: `reflective_reads`), or whose name is written as a string
+    somewhere (`optim_config.get(field)` over a tuple of names), is returned with `reflective` set: "read
+    reflectively: cannot tell". `class_name` names the config class (default: `config`'s own name).
+    `source_files`: paths (keyed relative to `root`, default their shared folder), or a mapping path -> text;
+    `index` reuses the read index of an earlier search over the same sources.
     """
     names = [n for n in _field_list(config) if not n.startswith("_")]
-    index = _ReadIndex(source_texts(source_files, root))
+    texts = source_texts(source_files, root) if index is None else index.sources
+    index = index if index is not None else _ReadIndex(texts)
+    cls = class_name or (config.__name__ if isinstance(config, type) else None)
+    reflective = tuple(reflective_reads(index, cls)) if cls else ()
 
     def live(attr: str, seen: frozenset[str], into: list[str], sites: list[str]) -> bool:
         for read in index.reads_of(attr):
@@ -213,5 +313,6 @@ def dead_fields(
         into: list[str] = []
         sites: list[str] = []
         if not live(name, frozenset({name}), into, sites):
-            out.append(DeadField(name, tuple(into), tuple(sites)))
+            named = tuple(index.strings.get(name, ()))[:2]  # e.g. a tuple of field names read with .get(field)
+            out.append(DeadField(name, tuple(into), tuple(sites), reflective or named))
     return out

@@ -92,7 +92,9 @@ def _convert(value: Any, annotation: Any, path: KeyPath, tree: ConfigTree, remov
             f"{where}: {dotted(path)!r} must be {_type_name(annotation)}, got {type(value).__name__} {value!r}"
         )
     args = typing.get_args(annotation)
-    if origin is list and args:  # list[float]: every element is checked, as OmegaConf does upstream
+    # list[float]: every element is checked (stricter than upstream's `_target_` path, where hydra passes the
+    # values unchecked; its `dataclass_type=` path, through OmegaConf, checks them too)
+    if origin is list and args:
         return [_convert(v, args[0], (*path, f"[{i}]"), tree, removals) for i, v in enumerate(value)]
     if origin is dict and len(args) == 2:
         return {k: _convert(v, args[1], (*path, str(k)), tree, removals) for k, v in value.items()}
@@ -135,7 +137,8 @@ def build(
     # '' is verl's BaseConfig default for `_target_`: no target written, the field's type decides
     if target not in (None, "") and target != class_path(cls):
         raise ConfigError(f"{where}: _target_ is {target!r} but this block builds {class_path(cls)!r}")
-    # `_target_` is the dispatch key (hydra pops it), never passed on, even where BaseConfig has it as a field
+    # `_target_` is the dispatch key: on verl's `_target_` path hydra consumes it and the built object's
+    # `_target_` stays '' (as here); verl's `dataclass_type=` path keeps it in BaseConfig's field (not copied here)
     init_fields = [f for f in dataclasses.fields(cls) if f.init and f.name != TARGET_KEY]
     names = [f.name for f in init_fields]
     for key in data:

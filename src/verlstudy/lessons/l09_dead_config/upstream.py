@@ -138,7 +138,8 @@ def compare_engine_config(
 
     Even cases: a YAML block (half with a perturbation upstream rejects); both must reject, or both build
     equal configs. Odd cases: a config made in Python by upstream's classes must come back equal from
-    `to_dict` -> YAML text -> `build`. Type mismatches are not generated: upstream leaves them to OmegaConf.
+    `to_dict` -> YAML text -> `build`. Type mismatches are not generated: upstream's `_target_` path does not
+    check types (hydra passes the values to the constructor), so the course's stricter `build` differs by design.
     """
     build, to_dict = build or schema.build, to_dict or schema.to_dict
     name = "verl/workers/config/engine.py::McoreEngineConfig"

@@ -15,20 +15,24 @@ from pathlib import Path
 
 from verlstudy.kit.upstream import UpstreamMoved, verl_root, verl_version
 from verlstudy.lessons.l09_dead_config.errors import ConfigError
-from verlstudy.lessons.l09_dead_config.field_reads import DeadField, dead_fields
+from verlstudy.lessons.l09_dead_config.field_reads import DeadField, _ReadIndex, dead_fields, source_texts
 
 ENGINE_CONFIG = "workers/config/engine.py"  # EngineConfig, McoreEngineConfig
 BASE_CONFIG = "base_config.py"  # BaseConfig, with its `_target_: str = ""` field
 
 
+@functools.lru_cache(maxsize=256)
+def _parsed(file: str, text: str) -> ast.Module:
+    try:
+        return ast.parse(text, filename=file)
+    except SyntaxError as err:
+        raise ConfigError(f"{file}:{err.lineno}: cannot parse Python source: {err.msg}") from None
+
+
 def _classes(sources: Mapping[str, str]) -> dict[str, ast.ClassDef]:
     found: dict[str, ast.ClassDef] = {}
     for file, text in sources.items():
-        try:
-            module = ast.parse(text, filename=file)
-        except SyntaxError as err:
-            raise ConfigError(f"{file}:{err.lineno}: cannot parse Python source: {err.msg}") from None
-        for node in module.body:
+        for node in _parsed(file, text).body:
             if isinstance(node, ast.ClassDef):
                 found.setdefault(node.name, node)
     return found
@@ -112,7 +116,12 @@ class ReleaseScan:
     files: int  # .py files searched
 
     def dead_names(self) -> list[str]:
-        return [d.name for d in self.dead]
+        """Fields no code reads, by name or reflectively."""
+        return [d.name for d in self.dead if not d.cannot_tell]
+
+    def cannot_tell_names(self) -> list[str]:
+        """Fields with no read by name, in a config read reflectively: whether they are used cannot be told."""
+        return [d.name for d in self.dead if d.cannot_tell]
 
 
 @functools.lru_cache(maxsize=8)
@@ -122,8 +131,60 @@ def scan_release(release: str | None = None, class_name: str = "McoreEngineConfi
     root = verl_root(release)
     files = package_files(root)
     fields = engine_config_fields(class_name, release)
-    dead = dead_fields(files, fields, root=root.parent)
+    dead = dead_fields({}, fields, class_name=class_name, index=_release_index(release))
     return ReleaseScan(verl_version(release), class_name, tuple(fields), tuple(dead), len(files))
+
+
+@functools.lru_cache(maxsize=2)
+def _release_index(release: str | None) -> _ReadIndex:
+    root = verl_root(release)
+    return _ReadIndex(source_texts(package_files(root), root.parent))
+
+
+CONFIG_FOLDER = "workers/config"
+
+
+def _is_dataclass_def(node: ast.ClassDef) -> bool:
+    return any(_base_name(d.func if isinstance(d, ast.Call) else d) == "dataclass" for d in node.decorator_list)
+
+
+@functools.lru_cache(maxsize=2)
+def scan_config_classes(release: str | None = None) -> tuple[ReleaseScan, ...]:
+    """The dead-field search for every dataclass defined in `verl/workers/config/*.py` of a release, in file
+    and class order: one `ReleaseScan` each (fields read from source with `ast`, searched over the package)."""
+    root = verl_root(release)
+    folder = root / CONFIG_FOLDER
+    config_files = sorted(p.relative_to(root).as_posix() for p in folder.glob("*.py"))
+    sources = release_sources([BASE_CONFIG, *config_files], release)
+    names = []
+    for rel in config_files:
+        module = _parsed(f"verl/{rel}", sources[f"verl/{rel}"])
+        names += [n.name for n in module.body if isinstance(n, ast.ClassDef) and _is_dataclass_def(n)]
+    index, version, count = _release_index(release), verl_version(release), len(package_files(root))
+    scans = []
+    for name in dict.fromkeys(names):
+        fields = dataclass_fields(sources, name)
+        dead = dead_fields({}, fields, class_name=name, index=index)
+        scans.append(ReleaseScan(version, name, tuple(fields), tuple(dead), count))
+    return tuple(scans)
+
+
+def config_table(before: tuple[ReleaseScan, ...], after: tuple[ReleaseScan, ...]) -> str:
+    """A Markdown table: each config class with a dead or cannot-tell field in either release, and what was found."""
+    old = {s.class_name: s for s in before}
+    new = {s.class_name: s for s in after}
+    rows = ["| class | fields (old/new) | dead in " + before[0].release + " | dead in " + after[0].release
+            + " | cannot tell in " + after[0].release + " |", "| --- | ---: | --- | --- | ---: |"]  # fmt: skip
+    for name in dict.fromkeys([*old, *new]):
+        a, b = old.get(name), new.get(name)
+        if not any(s and s.dead for s in (a, b)):
+            continue
+        cell = lambda s: ", ".join(s.dead_names()) if s else "(no class)"  # noqa: E731
+        fields = f"{len(a.fields) if a else '-'}/{len(b.fields) if b else '-'}"
+        rows.append(
+            f"| {name} | {fields} | {cell(a) or '-'} | {cell(b) or '-'} | {len(b.cannot_tell_names()) if b else '-'} |"
+        )
+    return "\n".join(rows)
 
 
 def scan_keyed_by_name(
