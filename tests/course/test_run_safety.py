@@ -231,14 +231,16 @@ def test_refresh_refuses_to_drop_a_cell_added_in_the_ipynb_and_names_it(tmp_path
         twins.refresh(lesson)
 
 
-def test_a_twin_edited_after_the_ipynb_is_what_refresh_builds(tmp_path):
+def test_a_newer_twin_still_names_a_cell_added_in_the_ipynb_that_refresh_would_drop(tmp_path):
     import os
 
     from verlstudy.course import twins
 
     lesson = _lesson_files(tmp_path)
-    os.utime(lesson.notebook, (1, 1))  # the twin is the newer file: its version is meant
-    assert twins.edited_after_twin(lesson) == []
+    os.utime(lesson.notebook, (1, 1))  # the twin is the newer file: its edits are meant, the added cell is not lost
+    assert twins.cells_refresh_would_drop(lesson) == ["markdown cell 1: A note I added in Jupyter."]
+    with pytest.raises(twins.WouldDropCells, match=r"99_lesson.py is newer(.|\n)*markdown cell 1(.|\n)*--force"):
+        twins.refresh(lesson)
 
 
 # ---------------------------------------------------------------- nothing written outside the output folders

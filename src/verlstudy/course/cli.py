@@ -106,8 +106,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         for lesson in lessons:
             try:
                 runner.validate_parameters(lesson, params)
-            except (ValueError, TypeError) as e:
+            except (ValueError, TypeError) as e:  # the validation helper's error, naming the parameter
                 raise UsageError(f"bad parameter for lesson {lesson.code}: {e}") from e
+            except runner.ValidationCellFailed as e:  # a bug in the lesson's cell is not the user's bad input
+                print(f"verlstudy run: {e}", file=sys.stderr)
+                return 1
     from verlstudy.course import run_record
 
     if args.if_stale:  # `make course`: a run whose record matches today's sources stands (course.run_record)
@@ -216,7 +219,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     for lesson in lessons:
         try:
             changes = twins.refresh(lesson, source=args.source, force=args.force)
-        except twins.WouldDropCells as e:
+        except (ValueError, FileNotFoundError) as e:  # cells it would drop; a corrupt notebook, twin or kernel.json
             raise UsageError(str(e)) from e
         print(f"{lesson.stem}: {len(changes)} change(s)")
         for change in changes:

@@ -105,7 +105,10 @@ def kernel_spec_line() -> tuple[bool, str]:
     """The spec the runner will start (sys.prefix only), not whatever `python3` the Jupyter path finds first."""
     from verlstudy.course.twins import KERNEL_NAME, course_kernel_manager_class
 
-    spec = course_kernel_manager_class()(kernel_name=KERNEL_NAME).kernel_spec
+    try:
+        spec = course_kernel_manager_class()(kernel_name=KERNEL_NAME).kernel_spec
+    except ValueError as e:  # twins.BadKernelSpec: a corrupt kernel.json, named
+        return False, f"kernel '{KERNEL_NAME}': {e}"
     python = Path(spec.argv[0]).resolve() if spec.argv else None
     same = python == Path(sys.executable).resolve() or spec.argv[0] in ("python", "python3", sys.executable)
     where = spec.argv[0] if same else f"{spec.argv[0]}, not this interpreter {sys.executable}"
@@ -199,4 +202,19 @@ def doctor_checks(*, start_kernel: bool = True) -> list[tuple[bool, str]]:
     checks.append((True, "optional verl: " + verl_status(version("verl"), verified)))
     missing = [lesson.code for lesson in registry.LESSONS if not lesson.notebook.exists()]
     checks.append((not missing, f"notebooks: {len(registry.LESSONS) - len(missing)}/{len(registry.LESSONS)} present"))
+    checks += notebook_checks()
     return checks
+
+
+def notebook_checks() -> list[tuple[bool, str]]:
+    """A [FAIL] naming each lesson notebook that exists but cannot be read as a notebook (none: no line)."""
+    from verlstudy.course.files import read_notebook
+
+    failed = []
+    for lesson in registry.LESSONS:
+        if lesson.notebook.exists():
+            try:
+                read_notebook(lesson.notebook)
+            except ValueError as e:  # not JSON, not UTF-8, not a notebook, unreadable: the file named
+                failed.append((False, f"lesson {lesson.code}: {e}"))
+    return failed

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
+import logging
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,10 +42,15 @@ __all__ = ["kill_kernels", "kill_tree", "read_notebook", "stop_exit_code", "stop
 
 def notebook_parameters(path: Path) -> dict[str, object]:
     """Names and default values assigned in the notebook's cell tagged `parameters`."""
-    nb = read_notebook(path)
+    return parameters_of(read_notebook(path), Path(path).name)
+
+
+def parameters_of(nb: nbformat.NotebookNode, name: str = "the notebook") -> dict[str, object]:
+    """Names and default values in a notebook's `parameters` cell, read with Python's own parser (papermill's
+    line parser gives up on a comment holding '=', which is why its warnings are silenced in `papermill_quiet`)."""
     cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     if len(cells) != 1:
-        raise ValueError(f"{path.name} must have exactly one cell tagged 'parameters', found {len(cells)}")
+        raise ValueError(f"{name} must have exactly one cell tagged 'parameters', found {len(cells)}")
     params: dict[str, object] = {}
     for node in ast.parse(cells[0].source).body:
         if isinstance(node, ast.Assign | ast.AnnAssign):
@@ -97,10 +103,37 @@ def validate_parameters(lesson: Lesson, params: Mapping[str, object]) -> None:
     code = [c for c in nb.cells if c.cell_type == "code"]
     index = next(i for i, c in enumerate(code) if "parameters" in c.metadata.get("tags", []))
     namespace: dict[str, object] = {"__name__": f"verlstudy_validate_{lesson.code}"}
-    with contextlib.redirect_stdout(io.StringIO()):
-        exec(compile(code[index].source, f"{lesson.stem}:parameters", "exec"), namespace)
-        namespace.update(params)
-        exec(compile(code[index + 1].source, f"{lesson.stem}:validation", "exec"), namespace)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(code[index].source, f"{lesson.stem}:parameters", "exec"), namespace)
+            namespace.update(params)
+            exec(compile(code[index + 1].source, f"{lesson.stem}:validation", "exec"), namespace)
+    except (ValueError, TypeError) as e:
+        if names_a_parameter(str(e), parameters_of(nb)):
+            raise
+        raise ValidationCellFailed(lesson, e) from e
+    except Exception as e:  # an import or a name error in the lesson's own cells: not the user's parameter
+        raise ValidationCellFailed(lesson, e) from e
+
+
+class ValidationCellFailed(RuntimeError):
+    """The parameter or validation cell raised an error that names no parameter: a bug in the lesson, not bad input."""
+
+    def __init__(self, lesson: Lesson, error: BaseException) -> None:
+        first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+        super().__init__(
+            f"lesson {lesson.code}'s validation cell failed on its own, not on a parameter "
+            f"(a bug in the lesson): {type(error).__name__}: {first}"
+        )
+
+
+def names_a_parameter(message: str, names: Iterable[str]) -> bool:
+    """True when an error names one of the notebook's parameters first, the way kit.params and kit.devices do
+    (`parameter n_tokens=0 is out of range`, `parameter pp_layer_counts[i] ...`, `device='tpu' is not allowed`)."""
+    import re
+
+    found = re.match(r"\s*(?:parameter\s+)?([A-Za-z_]\w*)", message)
+    return found is not None and found.group(1) in set(names)
 
 
 # ---------------------------------------------------------------- running with papermill
@@ -145,7 +178,12 @@ def _bad_parameter_message(nb: nbformat.NotebookNode) -> str | None:
                 return None
             for out in following[0].get("outputs", []):
                 if out.get("output_type") == "error" and out.get("ename") in ("ValueError", "TypeError"):
-                    return str(out.get("evalue"))
+                    # a bad parameter only when the validation helper's error names one; else a bug in the cell
+                    try:
+                        names = parameters_of(nb)
+                    except (ValueError, SyntaxError):
+                        return None
+                    return str(out.get("evalue")) if names_a_parameter(str(out.get("evalue")), names) else None
     return None
 
 
@@ -178,6 +216,24 @@ class _NotebookClock:
             timer.cancel()
 
 
+class _PapermillParameterGuesses(logging.Filter):
+    """Drops papermill's guesses about the parameters cell: "Unable to parse line" (its line parser gives up on a
+    comment holding '=') and "Passed unknown parameter" (a name that parser missed). Names are checked with Python's
+    own parser before any kernel starts (check_parameter_names), so those lines could only mislead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(("Unable to parse line", "Passed unknown parameter"))
+
+
+PAPERMILL_QUIET = _PapermillParameterGuesses()
+
+
+def papermill_quiet() -> None:
+    """Install the filter on the two loggers papermill writes those lines to (once; adding it again is a no-op)."""
+    for name in ("papermill", "papermill.translators"):
+        logging.getLogger(name).addFilter(PAPERMILL_QUIET)
+
+
 def execute_with_papermill(
     source: Path, target: Path, parameters: Mapping[str, object], cwd: Path, timeout_s: float = NOTEBOOK_TIMEOUT_S
 ) -> tuple[str, str, float]:
@@ -186,6 +242,7 @@ def execute_with_papermill(
     from papermill.exceptions import PapermillExecutionError
 
     quiet_kernel_env()
+    papermill_quiet()
     course_notebook = Path(source).resolve().parent == notebooks_dir().resolve()
     log_execution(Path(source).stem if course_notebook else f"other:{Path(source).stem}")
     target.parent.mkdir(parents=True, exist_ok=True)

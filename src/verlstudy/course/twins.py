@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 
-from verlstudy.course.files import write_text
+from verlstudy.course.files import read_notebook, write_text
 from verlstudy.course.registry import Lesson, build_root
 from verlstudy.kit.records import RECORD_MIME
 from verlstudy.kit.show import UPSTREAM_TAG
@@ -45,6 +45,10 @@ def log_execution(name: str) -> None:
             f.write(f"{name}\n")
 
 
+class BadKernelSpec(ValueError):
+    """The lessons' kernel.json cannot be read: one line naming the file and how to register the kernel again."""
+
+
 def course_kernel_manager_class() -> type:
     """A kernel manager that starts lessons on this interpreter's own kernel, whatever else is on the Jupyter path.
 
@@ -60,6 +64,17 @@ def course_kernel_manager_class() -> type:
         def _course_kernel_dirs(self) -> list[str]:
             return [str(Path(sys.prefix) / "share" / "jupyter" / "kernels")]
 
+        def get_kernel_spec(self, kernel_name: str) -> object:
+            try:
+                return super().get_kernel_spec(kernel_name)
+            except (ValueError, TypeError) as e:  # not JSON, not UTF-8 (a ValueError too), or not a spec's fields
+                spec = Path(self.kernel_dirs[0]) / kernel_name / "kernel.json"
+                why = str(e).strip().splitlines()[0][:120] if str(e).strip() else type(e).__name__
+                raise BadKernelSpec(
+                    f"{spec} is not a valid kernel spec ({why}); "
+                    f"register it again with `{sys.executable} -m ipykernel install --sys-prefix --name {kernel_name}`"
+                ) from e
+
     class CourseKernelManager(AsyncKernelManager):
         @default("kernel_spec_manager")
         def _course_kernel_spec_manager(self) -> KernelSpecManager:
@@ -72,8 +87,10 @@ def course_kernel_manager_class() -> type:
 # (registry.build_root: build/ in a checkout, the user's cache folder when installed; never the current folder)
 CACHE_ENV = {
     "MPLCONFIGDIR": "matplotlib",
+    # torch._dynamo makes $TMPDIR/torchinductor_$USER when it is imported (a jagged nested tensor imports it)
     "TORCHINDUCTOR_CACHE_DIR": "torchinductor",
     "TRITON_CACHE_DIR": "triton",
+    "IPYTHONDIR": "ipython",  # the kernel's profile folder: never ~/.ipython (a read-only home would fail)
 }
 
 
@@ -104,7 +121,15 @@ def read_twin(path: Path) -> nbformat.NotebookNode:
     """Read a jupytext py:percent twin as a notebook with stable cell ids and our kernelspec."""
     import jupytext
 
-    nb = jupytext.read(path)
+    try:
+        nb = jupytext.read(path)
+    except FileNotFoundError as e:
+        raise ValueError(f"{path} does not exist") from e
+    except (UnicodeDecodeError, SyntaxError, ValueError) as e:  # not UTF-8, or not py:percent jupytext can read
+        why = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
+        raise ValueError(
+            f"{path} cannot be read as a py:percent twin ({why}); restore it, e.g. with git checkout"
+        ) from e
     return normalise(nb)
 
 
@@ -225,7 +250,7 @@ def changed_cells(old: nbformat.NotebookNode | None, new: nbformat.NotebookNode)
 
 
 class WouldDropCells(ValueError):
-    """The .ipynb was edited after its twin: building it from the twin would lose those edits."""
+    """The .ipynb holds cells its twin lacks: building it from the twin would lose them (whichever file is newer)."""
 
 
 def cells_only_in(nb: nbformat.NotebookNode, other: nbformat.NotebookNode) -> list[str]:
@@ -239,13 +264,55 @@ def cells_only_in(nb: nbformat.NotebookNode, other: nbformat.NotebookNode) -> li
     return lines
 
 
-def edited_after_twin(lesson: Lesson) -> list[str]:
-    """Cells the .ipynb holds that its twin does not, if the .ipynb is the newer file (else [])."""
+def cells_without_counterpart(nb: nbformat.NotebookNode, other: nbformat.NotebookNode) -> list[str]:
+    """One line per cell of `nb` that `other` neither holds nor holds an edited version of, by alignment: a cell
+    added to `nb` (or removed from `other`), not one `other` rewrote."""
+    import difflib
+
+    def key(cell: nbformat.NotebookNode) -> tuple[str, str]:
+        return cell.cell_type, cell.source.strip()
+
+    mine, theirs = [key(c) for c in nb.cells], [key(c) for c in other.cells]
+    alone: list[int] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, mine, theirs, autojunk=False).get_opcodes():
+        if op == "delete":
+            alone += range(i1, i2)
+        elif op == "replace" and i2 - i1 > j2 - j1:  # more cells here than there: the least alike are the extra
+            likeness = {
+                i: max(difflib.SequenceMatcher(None, mine[i][1], theirs[j][1]).ratio() for j in range(j1, j2))
+                for i in range(i1, i2)
+            }
+            alone += sorted(sorted(likeness, key=likeness.__getitem__)[: (i2 - i1) - (j2 - j1)])
+    lines = []
+    for i in alone:
+        first = mine[i][1].splitlines()[0] if mine[i][1] else "(empty)"
+        lines.append(f"{mine[i][0]} cell {i}: {first[:70]}")
+    return lines
+
+
+def cells_refresh_would_drop(lesson: Lesson) -> list[str]:
+    """What a refresh from the twin would drop of the .ipynb: every cell the twin lacks if the .ipynb is the newer
+    file; if the twin is newer (its edits are meant), the cells it has no version of at all (added in Jupyter)."""
     if not (lesson.notebook.exists() and lesson.twin.exists()):
         return []
-    if lesson.notebook.stat().st_mtime <= lesson.twin.stat().st_mtime:
-        return []  # the twin is the newer file: its changes are the ones meant
-    return cells_only_in(nbformat.read(lesson.notebook, as_version=4), read_twin(lesson.twin))
+    nb, twin = read_notebook(lesson.notebook), read_twin(lesson.twin)
+    if lesson.notebook.stat().st_mtime > lesson.twin.stat().st_mtime:
+        return cells_only_in(nb, twin)
+    return cells_without_counterpart(nb, twin)
+
+
+def would_drop_message(lesson: Lesson, dropped: list[str]) -> str:
+    """Why refresh stopped: the cells it would drop, and the two ways on (which depend on the newer file)."""
+    cells = "\n  ".join(dropped)
+    if lesson.notebook.stat().st_mtime > lesson.twin.stat().st_mtime:
+        return (
+            f"{lesson.notebook.name} was edited after its twin; refreshing from the twin would drop:\n  {cells}"
+            "\nKeep them with `--source ipynb`, or drop them with `--force`"
+        )
+    return (
+        f"{lesson.twin.name} is newer, but {lesson.notebook.name} holds cells it lacks; refreshing would drop:\n  "
+        f"{cells}\nRemoved from the twin on purpose? `--force`. Else add them to the twin first"
+    )
 
 
 def refresh(lesson: Lesson, source: str = "py", *, force: bool = False) -> list[str]:
@@ -259,16 +326,17 @@ def refresh(lesson: Lesson, source: str = "py", *, force: bool = False) -> list[
     path = lesson.twin if source == "py" else lesson.notebook
     if not path.exists():
         raise FileNotFoundError(f"lesson {lesson.code} has no {source} source yet: {path.name} is missing")
+    try:  # a corrupt .ipynb is one line naming it; `--force` rebuilds it from its twin
+        old = read_notebook(lesson.notebook) if lesson.notebook.exists() else None
+    except ValueError as e:
+        if source == "ipynb" or not force:
+            raise ValueError(f"{e}, or rebuild it from its twin with `--force`" if source == "py" else str(e)) from e
+        old = None
     if source == "py" and not force:
-        dropped = edited_after_twin(lesson)
+        dropped = cells_refresh_would_drop(lesson)
         if dropped:
-            raise WouldDropCells(
-                f"{lesson.notebook.name} was edited after its twin; refreshing from the twin would drop:\n  "
-                + "\n  ".join(dropped)
-                + "\nKeep them with `--source ipynb`, or drop them with `--force`"
-            )
-    old = nbformat.read(lesson.notebook, as_version=4) if lesson.notebook.exists() else None
-    nb = read_twin(path) if source == "py" else normalise(nbformat.read(path, as_version=4))
+            raise WouldDropCells(would_drop_message(lesson, dropped))
+    nb = read_twin(path) if source == "py" else normalise(read_notebook(path))
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None

@@ -7,6 +7,7 @@ through importlib.resources, so lessons find their fixtures from any working dir
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 
@@ -43,3 +44,50 @@ def notebooks_dir() -> Path:
 def data_dir() -> Path:
     """The fixtures the lessons read (`data/`)."""
     return course_root() / "data"
+
+
+class DataFileError(ValueError):
+    """A data file the lessons read is missing, unreadable, not UTF-8 or not in its format: one line naming it."""
+
+
+def read_data_text(path: str | Path) -> str:
+    """A data file's text (UTF-8), or a DataFileError naming the file and what to do, never a bare decode error."""
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError as e:
+        raise DataFileError(f"{path} does not exist; restore it, e.g. with git checkout") from e
+    except UnicodeDecodeError as e:
+        raise DataFileError(
+            f"{path} is not UTF-8 text (byte {e.start} is {e.object[e.start : e.start + 1]!r}); "
+            "save it as UTF-8 or restore it, e.g. with git checkout"
+        ) from e
+    except OSError as e:
+        raise DataFileError(f"{path} cannot be read: {e.strerror or e}") from e
+
+
+def read_data_csv(path: str | Path, columns: Iterable[str]) -> list[dict[str, str]]:
+    """A CSV data file's rows as dicts, its header row naming every column in `columns`; else a DataFileError
+    naming the file (a CSV without its header, a row with too many or too few fields, not UTF-8)."""
+    import csv
+    import io
+
+    path, columns = Path(path), list(columns)
+    reader = csv.reader(io.StringIO(read_data_text(path), newline=""))
+    header = next(reader, [])
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise DataFileError(
+            f"{path}: the first row must be the header naming {', '.join(columns)}; "
+            f"it lacks {', '.join(missing)} (found {', '.join(header) if header else 'an empty file'})"
+        )
+    rows = []
+    for fields in reader:
+        if not fields:
+            continue  # a blank line, as csv.DictReader skips it
+        if len(fields) != len(header):
+            raise DataFileError(
+                f"{path}: line {reader.line_num} has {len(fields)} fields, the header has {len(header)}"
+            )
+        rows.append(dict(zip(header, fields, strict=True)))
+    return rows

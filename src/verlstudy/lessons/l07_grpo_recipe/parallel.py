@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from verlstudy.kit.params import positive_int
+from verlstudy.kit.resources import read_data_text
 
 _LAYOUT_SYMBOLS = {"E": "embedding", "t": "transformer layer", "m": "MTP layer", "L": "loss head"}
 _TOKEN = re.compile(r"([EtmL])(?:\*(\d+))?")
@@ -387,7 +388,7 @@ def load_recipe(path: str | Path) -> dict[str, dict[str, object]]:
     if not path.is_file():
         raise ValueError(f"recipe file {path} does not exist")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(read_data_text(path))  # not UTF-8: one line naming the file
     except yaml.YAMLError as e:  # PyYAML names "<unicode string>", not the file
         where = getattr(e, "problem_mark", None)
         line = f", line {where.line + 1}" if where is not None else ""
