@@ -184,12 +184,20 @@ def stage_route_map(
 
 
 def upstream_pp_gather_worker(
-    rank: int, world_size: int, layer_counts: Sequence[int], lengths: Sequence[int], topk: int, seed: int, nested: bool
-) -> torch.Tensor:
-    """A run_local worker: verl 0.9.1's own `pp_gather` on a gloo rank that is pipeline stage `rank`."""
+    rank: int, world_size: int, layer_counts: Sequence[int], lengths: Sequence[int], topk: int, seed: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A run_local worker: verl 0.9.1's own `pp_gather` on a gloo rank that is pipeline stage `rank`, on both
+    branches in one process group: (the nested map, the dense map) this rank holds afterwards."""
     gather = load_router_utils(pp=world_size, pp_rank=rank)["pp_gather"]
     config = megatron_config(max(sum(layer_counts), 1), topk, pp=world_size)
-    return gather(stage_route_map(rank, layer_counts, lengths, topk, seed, nested), config)
+    nested, dense = (stage_route_map(rank, layer_counts, lengths, topk, seed, n) for n in (True, False))
+    return gather(nested, config), gather(dense, config)
+
+
+def warm_jagged() -> None:
+    """Build one jagged tensor: its first use imports torch's compiler stack (about a second), which forked
+    ranks then inherit instead of each paying it again."""
+    torch.nested.as_nested_tensor([torch.zeros(1), torch.zeros(2)], layout=torch.jagged)
 
 
 # ---------------------------------------------------------------------------------------------
