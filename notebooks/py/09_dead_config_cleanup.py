@@ -8,10 +8,9 @@
 # is a *breaking* change that touches three places at once: the dataclass field, the YAML key and the generated
 # flat config CI compares.
 #
-# **You will** find the dead key mechanically (an AST search for fields that are copied and never read, and what
-# it cannot tell: fields read by computed name), run that search over every config class of two verl releases,
-# see the two ways a half-done removal fails, make the removal with every check green, make an old config fail
-# with a useful message, and write the test that keeps the field gone.
+# **You will** find the dead key with an AST search (and see what it cannot tell: fields read by computed name),
+# run it over every config class of two verl releases, see how a half-done removal fails, remove the key with
+# every check green, and write the test that keeps it gone.
 #
 # **Time:** 40 minutes. **Assumes:** Python dataclasses, YAML, a first look at the `ast` module, and
 # [Hydra](00_start_here.ipynb#Hydra)-style `_target_` configs. Facts checked against verl 0.9.1 (and 0.9.0 for
@@ -30,23 +29,21 @@ from pathlib import Path
 
 import torch
 
-from verlstudy.lessons.l09_dead_config import errors, field_reads, golden, loading, schema, verl_tree, workspace
-from verlstudy.lessons.l09_dead_config import upstream as l09_upstream
-from verlstudy.kit.upstream import upstream_cell
-from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
-from verlstudy.kit.resources import data_dir
 from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.params import check_int
 from verlstudy.kit.plots import bar_plot
+from verlstudy.kit.resources import data_dir
 from verlstudy.kit.seeding import seed_everything
+from verlstudy.kit.upstream import upstream_cell
+from verlstudy.lessons.l09_dead_config import errors, field_reads, golden, loading, schema, verl_tree, workspace
+from verlstudy.lessons.l09_dead_config import upstream as l09_upstream
 
-dev = pick_device(device)
-hidden = check_int("hidden", hidden, minimum=1, maximum=4096)
-diff_context = check_int("diff_context", diff_context, minimum=0, maximum=10)
+dev, PKG = pick_device(device), data_dir() / "engine_config"
+hidden, diff_context = check_int("hidden", hidden, minimum=1, maximum=4096), check_int("diff_context", diff_context, minimum=0, maximum=10)
 seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
 reset_claims()
-PKG = data_dir() / "engine_config"
 print(f"running on {dev.type}")
 
 # %% [markdown]
