@@ -131,7 +131,9 @@ def attribute_reads(source: str) -> set[str]:
 check_exercise("9.1", attribute_reads)
 
 # %% [markdown] tags=["after-you-try-9.1"]
-# **After you try 9.1.** Every `x.name` in the parsed tree is an `ast.Attribute` node, and its `ctx` says
+# **After you try 9.1** (open once you have run the checker)
+#
+# Every `x.name` in the parsed tree is an `ast.Attribute` node, and its `ctx` says
 # what the code does with it: `ast.Load` where it is read, `ast.Store` where it is assigned (`self._x = ...`).
 # `ast.walk` visits every node, so it also reaches the `config` inside `engine.config.router_replay.mode` and
 # the attributes passed as a call's arguments; a loop over the top-level statements would not.
@@ -350,7 +352,9 @@ def yaml_only_keys(cls: type, data: dict, prefix: str = "") -> list[str]:
 check_exercise("9.2", yaml_only_keys)
 
 # %% [markdown] tags=["after-you-try-9.2"]
-# **After you try 9.2.** The names come from `dataclasses.fields(cls)`, the types do not: under
+# **After you try 9.2** (open once you have run the checker)
+#
+# The names come from `dataclasses.fields(cls)`, the types do not: under
 # `from __future__ import annotations` a field's `.type` is the string `'RouterReplayConfig'`, and
 # `dataclasses.is_dataclass` of a string is False. `typing.get_type_hints(cls)` resolves the strings to the
 # classes. A key that is not a field is reported with the blocks above it; a field whose type is a dataclass is
