@@ -301,3 +301,32 @@ def test_cache_env_names_folders_only_under_the_cache_root():
     assert set(twins.CACHE_ENV) >= {"TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "MPLCONFIGDIR", "IPYTHONDIR"}
     assert all("/" not in folder for folder in twins.CACHE_ENV.values())
     assert json.dumps(twins.CACHE_ENV)  # plain strings
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("number", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
+def test_verify_upstream_stops_on_a_signal_with_one_line_even_with_sigint_inherited_ignored(number, code):
+    import signal
+
+    from verlstudy.kit import upstream
+
+    try:
+        upstream.verl_version()
+    except ImportError:  # pragma: no cover - make setup installs verl
+        pytest.skip("verl is not installed (make setup installs it)")
+    command = [sys.executable, "-m", "verlstudy", "verify-upstream", "--cases", "100000"]
+    proc = subprocess.Popen(  # started as `cmd &` from a script starts it: SIGINT ignored
+        command, stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)
+    )
+    try:
+        seen = [proc.stderr.readline() for _ in range(2)]  # an event: it is comparing a lesson
+        assert seen[1].startswith("verify-upstream: lesson 01"), seen
+        proc.send_signal(getattr(signal, number))
+        rest = proc.stderr.read()
+        assert proc.wait() == code
+    finally:
+        proc.kill()
+    assert rest.strip().splitlines()[-1] == (
+        "verlstudy verify-upstream: interrupted; nothing compared is reported or recorded"
+    )
+    assert "Traceback" not in rest

@@ -290,10 +290,16 @@ def cmd_verify_upstream(args: argparse.Namespace) -> int:
     def announce(lesson: registry.Lesson) -> None:  # a line per lesson: a long --cases run shows where it is
         print(f"verify-upstream: lesson {lesson.code} ({args.cases} cases per comparison)", file=sys.stderr, flush=True)
 
+    from verlstudy.course.stopping import stop_exit_code, stop_signals
+
     try:
-        rows = verify.verify_all(cases=args.cases, seed=args.seed, on_lesson=announce)
+        with stop_signals():  # Ctrl-C, SIGTERM and an inherited ignored SIGINT: one line, not a traceback
+            rows = verify.verify_all(cases=args.cases, seed=args.seed, on_lesson=announce)
     except upstream.VerlNotInstalled as e:
         raise UsageError(str(e)) from e
+    except KeyboardInterrupt:
+        print("verlstudy verify-upstream: interrupted; nothing compared is reported or recorded", file=sys.stderr)
+        return stop_exit_code()
     print(verify.table(rows))
     differ = [r for r in rows if r.status == "differ"]
     agree = [r for r in rows if r.status == "agree"]
