@@ -228,7 +228,7 @@ claim("a 'mtp' prefix also ignores mtp_extra.scale", "mtp_extra.scale" in loose.
 # **5.1** Write `matches_module(key, pattern)`: True when `key` lies inside the module that `pattern`
 # names (with or without a trailing dot), or is that name itself. `"mtp"` must match `"mtp.proj.weight"`
 # but not `"mtp_norm.weight"`, and `"model.layers.7"` must not match GLM-5's MTP layer `"model.layers.78.eh_proj.weight"`.
-# It receives two strings (dot-separated names, the pattern never empty) and must return a `bool` (`True`/`False`,
+# It receives two strings (dot-separated names, the pattern never empty; a dot is a dot, not any character) and must return a `bool` (`True`/`False`,
 # not 1/0). The checker tries named cases, then generated keys and patterns.
 
 # %% tags=["solution", "exercise-5.1"]
@@ -247,7 +247,8 @@ check_exercise("5.1", matches_module)
 # missing keys that no module in `allowed` covers: exactly the keys a `strict=False` load would have
 # hidden from you. Modules match whole names (use your `matches_module`): `"mtp."` covers `mtp.head.weight`,
 # not `mtp_extra.weight`, nor a nested `blocks.mtp.weight`. It receives an `nn.Module`, a `dict` of name ->
-# tensor (which may also hold keys the model does not have: those are not "missing") and a tuple of patterns;
+# tensor (which may also hold keys the model does not have: those are not "missing"; a buffer the model saves counts
+# like a weight, one it never saves, a non-persistent buffer, is never missing) and a tuple of patterns;
 # it must return the key names sorted, as a list (a tuple passes too), and leave `state_dict` unchanged.
 
 # %% tags=["solution", "exercise-5.2"]

@@ -54,7 +54,8 @@ print(f"running on {dev.type}")
 # `exercise_hint("6.1")` prints it whenever you ask.
 #
 # **6.1** Write `parse_modules(value)`, a forgiving parser: the module names in a comma-separated value,
-# with blanks around names stripped and empty entries dropped (an empty value names no modules). The next
+# with blanks around names stripped and empty entries dropped (an empty value names no modules). Only a comma
+# separates names: a blank *inside* an entry stays in it, so the import names the bad entry. The next
 # section shows whether verl itself is that forgiving. It receives a `str` (blanks may be spaces or tabs) and
 # returns the names in order as a list of strings (a tuple passes too).
 

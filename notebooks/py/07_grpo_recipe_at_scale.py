@@ -131,9 +131,9 @@ claim("each dense DP group spans 4 nodes too", set(map(len, group_nodes(layout, 
 # %% [markdown]
 # Read the picture by traffic. TP's all-reduces, inside every layer, stay on one node's fast links (two TP groups
 # per node, labelled by their [DP](00_start_here.ipynb#DP) index). Everything else of a stage crosses nodes: the
-# experts' all-to-all runs over the stage's 64 devices on 4 nodes, and so does the dense gradients' all-reduce (one
-# device from each of the 8 replicas: `dp0`..`dp7` in a row of the picture). Only the pipeline's sends go from one
-# 4-node block to the next.
+# experts' token exchange (an all-to-all) runs over the stage's 64 devices on 4 nodes, and so does the dense
+# gradients' reduction over a data-parallel group (one device from each of the 8 replicas: `dp0`..`dp7` along a row
+# of the picture). Only the pipeline's sends go from one 4-node block to the next.
 
 # %% [markdown]
 # [Rollout](00_start_here.ipynb#rollout) (the inference engine generating the responses) uses its own layout: INFER_TP=8 x INFER_DP=8 = 64 devices per replica, with

@@ -121,8 +121,30 @@ def as_tuple_with_regex(model, state_dict, allowed):
     return tuple(sorted(k for k in result.missing_keys if not any(matcher_fullmatch(k, p) for p in allowed)))
 
 
+def matcher_unescaped_regex(key, pattern):  # the adversary's 5.1 W9: the pattern's dots match any character
+    return re.match(pattern.rstrip(".") + r"(\.|$)", key) is not None
+
+
+def first_allowed_only(model, state_dict, allowed):  # the adversary's 5.2 W5
+    result = model.load_state_dict(state_dict, strict=False)
+    return sorted(k for k in result.missing_keys if not (allowed and reference_matcher(k, allowed[0])))
+
+
+def parameters_only(model, state_dict, allowed):  # the adversary's 5.2 W7: a missing saved buffer goes unreported
+    model.load_state_dict(state_dict, strict=False)
+    missing = [n for n, _ in model.named_parameters() if n not in state_dict]
+    return sorted(k for k in missing if not any(reference_matcher(k, p) for p in allowed))
+
+
+def every_buffer_counted(model, state_dict, allowed):  # the adversary's 5.2 W8: non-persistent buffers too
+    model.load_state_dict(state_dict, strict=False)
+    names = [n for n, _ in model.named_parameters()] + [n for n, _ in model.named_buffers()]
+    return sorted(k for k in names if k not in state_dict and not any(reference_matcher(k, p) for p in allowed))
+
+
 WRONG = {
     "5.1": [
+        Wrong(matcher_unescaped_regex, "a dot in a module name is a dot", why="regex without escaping the dots"),
         Wrong(lambda key, pattern: key.startswith(pattern.rstrip(".")), "letters of", why="plain string prefix"),
         Wrong(lambda key, pattern: key.startswith(pattern), "own name", why="the pattern as given, dot or not"),
         Wrong(lambda key, pattern: key.startswith(pattern.rstrip(".") + "."), "own name", why="forgets the name"),
@@ -149,6 +171,9 @@ WRONG = {
         Wrong(nothing_missing, "left out", why="hard-coded to the notebook's example"),
         Wrong(drops_strays_in_place, "changed the checkpoint", why="input mutated"),
         Wrong(as_a_set, "list", why="a set where a sorted list is asked"),
+        Wrong(first_allowed_only, "allowed module covers", why="only the first allowed module used"),
+        Wrong(parameters_only, "a missing buffer is missing too", why="parameters only: missing buffers not reported"),
+        Wrong(every_buffer_counted, "never in a checkpoint", why="non-persistent buffers counted as missing"),
     ],
 }
 RIGHT = {

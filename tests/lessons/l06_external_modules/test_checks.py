@@ -1,5 +1,6 @@
 """Lesson 06's checkers: the references pass; plausible wrong answers fail, each with a message naming the mistake."""
 
+import re
 from collections.abc import Sequence
 
 import pytest
@@ -73,7 +74,7 @@ def parse_hard_coded(value):  # the images' own value, whatever the input
 def parse_regex(value):
     import re
 
-    return re.findall(r"[\w.]+", value)
+    return [name for name in (m.strip(" \t") for m in re.findall(r"[^,]+", value)) if name]
 
 
 def parse_with_loop(value):
@@ -139,6 +140,14 @@ def predict_as_set(imports, env):
     return ADAPTOR in seen or (HOOK_PACKAGE in seen and ADAPTOR in set((env or "").split(",")))
 
 
+def parse_squeezing_blanks(value):  # the adversary's 6.1 W7: "megatron adaptor" becomes "megatronadaptor"
+    return [p for p in re.sub(r"\s", "", value).split(",") if p]
+
+
+def parse_splitting_on_blanks(value):  # the adversary's 6.1 W10: "megatron adaptor" becomes two names
+    return re.split(r"[,\s]+", value.strip(", \t")) if value.strip(", \t") else []
+
+
 WRONG = {
     "6.1": [
         Wrong(lambda value: [p for p in value.split(",") if p], "keep the blanks", why="no strip"),
@@ -150,6 +159,8 @@ WRONG = {
         Wrong(parse_only_first, "between the commas", why="first entry only"),
         Wrong(parse_hard_coded, "between the commas", why="hard-coded to the images' value"),
         Wrong(lambda value: ",".join(p.strip() for p in value.split(",") if p.strip()), "return a list", why="str"),
+        Wrong(parse_squeezing_blanks, "only a comma separates", why="every blank removed, inside a name too"),
+        Wrong(parse_splitting_on_blanks, "only a comma separates", why="blanks split names as commas do"),
     ],
     "6.2": [
         Wrong(predict_order_ignored, "too late", why="import order ignored"),

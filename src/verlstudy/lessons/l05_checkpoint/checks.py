@@ -9,6 +9,7 @@ as check_exercise("N.M", answer); the mechanism's own matcher and audit are refu
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -29,7 +30,7 @@ def _reference_matcher(key: str, pattern: str) -> bool:
 
 
 # pieces of real and toy state-dict names: GLM-5 keeps its MTP layer at model.layers.{num_hidden_layers}
-_PIECES = ("model", "layers", "7", "78", "1", "10", "mtp", "mtp_norm", "eh_proj", "blocks", "weight", "bias")
+_PIECES = ("model", "layers", "7", "78", "1", "10", "mtp", "mtp_norm", "norm", "eh_proj", "blocks", "weight", "bias")
 
 
 @st.composite
@@ -63,6 +64,8 @@ _MATCH_CASES = [
     Case(("model.mtp.eh_proj.weight", "mtp."), "'mtp' is not the first module of this key"),
     Case(("head.weight", "mtp."), "an unrelated key"),
     Case(("model.layers.7.weight", "model.layers.7"), "a numbered layer, pattern without its dot"),
+    Case(("mtp_norm.weight", "mtp.norm"), "a dot in the pattern is a dot: mtp_norm is not the module mtp.norm"),
+    Case(("modelXlayers.78.weight", "model.layers.78."), "a dot in the pattern is a dot, not any character"),
 ]
 
 
@@ -80,6 +83,12 @@ def _matcher_mistake(fn: Callable[[str, str], object]) -> Callable[[tuple[Any, .
             same = False
         if same:
             return "your answer is the same whatever the pattern: is the pattern read?"
+        wildcard = re.match(re.escape(module).replace(r"\.", "."), key)
+        if got and wildcard and not key.startswith(module):
+            return (
+                f"the dots of {module!r} match any character in your test ({key!r} is not inside it): "
+                "a dot in a module name is a dot"
+            )
         if got and key.startswith(module) and not key.startswith(module + ".") and key != module:
             return f"your test matches the letters of {module!r}, not the whole module name"
         if got and module not in key:
@@ -143,12 +152,15 @@ _LEAVES = (
     "blocks.mtp",
 )
 _BIASED = {"mtp.proj", "layers.1", "layers.10", "blocks.mtp", "blocks.0"}
+_SAVED_BUFFER = {"mtp_norm", "layers.2", "mtp.head"}  # a persistent buffer `scale`: in the state dict, can be missing
+_CACHE_BUFFER = {"embed", "blocks.0", "layers.2"}  # a non-persistent buffer `cache`: never in a state dict
 _PATTERNS = ("mtp", "mtp.", "layers.1", "layers.1.", "blocks", "mtp_extra", "layers.")
 _STRAYS = ("old_head.weight", "mtp.extra_scale")  # checkpoint keys the model does not have (unexpected)
 
 
 def _build(leaves: Sequence[str]) -> nn.Module:
-    """A nested ModuleDict with one Linear(2, 2) per leaf path, initialised to zeros."""
+    """A nested ModuleDict with one Linear(2, 2) per leaf path, initialised to zeros; some leaves carry a saved
+    buffer `scale` (part of the state dict) or a non-persistent buffer `cache` (never saved)."""
     root = nn.ModuleDict()
     for path in leaves:
         *parents, last = path.split(".")
@@ -157,7 +169,12 @@ def _build(leaves: Sequence[str]) -> nn.Module:
             if part not in node:
                 node[part] = nn.ModuleDict()
             node = node[part]
-        node[last] = nn.Linear(2, 2, bias=path in _BIASED)
+        leaf = nn.Linear(2, 2, bias=path in _BIASED)
+        if path in _SAVED_BUFFER:
+            leaf.register_buffer("scale", torch.zeros(2))
+        if path in _CACHE_BUFFER:
+            leaf.register_buffer("cache", torch.zeros(2), persistent=False)
+        node[last] = leaf
     with torch.no_grad():
         for p in root.parameters():
             p.zero_()
@@ -228,6 +245,9 @@ _AUDIT_CASES = [
     Case((_FULL, ("mtp.proj", "mtp.head"), (), ()), "no module allowed at all"),
     Case((_FULL, ("mtp.proj", "mtp.head"), ("old_head.weight",), ("mtp.",)), "a checkpoint with an unexpected key"),
     Case((("layers.1", "layers.10", "head"), ("layers.10",), (), ("layers.1",)), "layers.10 is not inside layers.1"),
+    Case((("embed", "layers.2", "head"), ("layers.2",), (), ("mtp.",)), "layers.2 lost, its saved buffer with it"),
+    Case((("embed", "blocks.0", "head"), (), (), ()), "non-persistent buffers: never saved, so never missing"),
+    Case((_FULL, ("mtp.proj", "mtp.head", "blocks.0"), (), ("blocks.0", "mtp.")), "two allowed modules, each counts"),
 ]
 
 
@@ -236,6 +256,15 @@ def _audit_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     if not isinstance(got, (list, tuple)):
         return "return a list of key names"
     got_keys, want_keys = [str(k) for k in got], list(want)
+    caches = [k for k in got_keys if k.endswith(".cache") and k not in want_keys]
+    if caches:
+        return (
+            f"you returned {caches[0]}, a buffer the model does not save (non-persistent): it is never in a "
+            "checkpoint, so it is never missing"
+        )
+    buffers = [k for k in want_keys if k.endswith(".scale") and k not in got_keys]
+    if buffers:
+        return f"you left out {buffers[0]}, a buffer the model saves: a missing buffer is missing too"
     if set(got_keys) & set(strays):
         return "you also returned unexpected keys (in the checkpoint, not in the model): only missing keys count"
     if set(got_keys) == set(want_keys) and len(got_keys) == len(want_keys):

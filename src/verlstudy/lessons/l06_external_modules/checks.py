@@ -35,6 +35,13 @@ def _parse_mistake(value: str, got: object) -> str:
         return "your names keep the blanks around them" + (note if list(got) == value.split(",") else "")
     if any(not n for n in names):
         return "your list holds empty names"
+    inner = [part.strip() for part in value.split(",") if any(c.isspace() for c in part.strip())]
+    if inner and not all(n in names for n in inner):
+        return (
+            f"{inner[0]!r} is one entry between two commas, blank inside and all: only a comma separates names, "
+            "and only the blanks around an entry go (your parser cut or squeezed it, so the import would name "
+            "something else)"
+        )
     if any(" " in n for n in names) or len(names) > len(value.split(",")):
         return "your names are not the text between the commas"
     return "your list does not hold the names between the commas"
@@ -44,7 +51,7 @@ def _reference_parse(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-_NAMES = ("megatron_adaptor", "json", "pkg.sub", "a", "b")
+_NAMES = ("megatron_adaptor", "json", "pkg.sub", "a", "b", "megatron adaptor")
 _GAPS = ("", " ", "  ", "\t")
 
 
@@ -64,6 +71,8 @@ _PARSE_CASES = [
     Case(("   ",), "only blanks"),
     Case(("pkg.sub, other",), "a dotted name, then a blank after the comma"),
     Case(("\tjson ,megatron_adaptor",), "a tab is a blank too"),
+    Case(("megatron adaptor,json",), "a blank inside an entry: one (bad) name, which the import will name"),
+    Case((" megatron\tadaptor ",), "a tab inside an entry, blanks around it"),
 ]
 
 
