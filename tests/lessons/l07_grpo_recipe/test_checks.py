@@ -133,6 +133,10 @@ def loss_zero(r, a, lo, hi, c):
     return 0.0
 
 
+def loss_rounded(r, a, lo, hi, c):  # the adversary's 7.2 W11: right, but rounded to 3 decimals
+    return round(reference_token_loss(r, a, lo, hi, c), 3)
+
+
 def loss_tensor(r, a, lo, hi, c):
     ratio, adv = torch.tensor(r, dtype=torch.float64), torch.tensor(a, dtype=torch.float64)
     loss = torch.maximum(-adv * ratio, -adv * torch.clamp(ratio, 1 - lo, 1 + hi))
@@ -190,6 +194,7 @@ WRONG = {
         Wrong(dp_dense_only_check, "raise ValueError", why="checks only the dense grid"),
     ],
     "7.2": [
+        Wrong(loss_rounded, "rounded", why="rounded to 3 decimals"),
         Wrong(loss_no_dual, "dual clip is missing", why="no dual clip"),
         Wrong(loss_dual_always, "only when A < 0", why="dual clip for every sign"),
         Wrong(loss_symmetric, "not 1 + clip_low", why="clip_high ignored"),

@@ -169,6 +169,9 @@ def _loss_region(ratio: float, adv: float, low: float, high: float, c: float) ->
 def _token_loss_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     if isinstance(got, bool) or not isinstance(got, numbers.Real):
         return "return one number (a float)"
+    rounded = any(math.isclose(float(got), round(float(want), d), abs_tol=1e-12) for d in range(1, 7))
+    if rounded and got not in (0, want):
+        return "your loss is rounded: return it at full precision"
     for name, value in _token_loss_variants(*args).items():
         if math.isclose(float(got), value, rel_tol=1e-6, abs_tol=1e-9):
             return name
@@ -187,11 +190,15 @@ _LOSS_CASES = [
     Case((20.0, -1.0, 0.2, 0.28, 3.0), "another clip_c"),
     Case((20.0, 2.0, 0.2, 0.28, 3.0), "A > 0: the dual clip never applies"),
     Case((20.0, -2.0, 0.1, 0.5, 3.0), "another clip_low and clip_high"),
+    Case((1.0471975, 0.6180339, 0.2, 0.28, 10.0), "values with many digits: nothing clips, no rounding"),
+    Case((1.4142136, -0.7071068, 0.2, 0.28, 10.0), "many digits, A < 0 above the band"),
 ]
 
 _LOSS_INPUTS = st.tuples(
-    st.sampled_from((0.1, 0.5, 0.75, 0.9, 1.0, 1.1, 1.2, 1.3, 1.6, 2.0, 4.0, 12.0, 40.0)),
-    st.sampled_from((-3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.5)),
+    st.sampled_from(
+        (0.1, 0.5, 0.75, 0.9, 1.0, 1.1, 1.2, 1.3, 1.6, 2.0, 4.0, 12.0, 40.0, 0.8660254, 1.0471975, 3.1415927)
+    ),
+    st.sampled_from((-3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.5, -0.7071068, 0.6180339)),
     st.sampled_from((0.0, 0.1, 0.2, 0.3)),
     st.sampled_from((0.0, 0.2, 0.28, 0.5)),
     st.sampled_from((1.5, 3.0, 10.0)),
