@@ -145,3 +145,28 @@ def test_a_row_that_agreed_on_zero_cases_is_never_recorded(tmp_path):
     with pytest.raises(ValueError, match="agreed on 0 cases"):
         verify.record([row], tmp_path / "verified.json")
     assert not (tmp_path / "verified.json").exists()
+
+
+def test_a_lesson_with_nothing_to_call_records_how_its_facts_were_read(tmp_path):
+    import json
+
+    from verlstudy.course import verify
+    from verlstudy.kit.upstream import NotComparable
+
+    rows = [
+        NotComparable("08", "docker/", "not in the package", how="read from the Dockerfiles at 3d36367").row("0.9.1")
+    ]
+    data = json.loads(verify.record(rows, tmp_path / "v.json").read_text())
+    assert data["08"]["how"] == "read from the Dockerfiles at 3d36367"
+    assert data["01"]["how"].startswith("facts read from the verl source")
+
+
+def test_the_recorded_how_of_lessons_00_and_08_is_what_they_declare():
+    import json
+
+    from verlstudy.course import registry
+    from verlstudy.lessons.l00_start_here.upstream import NOT_COMPARABLE as L00
+    from verlstudy.lessons.l08_dependency_stack.upstream import NOT_COMPARABLE as L08
+
+    data = json.loads((registry.data_dir() / "upstream_verified.json").read_text())
+    assert (data["00"]["how"], data["08"]["how"]) == (L00.how, L08.how)

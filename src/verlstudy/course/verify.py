@@ -74,9 +74,12 @@ def record(rows: list[Comparison], path: Path | None = None) -> Path:
     for lesson in registry.LESSONS:
         mine = [r for r in rows if r.lesson == lesson.code]
         compared = [r for r in mine if r.status == "agree"]
+        declared = [r.how for r in mine if r.how]  # a lesson with nothing to call says how its facts were read
         how = (
             f"compared with verlstudy verify-upstream on {sum(r.cases for r in compared)} cases"
             if compared
+            else declared[0]
+            if declared
             else "facts read from the verl source (no single upstream function to compare)"
         )
         data[lesson.code] = {

@@ -216,6 +216,7 @@ class Comparison:
     cases: int
     status: str  # "agree" | "differ" | "not comparable"
     detail: str = ""
+    how: str = ""  # for a row that is not comparable: how the lesson's facts were checked instead
 
 
 @dataclass(frozen=True)
@@ -225,9 +226,10 @@ class NotComparable:
     lesson: str
     upstream: str
     why: str
+    how: str = "facts read from the verl source (no single upstream function to compare)"  # the verified record's
 
     def row(self, version: str) -> Comparison:
-        return Comparison(self.lesson, self.upstream, version, 0, "not comparable", self.why)
+        return Comparison(self.lesson, self.upstream, version, 0, "not comparable", self.why, how=self.how)
 
 
 SKIP_LINE = "[skip] verl is not installed: the comparison with upstream runs in `make test` (verify-upstream)"

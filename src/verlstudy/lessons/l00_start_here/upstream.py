@@ -8,6 +8,10 @@ NOT_COMPARABLE = NotComparable(
     lesson="00",
     upstream="-",
     why="about the course itself; no upstream function",
+    how=(
+        "the glossary's facts read from the verl source, each citing its file (the rest is about the course "
+        "itself; no upstream function to compare)"
+    ),
 )
 COMPARISONS = ()
 
