@@ -316,10 +316,10 @@ check_exercise("0.1", seeded_sample)
 # **0.2** Write `find_unstable(text)`: it receives a line of text and returns the fragments that would differ
 # between two runs, each as the whole matched string, in a list (any order; a tuple or a set passes too); stable
 # text gives `[]`. The six kinds, in the forms the checker writes them: a memory address (`0x` and at least 6 hex
-# digits); a duration (a number, maybe with decimals, maybe one space, then `s`, `ms` or `us`); a date
-# `YYYY-MM-DD`, maybe followed by `THH:MM`; a path starting `/tmp/`; a process id (`pid` and its digits after
-# one space); a local port (`127.0.0.1:` or `localhost:` and the digits). A stable number, such as the 3 in
-# "3 steps", is not one. The checker tries named lines, then generated ones.
+# digits, lowercase or uppercase); a duration (a number, maybe with decimals, maybe one space, then `s`, `ms` or
+# `us`); a date `YYYY-MM-DD`, maybe followed by `THH:MM`; a path starting `/tmp/`; a process id (`pid` and its
+# digits after one space); a local port (`127.0.0.1:` or `localhost:` and the digits). A stable number, such as
+# the 3 in "3 steps", is not one. The checker tries named lines, then generated ones.
 
 # %% tags=["solution", "exercise-0.2"]
 import re

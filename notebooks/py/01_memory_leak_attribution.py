@@ -152,11 +152,12 @@ claim("the fixed run grows more slowly", fix_slope < leak_slope)
 # **1.2 Find a planted leak.** With the fix applied, a pipeline can still grow: someone added a "debug"
 # helper that keeps something per micro-batch. Write `find_growth_site(tracker, run_micro_batch)`: each
 # call of `run_micro_batch` runs one more micro-batch inside the active `tracker`; return the *function
-# name* that allocates what keeps growing. Careful: the first micro-batch also makes one-off
+# name* that allocates what keeps growing the most, counted in bytes. Careful: the first micro-batch also makes one-off
 # allocations (parameter gradients) that are not growth. Your function receives an active
 # `AllocationTracker` and a function of no arguments; return the name as a **str** (for example
 # `"loss_func"`), not a `Site` and not its label. The checker tries pipelines with a score cache, an
-# activation log or nothing planted, at several sizes; `exercise_hint("1.2")` shows where to look and the
+# activation log or nothing planted, at several sizes, and one where a second helper keeps a few tiny
+# tensors per micro-batch; `exercise_hint("1.2")` shows where to look and the
 # method if you are stuck.
 
 # %% tags=["solution", "exercise-1.2"]

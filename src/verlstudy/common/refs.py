@@ -112,10 +112,11 @@ def ref_naming_problem(repo: str, ref: str, kind: str | None = None) -> str | No
     """Why `ref` does not fit `repo`'s naming scheme, or None when it fits (or the repo has no scheme).
 
     `repo` may be a URL, 'owner/name' or a bare name. A commit hash always passes (it is the strictest
-    pin). With `kind` ('tag'/'branch', e.g. from a manifest) the kind must match the scheme too. The
-    classic slip this catches is the r/v swap: Megatron-LM `core_r0.18.0` (its release branch, which
-    can move) where the tag `core_v0.18.0` was meant, or MindSpeed `core_v0.18.0` where its scheme is the
-    branch `core_r0.18.0`. The rule is about naming, not existence: it never asks a server.
+    pin). With `kind` ('tag'/'branch', e.g. from a manifest) the kind must match the scheme too. The slip
+    this catches is a name the repository never uses, such as MindSpeed `core_v0.18.0` where its scheme is
+    the branch `core_r0.18.0`. Megatron-LM's `core_r0.18.0` is not a slip: it is a real release branch beside
+    the tag `core_v0.18.0`, and pinning a movable branch is a policy question (`ref_policy_note`), the one
+    position the course takes in lessons 05, 06 and 08. The rule is about naming: it never asks a server.
     """
     if not isinstance(ref, str) or not ref.strip():
         raise TypeError(f"ref must be a non-empty string, got {ref!r}")
@@ -125,6 +126,8 @@ def ref_naming_problem(repo: str, ref: str, kind: str | None = None) -> str | No
     scheme = NAMING_SCHEMES.get(name)
     if scheme is None or kind == "commit" or (kind is None and COMMIT_HASH.fullmatch(ref)):
         return None
+    if scheme.release_branch and kind in (None, "branch") and re.fullmatch(scheme.release_branch, ref):
+        return None  # a real release branch (Megatron-LM core_r...): a policy question (ref_policy_note), not a slip
     if not re.fullmatch(scheme.pattern, ref):
         swapped = _swap_rv(ref)
         hint = f"; did you mean {swapped!r}?" if swapped and re.fullmatch(scheme.pattern, swapped) else ""

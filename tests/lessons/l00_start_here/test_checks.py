@@ -87,6 +87,20 @@ def _no_ports(text):
     return [m.group(0) for f in FORMS[:-1] for m in re.finditer(f, text)]
 
 
+def _lowercase_hex(text):
+    forms = [r"0x[0-9a-f]{6,}", *FORMS[1:]]
+    return [m.group(0) for f in forms for m in re.finditer(f, text)]
+
+
+_KEPT = {}
+
+
+def _generator_kept(seed, n):
+    if "g" not in _KEPT:
+        _KEPT["g"] = torch.Generator().manual_seed(seed)  # made once, on the first call's seed
+    return torch.randn(n, generator=_KEPT["g"])
+
+
 def _with_context(text):
     return [m.group(0) for m in re.finditer(r"(?:took|at|on|to) \S+", text)]
 
@@ -107,6 +121,7 @@ WRONG = {
         ),
         Wrong(lambda seed, n: seeded_sample(seed + 1, n), "which seed", "seed off by one"),
         Wrong(_shared_generator, "different numbers", "one generator shared by every call"),
+        Wrong(_generator_kept, "kept from an earlier call", "a generator made on the first call, kept for later"),
     ],
     "0.2": [
         Wrong(_every_number, "stable text", "flags every number"),
@@ -119,6 +134,7 @@ WRONG = {
         Wrong(_no_ports, "missed", "ports forgotten"),
         Wrong(_with_context, "not exactly", "the word before included"),
         Wrong(lambda t: set(find_unstable(t)) or None, "list", "None for stable text"),
+        Wrong(_lowercase_hex, "uppercase", "addresses in lowercase hex only"),
     ],
 }
 

@@ -4,6 +4,7 @@ import pytest
 
 from conftest import Wrong, checker_tests
 from verlstudy.kit.exercises import check_exercise, exercise_method, exercise_results, exercise_reveals, find_checker
+from verlstudy.lessons.l01_memory_leak import checks as l01_checks
 from verlstudy.lessons.l01_memory_leak import pipeline as pl
 
 
@@ -83,8 +84,9 @@ def test_1_1_refuses_measuring_instead_of_predicting(assert_wrong):
 
 
 def test_1_2_accepts_the_largest_site_after_a_mark():
-    assert find_checker("1.2")(find_growth_site).startswith("right on 4 named cases and ")
+    assert find_checker("1.2")(find_growth_site).startswith("right on 5 named cases and ")
     assert pl._ACTIVATION_LOG == [] and pl._SCORE_CACHE == []
+    assert l01_checks._STEP_COUNTERS == []
 
 
 def test_1_2_a_first_wrong_try_names_the_one_off_mistake_and_only_the_method_says_how(assert_wrong):
@@ -153,6 +155,8 @@ WRONG = {
         Wrong(lambda s, h, i: 2 * s * h * i + h * i, mentions="one value per token", why="output per hidden unit"),
         Wrong(lambda s, h, i: 2.0 * s * h * i + s * i, mentions="not a float", why="float where int asked"),
         Wrong(lambda s, h, i: f"{2 * s * h * i + s * i} bytes", mentions="number of bytes", why="a string"),
+        Wrong(lambda s, h, i: 2 * s * h * i + s * 4, mentions="fixed size per value", why="output float32 assumed"),
+        Wrong(lambda s, h, i: 8 * (2 * s * h * i + s * i), mentions="in bits", why="bits instead of bytes"),
     ],
     "1.2": [
         Wrong(
@@ -168,6 +172,12 @@ WRONG = {
         Wrong(lambda t, r: "cache_scores", mentions="fixed name", why="hard-coded first scenario"),
         Wrong(lambda t, r: "record_activation_stats", mentions="fixed name", why="hard-coded planted site"),
         Wrong(_nothing_after_the_mark, mentions="raised IndexError", why="nothing run after the mark"),
+        Wrong(
+            lambda t, r: _after_one(t, r, lambda s: max(s, key=lambda site: site.count).function),
+            mentions="most allocations",
+            why="largest by count, not bytes",
+        ),
+        Wrong(lambda t, r: _after_one(t, r, lambda s: s[0].file), mentions="file name", why="file, not function"),
     ],
 }
 

@@ -300,6 +300,35 @@ def _metrics_dropped(policy, micro_batch, loss_function):
     return loss, {"model_output": output["model_output"]}
 
 
+def _walk(obj, leaf):
+    if isinstance(obj, torch.Tensor):
+        return leaf(obj)
+    if isinstance(obj, dict):
+        return {k: _walk(v, leaf) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(_walk(v, leaf) for v in obj)
+    return obj
+
+
+def _detach_leaves_in_place(obj):
+    def leaf(t):
+        if t.requires_grad and t.grad_fn is None:
+            t.detach_()  # changes the caller's tensor
+        return t.detach() if t.requires_grad else t
+
+    return _walk(obj, leaf)
+
+
+def _ints_to_float(obj):
+    return _walk(obj, lambda t: t.detach().float() if t.requires_grad or not t.is_floating_point() else t)
+
+
+def _deepcopy_first(obj):
+    import copy
+
+    return _walk(copy.deepcopy(obj), lambda t: t.detach() if t.requires_grad else t)
+
+
 WRONG = {
     "2.1": [
         Wrong(always_detach, mentions="same object", why="detaches every tensor"),
@@ -316,6 +345,9 @@ WRONG = {
         Wrong(same_list_back, mentions="input was mutated", why="same list object, assigned into"),
         Wrong(no_detach, mentions="must come back detached", why="rebuilds, detaches nothing"),
         Wrong(numbers_as_tensors, mentions="unchanged", why="numbers turned into tensors"),
+        Wrong(_detach_leaves_in_place, mentions="detaching in place", why="detach_() on the caller's tensor"),
+        Wrong(_ints_to_float, mentions="another dtype", why="integer tensors cast to float"),
+        Wrong(_deepcopy_first, mentions="deep copy", why="copies every tensor first"),
     ],
     "2.2": [
         Wrong(step("never"), mentions="output.model_output.log_probs still require grad", why="never detached"),

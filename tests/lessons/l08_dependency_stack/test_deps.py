@@ -41,6 +41,7 @@ from verlstudy.lessons.l08_dependency_stack.manifests import (
 from verlstudy.lessons.l08_dependency_stack.real_files import split_drift, unpinned_clones
 
 DATA = project_root() / "data"
+MINDSPEED = "https://gitcode.com/Ascend/MindSpeed.git"
 MEGATRON = "https://github.com/NVIDIA/Megatron-LM.git"
 
 
@@ -76,11 +77,19 @@ def test_repo_key_rejects_non_strings(bad):
 # ---------------------------------------------------------------- naming rule
 
 
-def test_the_r_v_swap_is_caught_both_ways_with_the_fix_suggested():
-    megatron = ref_naming_problem(MEGATRON, "core_r0.18.0")
+def test_a_name_the_repository_never_uses_is_caught_with_the_fix_suggested():
     mindspeed = ref_naming_problem("Ascend/MindSpeed", "core_v0.18.0")
-    assert megatron is not None and "did you mean 'core_v0.18.0'" in megatron
     assert mindspeed is not None and "did you mean 'core_r0.18.0'" in mindspeed
+
+
+def test_megatron_lms_release_branch_is_a_policy_question_not_a_naming_slip():
+    from verlstudy.common.refs import ref_finding
+
+    assert ref_naming_problem(MEGATRON, "core_r0.18.0") is None
+    assert ref_naming_problem(MEGATRON, "core_r0.18.0", "branch") is None
+    assert ref_naming_problem(MEGATRON, "core_r0.18.0", "tag") is not None  # recorded as a tag: that is a slip
+    finding = ref_finding(MEGATRON, "core_r0.18.0")
+    assert finding is not None and finding.kind == "policy" and "prefer the tag 'core_v0.18.0'" in finding.message
 
 
 @pytest.mark.parametrize(
@@ -375,10 +384,10 @@ def test_read_files_rejects_a_missing_folder(tmp_path):
 
 
 def test_pins_table_and_naming_problems_have_locations():
-    pins = parse_pins(f"git clone -b core_r0.18.0 {MEGATRON}\n", "shell", "i.sh")
+    pins = parse_pins(f"git clone -b core_r0.18.0 {MEGATRON}\ngit clone -b core_v0.18.0 {MINDSPEED}\n", "shell", "i.sh")
     assert pins_table(pins).splitlines()[2] == "| nvidia/megatron-lm | core_r0.18.0 | git clone --branch | i.sh:1 |"
-    [problem] = naming_problems(pins)
-    assert problem.startswith("i.sh:1: megatron-lm ref 'core_r0.18.0'")
+    [problem] = naming_problems(pins)  # Megatron-LM's release branch is policy, not naming
+    assert problem.startswith("i.sh:2: mindspeed ref 'core_v0.18.0'")
 
 
 # ---------------------------------------------------------------- manifests and the upgrade diff
@@ -482,7 +491,8 @@ def test_hand_edited_fixture_is_caught_and_the_generated_files_are_clean():
         "ascend/mindspeed",
         "nvidia-nemo/megatron-bridge",
     }
-    assert len(naming_problems(hand)) == 4
+    assert len(naming_problems(hand)) == 1  # MindSpeed core_v: a name it never uses
+    assert len(ref_findings(hand, "policy")) == 3  # Megatron-LM core_r branches: real, movable, a policy question
     assert len(manifest_mismatches(hand, manifest)) == 5
     generated = pins_in_files(_render_all(manifest))
     assert {(p.repo, p.ref) for p in generated} == manifest_pins(manifest)
@@ -505,7 +515,7 @@ def test_before_upgrade_files_carry_the_real_pre_7604_pins_and_drift():
     assert len(mismatches) == 6 and all(m.startswith("install_npu.sh:") for m in mismatches)
     assert ref_findings(pins, "naming") == []
     assert len(ref_findings(pins, "policy")) == 2
-    assert naming_problems(pins) != []  # the compatible name still flags the branch (lessons 05/06 rely on it)
+    assert naming_problems(pins) == []  # the branch is policy everywhere, never a naming slip
     assert {p.file for p in unpinned_installs(files) if p.repo == "pypi:mbridge"} == set(files)
 
 

@@ -61,7 +61,10 @@ def _sample_mistake(fn: Callable[[int, int], object]) -> Callable[[tuple[Any, ..
         except Exception:
             return None
         if isinstance(again, torch.Tensor) and not torch.equal(first, again):
-            return "two calls with the same seed gave different numbers: the draws do not depend on the seed yet"
+            return (
+                "two calls with the same seed gave different numbers: each call must start from the seed, not from "
+                "where a generator kept from an earlier call (or the global one) left off"
+            )
         if isinstance(other, torch.Tensor) and torch.equal(got, other):
             return "two different seeds gave the same numbers: the seed parameter is not used"
         return "other numbers than torch's generator seeded with this seed draws: which seed, which generator?"
@@ -160,7 +163,7 @@ def _fragments() -> Any:
     from hypothesis import strategies as st
 
     digits = st.integers(0, 99999).map(str)
-    hexes = st.text("0123456789abcdef", min_size=6, max_size=12)
+    hexes = st.text("0123456789abcdefABCDEF", min_size=6, max_size=12)
     path = st.lists(st.text("abcxyz019_", min_size=1, max_size=5), min_size=1, max_size=3).map("/".join)
     return st.one_of(
         hexes.map(lambda h: "0x" + h),
@@ -188,6 +191,7 @@ UNSTABLE_CASES = [
     Case(("loss 0.3125 after 3 steps",), "stable text with numbers in it: nothing changes here"),
     Case(("retained 4096 bytes per micro-batch",), "more stable numbers"),
     Case(("<Tensor at 0x7f3a2b1c9d40>",), "a memory address"),
+    Case(("buffer at 0x7F00DEADBEEF",), "a memory address in uppercase hex"),
     Case(("epoch 3 took 1.25 s",), "a timing after a stable number"),
     Case(("step 1 took 12 ms, step 2 took 9 ms, step 3 took 700 us",), "three timings in one line: every match"),
     Case(("saved to /tmp/tmpab12cd/model.pt at 2026-12-02T18:31",), "a path and a date with a time"),
@@ -218,6 +222,8 @@ def _unstable_mistake(args: tuple[Any, ...], got: object, want: list[str]) -> st
         return f"{extra} is stable text (the same every run), not something that changes"
     if extra:
         return f"{extra} is not exactly a changing fragment: match the whole fragment and nothing around it"
+    if any(re.fullmatch(r"0x[0-9a-fA-F]*[A-F][0-9a-fA-F]*", w) for w in missing):
+        return f"you missed {missing}: hex digits may be written in uppercase (A-F) too"
     kinds_seen = {k for k, f in unstable_fragments(" ".join(got))}
     if missing and any(k in kinds_seen for k, f in unstable_fragments(" ".join(missing))):
         return f"you missed {missing}, another fragment of a kind you found: is only the first match kept?"

@@ -72,6 +72,13 @@ def _leak_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
         return "the stored output holds one value per token, not one per hidden unit"
     if any(got == 2 * s * h * k + s * k for k in (1, 2, 4, 8) if k != isz):
         return "your count is right for another dtype: use the itemsize you are given, not a fixed one"
+    if got == 8 * want:
+        return "that is the count in bits, eight times too many: the tracker counts bytes"
+    if any(got == 2 * buffer + s * k for k in (1, 2, 4, 8) if k != isz):
+        return (
+            "the buffer and its gradient are right, but your stored-output term uses a fixed size per value: "
+            "the output has the itemsize you are given too"
+        )
     if got > want:
         return (
             f"you count {got - want:g} bytes too many: backward has already freed the graph's saved "
@@ -118,12 +125,30 @@ def check_leak_prediction(predict: Callable[[int, int, int], int]) -> str:
 
 # ---------------------------------------------------------------- 1.2 find the growth site
 
-PLANTED_SITES = {"score_cache": "cache_scores", "activation_log": "record_activation_stats", None: "loss_func"}
+PLANTED_SITES = {
+    "score_cache": "cache_scores",
+    "activation_log": "record_activation_stats",
+    None: "loss_func",
+    "score_cache+counters": "cache_scores",
+}
+# Beside the planted cache, a site that keeps several tiny tensors per micro-batch: the most allocations, few bytes
+COUNTER_SITE = "keep_step_counters"
+_STEP_COUNTERS: list[Any] = []
+
+
+def keep_step_counters() -> None:
+    """A small growing site: three 8-byte tensors kept per micro-batch (more allocations, fewer bytes)."""
+    import torch
+
+    for _ in range(3):
+        _STEP_COUNTERS.append(torch.zeros(2))
+
 ONE_OFF_SITES = ("backward_step", "stage_forward", "p2p_copy")
 WHAT_IS_PLANTED = {
     "score_cache": "score cache planted",
     "activation_log": "activation log planted",
     None: "nothing planted",
+    "score_cache+counters": "score cache planted, and a site keeping three tiny tensors per micro-batch",
 }
 
 
@@ -155,6 +180,10 @@ GROWTH_CASES = (
     Case((("activation_log", 32, 16, 48, 1),), "activation log planted: activations kept per micro-batch"),
     Case(((None, 32, 16, 48, 1),), "nothing planted: only the stored outputs grow"),
     Case((("activation_log", 4, 4, 64, 1),), "a small activation log beside a wide vocabulary"),
+    Case(
+        (("score_cache+counters", 16, 8, 32, 1),),
+        "the site that grows the most in bytes makes one allocation per micro-batch; another makes three",
+    ),
 )
 
 
@@ -167,17 +196,30 @@ class _GrowthRun:
     def __call__(self, spec: tuple[Any, ...]) -> Any:
         self.returned_object = None
         clear_planted_leaks()
-        runner = MicroBatchRunner(_spec_config(spec), spec[0])
+        _STEP_COUNTERS.clear()
+        planted = spec[0]
+        runner: Callable[[], None] = MicroBatchRunner(_spec_config(spec), planted)
+        if planted == "score_cache+counters":
+            runner = _with_counters(MicroBatchRunner(_spec_config(spec), "score_cache"))
         tracker = AllocationTracker()
         try:
             with tracker:
                 got = self.find(tracker, runner)
         finally:
             clear_planted_leaks()
+            _STEP_COUNTERS.clear()
         if not isinstance(got, str):
             self.returned_object = got
             return f"a {type(got).__name__}"
         return got
+
+
+def _with_counters(runner: Callable[[], None]) -> Callable[[], None]:
+    def run_micro_batch() -> None:
+        runner()
+        keep_step_counters()
+
+    return run_micro_batch
 
 
 def _growth_reference(spec: tuple[Any, ...]) -> str:
@@ -190,10 +232,17 @@ def _growth_mistake(run: _GrowthRun) -> Callable[[tuple[Any, ...], Any, Any], st
             return "return the function's name as a string (a Site's .function), not the object itself"
         if got.startswith(f"{want} ("):
             return "return the function's name only (Site.function), not the site's label with file and line"
+        if got.endswith(".py") or "/" in got:
+            return "that is a file name: return the name of the function that allocated (Site.function)"
         if got in ONE_OFF_SITES:
             return (
                 "that site allocates once, in the first micro-batch (one-off allocations such as the parameter "
                 "gradients), so it is not growth"
+            )
+        if got == COUNTER_SITE:
+            return (
+                "that site makes the most allocations per micro-batch, but they are tiny: growth is measured in "
+                "bytes kept, not in how many tensors"
             )
         if got == "create_tensor_recv_prev":
             return "that was the unfixed pipeline's leak; these pipelines have the fix applied"
@@ -236,5 +285,5 @@ def check_growth_site(find: Callable[[AllocationTracker, Callable[[], None]], st
         mistakes=_growth_mistake(run),
         name="find_growth_site",
         show=_show_spec,
-        max_examples=12,
+        max_examples=6,
     )

@@ -67,6 +67,7 @@ def _snapshot(obj: Any) -> list[Any]:
 
 
 CHANGED_INPUT = "your function changed its input"
+DETACHED_INPUT = "your function detached a tensor of its input in place"
 STILL_ATTACHED = "same object, still requires grad"
 LEAF_ATTACHED = "same object, still requires grad (a leaf tensor: no grad_fn)"
 
@@ -84,6 +85,8 @@ def _summary(got: Any, orig: Any) -> Any:
             if not orig.requires_grad:
                 return "same object"
             return LEAF_ATTACHED if orig.grad_fn is None else STILL_ATTACHED
+        if got.dtype != orig.dtype:
+            return f"a tensor of dtype {got.dtype}, not {orig.dtype}"
         if got.shape != orig.shape or not torch.equal(got.detach(), orig.detach()):
             return "a tensor with other values"
         if got.requires_grad:
@@ -107,7 +110,8 @@ def _summary(got: Any, orig: Any) -> Any:
         )
     if type(got) is type(orig) and got == orig:
         return orig
-    return f"changed to {got!r}"
+    shown = repr(got)
+    return f"changed to {shown if ' at 0x' not in shown else 'a ' + type(got).__name__}"
 
 
 class _TreeRun:
@@ -119,10 +123,33 @@ class _TreeRun:
     def __call__(self, spec: Any) -> Any:
         tree = _build(spec, [0])
         before = _snapshot(tree)
-        got = self.fn(tree)
-        if _snapshot(tree) != before:
-            return CHANGED_INPUT
+        try:
+            got = self.fn(tree)
+        except RuntimeError as e:
+            if "deepcopy" not in str(e):
+                raise
+            raise RuntimeError(
+                f"{e} (a deep copy of the whole tree fails on tensors that are part of a graph, and would "
+                "allocate every tensor again anyway: build new containers around the same tensors)"
+            ) from None
+        after = _snapshot(tree)
+        if after != before:
+            return DETACHED_INPUT if _same_containers(after, before) else CHANGED_INPUT
         return _summary(got, tree)
+
+
+def _same_containers(after: Any, before: Any) -> bool:
+    """Two snapshots that differ only in some tensor's requires_grad (a tensor detached in place)."""
+    flat_after, flat_before = _flatten_ids(after), _flatten_ids(before)
+    return flat_after == flat_before
+
+
+def _flatten_ids(snap: Any) -> list[Any]:
+    if isinstance(snap, list) and len(snap) == 2 and isinstance(snap[1], bool):
+        return [snap[0]]  # a tensor: its identity only, not its requires_grad
+    if isinstance(snap, list) and len(snap) == 2 and isinstance(snap[1], list):
+        return [snap[0], *[_flatten_ids(v[1] if isinstance(v, tuple) else v) for v in snap[1]]]
+    return [snap]
 
 
 def _reference_detach_tree(obj: Any) -> Any:
@@ -196,6 +223,11 @@ def _first_difference(got: Any, want: Any, trail: tuple[str, ...] = ()) -> tuple
 def _tree_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     if got == CHANGED_INPUT:
         return "the input was mutated: your function assigned into the caller's containers; build new ones"
+    if got == DETACHED_INPUT:
+        return (
+            "a tensor of the caller's input no longer requires grad: detaching in place (detach_(), or setting "
+            "requires_grad) changes the caller's tensor; leave the input as it was and return new values"
+        )
     found = _first_difference(got, want)
     if found is None:
         return None
@@ -228,6 +260,8 @@ def _tree_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
         return "the detached tensor does not share storage with the original: a copy allocates the bytes again"
     if g == "a new tensor object":
         return "an already-detached tensor came back as a new tensor object: it must come back as the same object"
+    if isinstance(g, str) and g.startswith("a tensor of dtype"):
+        return "a tensor came back with another dtype: detaching keeps the dtype (integer tensors stay integer)"
     if g == "a tensor with other values":
         return "a tensor came back with other values: detaching must keep the values"
     if isinstance(g, str) and g.startswith("changed to"):
@@ -323,16 +357,26 @@ STEP_KEYS = (
 )
 
 
+class _StepSummary(dict):
+    """What the contract looks at in one step; shown in a message by a short label, not as a dict dump."""
+
+    label = "a step"
+
+    def __repr__(self) -> str:
+        return self.label
+
+
 class _StepRun:
     """Runs a forward_step on the world a spec describes; returns what the contract looks at."""
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        self.fn = fn
+    def __init__(self, fn: Callable[..., Any], label: str) -> None:
+        self.fn, self.label = fn, label
 
     def __call__(self, spec: tuple[int, ...]) -> dict[str, Any]:
         policy, micro_batch, weighted = _step_world(spec)
         batch = int(micro_batch["states"].shape[0])
-        summary: dict[str, Any] = dict.fromkeys(STEP_KEYS, NOT_REACHED)
+        summary: dict[str, Any] = _StepSummary(dict.fromkeys(STEP_KEYS, NOT_REACHED))
+        summary.label = self.label
         received: list[Any] = []
         metrics_made: list[dict[str, float]] = []
 
@@ -500,8 +544,8 @@ def check_forward_step(fn: Any) -> str:
     if _from_example_engines(fn):
         raise ExerciseFailure("that is one of the example engines from data/engines: write your own forward_step")
     return compare_on_inputs(
-        _StepRun(fn),
-        _StepRun(_reference_forward_step),
+        _StepRun(fn, "a step that breaks the contract"),
+        _StepRun(_reference_forward_step, "one that keeps it"),
         inputs=_step_inputs(),
         edge_cases=STEP_CASES,
         mistakes=_step_mistake,
