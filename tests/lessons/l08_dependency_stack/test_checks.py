@@ -95,6 +95,31 @@ def _example_only(ref, tags, branches):
     return {"core_v0.18.0": "tag", "core_r0.18.0": "branch"}.get(ref, "unpinned")
 
 
+def _hash_rule(is_hash, hash_first=False):
+    """pin_policy with the lists read properly and `is_hash` as its test of a commit hash."""
+
+    def answer(ref, tags, branches):
+        if not ref:
+            return "unpinned"
+        if hash_first and is_hash(ref):
+            return "commit"
+        if ref in tags:
+            return "tag"
+        if ref in branches:
+            return "branch"
+        return "commit" if is_hash(ref) else "missing"
+
+    return answer
+
+
+def _int_base_16(ref):
+    try:
+        int(ref, 16)
+    except ValueError:
+        return False
+    return 7 <= len(ref) <= 40
+
+
 def pip_line(m):
     args = [f"{c.repo[5:]}=={c.ref}" if c.is_pypi else f"git+{c.repo}@{c.ref}" for c in m.components]
     return "pip install " + " ".join(args)
@@ -137,6 +162,11 @@ def _unquoted_quote(m):
     return "pip install 'a==1 " + pip_line(m)[12:]
 
 
+def _strip_letters(m):
+    pins = [f"{c.repo.strip('pypi:')}=={c.ref}" if c.is_pypi else f"git+{c.repo}@{c.ref}" for c in m.components]  # noqa: B005
+    return "pip install " + " ".join(pins)
+
+
 def _first_only(m):
     return pip_line(type(m)(m.name, m.components[:1], m.settings))
 
@@ -159,6 +189,23 @@ WRONG = {
         Wrong(_missing_is_unpinned, "repository does not have", "missing called unpinned"),
         Wrong(_capitalised, "return one of the words", "'Tag' not 'tag'"),
         Wrong(_example_only, ("default branch", "repository", "tags", "hash"), "the notebook's two refs only"),
+        Wrong(
+            _hash_rule(lambda r: 7 <= len(r) <= 40 and all(c in "0123456789abcdefABCDEF" for c in r)),
+            "upper-case",
+            "upper-case hex taken for a commit",
+        ),
+        Wrong(_hash_rule(HEX.fullmatch, hash_first=True), "in the repository's tags", "hash test before the lists"),
+        Wrong(
+            _hash_rule(_int_base_16), ("upper-case", "not hex digits"), "int(ref, 16) lets 0x and underscores through"
+        ),
+        Wrong(_hash_rule(lambda r: set(r) <= set("0123456789abcdef")), "too short", "no length check"),
+        Wrong(_hash_rule(lambda r: len(r) >= 7 and set(r) <= set("0123456789abcdef")), "too long", "no upper bound"),
+        Wrong(_hash_rule(HEX.match), ("too long", "not hex digits"), "regex without an end anchor"),
+        Wrong(
+            _hash_rule(lambda r: 7 <= len(r) <= 40 and r.isalnum()),
+            ("upper-case", "not hex digits"),
+            "isalnum as the hash test",
+        ),
     ],
     "8.2": [
         Wrong(_only_pypi, "git repositories are not pinned", "PyPI only"),
@@ -172,6 +219,7 @@ WRONG = {
         ),
         Wrong(_versions_unpinned, "not pinned to their version", "versions dropped"),
         Wrong(lambda m: pip_line(m).split(), "one string", "a list of words"),
+        Wrong(_strip_letters, "lost letters", "str.strip('pypi:') strips letters, not the prefix"),
     ],
 }
 

@@ -72,7 +72,7 @@ def test_9_1_is_not_passed_by_any_mechanism_function(assert_mechanism_does_not_p
 def test_9_1_through_check_exercise_reports_correct_and_not_attempted(capsys):
     check_exercise("9.1", attribute_reads)
     assert exercise_results()["9.1"] == "correct"
-    assert capsys.readouterr().out.startswith("exercise 9.1: correct: right on 9 named cases")
+    assert capsys.readouterr().out.startswith("exercise 9.1: correct: right on 11 named cases")
 
     def stub(source):
         raise NotImplementedError("exercise 9.1")
@@ -148,7 +148,7 @@ def test_9_2_is_not_passed_by_any_mechanism_function(assert_mechanism_does_not_p
 def test_9_2_through_check_exercise_reports_correct_and_not_attempted(capsys):
     check_exercise("9.2", yaml_only_keys)
     assert exercise_results()["9.2"] == "correct"
-    assert capsys.readouterr().out.startswith("exercise 9.2: correct: right on 9 named cases")
+    assert capsys.readouterr().out.startswith("exercise 9.2: correct: right on 10 named cases")
 
     def stub(cls, data):
         raise NotImplementedError("exercise 9.2")
@@ -195,6 +195,49 @@ def attribute_reads_visitor(source):
 
     Reads().visit(ast.parse(source))
     return frozenset(found)
+
+
+def visitor_list(source):
+    found = []
+
+    class Reads(ast.NodeVisitor):
+        def visit_Attribute(self, node):
+            if isinstance(node.ctx, ast.Load):
+                found.append(node.attr)
+            self.generic_visit(node)
+
+    Reads().visit(ast.parse(source))
+    return found  # a name read twice is listed twice
+
+
+def store_targets_skipped(source):
+    found = set()
+
+    class Reads(ast.NodeVisitor):
+        def visit_Assign(self, node):
+            self.visit(node.value)  # the targets (and what they read) are never visited
+
+        def visit_Attribute(self, node):
+            if isinstance(node.ctx, ast.Load):
+                found.add(node.attr)
+            self.generic_visit(node)
+
+    Reads().visit(ast.parse(source))
+    return found
+
+
+def own_annotations_only(cls, data, prefix=""):
+    hints = typing.get_type_hints(cls)
+    names = set(cls.__annotations__)  # the class's own fields: inherited ones are missed
+    out = []
+    for key, value in data.items():
+        if key == "_target_":
+            continue
+        if key not in names:
+            out.append(prefix + key)
+        elif dataclasses.is_dataclass(hints[key]) and isinstance(value, dict):
+            out.extend(own_annotations_only(hints[key], value, prefix + key + "."))
+    return sorted(out)
 
 
 def one_level_only(cls, data, prefix=""):
@@ -276,6 +319,8 @@ WRONG = {
         Wrong(top_level_only, "function body", "function bodies skipped"),
         Wrong(example_only, "you missed", "the notebook's example only"),
         Wrong(lambda s: sorted(attribute_reads(s)) * 2, "set", "a list with repeats"),
+        Wrong(visitor_list, "repeated", "a list that repeats a name read twice"),
+        Wrong(store_targets_skipped, "names before it are read", "whole assignment target skipped"),
     ],
     "9.2": [
         Wrong(flat_only, "nested block", "no recursion"),
@@ -291,6 +336,7 @@ WRONG = {
         Wrong(every_dict, "plain dict", "descends into every dict"),
         Wrong(pops_target, "changed its input", "input mutated"),
         Wrong(target_top_only, "'_target_'", "_target_ skipped at the top only"),
+        Wrong(own_annotations_only, "inherits from its base class", "cls.__annotations__ misses inherited fields"),
     ],
 }
 

@@ -37,15 +37,27 @@ def _reference_policy(ref: str | None, tags: Collection[str], branches: Collecti
 
 
 # Names that follow no scheme, and names that look like another scheme's (a 'core_v' branch, a 'core_r' tag)
+# and names that are themselves 7 or more lower-case hex digits (a tag called 'deadbeef' is a tag, not a commit)
 _NAMES = ("core_r0.18.0", "core_v0.18.0", "core_r0.16.0", "core_v0.16.0", "main", "master", "v0.5.0", "v0.5",
-          "releases/v0.23.0", "v0.23.0", "release-1.2", "stable", "dev")  # fmt: skip
+          "releases/v0.23.0", "v0.23.0", "release-1.2", "stable", "dev", "deadbeef", "c0ffee1", "2024101")  # fmt: skip
 
 
 def _policy_inputs() -> Any:
     from hypothesis import strategies as st
 
     hexes = st.text("0123456789abcdef", min_size=7, max_size=40)
-    ref = st.one_of(st.sampled_from(_NAMES), hexes, st.sampled_from([None, ""]))
+    # refs that look like a hash and are not one: too short or too long, upper-case, a 0x or an underscore,
+    # other letters after the hex digits, letters and digits that are not hex
+    near = st.one_of(
+        st.text("0123456789abcdef", min_size=1, max_size=6),
+        st.text("0123456789abcdef", min_size=41, max_size=48),
+        st.text("0123456789ABCDEF", min_size=7, max_size=40).filter(lambda r: r != r.lower()),
+        hexes.map(lambda r: "0x" + r[:38]),
+        hexes.map(lambda r: r[:4] + "_" + r[4:]),
+        st.tuples(hexes, st.text("ghxyz", min_size=1, max_size=3)).map(lambda t: t[0][:38] + t[1]),
+        st.text("0123456789abcdefghijklmnopqrstuvwxyz", min_size=7, max_size=12),
+    )
+    ref = st.one_of(st.sampled_from(_NAMES), hexes, near, st.sampled_from([None, ""]))
 
     def split(names: list[str]) -> Any:
         return st.lists(st.booleans(), min_size=len(names), max_size=len(names)).map(
@@ -71,6 +83,15 @@ POLICY_CASES = [
     Case(("v0.5", ["v0.5.0"], ["main"]), "a prefix of a tag is not that tag"),
     Case(("main", ("v0.5.0",), frozenset({"main"})), "tags as a tuple, branches as a frozenset"),
     Case(("core_v0.19.0", ["core_v0.18.0"], ["core_r0.18.0"]), "a ref the repository does not have"),
+    Case(("deadbeef", ["deadbeef", "v1.0"], ["main"]), "a tag whose name is all hex digits"),
+    Case(("c0ffee1", [], ["main", "c0ffee1"]), "a branch whose name is all hex digits"),
+    Case(("DEADBEEF", [], ["main"]), "upper-case hex digits"),
+    Case(("abcdef", [], ["main"]), "six hex digits: one too few"),
+    Case(("a" * 41, [], ["main"]), "41 hex digits: one too many"),
+    Case(("deadbeefzz", [], ["main"]), "hex digits, then other letters"),
+    Case(("0xabcdef1", [], ["main"]), "hex written with a 0x in front"),
+    Case(("dead_beef", [], ["main"]), "hex digits with an underscore"),
+    Case(("release1", [], ["main"]), "letters and digits, not all hex"),
 ]
 
 
@@ -78,6 +99,14 @@ def _policy_mistake(args: tuple[Any, ...], got: object, want: str) -> str | None
     ref, tags, branches = args
     if not isinstance(got, str) or got not in POLICIES:
         return f"return one of the words {', '.join(repr(p) for p in POLICIES)}"
+    if want == "missing" and got == "commit" and isinstance(ref, str):
+        return _not_a_hash(ref)
+    if want in ("tag", "branch") and got == "commit":
+        where = "branches" if want == "branch" else "tags"
+        return (
+            f"{ref!r} is in the repository's {where}: a name the repository has is that {want}, however much it "
+            "looks like a hash; only a ref in neither list can be a commit"
+        )
     if want == "unpinned":
         return "no ref at all (None or an empty string) means the clone takes whatever the default branch holds"
     if want == "missing" and got == "unpinned":
@@ -95,6 +124,20 @@ def _policy_mistake(args: tuple[Any, ...], got: object, want: str) -> str | None
     if want == "tag":
         return f"{ref!r} is in the repository's tags"
     return None
+
+
+def _not_a_hash(ref: str) -> str:
+    """Why `ref` is not a commit hash, in words."""
+    if ref != ref.lower() and all(ch in "0123456789abcdef" for ch in ref.lower()):
+        return f"{ref!r} has upper-case letters: git writes a hash in lower-case hex digits, as the text asks"
+    odd = sorted({ch for ch in ref if ch not in "0123456789abcdef"})
+    if odd:
+        return (
+            f"{ref!r} holds characters that are not hex digits ({', '.join(map(repr, odd))}): every character of "
+            "a hash is one of 0-9 and a-f (no 0x, no underscore, nothing after the digits)"
+        )
+    too = "short" if len(ref) < 7 else "long"
+    return f"{ref!r} has {len(ref)} hex digits: a hash has 7 to 40 of them, so it is too {too}"
 
 
 @checker(
@@ -146,6 +189,9 @@ _PYPI = (
     ("FLA", "flash-linear-attention", "0.5.0"),
     ("xgrammar", "xgrammar", "0.1.33"),
     ("setuptools", "setuptools", "80.10.2"),
+    # names that begin or end with letters of the prefix 'pypi:' (p, y, i): cutting it off letter by letter eats them
+    ("numpy", "numpy", "1.26.4"),
+    ("PyYAML", "pyyaml", "6.0.2"),
 )
 
 
@@ -172,6 +218,7 @@ PIP_CASES = [
     Case((_manifest([_GIT_REPOS[0]], "one repository"),), "a manifest of one git repository"),
     Case((_manifest([_PYPI[2], _GIT_REPOS[4]], "names differ"),), "a component whose name is not its package name"),
     Case((_manifest([*_GIT_REPOS[:3], *_PYPI[:2]], "mixed"),), "tags, a branch and packages together"),
+    Case((_manifest([_PYPI[5], _PYPI[6]], "p, y, i"),), "package names that begin or end with p, y or i"),
 ]
 
 
@@ -201,6 +248,13 @@ def _pip_mistake(fn: Callable[[StackManifest], object]) -> Callable[[tuple[Any, 
         text = fn(manifest)
         missing, extra = want - got, got - want
         comps = {c.key: c for c in manifest.components}
+        cut = [(r[5:], e[5:]) for r, _ in missing for e, _ in extra
+               if r.startswith("pypi:") and e.startswith("pypi:") and e[5:] != r[5:] and e[5:] in r[5:]]  # fmt: skip
+        if cut:
+            return (
+                f"the package {cut[0][0]!r} came out as {cut[0][1]!r}: your command lost letters of its name; take "
+                "off the prefix 'pypi:' as a whole, not every p, y, i and colon at its ends"
+            )
         if extra and all(repo.startswith("pypi:") and repo[5:] in {c.name.lower() for c in manifest.components}
                          for repo, _ in extra) and any(not c.is_pypi or c.name.lower() != c.key[5:]
                                                        for c in manifest.components):  # fmt: skip

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import inspect
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -39,6 +40,14 @@ def _assigned_attributes(source: str) -> set[str]:
 
 def _deleted_attributes(source: str) -> set[str]:
     return {n.attr for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Del)}
+
+
+def _read_to_store(source: str) -> set[str]:
+    """Attributes read on the way to a store or a deletion: `cfg` in `self.cfg.x = 1`."""
+    targets = [
+        n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)
+    ]
+    return {n.attr for t in targets for n in ast.walk(t) if isinstance(n, ast.Attribute)}
 
 
 def _plain_names(source: str) -> set[str]:
@@ -83,6 +92,8 @@ ATTRIBUTE_READ_CASES = [
     Case(("x = 1\n\ny = x.param_offload\n",), "the read is not in the first statement"),
     Case(("def f(cfg):\n    return cfg.use_mbridge\n",), "a read inside a function body"),
     Case(("",), "an empty module"),
+    Case(("self.cfg.grad_offload = True\n",), "a store into an attribute of an attribute reads the outer one"),
+    Case(("if cfg.mode:\n    use(cfg.mode)\n",), "the same attribute read twice: each name once"),
 ]
 
 
@@ -102,6 +113,11 @@ def _reads_mistake(args: tuple[Any, ...], got: object, want: set[str]) -> str | 
         return f"{extra} are plain variables, not attributes: an attribute is the name after a dot"
     if extra:
         return f"{extra} is not an attribute read in this code"
+    if missing and set(missing) <= _read_to_store(source):
+        return (
+            f"you missed {missing}: in a store such as `a.b.c = v` only the last name is assigned; the names before "
+            "it are read to find the object that is stored into"
+        )
     if missing:
         return (
             f"you missed {missing}, which the code reads: an attribute can sit inside another attribute, a call, a "
@@ -160,6 +176,17 @@ class _ExActor:  # three levels: actor -> engine -> router_replay
     engine: _ExEngine = field(default_factory=_ExEngine)
 
 
+@dataclass
+class _ExBaseEngine:  # verl's engine configs share fields through a base class, as here
+    param_offload: bool = False
+    router_replay: _ExReplay = field(default_factory=_ExReplay)
+
+
+@dataclass
+class _ExFsdpEngine(_ExBaseEngine):  # its own annotations list only fsdp_size; the other fields are inherited
+    fsdp_size: int = -1
+
+
 # The same shape with each field's .type the class itself (as without `from __future__ import annotations`)
 _ExResolvedEngine = dataclasses.make_dataclass(
     "_ExResolvedEngine",
@@ -205,7 +232,7 @@ def _block(cls: type, depth: int = 0) -> Any:
 def _yaml_inputs() -> Any:
     from hypothesis import strategies as st
 
-    classes = (_ExEngine, _ExActor, _ExResolvedEngine, _ExReplay)
+    classes = (_ExEngine, _ExActor, _ExResolvedEngine, _ExReplay, _ExFsdpEngine)
     return st.sampled_from(classes).flatmap(lambda cls: st.tuples(st.just(cls), _block(cls)))
 
 
@@ -237,6 +264,10 @@ YAML_ONLY_CASES = [
     Case((_ExEngine, {"override_config": {"anything": 1}, "param_offload": True}), "a plain dict field holds any key"),
     Case((_ExEngine, {"router_replay": None}), "a dataclass field set to null"),
     Case((_ExEngine, {}), "an empty block"),
+    Case(
+        (_ExFsdpEngine, {"fsdp_size": 8, "param_offload": True, "router_replay": {"mode": "R2", "record_fle": "r"}}),
+        "a class whose fields are partly inherited from its base class",
+    ),
 ]
 
 
@@ -256,6 +287,12 @@ def _yaml_only_mistake(args: tuple[Any, ...], got: object, want: list[str]) -> s
     if extra and any(k.startswith("override_config.") or ".override_config." in k for k in extra):
         return f"you reported {extra}: that field is a plain dict, not a dataclass, so any key may sit inside it"
     fields = {f.name for f in dataclasses.fields(cls)}
+    own = set(inspect.get_annotations(cls))
+    if extra and set(extra) <= (fields - own) & set(data):
+        return (
+            f"you reported {extra}, fields that {cls.__name__} inherits from its base class: the class's own "
+            "annotations list only the fields it adds; its fields are all of them"
+        )
     if extra and set(extra) <= fields - set(data):
         return (
             f"you reported {extra}, fields of the class that this YAML block leaves out (they keep their defaults): "
