@@ -85,7 +85,7 @@ def test_dead_fields_unpacking_counts_as_a_use():
 
 def test_dead_fields_bad_input():
     with pytest.raises(errors.ConfigError, match=r"m\.py:1: cannot parse"):
-        field_reads.dead_fields({"m.py": "a = (:\n"}, Cfg)
+        field_reads.dead_fields({"m.py": "x = cfg.a (:\n"}, Cfg)
     with pytest.raises(TypeError, match="list of paths"):
         field_reads.dead_fields("m.py", Cfg)
     with pytest.raises(TypeError, match="dataclass type"):
@@ -113,11 +113,14 @@ def test_same_named_files_do_not_hide_each_other(tmp_path):
         field_reads.source_texts(files, root=tmp_path / "a")
 
 
-def test_only_files_that_mention_a_followed_name_are_parsed():
+def test_only_files_that_could_read_a_followed_name_are_parsed():
     sources = {"uses.py": "use(cfg.a)\n", "broken.py": "def (:\n"}  # never parsed: mentions no field
     assert [d.name for d in field_reads.dead_fields(sources, ["a", "b"])] == ["b"]
-    with pytest.raises(errors.ConfigError, match=r"broken\.py:1: cannot parse"):
-        field_reads.dead_fields({**sources, "broken.py": "b = (\n"}, ["b"])
+    # `b = (` names b but reads no attribute b: not parsed either
+    assert [d.name for d in field_reads.dead_fields({**sources, "broken.py": "b = (\n"}, ["b"])] == ["b"]
+    for reading in ("x = cfg.b (\n", "x = getattr(cfg, 'b') (\n", 'x = cfg["b"] (\n'):  # each spelling of a read
+        with pytest.raises(errors.ConfigError, match=r"broken\.py:1: cannot parse"):
+            field_reads.dead_fields({**sources, "broken.py": reading}, ["b"])
 
 
 def test_field_names_as_a_list_and_private_names_skipped():

@@ -114,6 +114,7 @@ class _ReadIndex:
         self._words: dict[str, list[str]] | None = None  # word -> files holding it, built on first use
         self._trees: dict[str, ast.Module] = {}
         self._reflective: dict[str, list[str]] = {}  # class name -> reflective read sites
+        self._functions: dict[str, list] = {}  # file -> each function's annotated names and reflective reads
 
     def files_naming(self, name: str) -> list[str]:
         """The files in which `name` occurs as a whole word (an identifier or a string's content)."""
@@ -134,7 +135,9 @@ class _ReadIndex:
         return self._trees[file]
 
     def reads_of(self, name: str) -> Iterator[_Read]:
-        mentions = self.files_naming(name)
+        # a read of `name` is written `.name`, `getattr(x, "name")` or `x["name"]`: only such files are parsed
+        spellings = (f".{name}", f'"{name}"', f"'{name}'")
+        mentions = [f for f in self.files_naming(name) if any(s in self.sources[f] for s in spellings)]
         # files already parsed, then those writing `.name`, are likeliest to hold a use: try them first
         mentions.sort(key=lambda f: (f not in self.parsed, f".{name}" not in self.sources[f]))
         for file in mentions:
@@ -203,6 +206,32 @@ def _reflective_target(node: ast.AST) -> str | None:
     return None
 
 
+def _typed_functions(index: _ReadIndex, file: str) -> list[tuple[list[tuple[str, str]], list[tuple[str, int]]]]:
+    """Per function of `file` (one walk of the module, whatever class is asked about): its annotated names with
+    their annotations' text (parameters, and annotated assignments anywhere in its body, nested functions included),
+    and its reflective reads (target, line), nested functions included."""
+    if file not in index._functions:
+        rows: list[tuple[list[tuple[str, str]], list[tuple[str, int]]]] = []
+        stack: list[tuple[ast.AST, tuple[int, ...]]] = [(index.tree(file), ())]
+        while stack:  # each node with the rows of the functions enclosing it
+            node, enclosing = stack.pop()
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                params = (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
+                rows.append(([(a.arg, ast.unparse(a.annotation)) for a in params if a.annotation is not None], []))
+                enclosing = (*enclosing, len(rows) - 1)
+            if enclosing:
+                if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                    for row in enclosing:
+                        rows[row][0].append((node.target.id, ast.unparse(node.annotation)))
+                target = _reflective_target(node)
+                if target is not None:
+                    for row in enclosing:
+                        rows[row][1].append((target, node.lineno))
+            stack.extend((child, enclosing) for child in ast.iter_child_nodes(node))
+        index._functions[file] = rows
+    return index._functions[file]
+
+
 def reflective_reads(sources: Mapping[str, str] | _ReadIndex, class_name: str) -> list[str]:
     """'file:line' of every reflective read of a variable annotated with `class_name` (a function parameter or an
     annotated assignment in the same function): code that reads such a config's fields by computed name.
@@ -219,14 +248,10 @@ def reflective_reads(sources: Mapping[str, str] | _ReadIndex, class_name: str) -
     for file in index.files_naming(class_name):
         if not any(word in index.sources[file] for word in _REFLECTIVE_WORDS):
             continue
-        module = index.tree(file)
-        for fn in (n for n in ast.walk(module) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)):
-            typed = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)
-                     if a.annotation is not None and class_name in ast.unparse(a.annotation)}  # fmt: skip
-            typed |= {n.target.id for n in ast.walk(fn) if isinstance(n, ast.AnnAssign)
-                      and isinstance(n.target, ast.Name) and class_name in ast.unparse(n.annotation)}  # fmt: skip
+        for annotated, reflective in _typed_functions(index, file):
+            typed = {name for name, annotation in annotated if class_name in annotation}
             if typed:
-                found += [f"{file}:{n.lineno}" for n in ast.walk(fn) if _reflective_target(n) in typed]
+                found += [f"{file}:{line}" for target, line in reflective if target in typed]
     sites = sorted(set(found), key=lambda site: (site.rsplit(":", 1)[0], int(site.rsplit(":", 1)[1])))
     index._reflective[class_name] = sites
     return list(sites)
