@@ -166,7 +166,8 @@ claim("'a,': upstream's hook fails on the empty entry", errors[1], expected="Val
 #
 # **6.2** Write `will_be_patched(imports, env_value)`: given the order in which a process imports
 # `toyverl`, `toylib_adaptor`, `toylib.ops` and `toylib.model`, and the value of `VERL_USE_EXTERNAL_MODULES`
-# (`None` when unset; values hold no blanks), return whether `toylib.model.forward()` ends up patched.
+# (`None` when unset; values hold no blanks and never name `toylib.model` itself), return whether
+# `toylib.model.forward()` ends up patched.
 # `toyverl` runs upstream's hook. `imports` is a list of those module names (each at most once); return a `bool`
 # and leave `imports` unchanged. The checker compares you with the rule the experiments below measure.
 

@@ -7,15 +7,20 @@ import pytest
 
 from conftest import Wrong, checker_tests
 from verlstudy.kit.exercises import ExerciseFailure, check_exercise, exercise_results
+from verlstudy.lessons.l06_external_modules import checks
 from verlstudy.lessons.l06_external_modules.checks import check_parse_modules, check_predict_patched
 from verlstudy.lessons.l06_external_modules.modules_env import (
     ADAPTOR,
     HOOK_PACKAGE,
     LIBRARY,
+    Experiment,
     parse_module_list,
     predict_patched,
+    run_experiments,
     split_like_verl_091,
+    write_toy_packages,
 )
+from verlstudy.lessons.l06_external_modules.upstream import toy_hook_source
 
 
 def own_parse(value):
@@ -125,6 +130,12 @@ def predict_pops(imports, env):  # consumes the list it was given
     return False
 
 
+def predict_env_without_hook(imports, env):  # the variable counted although nothing imports toyverl
+    if ADAPTOR in (env or "").split(","):
+        return LIBRARY not in imports or imports[0] != LIBRARY
+    return own_predict(imports, env)
+
+
 def predict_by_index(imports, env):
     named = ADAPTOR in (env or "").split(",")
     firsts = [i for i, m in enumerate(imports) if m == ADAPTOR or (m == HOOK_PACKAGE and named)]
@@ -161,6 +172,7 @@ WRONG = {
         Wrong(lambda value: ",".join(p.strip() for p in value.split(",") if p.strip()), "return a list", why="str"),
         Wrong(parse_squeezing_blanks, "only a comma separates", why="every blank removed, inside a name too"),
         Wrong(parse_splitting_on_blanks, "only a comma separates", why="blanks split names as commas do"),
+        Wrong(lambda value: list(dict.fromkeys(own_parse(value))), "written twice", why="repeated names dropped"),
     ],
     "6.2": [
         Wrong(predict_order_ignored, "too late", why="import order ignored"),
@@ -172,6 +184,7 @@ WRONG = {
         Wrong(predict_pops, "changed its input", why="input mutated"),
         Wrong(lambda imports, env: int(own_predict(imports, env)), "bool", why="an int where a bool is asked"),
         Wrong(lambda imports, env: env == ADAPTOR and imports[0] == HOOK_PACKAGE, "yet you said", why="example-shaped"),
+        Wrong(predict_env_without_hook, "nothing here imports toyverl", why="the variable counted without the hook"),
     ],
 }
 RIGHT = {
@@ -237,3 +250,24 @@ def test_the_mechanisms_own_parser_and_predictor_are_refused(assert_wrong):
 @pytest.mark.parametrize("exercise_id", ["6.1", "6.2"])
 def test_no_mechanism_function_passes(assert_mechanism_does_not_pass, exercise_id):
     assert_mechanism_does_not_pass(exercise_id, "verlstudy.lessons.l06_external_modules")
+
+
+def test_6_2_reference_agrees_with_real_processes_running_the_lessons_hook(tmp_path):
+    """The checker's named cases, run as the lesson runs them: the toy packages with the hook the notebook uses."""
+    folder = write_toy_packages(tmp_path, toy_hook_source()[0])
+    cases = [case.args for case in checks._PATCH_CASES]
+    outcomes = run_experiments([Experiment(f"case{i}", tuple(im), env) for i, (im, env) in enumerate(cases)], folder)
+    assert [o.patched for o in outcomes] == [predict_patched(im, env) for im, env in cases]
+
+
+def test_6_2_never_asks_about_a_variable_naming_the_model_module():
+    """The text rules such values out: the hook would import toylib.model itself, before the adaptor."""
+    from hypothesis import given, settings
+
+    @settings(max_examples=200, derandomize=True, database=None)
+    @given(checks._process())
+    def env_never_names_the_model(args):
+        assert LIBRARY not in (args[1] or "").split(",")
+
+    env_never_names_the_model()
+    assert all(LIBRARY not in (case.args[1] or "").split(",") for case in checks._PATCH_CASES)

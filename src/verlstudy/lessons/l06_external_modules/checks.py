@@ -77,6 +77,8 @@ _PARSE_CASES = [
 
 
 def _parse_names(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
+    if isinstance(got, list | tuple) and len(got) < len(want) and list(got) == list(dict.fromkeys(want)):
+        return "your list drops a name written twice: keep every entry, in the order written"
     return _parse_mistake(args[0], got)
 
 
@@ -105,8 +107,14 @@ def _patch_mistake(imports: Sequence[str], env: str | None, got: bool) -> str:
     """The mistake a wrong prediction shows, named without the rule."""
     if got and imports[0] == LIBRARY:
         return "toylib.model is imported first here, so the adaptor would come too late: your answer ignores the order"
-    if got and (env is None or ADAPTOR not in env.split(",")):
+    names_adaptor = env is not None and ADAPTOR in env.split(",")
+    if got and ADAPTOR not in imports and not names_adaptor:
         return "the variable does not name toylib_adaptor here, yet you said patched"
+    if got and ADAPTOR not in imports and HOOK_PACKAGE not in imports:
+        return (
+            "the variable names the adaptor, but nothing here imports toyverl, so its hook never runs and never "
+            "reads the variable: the variable alone imports nothing"
+        )
     if got:
         return "toylib.model is imported before anything patches it here, yet you said patched"
     if env is not None and "," in env:
