@@ -28,13 +28,12 @@ CHECKS = ("check_int", "check_float")
 
 
 def parameter_ranges(lesson: registry.Lesson) -> dict[str, tuple[object, object]]:
-    """{name: (minimum, maximum)} for the lesson's parameters whose validation gives both as literals."""
-    nb = runner.read_notebook(lesson.notebook)
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    index = next(i for i, c in enumerate(code) if "parameters" in c.metadata.get("tags", []))
+    """{name: (minimum, maximum)} for the lesson's parameters whose validation (the cell after `parameters`, or
+    the lesson helper it calls) gives both as literals."""
     declared = runner.notebook_parameters(lesson.notebook)
     ranges: dict[str, tuple[object, object]] = {}
-    for node in ast.walk(ast.parse(code[index + 1].source)):
+    nodes = [node for tree in _validation_trees(lesson) for node in ast.walk(tree)]
+    for node in nodes:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in CHECKS):
             continue
         if not node.args or not isinstance(node.args[0], ast.Constant) or node.args[0].value not in declared:

@@ -20,7 +20,7 @@ def test_a_failed_lesson_line_shouts_and_gives_the_first_line_of_its_reason():
 def test_the_run_prints_its_plan_then_one_line_per_notebook_even_with_tqdm_disabled(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TQDM_DISABLE", "1")
 
-    def fake_run_lessons(lessons, out, params, *, workers, with_floor, on_done):
+    def fake_run_lessons(lessons, out, params, *, workers, with_floor, on_done, **options):
         floor = runner.RunResult(None, "passed", 5.0)
         results = [runner.RunResult(lesson, "passed", 1.0) for lesson in lessons]
         for result in [floor, *results]:

@@ -417,7 +417,7 @@ def test_run_pool_keeps_job_order_and_a_ctrl_c_drops_the_queue_but_keeps_what_fi
         runner.run_pool(["a", "slow", "b", "c"], work, workers=2, on_done=interrupt)
     assert stop.value.finished == {0: "A"}
     assert stop.value.cut == {1: "SLOW"}  # the running job ended (its kernel killed): cut short, not finished
-    assert "c" not in ran, "queued jobs must not start after Ctrl-C"
+    assert sorted(ran) == ["a", "slow"], "queued jobs must not start after Ctrl-C, however fast a worker frees up"
 
 
 SLEEPY_PROGRESS = """

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+import itertools
 import logging
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -409,13 +410,28 @@ def run_pool(
     """
     positive_int("workers", workers)
     pool = ThreadPoolExecutor(max_workers=workers)
-    futures = {pool.submit(work, job): i for i, job in enumerate(jobs)}
+    queue = iter(enumerate(jobs))
+    futures: dict[Future[R], int] = {}
+    running: set[Future[R]] = set()
+
+    def start_next() -> None:  # only the main thread starts jobs: after a stop, nothing new starts
+        for i, job in itertools.islice(queue, 1):
+            future = pool.submit(work, job)
+            futures[future] = i
+            running.add(future)
+
     results: dict[int, R] = {}
     try:
-        for future in as_completed(futures):
-            results[futures[future]] = future.result()
-            if on_done:
-                on_done(results[futures[future]])
+        for _ in range(workers):
+            start_next()
+        while running:
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=futures.__getitem__):
+                running.discard(future)
+                results[futures[future]] = future.result()
+                if on_done:
+                    on_done(results[futures[future]])
+                start_next()
     except KeyboardInterrupt:
         STOP.stopping = True
         pool.shutdown(wait=False, cancel_futures=True)
