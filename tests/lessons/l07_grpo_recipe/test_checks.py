@@ -91,6 +91,18 @@ def dp_dense_only_check(world, tp, pp, cp, ep, etp):
     return world // (tp * cp * pp), world // (etp * ep * pp)
 
 
+def dp_asserts(world, tp, pp, cp, ep, etp):  # the adversary's 7.1 W8: an assert, not a ValueError
+    assert world % (tp * cp * pp) == 0 and world % (etp * ep * pp) == 0, "x"
+    return reference_dp_sizes(world, tp, pp, cp, ep, etp)
+
+
+def dp_from_dp(world, tp, pp, cp, ep, etp):  # the adversary's 7.1 W12: edp derived from dp, raising where it divides
+    dp = world // (tp * cp * pp)
+    if dp * tp * cp * pp != world or dp % ep:
+        raise ValueError("x")
+    return dp, dp * tp // (ep * etp)
+
+
 def dp_with_divmod(world, tp, pp, cp, ep, etp):
     dense, rest_d = divmod(world, tp * cp * pp)
     expert, rest_e = divmod(world, pp * ep * etp)
@@ -137,6 +149,11 @@ def loss_rounded(r, a, lo, hi, c):  # the adversary's 7.2 W11: right, but rounde
     return round(reference_token_loss(r, a, lo, hi, c), 3)
 
 
+def loss_cap_at_c(r, a, lo, hi, c):  # the adversary's 7.2 W10: the cap is clip_c, not scaled by the advantage
+    loss = max(-a * r, -a * min(max(r, 1 - lo), 1 + hi))
+    return min(loss, c) if a < 0 else loss
+
+
 def loss_tensor(r, a, lo, hi, c):
     ratio, adv = torch.tensor(r, dtype=torch.float64), torch.tensor(a, dtype=torch.float64)
     loss = torch.maximum(-adv * ratio, -adv * torch.clamp(ratio, 1 - lo, 1 + hi))
@@ -171,6 +188,16 @@ def adv_sorted_in_place(rewards):
     return reference_advantages(rewards)
 
 
+def adv_sorted(rewards):  # the adversary's 7.3 W10
+    return sorted(reference_advantages(rewards))
+
+
+def adv_eps_after_division(rewards):  # the adversary's 7.3 W11: (r - m) / s + eps
+    mean = sum(rewards) / len(rewards)
+    std = (sum((r - mean) ** 2 for r in rewards) / (len(rewards) - 1)) ** 0.5
+    return [(r - mean) / std + 1e-6 if std else 0.0 for r in rewards]
+
+
 def adv_numpy(rewards):
     x = np.asarray(rewards, dtype=np.float64)
     return (x - x.mean()) / (x.std(ddof=1) + 1e-6)
@@ -192,6 +219,8 @@ WRONG = {
         Wrong(dp_hard_coded, "read its arguments", why="the recipe's answer hard-coded"),
         Wrong(dp_same_grid, "raised ValueError", why="requires equal grids"),
         Wrong(dp_dense_only_check, "raise ValueError", why="checks only the dense grid"),
+        Wrong(dp_asserts, "asks for a ValueError", why="AssertionError, not ValueError"),
+        Wrong(dp_from_dp, "but this layout divides", why="raises where the layout divides"),
     ],
     "7.2": [
         Wrong(loss_rounded, "rounded", why="rounded to 3 decimals"),
@@ -203,6 +232,7 @@ WRONG = {
         Wrong(lambda r, a, lo, hi, c: -a * r, ("unclipped", "not the min"), why="no clip"),
         Wrong(loss_zero, "nothing clips", why="hard-coded"),
         Wrong(lambda r, a, lo, hi, c: "0.0", "number", why="a string"),
+        Wrong(loss_cap_at_c, "clip_c itself", why="the cap not scaled by the advantage"),
     ],
     "7.3": [
         Wrong(advantages_with(1e-6, ddof=0), "population", why="population std"),
@@ -215,6 +245,10 @@ WRONG = {
         Wrong(lambda rewards: ["0"] * len(rewards), "number", why="strings"),
         Wrong(adv_sorted_in_place, "changed its input", why="input mutated"),
         Wrong(lambda rewards: reference_advantages(rewards)[:2], "one advantage per reward", why="first two only"),
+        Wrong(adv_sorted, "another order", why="sorted, the order of the rewards lost"),
+        Wrong(adv_eps_after_division, "after the division", why="epsilon added after dividing"),
+        Wrong(lambda rewards: [round(a, 3) for a in reference_advantages(rewards)], "rounded", why="3 decimals"),
+        Wrong(lambda rewards: [round(a, 4) for a in reference_advantages(rewards)], "rounded", why="4 decimals"),
     ],
 }
 RIGHT = {

@@ -18,7 +18,7 @@ import torch
 from hypothesis import strategies as st
 
 from verlstudy.kit.exercises import ExerciseFailure, checker
-from verlstudy.kit.properties import Case, compare_on_inputs
+from verlstudy.kit.properties import Case, compare_on_inputs, describe_call
 from verlstudy.lessons.l07_grpo_recipe.grpo import GRPO_EPSILON, clipped_token_loss, group_advantages, policy_loss
 
 RAISES = "raises ValueError"  # what a layout that does not divide must give
@@ -31,12 +31,31 @@ def _reference_dp_sizes(world: int, tp: int, pp: int, cp: int, ep: int, etp: int
     return world // dense, world // expert
 
 
+_OTHER_ERRORS = (AssertionError, ArithmeticError, LookupError, TypeError, RuntimeError)
+
+
 def _raising_as_value(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The learner's function with ValueError read as the answer 'raises', and a wrong raise named."""
+
     def run(*args: int) -> Any:
         try:
             return fn(*args)
-        except ValueError:
+        except ValueError as e:
+            want = _reference_dp_sizes(*args)
+            if want != RAISES:
+                raise ExerciseFailure(
+                    f"{describe_call('my_dp_sizes', args)} raised ValueError ({e}), but this layout divides: "
+                    "return the pair (dp, edp) for it; only a layout that does not divide raises"
+                ) from None
             return RAISES
+        except _OTHER_ERRORS as e:
+            if isinstance(e, NotImplementedError) or _reference_dp_sizes(*args) != RAISES:
+                raise
+            raise ExerciseFailure(
+                f"{describe_call('my_dp_sizes', args)} raised {type(e).__name__} ({e}): this layout does not "
+                "divide, and the exercise asks for a ValueError (an `assert` raises AssertionError, and "
+                "`python -O` skips it)"
+            ) from None
 
     return run
 
@@ -57,7 +76,7 @@ _LAYOUT_CASES = [
     Case((512, 8, 8, 1, 64, 1), "the #7788 recipe"),
     Case((512, 8, 4, 1, 16, 2), "expert tensor parallel 2"),
     Case((512, 8, 4, 2, 8, 1), "cp enters dp, not edp"),
-    Case((512, 8, 8, 1, 128, 1), "the experts do not divide: 1*128*8 = 1024 > 512"),
+    Case((512, 8, 8, 1, 128, 1), "the experts do not divide 512"),
     Case((384, 8, 4, 1, 64, 1), "the dense weights divide (dp 12), the experts do not"),
     Case((480, 8, 8, 1, 8, 1), "480 is not a multiple of 64: no whole dp"),
     Case((512, 8, 6, 1, 8, 1), "512 is not a multiple of 48"),
@@ -147,6 +166,8 @@ def _token_loss_variants(ratio: float, adv: float, low: float, high: float, c: f
         "the dual clip is missing: a negative advantage's loss is not capped": pessimistic,
         "the dual clip applies only when A < 0": min(pessimistic, -adv * c),
         "the upper bound is 1 + clip_high, not 1 + clip_low": min(symmetric, -adv * c) if adv < 0 else symmetric,
+        "your cap for a negative advantage is clip_c itself: the dual clip's cap grows with the size of the "
+        "advantage, as the loss does": min(pessimistic, c) if adv < 0 else pessimistic,
         "take the max (the pessimistic term), not the min": min(unclipped, -adv * min(max(ratio, 1 - low), 1 + high)),
         "the sign is flipped: return the loss (what is minimised), not the objective": -right,
         "the ratio is used here as it is, unclipped: hold it inside its band, and keep the pessimistic (larger) "
@@ -255,6 +276,11 @@ def _advantage_variants(rewards: list[float]) -> dict[str, list[float]]:
         (r - mean) / (var + GRPO_EPSILON) ** 0.5 for r in rewards
     ]
     out["your advantages are not scaled by the group's spread"] = [r - mean for r in rewards]
+    if var > 0:
+        out[
+            "your epsilon is added to each advantage after the division: it pads the spread, so it belongs in "
+            "the divisor"
+        ] = [(r - mean) / var**0.5 + GRPO_EPSILON for r in rewards]
     for eps in _OTHER_EPSILONS:
         if var > 0 or eps > 0:
             out[f"epsilon must be {GRPO_EPSILON} (verl's default); your answer matches epsilon={eps:g}"] = [
@@ -273,6 +299,15 @@ def _advantage_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None
         return f"return one advantage per reward ({len(rewards)} here)"
     if any(math.isnan(v) for v in values):
         return "every reward is equal here, so the group's spread is 0: your division gives NaN"
+    wanted = [float(w) for w in want]
+    in_order = all(math.isclose(v, w, rel_tol=1e-5, abs_tol=1e-6) for v, w in zip(values, wanted, strict=True))
+    if not in_order and all(
+        math.isclose(v, w, rel_tol=1e-5, abs_tol=1e-6) for v, w in zip(sorted(values), sorted(wanted), strict=True)
+    ):
+        return "your advantages are the right numbers in another order: the i-th advantage belongs to the i-th reward"
+    for digits in range(1, 7):
+        if all(math.isclose(v, round(w, digits), abs_tol=1e-12) for v, w in zip(values, wanted, strict=True)):
+            return "your advantages are rounded: return them at full precision"
     for mistake, alt in _advantage_variants(list(rewards)).items():
         if all(math.isclose(a, v, rel_tol=1e-6, abs_tol=1e-9) for a, v in zip(alt, values, strict=True)):
             return mistake
