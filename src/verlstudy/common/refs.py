@@ -1,8 +1,10 @@
 """Pins as data, and the naming rules a ref must follow (lessons 05, 06 and 08; verl #7604, #7827, #7886).
 
 A `Pin` is one place that pins a repository or package to a ref. Repositories name their release
-refs differently: NVIDIA Megatron-LM tags `core_vX.Y.Z`, the Ascend repos branch `core_rX.Y.Z`;
-`ref_naming_problem` says when a ref breaks its repository's scheme (the r/v slip of #7604).
+refs differently: NVIDIA Megatron-LM tags `core_vX.Y.Z` and also keeps `core_rX.Y.Z` release branches, the
+Ascend repos branch `core_rX.Y.Z`. `ref_naming_problem` says when a ref is a name its repository never uses
+(MindSpeed `core_v0.18.0`); `ref_policy_note` when it is a real but movable release branch where a tag exists
+(Megatron-LM `core_r0.18.0`, as #7604 pinned it): a policy question, not a slip.
 """
 
 from __future__ import annotations
