@@ -114,9 +114,10 @@ for number, line in enumerate(engine_lines, start=1):
 # Before the search below runs, write its heart yourself. **9.1** Write `attribute_reads(source)`
 # returning the attribute names (the `name` of `x.name`) that the Python code `source` (a string) *reads*:
 # `self._x = cfg.a` reads `a`, and only assigns `_x`; `del cfg.b` deletes `b`, which is not a read. Return a
-# `set` of strings (a `frozenset`, or a list without repeats, passes too). The `ast` module parses the source
-# for you. The checker tries named sources, then generated ones; a wrong try names the mistake, the next ones
-# add where to look and the method (`exercise_hint("9.1")`), and `show_solution("9.1")` shows the solution.
+# `set` of strings (a `frozenset`, or a list without repeats, passes too; a list that names an attribute twice
+# does not, since each name read counts once). The `ast` module parses the source for you. The checker tries
+# named sources, then generated ones; a wrong try names the mistake, the next ones add where to look and the
+# method (`exercise_hint("9.1")`), and `show_solution("9.1")` shows the solution.
 
 # %% tags=["solution", "exercise-9.1"]
 import ast
