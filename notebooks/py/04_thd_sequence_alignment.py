@@ -456,12 +456,12 @@ claim("the suspect split holds every row exactly once (S=16, cp=2)", sorted(held
 # %% [markdown]
 # Every row is held exactly once, so a shape check passes, yet log-probs move. Write the guard that would
 # have caught it: `my_split_guard(split_fn, seq_len, cp)` calls `split_fn(torch.arange(seq_len), cp, rank)`
-# for every rank and raises `AssertionError` (with a message) unless each rank holds exactly the rows
-# zigzag gives it, in order. It must pass the correct split and catch this one and other plausible bugs.
+# for every rank and raises `AssertionError` with a message that says which rank holds what (a bare `assert`
+# without a message is refused) unless each rank holds exactly the rows zigzag gives it, in order. It must pass the correct split and catch this one and other plausible bugs.
 #
 # **Receives** `split_fn(rows, cp, rank) -> rows of that rank` (a 1-D tensor in, a 1-D tensor out), `seq_len` (a
 # multiple of `2*cp`) and `cp`; **returns** None when the split is right, **raises** `AssertionError` otherwise (any
-# other exception is a bug in the guard). The checker hands it right splits written two ways and eight wrong ones,
+# other exception is a bug in the guard). The checker hands it right splits written two ways and nine wrong ones,
 # some wrong on one rank only.
 
 # %% tags=["solution", "exercise-4.2"]
@@ -488,7 +488,7 @@ check_exercise("4.2", my_split_guard)
 #
 # **Receives** `pad_fn`; **returns** None when the padding is safe, **raises** `AssertionError` otherwise. A padding
 # longer than the least aligned length is still safe (the checker hands your guard one); the checker also hands it
-# nine wrong paddings, among them some that are right on one-sequence batches or on even `tp` only, and some whose
+# ten wrong paddings, among them some that are right on one-sequence batches or on even `tp` only, and some whose
 # lengths are right but whose tokens are not where they were.
 
 # %% tags=["solution", "exercise-4.3"]

@@ -296,6 +296,57 @@ def key_error(config, name):
         raise KeyError(name) from e
 
 
+def view_without_contiguous(routes, max_layers):  # fails on a map whose last dim is strided
+    payload = routes.view(torch.uint8)
+    return torch.nn.functional.pad(payload, (0, 0, 0, max_layers - payload.shape[2]))
+
+
+def big_endian_to_wire(routes, max_layers):  # high byte first: round-trips with its own reader, not on the wire
+    pairs = torch.stack([(routes >> 8).to(torch.uint8), (routes & 0xFF).to(torch.uint8)], -1).flatten(-2)
+    return torch.nn.functional.pad(pairs, (0, 0, 0, max_layers - pairs.shape[2]))
+
+
+def big_endian_from_wire(payload, layer_count):
+    q = payload[:, :, :layer_count].to(torch.int32).unflatten(-1, (-1, 2))
+    return (q[..., 0] * 256 + q[..., 1]).to(torch.int16)
+
+
+def front_padded(routes, max_layers):
+    payload = routes.contiguous().view(torch.uint8)
+    return torch.nn.functional.pad(payload, (0, 0, max_layers - payload.shape[2], 0))
+
+
+def returns_none(config, name):
+    try:
+        return find_text_attr(config, name)
+    except AttributeError:
+        return None
+
+
+def has_attr_walk(config, name):  # an attribute that exists counts, even when its value is None
+    text = getattr(config, "text_config", None)
+    get = getattr(config, "get_text_config", None)
+    text = get() if callable(get) else text
+    seen: set[int] = set()
+
+    def walk(node):
+        if node is None or id(node) in seen:
+            return
+        seen.add(id(node))
+        get_text = getattr(node, "get_text_config", None)
+        inner = get_text() if callable(get_text) else getattr(node, "text_config", None)
+        if inner is not None and inner is not node:
+            yield from walk(inner)
+        for branch in BRANCHES:
+            yield from walk(getattr(node, branch, None))
+        yield node
+
+    for node in [text, *walk(config)]:
+        if node is not None and hasattr(node, name) and not callable(getattr(node, name)):
+            return getattr(node, name)
+    raise AttributeError(name)
+
+
 def every_sub_config(node):
     return [k for k, v in vars(node).items() if hasattr(v, "__dict__")]
 
@@ -322,6 +373,9 @@ WRONG = {
         Wrong((ref_to_wire, drop_zero_layers), mentions="lost real layers", why="count guessed from the bytes"),
         Wrong((ref_to_wire, fixed_three), mentions="layers", why="example-shaped: a fixed layer count"),
         Wrong((cast_whole_routes, ref_from_wire), mentions="one byte", why="one byte per route"),
+        Wrong((view_without_contiguous, ref_from_wire), mentions="not contiguous", why="no contiguous copy first"),
+        Wrong((big_endian_to_wire, big_endian_from_wire), mentions="other order", why="big-endian bytes"),
+        Wrong((front_padded, ref_from_wire), mentions="must come first", why="padding before the routes"),
     ],
     "3.3": [
         Wrong(bfs, mentions=("root before its text branch", "sibling"), why="root-first BFS over every sub-config"),
@@ -345,7 +399,10 @@ WRONG = {
         Wrong(_walker(getter=False), mentions="get_text_config", why="get_text_config() ignored"),
         Wrong(_walker(branches=every_sub_config), mentions="sibling", why="reads the audio sibling"),
         Wrong(_walker(cycle_safe=False), mentions="revisits configs", why="no cycle guard"),
-        Wrong(key_error, mentions="KeyError", why="raises KeyError for a missing attribute"),
+        Wrong(key_error, mentions=("KeyError", "raise AttributeError"), why="raises KeyError for a missing attribute"),
+        Wrong(returns_none, mentions="returns None", why="None returned instead of raising"),
+        Wrong(has_attr_walk, mentions="exists", why="an attribute that is None counted as present"),
+        Wrong(_walker(branches=tuple(reversed(BRANCHES))), mentions="another order", why="branches in another order"),
         Wrong(_walker(text_first=False), mentions="text config itself wins", why="no first read of the text config"),
     ],
 }

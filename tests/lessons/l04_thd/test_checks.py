@@ -99,6 +99,22 @@ def ignores_tp(lengths, tp, cp):
     return sum(up_to(n, 2 * cp if cp > 1 else 1) for n in lengths)
 
 
+def factor_two_always(lengths, tp, cp):  # the zigzag's factor even without CP
+    return sum(up_to(n, 2 * tp * cp) for n in lengths)
+
+
+def extra_block(lengths, tp, cp):  # an aligned length still gets one more block
+    return sum((n // alignment(tp, cp) + 1) * alignment(tp, cp) for n in lengths)
+
+
+def swapped(lengths, tp, cp):
+    return reference_packed_length(lengths, cp, tp)
+
+
+def first_padded_rest_raw(lengths, tp, cp):
+    return up_to(lengths[0], alignment(tp, cp)) + sum(lengths[1:])
+
+
 def sorts_input(lengths, tp, cp):
     lengths.sort()
     return reference_packed_length(lengths, tp, cp)
@@ -122,7 +138,7 @@ def never_fails(split_fn, seq_len, cp):
 
 def coverage_only(split_fn, seq_len, cp):
     held = torch.cat([split_fn(torch.arange(seq_len), cp, r) for r in range(cp)])
-    assert sorted(held.tolist()) == list(range(seq_len))
+    assert sorted(held.tolist()) == list(range(seq_len)), "a row is missing or held twice"
 
 
 def sets_only(split_fn, seq_len, cp):
@@ -130,7 +146,7 @@ def sets_only(split_fn, seq_len, cp):
     for r in range(cp):
         pieces = (r, 2 * cp - 1 - r) if cp > 1 else (0,)
         want = {p for c in pieces for p in range(c * chunk, (c + 1) * chunk)}
-        assert set(split_fn(torch.arange(seq_len), cp, r).tolist()) == want
+        assert set(split_fn(torch.arange(seq_len), cp, r).tolist()) == want, f"rank {r} holds other rows"
 
 
 def rank_zero_only(split_fn, seq_len, cp):
@@ -158,7 +174,23 @@ def chunk_starts_only(split_fn, seq_len, cp):  # right chunks by their first row
     for r in range(cp):
         got = split_fn(torch.arange(seq_len), cp, r)
         pieces = (r, 2 * cp - 1 - r) if cp > 1 else (0,)
-        assert sorted(got.tolist())[::chunk] == [c * chunk for c in sorted(pieces)]
+        assert sorted(got.tolist())[::chunk] == [c * chunk for c in sorted(pieces)], f"rank {r}: other chunks"
+
+
+def bare_assert(split_fn, seq_len, cp):  # the right comparison, but no message to say which rank holds what
+    try:
+        reference_split_guard(split_fn, seq_len, cp)
+    except AssertionError:
+        raise AssertionError from None
+
+
+def fixed_rows(split_fn, seq_len, cp):  # seq_len ignored: always 16 rows
+    reference_split_guard(split_fn, 16, cp)
+
+
+def skips_cp_one(split_fn, seq_len, cp):
+    if cp > 1:
+        reference_split_guard(split_fn, seq_len, cp)
 
 
 def _zig(rows, cp, rank):
@@ -213,6 +245,15 @@ def mask_counts_only(pad_fn):  # alignment and mask counts, never where the toke
         assert mask.sum(dim=1).tolist() == lengths
 
 
+def first_row_tokens_only(pad_fn):  # token placement checked on row 0 only
+    for lengths, tp, cp in (([7, 4, 9], 2, 1), ([7, 4, 9], 2, 2), ([5, 13], 3, 2)):
+        ids = batch(lengths)
+        padded, mask = pad_fn(ids, 0, tp, cp)
+        assert padded.shape[1] >= max(lengths) and padded.shape[1] % alignment(tp, cp) == 0, "not aligned"
+        assert mask.sum(dim=1).tolist() == lengths, "mask rows miscounted"
+        assert torch.equal(padded[0][mask[0]], ids[0]), "row 0's tokens moved"
+
+
 def even_tp_only(pad_fn):
     reference_padding_guard(pad_fn, cases=(([7, 4, 9], 2, 1), ([7, 4, 9], 2, 2), ([5, 13], 4, 2)))
 
@@ -243,6 +284,11 @@ WRONG = {
         Wrong(hard_coded, mentions="expected", why="hard-coded to the worked case"),
         Wrong(first_only, mentions="first sequence", why="first sequence only"),
         Wrong(sorts_input, mentions="changed its input", why="input mutated"),
+        Wrong(factor_two_always, mentions="when cp == 1", why="the zigzag factor kept without CP"),
+        Wrong(extra_block, mentions="already aligned stays", why="an aligned length gets one more block"),
+        Wrong(lambda lengths, tp, cp: 32, mentions="worked case's answer", why="the worked case hard-coded"),
+        Wrong(swapped, mentions="swapped tp and cp", why="tp and cp swapped"),
+        Wrong(first_padded_rest_raw, mentions="only the first sequence was padded", why="first sequence padded only"),
     ],
     "4.2": [
         Wrong(never_fails, mentions="let", why="never fails"),
@@ -254,6 +300,9 @@ WRONG = {
         Wrong(always_fails, mentions="rejected the zigzag split", why="rejects the correct split"),
         Wrong(crashes, mentions="a guard fails with AssertionError", why="crashes instead of asserting"),
         Wrong(chunk_starts_only, mentions=("out of place", "wrong order"), why="alignment but not row placement"),
+        Wrong(bare_assert, mentions="bare AssertionError", why="an assertion without a message"),
+        Wrong(fixed_rows, mentions="seq_len=", why="seq_len ignored: the split's own error"),
+        Wrong(skips_cp_one, mentions="when cp == 1", why="nothing checked when cp == 1"),
     ],
     "4.3": [
         Wrong(never_passes_none, mentions="pre-#7702 padding", why="never fails"),
@@ -264,6 +313,7 @@ WRONG = {
         Wrong(one_sequence_only, mentions="one-sequence batches", why="one-sequence batches only"),
         Wrong(mask_counts_only, mentions="moves the real tokens", why="alignment but not token placement"),
         Wrong(even_tp_only, mentions="odd tp", why="never an odd tp"),
+        Wrong(first_row_tokens_only, mentions="later rows", why="token placement checked on the first row only"),
     ],
 }
 

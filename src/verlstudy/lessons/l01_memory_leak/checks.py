@@ -10,8 +10,11 @@ measurements are refused as answers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
+
+import torch
 
 from verlstudy.common.memtrace import AllocationTracker
 from verlstudy.kit.exercises import ExerciseFailure, checker
@@ -138,10 +141,9 @@ _STEP_COUNTERS: list[Any] = []
 
 def keep_step_counters() -> None:
     """A small growing site: three 8-byte tensors kept per micro-batch (more allocations, fewer bytes)."""
-    import torch
-
     for _ in range(3):
         _STEP_COUNTERS.append(torch.zeros(2))
+
 
 ONE_OFF_SITES = ("backward_step", "stage_forward", "p2p_copy")
 WHAT_IS_PLANTED = {
@@ -277,6 +279,22 @@ def check_growth_site(find: Callable[[AllocationTracker, Callable[[], None]], st
     if not callable(find):
         raise ExerciseFailure(f"the answer should be a function, got {type(find).__name__}")
     run = _GrowthRun(find)
+    with _one_thread():
+        return _compare_growth(run)
+
+
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """Toy pipelines run faster on one thread: on a busy laptop, torch's thread pool costs ms per op."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _compare_growth(run: _GrowthRun) -> str:
     return compare_on_inputs(
         run,
         _growth_reference,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import permutations
 from types import SimpleNamespace
 from typing import Any
 
@@ -172,8 +173,22 @@ def _to_wire_mistake(args: tuple[Any, ...], got: Any, want: torch.Tensor) -> str
             return "each route became one byte: a value cast to uint8 keeps only the low byte of an expert id"
         return "the padding went onto another dim than the layers, or bytes are missing"
     layers = routes.shape[2]
+    front = got[:, :, : max_layers - layers]
+    if (
+        layers
+        and max_layers > layers
+        and torch.equal(got[:, :, max_layers - layers :], want[:, :, :layers])
+        and not int(front.count_nonzero())
+    ):
+        return "the real layers sit at the end of the layer dim, after the padding: they must come first"
     if int(got[:, :, layers:].count_nonzero()):
         return "the padding layers hold nonzero bytes, so the padding carries routes that do not exist"
+    swapped = want[:, :, :layers].unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
+    if layers and torch.equal(got[:, :, :layers], swapped):
+        return (
+            "the two bytes of each route are in the other order: the payload must be the int16 tensor's own "
+            "memory (little-endian on every machine torch runs on), reinterpreted, not bytes you assemble"
+        )
     return "the bytes of the real layers differ: a value cast to uint8 keeps only the low byte of an expert id"
 
 
@@ -233,6 +248,10 @@ def check_wire_roundtrip(
         Case((_route_map(2, 3, 1, 4, 33), 4), "1 layer padded to 4"),
         Case((_route_map(1, 2, 0, 2, 34), 3), "a stage with 0 MoE layers joins with only padding"),
         Case((_route_map(1, 1, 2, 1, 35), 2), "top-1, one token"),
+        Case(
+            (_route_map(2, 2, 3, 4, 36).transpose(2, 3).contiguous().transpose(2, 3), 4),
+            "a routes map that is not contiguous in memory (its last dim is strided, as after a reordering)",
+        ),
     ]
     to_summary = compare_on_inputs(
         to_wire_fn,
@@ -280,6 +299,8 @@ def _outcome(fn: Callable[[object, str], Any]) -> Callable[[object, str], Any]:
             return fn(_build(spec), name)
         except AttributeError:
             return Raised("AttributeError")
+        except (LookupError, ValueError) as e:  # KeyError, IndexError ...: compared, so the message can say so
+            return Raised(type(e).__name__)
         except RecursionError:
             return Raised("RecursionError (a config that contains itself was walked forever)")
 
@@ -416,12 +437,92 @@ def _walk_variants(config: object, name: str) -> dict[str, Any]:
     }
 
 
-def _text_attr_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
+def _variant_lookup(config: object, name: str, *, falsy_absent: bool = False, order: tuple[str, ...]) -> Any:
+    """The text-branch lookup with one thing changed (what counts as absent, the branch order): a wrong walk."""
+
+    def present(node: object) -> bool:
+        value = getattr(node, name, None)
+        return bool(value) if falsy_absent else value is not None
+
+    def text_of(node: object) -> object | None:
+        getter = getattr(node, "get_text_config", None)
+        text = getter() if callable(getter) else None
+        return text if text is not None else getattr(node, "text_config", None)
+
+    seen: set[int] = set()
+
+    def visit(node: object) -> Any:
+        if id(node) in seen:
+            return None
+        seen.add(id(node))
+        text = text_of(node)
+        children = [text] if text is not None and text is not node else []
+        children += [c for b in order if (c := getattr(node, b, None)) is not None and c is not text]
+        for child in children:
+            found = visit(child)
+            if found is not None:
+                return found
+        return node if present(node) else None
+
+    head = text_of(config)
+    node = head if head is not None and present(head) else visit(config)
+    return Raised("AttributeError") if node is None else getattr(node, name)
+
+
+def _same_outcome(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def _text_attr_mistake_for(find_attr: Callable[[object, str], Any]) -> Callable[..., str | None]:
+    def name_it(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
+        if got is None and isinstance(want, Raised):
+            try:
+                empty = find_attr(ToyConfig("Empty"), "hidden_size")
+            except Exception:
+                empty = Raised("something")
+            if empty is None:
+                return (
+                    "when nothing on the text branch has a value, your lookup returns None: raise AttributeError "
+                    "instead, so a miss cannot pass for a value"
+                )
+            return (
+                "your lookup returned None, a value that counts as absent: a config whose attribute is None does "
+                "not have it (is the test whether the attribute exists, rather than whether its value is None?)"
+            )
+        return _text_attr_mistake(args, got, want, skips_falsy=lambda: _skips_falsy(find_attr))
+
+    return name_it
+
+
+def _skips_falsy(find_attr: Callable[[object, str], Any]) -> bool:
+    """Whether a lookup misses a 0 that sits on the text config, the first place read (a probe)."""
+    try:
+        return not _same_outcome(
+            find_attr(ToyConfig("Root", text_config=ToyConfig("Text", num_experts=0)), "num_experts"), 0
+        )
+    except Exception:
+        return True
+
+
+def _text_attr_mistake(
+    args: tuple[Any, ...], got: Any, want: Any, skips_falsy: Callable[[], bool] = lambda: True
+) -> str | None:
     spec, name = args
     if isinstance(got, Raised) and "Recursion" in got.kind:
         return "your walk revisits configs: a config that contains itself never ends"
-    if isinstance(want, (int, float)) and not isinstance(want, Raised) and not want:
+    if isinstance(got, Raised) and isinstance(want, Raised) and got.kind != want.kind:
+        return (
+            f"when nothing on the text branch has it, raise AttributeError (the exercise asks for it), not {got.kind}"
+        )
+    config = _build(spec)
+    if _same_outcome(got, _variant_lookup(config, name, falsy_absent=True, order=TEXT_BRANCHES)) and skips_falsy():
         return "your walk takes a falsy value (0, False) for a missing one"
+    for order in permutations(TEXT_BRANCHES):
+        if order != tuple(TEXT_BRANCHES) and _same_outcome(got, _variant_lookup(_build(spec), name, order=order)):
+            return (
+                "your walk reads the named sub-configs in another order than the exercise lists them: when two "
+                "of them have a value, the first in that order wins"
+            )
     if isinstance(got, Raised) and not isinstance(want, Raised):
         return "your walk missed a text branch that has it (language_config, thinker_config's own text config, ...)"
     if isinstance(want, Raised) and not isinstance(got, Raised):
@@ -477,7 +578,7 @@ def check_text_config_attr(find_attr: Callable[[object, str], Any]) -> str:
         name="find_text_attr",
         edge_cases=[Case((spec, name), label) for label, spec, name, _ in _text_attr_cases()],
         inputs=_config_inputs(),
-        mistakes=_text_attr_mistake,
+        mistakes=_text_attr_mistake_for(find_attr),
         show=_show_lookup,
         max_examples=60,
     )
