@@ -203,7 +203,11 @@ def test_every_package_in_the_tree_is_listed_and_every_listed_one_exists():
         if d.is_dir() and "__pycache__" not in d.parts
     }
     bundled = {"verlstudy._course.notebooks", "verlstudy._course.data", "verlstudy._course.docs"}
-    assert listed == code | data | bundled
+    templates = {  # nbconvert templates (a conf.json each): folders of files, no code
+        ".".join(p.parent.relative_to(ROOT / "src").parts) for p in (ROOT / "src" / "verlstudy").rglob("conf.json")
+    }
+    assert templates == {"verlstudy.course.site_template"}
+    assert listed == code | data | bundled | templates
 
 
 def test_the_supported_pythons_are_the_ci_matrix():
@@ -249,6 +253,7 @@ def test_the_build_is_clean_ships_the_license_and_no_twins_and_the_sdist_leaves_
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert not [n for n in names if "/notebooks/py/" in n], "the jupytext twins are for authors, not the wheel"
     assert len([n for n in names if n.startswith("verlstudy/_course/notebooks/")]) == 10
+    assert {"verlstudy/course/site_template/index.html.j2", "verlstudy/course/site_template/conf.json"} <= set(names)
     assert len([n for n in names if n.startswith("verlstudy/_course/data/")]) == len(
         [p for p in (ROOT / "data").rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     )

@@ -17,13 +17,26 @@ LESSON0 = registry.get_lesson(0)
 
 def test_a_pipe_table_becomes_an_html_table_with_numbers_right_aligned():
     text = "before\n| name | MiB |\n| --- | ---: |\n| a<b | 1.5 |\nafter\n"
-    got = site_cells.text_to_html(text)
+    got = re.sub(r">\s+<", "><", site_cells.text_to_html(text))  # nbconvert's Markdown filter writes the table
     assert got == (
         "<pre>before</pre>"
-        '<table class="data"><thead><tr><th>name</th><th class=num>MiB</th></tr></thead>'
-        "<tbody><tr><td>a&lt;b</td><td class=num>1.5</td></tr></tbody></table>"
+        '<table><thead><tr><th>name</th><th style="text-align:right">MiB</th></tr></thead>'
+        '<tbody><tr><td>a&lt;b</td><td style="text-align:right">1.5</td></tr></tbody></table>'
         "<pre>after</pre>"
     )
+
+
+def test_printed_cells_are_text_not_markdown():
+    got = site_cells.text_to_html("| a | b |\n| --- | --- |\n| *x* `y` [l](u) | <i>&amp; \\ _z_ |\n")
+    assert "<td>*x* `y` [l](u)</td>" in got and "<td>&lt;i&gt;&amp;amp; \\ _z_</td>" in got
+
+
+def test_a_table_from_rows_takes_an_alignment_per_column_and_refuses_an_unknown_one():
+    got = site_cells.table_html(["a", "b", "c"], [["1", "2\nlines", "3"]], ["center", "right"])
+    assert '<td style="text-align:center">1</td>' in got and '<td style="text-align:right">2 lines</td>' in got
+    assert "<td>3</td>" in got
+    with pytest.raises(ValueError, match="alignment must be one of"):
+        site_cells.table_html(["a"], [], ["middle"])
 
 
 def test_a_table_printed_without_a_separator_line_is_still_a_table():
@@ -38,9 +51,9 @@ def test_text_without_a_table_is_left_alone_and_a_lone_pipe_line_is_no_table():
         site_cells.text_to_html(None)
 
 
-def test_a_stray_pipe_inside_a_cell_keeps_its_text_in_the_last_column():
-    got = site_cells.text_to_html("| claim | ours |\n| --- | --- |\n| a | x | y |\n")
-    assert "<td>x | y</td>" in got
+def test_a_stray_pipe_inside_a_cell_keeps_its_text_in_the_last_column_and_a_short_row_is_padded():
+    got = site_cells.text_to_html("| claim | ours |\n| --- | --- |\n| a | x | y |\n| b |\n")
+    assert "<td>x | y</td>" in got and re.search(r"<td>b</td>\s*<td></td>", got)
 
 
 def test_a_table_row_of_the_wrong_width_is_refused_by_name():
@@ -86,28 +99,32 @@ def test_the_claims_cell_is_rebuilt_from_the_records_not_from_the_printed_pipes(
 # ---------------------------------------------------------------- the page around the cells
 
 
-def _body(*cells: tuple[str, str]) -> str:
-    return "".join(
-        f'<div class="cell border-box-sizing code_cell rendered{extra}" id="cell-id={cid}">x{cid}</div>\n'
-        for cid, extra in cells
+def _notebook(*cells: tuple[str, list[str]]) -> nbformat.NotebookNode:
+    return nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(f"x{cid}", id=cid, metadata={"tags": tags}) for cid, tags in cells]
     )
 
 
-def test_cells_split_by_id_even_when_tags_add_classes():
-    head, cells = site_page.split_cells("<p>top</p>" + _body(("a", ""), ("b", " celltag_solution")))
-    assert head == "<p>top</p>" and [cid for cid, _ in cells] == ["a", "b"]
-    with pytest.raises(TypeError, match="body must be the HTML string"):
-        site_page.split_cells(None)
+def test_the_site_template_ships_beside_the_code_and_extends_nbconverts_basic():
+    assert (site.TEMPLATE_DIR / "index.html.j2").is_file()
+    assert "extends 'basic/index.html.j2'" in (site.TEMPLATE_DIR / "index.html.j2").read_text()
+    assert '"base_template": "basic"' in (site.TEMPLATE_DIR / "conf.json").read_text()
 
 
 def test_consecutive_cells_with_one_summary_share_one_closed_details():
-    body = _body(("a", ""), ("b", ""), ("c", ""), ("d", ""))
-    got = site_page.collapse_cells(body, {"b": "show solution: 1.1", "c": "show solution: 1.1", "d": "after you try"})
+    nb = _notebook(("a", []), ("b", ["solution"]), ("c", []), ("d", []))
+    marked = site_page.collapse_cells(nb, {"b": "show solution: 1.1", "c": "show solution: 1.1", "d": "after <try>"})
+    got = site.render_cells_html(marked)
     assert got.count("<details") == 2 and got.count("</details>") == 2
-    assert got.index("<details") < got.index("xb") < got.index("xc") < got.index("</details>")
-    assert " open" not in got
+    assert got.index("xa") < got.index("<details") < got.index("xb") < got.index("xc") < got.index("</details>")
+    assert '<details class="solution"><summary>after &lt;try&gt;</summary>' in got
+    assert got.rstrip().endswith("</details>") and " open" not in got
+    assert "<script" not in got and "<link" not in got  # the template adds nothing that loads
+    assert site.render_cells_html(site_page.collapse_cells(marked, {})).count("<details") == 0  # marks are redone
     with pytest.raises(ValueError, match=r"no cell with id \['z'\]"):
-        site_page.collapse_cells(body, {"z": "x"})
+        site_page.collapse_cells(nb, {"z": "x"})
+    with pytest.raises(TypeError, match="nb must be the notebook to render"):
+        site_page.collapse_cells("<div>", {})
 
 
 def test_contents_lists_the_sections_in_order_without_markup():

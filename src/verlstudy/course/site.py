@@ -46,11 +46,22 @@ def without_records(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return page
 
 
+TEMPLATE_DIR = Path(__file__).with_name("site_template")  # shipped in the wheel (pyproject package-data)
+
+
 def render_cells_html(nb: nbformat.NotebookNode) -> str:
-    """The cells of `nb` as HTML (nbconvert's `basic` template: no page shell, no scripts), figures embedded."""
+    """The cells of `nb` as HTML (the site's template, on nbconvert's `basic`: no page shell, no scripts).
+
+    Figures are embedded; cells collapse_cells marked come inside their closed <details>.
+    """
     from nbconvert import HTMLExporter
 
-    exporter = HTMLExporter(template_name="basic", embed_images=True, exclude_input_prompt=True)
+    exporter = HTMLExporter(
+        extra_template_basedirs=[str(TEMPLATE_DIR.parent)],
+        template_name=TEMPLATE_DIR.name,
+        embed_images=True,
+        exclude_input_prompt=True,
+    )
     body, _ = exporter.from_notebook_node(nb)
     return body
 
@@ -84,7 +95,7 @@ def lesson_body(lesson: Lesson, nb: nbformat.NotebookNode, edition: str) -> str:
     if edition == "full":
         return render_cells_html(page)
     student.hold_back_answers(page, lesson)
-    return collapse_cells(render_cells_html(page), collapsed_summaries(page))
+    return render_cells_html(collapse_cells(page, collapsed_summaries(page)))
 
 
 def _lesson_links(lessons: Sequence[Lesson]) -> list[PageLink]:

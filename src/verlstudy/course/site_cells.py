@@ -18,51 +18,65 @@ SEPARATOR = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
 CLAIMS_HEADER = ("claim", "upstream", "ours", "reproduced")
 
 
+# a backslash before any ASCII punctuation makes Markdown print it as it is: no emphasis, no links, no HTML,
+# and a "|" inside a cell stays in that cell
+MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+RULES = {"": "---", "left": ":---", "right": "---:", "center": ":---:"}
+
+
 def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
+def _literal(text: object) -> str:
+    """`text` as one Markdown table cell that nbconvert's Markdown filter renders as the text itself."""
+    return MARKDOWN_PUNCTUATION.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def _markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], rules: Sequence[str]) -> str:
+    """HTML of a Markdown pipe table (cells taken literally) from nbconvert's Markdown filter (mistune)."""
+    from nbconvert.filters.markdown import markdown2html
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(cells) + " |"
+
+    text = [line([_literal(c) for c in header]), line(rules), *(line([_literal(c) for c in row]) for row in rows)]
+    return markdown2html("\n".join(text) + "\n")
+
+
 def table_html(header: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str] = ()) -> str:
-    """An HTML table of plain-text cells (escaped); `align` holds 'left' or 'right' per column."""
+    """An HTML table of plain-text cells (taken literally); `align` holds '', 'left', 'right' or 'center' per column.
+
+    nbconvert's Markdown filter writes the table: the same renderer as the notebooks' Markdown cells.
+    """
     if not header:
         raise ValueError("a table needs at least one header cell")
     for row in rows:
         if len(row) != len(header):
             raise ValueError(f"table row {list(row)!r} has {len(row)} cells; the header has {len(header)}")
-    aligns = list(align) + ["left"] * (len(header) - len(align))
-
-    def tr(cells: Sequence[str], tag: str) -> str:
-        # right-aligned columns are numbers: they read best lined up on the right
-        return (
-            "<tr>"
-            + "".join(
-                f"<{tag}{' class=num' if a == 'right' else ''}>{html.escape(str(c))}</{tag}>"
-                for c, a in zip(cells, aligns, strict=True)
-            )
-            + "</tr>"
-        )
-
-    body = "".join(tr(row, "td") for row in rows)
-    return f'<table class="data"><thead>{tr(header, "th")}</thead><tbody>{body}</tbody></table>'
+    unknown = sorted(set(align) - set(RULES))
+    if unknown:
+        raise ValueError(f"alignment must be one of {sorted(RULES)}, got {unknown}")
+    aligns = list(align)[: len(header)] + [""] * (len(header) - len(align))
+    return _markdown_table(header, rows, [RULES[a] for a in aligns])
 
 
 ROW = re.compile(r"^\s*\|.*\|\s*$")
 
 
 def _pipe_table(lines: list[str]) -> str:
-    """A table from Markdown pipe lines; the separator line (if any) gives the alignment."""
-    header, *rows = lines
-    align: list[str] = []
-    if rows and SEPARATOR.match(rows[0]):
-        align = ["right" if c.endswith(":") and not c.startswith(":") else "left" for c in _cells(rows[0])]
-        rows = rows[1:]
-    width = len(_cells(header))
-    # a row with a stray "|" inside a cell keeps its text: the extra cells join the last column
+    """A table from printed Markdown pipe lines; the separator line (if any) keeps its alignment."""
+    header, *rows = (_cells(line) for line in lines)
+    width = len(header)
+    rules = ["---"] * width
+    if len(lines) > 1 and SEPARATOR.match(lines[1]):
+        rules = (rows.pop(0) + rules)[:width]
+    # Markdown drops a table whose rows differ in width: a row with a stray "|" inside a cell keeps its text
+    # (the extra cells join the last column), a short row gets empty cells
     body = [
-        [*c[: width - 1], " | ".join(c[width - 1 :])] if len(c) > width else c + [""] * (width - len(c))
-        for c in map(_cells, rows)
+        [*c[: width - 1], " | ".join(c[width - 1 :])] if len(c) > width else c + [""] * (width - len(c)) for c in rows
     ]
-    return table_html(_cells(header), body, align[:width])
+    return _markdown_table(header, body, rules)
 
 
 def text_to_html(text: str) -> str | None:

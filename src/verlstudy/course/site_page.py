@@ -1,7 +1,8 @@
 """A site page around nbconvert's cells: sidebar, contents, previous/next, collapsed solutions, no scripts.
 
-nbconvert's `basic` template gives the cells alone (no <head>, no require.js/MathJax/jQuery from a CDN);
-this module wraps them in a page of its own with inline CSS, so the site opens from a USB stick.
+The site's nbconvert template (site_template/, extending `basic`) gives the cells alone (no <head>, no
+require.js/MathJax/jQuery from a CDN) and writes the closed <details> that collapse_cells asks for; this
+module wraps them in a page of its own with inline CSS, so the site opens from a USB stick.
 """
 
 from __future__ import annotations
@@ -11,10 +12,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-# Every cell nbconvert's basic template writes starts like this, and carries the notebook cell's id
-# (a tagged cell's class list goes on with celltag_<tag> classes)
-CELL_START = re.compile(r'(?=<div class="cell border-box-sizing [a-z_]+ rendered[^"]*" id="cell-id=)')
-CELL_ID = re.compile(r'^<div class="cell border-box-sizing [a-z_]+ rendered[^"]*" id="cell-id=([^"]+)"')
+import nbformat
+
 HEADING = re.compile(r'<h2 id="([^"]+)">(.*?)<a class="anchor-link"', re.DOTALL)
 TAG = re.compile(r"<[^>]+>")
 
@@ -41,6 +40,7 @@ table{border-collapse:collapse;margin:.6em 0;font-size:13px}
 td,th{border-bottom:1px solid #ddd;padding:.25em .7em;text-align:left;vertical-align:top}
 th{background:#f5f6f8}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+td[style*=right],th[style*=right]{font-variant-numeric:tabular-nums}
 details{border:1px solid #dde;border-radius:4px;padding:.2em .8em;margin:.6em 0}
 details>summary{cursor:pointer;color:#1f5aa6;font-weight:600}
 details.figure-data{border:none;padding:0}
@@ -60,42 +60,37 @@ class PageLink:
     label: str
 
 
-def split_cells(body: str) -> tuple[str, list[tuple[str, str]]]:
-    """(text before the first cell, [(cell id, the cell's HTML)]) of nbconvert's basic-template body."""
-    if not isinstance(body, str):
-        raise TypeError(f"body must be the HTML string nbconvert wrote, got {type(body).__name__}")
-    head, *chunks = CELL_START.split(body)
-    cells = []
-    for chunk in chunks:
-        match = CELL_ID.match(chunk)
-        if match is None:  # the split only cuts where CELL_ID matches
-            raise ValueError(f"not a cell of nbconvert's basic template: {chunk[:80]!r}")
-        cells.append((match.group(1), chunk))
-    return head, cells
+SITE_METADATA = "verlstudy_site"  # what the site template reads from a cell (site_template/index.html.j2)
 
 
-def collapse_cells(body: str, summaries: Mapping[str, str], css_class: str = "solution") -> str:
-    """Wrap each cell whose id is in `summaries` in a closed <details> with that summary (no script needed).
+def collapse_cells(
+    nb: nbformat.NotebookNode, summaries: Mapping[str, str], css_class: str = "solution"
+) -> nbformat.NotebookNode:
+    """Mark each cell of `nb` whose id is in `summaries` to go into a closed <details> with that summary.
 
-    Consecutive cells with the same summary share one <details>, so a solution and its notes open together.
+    The site's nbconvert template writes the <details> (no script needed). Consecutive cells with the same
+    summary share one <details>, so a solution and its notes open together. `nb` is a copy the caller owns.
     """
-    head, cells = split_cells(body)
-    unknown = set(summaries) - {cell_id for cell_id, _ in cells}
+    if not isinstance(nb, nbformat.NotebookNode):
+        raise TypeError(f"nb must be the notebook to render, got {type(nb).__name__}")
+    unknown = set(summaries) - {cell.get("id") for cell in nb.cells}
     if unknown:
         raise ValueError(f"no cell with id {sorted(unknown)} in the page (ids must come from the rendered notebook)")
-    parts, open_summary = [head], None
-    for cell_id, chunk in cells:
-        summary = summaries.get(cell_id)
-        if summary != open_summary:
-            if open_summary is not None:
-                parts.append("</details>\n")
-            if summary is not None:
-                parts.append(f'<details class="{css_class}"><summary>{html.escape(summary)}</summary>\n')
-            open_summary = summary
-        parts.append(chunk)
-    if open_summary is not None:
-        parts.append("</details>\n")
-    return "".join(parts)
+    for cell in nb.cells:
+        cell.metadata.pop(SITE_METADATA, None)
+    groups: list[list[nbformat.NotebookNode]] = []
+    open_summary = None
+    for cell in nb.cells:
+        summary = summaries.get(cell.get("id"))
+        if summary is not None and summary == open_summary:
+            groups[-1].append(cell)
+        elif summary is not None:
+            groups.append([cell])
+        open_summary = summary
+    for group in groups:
+        group[0].metadata[SITE_METADATA] = {"details": summaries[group[0]["id"]], "details_class": css_class}
+        group[-1].metadata.setdefault(SITE_METADATA, {})["details_end"] = True
+    return nb
 
 
 def contents(body: str) -> list[PageLink]:
