@@ -37,7 +37,7 @@ def test_right_answers_written_differently_pass_on_every_input(right):
 
 def test_a_mistake_that_shows_only_on_some_inputs_is_found_and_shrunk_to_the_smallest():
     out = verdict(lambda xs: sum(x * abs(x) for x in xs))  # wrong only for negative numbers
-    assert out == "wrong: f([-1]) returned -1; expected 1 there (-1 where 1 was expected)"
+    assert out == "wrong: f([-1]) returned -1; expected 1 there"
 
 
 def test_the_exercise_names_the_mistake_it_recognises():
@@ -201,3 +201,24 @@ def test_a_plain_object_handed_over_is_compared_by_its_attributes():
     assert compare_on_inputs(lambda c: c.hidden, reference, edge_cases=[(Config(4),)]).startswith("right")
     with pytest.raises(ExerciseFailure, match="changed its input"):
         compare_on_inputs(mutates, reference, edge_cases=[(Config(4),)])
+
+
+def test_the_why_in_brackets_is_left_out_where_the_two_values_already_say_it():
+    def reference(n):
+        return [n] if n >= 0 else "raises ValueError"
+
+    with pytest.raises(ExerciseFailure) as wrong:
+        compare_on_inputs(lambda n: [n], reference, edge_cases=[(-1,)])
+    assert str(wrong.value) == "f(-1) returned [-1]; expected 'raises ValueError' there".replace("f(", "fn(")
+    with pytest.raises(ExerciseFailure, match=r"\(a float where an int is asked\)"):
+        compare_on_inputs(lambda n: float(n), lambda n: n, edge_cases=[(2,)])
+
+
+def test_an_exercise_failure_inside_a_guard_is_not_read_as_the_guard_failing():
+    from verlstudy.kit.properties import guard_verdict
+
+    def guard(impl):
+        raise ExerciseFailure("the checker's own verdict")
+
+    with pytest.raises(ExerciseFailure, match="own verdict"):
+        guard_verdict(guard, abs)

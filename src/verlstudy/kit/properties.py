@@ -268,7 +268,12 @@ class PropertyCheck:
             return
         if wrong is not None:
             named = self.mistakes(args, got, want) if self.mistakes else None
-            shown = f"{call} returned {_short(got)}; expected {_short(want)} there ({wrong})"
+            # the why in brackets only where it adds to the two values (not "a str where a list is asked")
+            described = isinstance(want, str) or (
+                isinstance(got, str) and isinstance(want, (list, tuple, Mapping, Set))
+            )
+            plain = wrong.endswith("was expected") or described  # e.g. an outcome written out, 'raises ValueError'
+            shown = f"{call} returned {_short(got)}; expected {_short(want)} there" + ("" if plain else f" ({wrong})")
             raise _Mismatch(call, shown + (f": {named}" if named else ""))
 
     def run(self) -> str:
@@ -329,10 +334,10 @@ def guard_verdict(guard: Callable[..., object], *args: object) -> str | None:
     try:
         with _time_limit(CALL_TIMEOUT_S):
             guard(*args)
+    except (NotImplementedError, ExerciseFailure):  # first: ExerciseFailure is an AssertionError too
+        raise
     except AssertionError as e:
         return str(e) or "AssertionError"
-    except (NotImplementedError, ExerciseFailure):
-        raise
     except _NoReturn:
         raise ExerciseFailure(f"your guard did not return within {CALL_TIMEOUT_S:g} s (an endless loop?)") from None
     except Exception as e:
@@ -367,6 +372,7 @@ def check_guard(
         verdicts = [(args, guard_verdict(guard, *args)) for args in calls(impl)]
         passed = [args for args, v in verdicts if v is None]
         if (every_call and passed) or (not every_call and len(passed) == len(verdicts)):
-            where = f" (e.g. on {describe_call('guard', passed[0][1:])})" if passed and len(passed[0]) > 1 else ""
+            # with every_call each call is a case where the implementation is wrong: name one it let through
+            where = f" (e.g. on {describe_call('guard', passed[0][1:])})" if every_call and len(passed[0]) > 1 else ""
             raise ExerciseFailure(f"your guard let {what} through{where}")
     return f"passes {len(good)} right implementation(s) and catches all {len(bad)} wrong ones"
