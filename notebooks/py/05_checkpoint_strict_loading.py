@@ -6,7 +6,8 @@
 # setting `actor_rollout_ref.actor.checkpoint.strict=False`: GLM-5.2's [MTP](00_start_here.ipynb#MTP) layers are
 # built neither for training nor for [rollout](00_start_here.ipynb#rollout), so the strict Hugging Face export
 # (written by Megatron-Bridge, which converts [Megatron](00_start_here.ipynb#Megatron) weights to Hugging Face's
-# format) could not complete. The flag fixes the recipe, and switches the check off for every other weight too.
+# format) could not write a complete checkpoint (with Megatron-Bridge v0.5.0 it silently leaves out every shard
+# that holds an MTP tensor). The flag fixes the recipe, and switches the check off for every other weight too.
 #
 # **You will** read where verl hands `strict` to the export, watch a toy export drop whole shards (Megatron-Bridge
 # v0.5.0, the recipe's pin) and succeed (v0.6.0), see `strict=False` write an export that lost a real layer, and
@@ -48,8 +49,10 @@ vocab, hidden, n_layers, n_shards, n_tokens = (params.vocab, params.hidden, para
 # match. `trained` is the model as the trainer built it, without MTP (`TinyLM`): as in Megatron-Bridge
 # v0.5.0's GLM-5 bridge, the MTP layers are not built at all. Here it starts from the released weights.
 #
-# **Names.** The toy calls its MTP head `mtp.*` (the DeepSeek-style name Megatron-Bridge v0.5.0 knows). GLM-5
-# does not: its MTP layer is one more decoder layer, `model.layers.{num_hidden_layers}.*`, i.e. `model.layers.78.*`
+# **Names.** The toy calls its MTP head `mtp.*`, the naming of e.g. Qwen3.5 and DeepSeek-V4 checkpoints. It is
+# the only MTP prefix Megatron-Bridge v0.5.0's `save_hf_weights` ignores, and v0.6.0's docstring calls it
+# "DeepSeek-style". GLM-5 does not use it (nor does DeepSeek-V3): its MTP layer is one more decoder layer,
+# `model.layers.{num_hidden_layers}.*`, i.e. `model.layers.78.*`
 # after layers 0-77 (Megatron-Bridge v0.6.0 `glm5_bridge.py`; #4960 calls them "appended MTP tensors"). For GLM-5
 # an allow-list must name the whole module `model.layers.78`: a plain prefix `model.layers.7` also covers layer
 # 78, and layers 70-77. Exercise 5.1 is exactly that hazard.
@@ -299,9 +302,13 @@ claim("an allowed module that matched nothing is reported", typo.unused_patterns
 # Who reads the export back? Not verl's own resume: it loads the HF export into the same MTP-less model that was
 # trained (`megatron_checkpoint_manager.py::_load_model_as_hf_via_bridge`, `bridge.load_hf_weights(self.model,
 # ...)`). Nor the recipe's rollout: it starts from dummy weights (`load_format='dummy'`) and receives the weights
-# by weight sync (the trainer copies its current weights into the inference engine). The reader with an MTP head is an *outside consumer*: someone loading the exported folder with a
-# model built from the full HF config (`transformers`, or a server that uses MTP for speculative decoding).
-# That is the load this section guards. `load_state_dict(strict=True)` refuses the export; plain `strict=False` accepts the broken
+# by weight sync (the trainer copies its current weights into the inference engine). The reader with an MTP head
+# is an *outside consumer*: a server that uses the checkpoint's MTP layer (`model.layers.78`) for speculative
+# decoding (a small extra head proposes the next tokens, the full model checks them), such as vLLM or SGLang with
+# MTP. Hugging Face `transformers` does not count: its `GlmMoeDsa` model builds no MTP layer and ignores
+# `model.layers.78.*` on load, so for GLM-5 a plain `transformers` load is exactly the load that does *not* need
+# layer 78. A server that builds the MTP head and loads it from the export is the load this section guards (the
+# toy's `TinyLMWithMTP` plays that model). `load_state_dict(strict=True)` refuses the export; plain `strict=False` accepts the broken
 # export too. `load_state_dict_audited(model, state_dict, allow_missing=("mtp.",))` compares key sets and
 # shapes first and raises `CheckpointMismatchError` before a single weight is copied. (`strict=False`
 # never relaxes shapes: a tensor of the wrong size fails either way.) verl has the pattern in small:
@@ -346,8 +353,9 @@ claim("guard fails on the renamed converter", not exports_faithfully(renamed))
 # %% [markdown]
 # ## The recipe's dependency refs
 # The same PR corrected the Megatron-LM and MegatronAdaptor refs in the recipe's header. NVIDIA Megatron-LM
-# publishes releases as *tags* named `core_vX.Y.Z`; the Ascend repos (MindSpeed, MegatronAdaptor) keep a
-# *branch* per Megatron release named `core_rX.Y.Z`. Megatron-LM *also* has `core_rX.Y.Z` release branches
+# publishes releases as *tags* named `core_vX.Y.Z`; the recipe pins the Ascend repos (MindSpeed, MegatronAdaptor)
+# to *branches* named `core_rX.Y.Z` (its header; the Ascend Dockerfile after #7827 clones MindSpeed
+# `--branch core_r0.18.0`). Megatron-LM *also* has `core_rX.Y.Z` release branches
 # (verl 0.9.1's `verl/models/mcore/model_forward_1f1b_overlap.py` links to `blob/core_r0.14.0`; #7788's recipe
 # pinned `core_r0.18.0`), so #7788's ref was real, not a typo: a branch can move on after the release, the tag
 # cannot. Pinning the branch where the tag was meant is a *policy* question (branch or tag), the same position
@@ -382,8 +390,11 @@ claim(
 claim("every ref fits its repository's naming scheme", all(p is None for p in problems.values()))
 
 # %% [markdown]
-# The rules live in `verlstudy.common.refs` (lesson 08). Swap the letter both ways: MindSpeed has no `core_v`
-# refs (a naming slip), while Megatron-LM's `core_r0.18.0` is its real, movable release branch (a policy note):
+# The rules live in `verlstudy.common.refs` (lesson 08) and are the course's. Swap the letter both ways. For
+# MindSpeed the course treats `core_v` as a naming slip: every MindSpeed ref the course has seen (this header and
+# the Ascend Dockerfile after #7827) is `core_r`; that MindSpeed has no `core_v` ref at all the course has not
+# checked.
+# Megatron-LM's `core_r0.18.0` is its real, movable release branch (a policy note):
 
 # %%
 swaps = (("NVIDIA/Megatron-LM", "core_r0.18.0"), ("Ascend/MindSpeed", "core_v0.18.0"))
@@ -440,7 +451,7 @@ upstream_check()
 #   is written, failing on everything else; Megatron-Bridge's ignored source prefixes are the precedent,
 #   matched by plain string prefix. The same list guards the load side (the course's extension).
 # - Refs are names of different kinds: Megatron-LM's `core_v0.18.0` is a tag, the Ascend repos'
-#   `core_r0.18.0` are branches; Megatron-LM's own `core_r0.18.0` branch is real, so pinning it is a policy
+#   `core_r0.18.0` are branches (the recipe's header); Megatron-LM's own `core_r0.18.0` branch is real, so pinning it is a policy
 #   choice (branch or tag), not a typo.
 
 # %% [markdown]
@@ -461,7 +472,12 @@ upstream_check()
 #   GLM-5 MTP mappings yet).
 # - Megatron-Bridge v0.6.0: #4189 (`auto_bridge.py::_model_omits_mtp`, `_mtp_source_key_prefixes`), #4513 (strict
 #   raises with the count of unwritten tensors); `glm5_bridge.py` maps GLM-5's MTP layer to
-#   `model.layers.{num_hidden_layers}.*`.
+#   `model.layers.{num_hidden_layers}.*`. v0.5.0's `models/deepseek/common.py` maps DeepSeek's MTP layers to HF
+#   `model.layers.{i + num_layers}.*` too; HF `mtp.*` names appear in the DeepSeek-V4 and Qwen3.5 bridges, and
+#   v0.6.0's `_mtp_source_key_prefixes` docstring calls `mtp.` "DeepSeek-style".
+# - huggingface/transformers `src/transformers/models/glm_moe_dsa/modular_glm_moe_dsa.py` (at 4c94ecd):
+#   `GlmMoeDsaPreTrainedModel._keys_to_ignore_on_load_unexpected` lists `model\.layers\.78.*`; the model builds
+#   no MTP layer.
 
 # %%
 claims_table()

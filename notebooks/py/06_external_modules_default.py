@@ -5,8 +5,8 @@
 # `VERL_USE_EXTERNAL_MODULES=megatron_adaptor` by default in the [Ascend](00_start_here.ipynb#Ascend) images, so
 # that verl imports `megatron_adaptor` (which patches [Megatron](00_start_here.ipynb#Megatron) for Ascend
 # [NPU](00_start_here.ipynb#NPU)s) whenever verl itself is
-# imported. Two NPU CI jobs still failed, and every other process in those containers was patched whether it
-# wanted it or not; [#7886](https://github.com/verl-project/verl/pull/7886) took the default out again.
+# imported. Two NPU CI jobs still failed, and every other process in those containers that imported verl was
+# patched whether it wanted it or not; [#7886](https://github.com/verl-project/verl/pull/7886) took the default out again.
 #
 # **You will** read verl's hook from the installed source, run it in throwaway subprocesses to see where such a
 # variable acts and where it comes too late, see why an image default is a silent change for everyone, and
@@ -23,18 +23,13 @@ timeout_s = 20.0  # seconds any one subprocess experiment may take before it is 
 seed = 0
 
 # %%
-from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
-from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.kit.claims import claim, claims_table, expect_error
+from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise, exercise_hint
-from verlstudy.kit.params import check_float, check_int
-from verlstudy.kit.seeding import seed_everything
 from verlstudy.kit.show import upstream_source
+from verlstudy.lessons.l06_external_modules.params import lesson_params
 
-dev = pick_device(device)
-timeout_s = check_float("timeout_s", timeout_s, minimum=1.0, maximum=120.0)
-seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
-reset_claims()
-print(f"running on {dev.type}")
+timeout_s = lesson_params(device, timeout_s, seed).timeout_s
 
 # %% [markdown]
 # ## Symptom: the variable was set, and two jobs still ran unpatched
@@ -304,8 +299,9 @@ _ = upstream_source("workers/rollout/vllm_rollout/vllm_async_server.py", "vLLMHt
 # %% [markdown]
 # vLLM imports `verl.workers.rollout.vllm_rollout.utils.vLLMColocateWorkerExtension` in every worker process it
 # starts, and importing it first runs `verl/__init__.py`, the hook included. So in 0.9.1 the worker processes do
-# import verl, which #7886's "never import verl" does not describe, and which of its processes crashed is not
-# established here. What verl does not control is *when*: vLLM resolves the extension while it sets the worker
+# import verl, which #7886's "never import verl" does not describe. Per #7877 (closed, by #7886's author), the
+# process that crashed was the spawned EngineCore, while it unpickled a worker message that refers to Megatron.
+# What verl does not control is *when*: vLLM resolves the extension while it sets the worker
 # up, after its own imports and after its general plugins (entry points in the `vllm.general_plugins` group,
 # loaded first by `vllm.plugins.load_general_plugins`), and a separate EngineCore process that does not load the
 # extension never runs the hook. So, in the course's reading, a patch that must come before Megatron in those
@@ -371,7 +367,9 @@ claim("the worker test fails under the image default and passes with the explici
 # not a typo: Megatron-LM really has `core_rX.Y.Z` release branches (verl 0.9.1's
 # `models/mcore/model_forward_1f1b_overlap.py` links `blob/core_r0.14.0`). A branch can move after the release,
 # the tag cannot, so pinning the branch is a *policy* finding (branch or tag), the position lessons 05 and 08
-# take too; a ref that breaks a repository's scheme (MindSpeed `core_v...`) is a *naming* finding. `verlstudy.common.pins`
+# take too; a ref that breaks the course's naming rule for a repository is a *naming* finding (e.g. MindSpeed
+# `core_v...`: every MindSpeed ref the course has seen is `core_r`, though MindSpeed's full list of refs was not
+# checked). `verlstudy.common.pins`
 # parses every `git clone --branch`, `git checkout`, `pip install name==v`, `pip install git+URL@ref` and
 # `actions/checkout` ref out of the three files (lesson 08 builds on this):
 
@@ -447,6 +445,7 @@ upstream_check()
 #   `.github/workflows/npu_unit_tests.yml` keeps its own job-level setting.
 # - `tests/special_distributed/run_all.sh` runs `test_megatron_dynamic_cp_features.py`, which imports
 #   `megatron.core` before any verl import (#7886's first example).
+# - verl PR #7877 (closed, by #7886's author): the `reward_model_vllm_ascend` failure in the spawned EngineCore.
 # - verl 0.9.1 `verl/models/mcore/model_forward_1f1b_overlap.py` links Megatron-LM `blob/core_r0.14.0`.
 
 # %%

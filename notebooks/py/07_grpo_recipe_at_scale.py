@@ -112,8 +112,10 @@ claim("TP group fits in one node", layout.tp_within_node)
 # ### Where the 512 devices sit
 # Which devices form a [TP](00_start_here.ipynb#TP) group, a pipeline stage or an [EP](00_start_here.ipynb#EP)
 # group is decided by how Megatron numbers ranks: verl 0.9.1 calls `mpu.initialize_model_parallel` without an
-# `order` (`workers/engine/megatron/transformer_impl.py`), so Megatron-core's default `"tp-cp-ep-dp-pp"` applies:
-# TP varies fastest and [PP](00_start_here.ipynb#PP) slowest. For the dense weights that makes
+# `order` (`workers/engine/megatron/transformer_impl.py`), so stock Megatron-core's default `"tp-cp-ep-dp-pp"`
+# applies: TP varies fastest and [PP](00_start_here.ipynb#PP) slowest. (That default is stock Megatron-LM's,
+# `core_v0.18.0`; whether the recipe's Ascend patches, MindSpeed and MegatronAdaptor, change it the course has not
+# checked, so the numbering below is stock Megatron's.) For the dense weights that makes
 # `rank = tp + 8 * dp + 64 * pp` here, for the experts `rank = ep + 64 * pp` (`placement.rank_place` writes both
 # out). The picture also assumes ranks are numbered node by node, 16 to a node (the course's assumption). Each
 # column is a node, each row a device in it; the table first prints what the picture draws:
@@ -556,15 +558,17 @@ claim(f"clip-higher ends with more entropy on all {robustness_seeds} further see
 #   `dsa_indexer_loss_coeff=0`, the fused lightning-indexer and sparse-flash-attention kernels and
 #   `dsa_grouped_recompute`. GLM-5 uses DeepSeek-style sparse attention: a small "indexer" picks which earlier
 #   tokens each token attends to; a coefficient of 0 means the indexer gets no loss of its own during RL.
-# - **Fused kernels**: `use_fused_rmsnorm=True` and `use_fused_swiglu` replace two elementwise layers by one NPU
-#   kernel each: less memory traffic, same maths.
+# - **Fused kernels** (MindSpeed flags): `use_fused_rmsnorm=True` and `use_fused_swiglu` run RMSNorm and the SwiGLU
+#   activation each as one NPU kernel (`npu_rms_norm`, `npu_swiglu`) instead of several small ops: less memory
+#   traffic, the same function up to rounding.
 # - **Recompute**: `recompute_granularity=full`, `recompute_method=uniform`, `recompute_num_layers=1`: activations
 #   are not kept for backward but recomputed layer by layer, trading compute for memory at 8k-token sequences.
 # - **R3 router replay**: `router_replay.mode=R3` with `rollout.enable_rollout_routing_replay=True`: the trainer
 #   replays the experts the inference engine's [router](00_start_here.ipynb#router) chose, so both compute the
 #   same [MoE](00_start_here.ipynb#MoE) path for a token ([R3](00_start_here.ipynb#R3); lesson 03 builds it).
 # - **Dummy rollout weights**: `rollout.load_format='dummy'`: the inference engine starts with random weights and
-#   receives the actor's by weight sync before the first rollout, so the checkpoint is read once, by the trainer;
+#   receives the actor's by weight sync before the first rollout, so only the training side (actor and reference
+#   model) reads the checkpoint, never the inference engine;
 #   `rollout.calculate_log_probs=True` makes the engine return the log-probs the rollout correction above needs.
 
 # %%
@@ -644,7 +648,8 @@ upstream_check()
 #   `compute_rollout_rejection_mask`; `verl/trainer/ppo/core_algos.py::kl_penalty`; `verl/workers/utils/losses.py::ppo_loss`
 #   adds the terms (the lesson runs the pieces, not `ppo_loss`).
 # - `verl/workers/engine/megatron/transformer_impl.py`: `mpu.initialize_model_parallel` called without `order`, so
-#   Megatron-core's default `"tp-cp-ep-dp-pp"` (`megatron/core/parallel_state.py`) numbers the ranks.
+#   stock Megatron-core's default `"tp-cp-ep-dp-pp"` (`megatron/core/parallel_state.py` at `core_v0.18.0`) numbers
+#   the ranks (not checked against the Ascend patches).
 # - `verl/utils/megatron_utils.py::offload_megatron_model_to_cpu` (what `param_offload` moves), and Megatron-core's
 #   `megatron/core/optimizer/optimizer_config.py` and `cpu_offloading/README.md` (what `optimizer_cpu_offload`,
 #   `optimizer_offload_fraction`, `use_precision_aware_optimizer` do).

@@ -36,7 +36,8 @@ from verlstudy.kit.params import check_choice, positive_int
 from verlstudy.lessons.l05_checkpoint.checkpoint import check_patterns, matches_prefix
 
 BRIDGE_RELEASES = ("v0.5.0", "v0.6.0")  # v0.5.0: the recipe's pin; v0.6.0: #4189 strips MTP keys, #4513 raises
-MTP_SOURCE_PREFIX = "mtp."  # the DeepSeek-style MTP names (the toy's); GLM-5 uses model.layers.{num_hidden_layers}.
+MTP_SOURCE_PREFIX = "mtp."  # the mtp.* naming (Qwen3.5, DeepSeek-V4; the toy's); GLM-5 and DeepSeek-V3 use
+# model.layers.{num_hidden_layers}.
 
 
 class ExportIncomplete(RuntimeError):

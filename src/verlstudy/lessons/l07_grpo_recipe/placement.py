@@ -1,8 +1,10 @@
 """Where each rank of a `ParallelLayout` sits: its node, its pipeline stage, its TP group, its EP group.
 
-Megatron-core numbers the ranks of each parallel group with the order ``"tp-cp-ep-dp-pp"``
-(``megatron/core/parallel_state.py::initialize_model_parallel``'s default; verl 0.9.1's
-``workers/engine/megatron/transformer_impl.py`` passes no ``order``), tp varying fastest:
+Stock Megatron-core numbers the ranks of each parallel group with the order ``"tp-cp-ep-dp-pp"``
+(``megatron/core/parallel_state.py::initialize_model_parallel``'s default at ``core_v0.18.0``; verl 0.9.1's
+``workers/engine/megatron/transformer_impl.py`` passes no ``order``), tp varying fastest. Whether the Ascend
+stack's patches (MindSpeed, MegatronAdaptor) change that default is not checked here: this is stock Megatron's
+numbering.
 
 - dense (attention) weights: ``rank = tp + TP * (cp + CP * (dp + DP * pp))``
 - expert (MoE) weights:      ``rank = etp + ETP * (ep + EP * (edp + EDP * pp))``
