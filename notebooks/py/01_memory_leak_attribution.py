@@ -38,7 +38,7 @@ from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise
 from verlstudy.kit.plots import bar_plot, line_plot
 from verlstudy.kit.resources import data_dir
-from verlstudy.kit.show import show_source, upstream_diff
+from verlstudy.kit.show import show_source, upstream_diff, upstream_source
 from verlstudy.kit.upstream import upstream_cell, verl_version
 from verlstudy.lessons.l01_memory_leak import measure, pipeline as pl, upstream as up
 from verlstudy.lessons.l01_memory_leak.gloo_ranks import gloo_pipeline_worker, levels_after
@@ -184,11 +184,11 @@ check_exercise("1.2", find_growth_site)
 
 # %% [markdown]
 # ## 2. Root cause, step 1: which allocation site holds the memory?
-# The PR names the site; it does not say how it was found (the course's
-# [digest](00_start_here.ipynb#digest) says upstream read `torch.cuda.memory._record_memory_history`
-# snapshots; the PR thread does not). The course's tool for the same job on CPU is `AllocationTracker`: each
-# live storage with the Python stack that created it (torch's own frames trimmed). Here are the sites of what the **last** micro-batch allocated and is still alive after it
-# finished, then the full stack of the biggest one.
+# The PR names the site; the part of its description we could read does not say how it was found (the
+# course's [digest](00_start_here.ipynb#digest) says upstream read `torch.cuda.memory._record_memory_history`
+# snapshots). The course's tool for the same job on CPU is `AllocationTracker`: each live storage with the
+# Python stack that created it (torch's own frames trimmed). Here are the sites of what the **last**
+# micro-batch allocated and is still alive after it finished, then the full stack of the biggest one.
 
 # %%
 last_mb = leak_run.marks[-1]
@@ -231,8 +231,8 @@ del stored, buffers
 # - **the buffer's gradient**: backward fills the buffer's `.grad`, and the toy's `backward_step` reads
 #   it to send it back without clearing it. Megatron's `schedules.py::backward_step` also collects
 #   `x.grad` of each input tensor without resetting it (the course's reading of Megatron-LM's source),
-#   so by the same mechanism the gradient would stay with the buffer there; the PR does not say
-#   whether its figure counts it, and the toy cannot measure Megatron.
+#   so by the same mechanism the gradient would stay with the buffer there; the part of the PR we could
+#   read does not say whether its figure counts it, and the toy cannot measure Megatron.
 # - **the stored output itself** (S values): it is meant to be kept, and it is all the fix leaves.
 #
 # Run in bfloat16, as upstream's figure assumes, the toy's buffer term is the PR's formula exactly:
@@ -261,7 +261,8 @@ claim("mini-batch end: live bytes once the merged store is dropped", tracker.liv
 
 # %% [markdown]
 # ## 4. Controls: when does it *not* leak?
-# The course's digest of #7874 says upstream ran control runs (forward only, PP=1); the PR text does not.
+# The course's digest of #7874 says upstream ran control runs (forward only, PP=1); the part of the PR
+# description we could read does not.
 # The course runs its own controls, measuring bytes per micro-batch:
 # - **forward only** (how verl computes [old log-probs](00_start_here.ipynb#old-log-prob): `infer_batch` runs under `torch.no_grad()`):
 #   no graph is built, so nothing but the outputs can be pinned. verl 0.9.1's old-log-prob pass also
@@ -289,14 +290,14 @@ claim("PP=1 keeps only the outputs", controls["PP=1"], expected=own, unit="B")
 claim("retained bytes do not depend on depth", controls["2 layers/stage"] == controls["4 layers/stage"] == int(leak_slope))
 
 # %% [markdown]
-# **What the toy shows, and what it cannot.** The course's digest gives two control figures, forward only
-# about 0.76 MiB and PP=1 about 0.31 MiB per micro-batch; they are not in the PR's text, they are shown
-# in the table's last column for reference only, and no claim here rests on them. In the toy both controls
-# keep only their stored outputs. With verl 0.9.1's settings (entropy in the forward-only pass; none in
-# training at the default `entropy_coeff: 0` of `trainer/config/actor/actor.yaml`), forward only stores two
-# per-token tensors and PP=1 one: that is what the toy measures, not an explanation of the digest's
-# figures. What the controls do establish: with no graph (forward only) or no fresh leaf (PP=1), nothing
-# beyond the outputs stays; and the leak does not grow with depth.
+# **What the toy shows, and what it cannot.** The course's digest gives two control figures, forward only about
+# 0.76 MiB and PP=1 about 0.31 MiB per micro-batch; they are not in the part of the PR description we could
+# read, they are shown in the table's last column for reference only, and no claim here rests on them. In the
+# toy both controls keep only their stored outputs. With verl 0.9.1's settings (entropy in the forward-only
+# pass; none in training at the default `entropy_coeff: 0` of `trainer/config/actor/actor.yaml`), forward only
+# stores two per-token tensors and PP=1 one: that is what the toy measures, not an explanation of the digest's
+# figures. What the controls do establish: with no graph (forward only) or no fresh leaf (PP=1), nothing beyond
+# the outputs stays; and the leak does not grow with depth.
 
 # %% [markdown]
 # ### 4b. The larger variant: a stored output the loss never reads
@@ -412,6 +413,7 @@ claim("with detach_tree the steady step is the stored output only", {y - x for x
 # %% tags=["upstream-source", "nbval-ignore-output"]
 upstream_diff("workers/engine/utils.py", "detach_tree")
 _ = upstream_diff("workers/engine/megatron/transformer_impl.py", None, contains='output["model_output"] = detach_tree')
+upstream_source("workers/engine/megatron/transformer_impl.py", contains='["routed_experts"] = layers_topk_idx', context=4)
 
 # %% [markdown]
 # **Reading it.** `detach_tree` is new in 0.9.1. A tensor that requires grad comes back detached (same data,
@@ -422,8 +424,10 @@ _ = upstream_diff("workers/engine/megatron/transformer_impl.py", None, contains=
 # receive buffer, `p2p_communication.py::create_tensor_recv_prev`. It also says why gradients do not change:
 # backward runs on the separately returned live loss. In the Megatron engine, the line that put
 # `model_output` into the per-micro-batch output (what reaches `forward_data_store`) now wraps it in
-# `detach_tree`, with a comment pointing there. (The same diff shows a second `model_output` line, a
-# `routed_experts` write into the *merged* output after the schedule; lesson 02 reads it.)
+# `detach_tree`, with a comment pointing there. The last excerpt is from elsewhere in the same file, outside
+# that diff (the write itself is the same in 0.9.0): a second `model_output` line,
+# `output["model_output"]["routed_experts"] = layers_topk_idx`, writes routing indices into the *merged*
+# output that `postprocess_batch_func` returned, after the schedule; lesson 02 reads it.
 #
 # The toy's fix uses the course's `verlstudy.common.trees.detach_tree` (lesson 02); the cell after the next
 # stores upstream's own. The stored outputs keep their own S x itemsize bytes per micro-batch and nothing
@@ -470,7 +474,8 @@ upstream_cell(fix_with_upstream_detach_tree)
 # without it, fails naming the site. This guard is the course's. Upstream's regression test for this leak is
 # #6699's weakref test (`tests/workers/test_engine_forward_step_detach_on_cpu.py`, commit dbbf0853f), which
 # lesson 02 rebuilds; the course's digest of #7874 also mentions a static check of the four engine call
-# sites, but no such test is in verl 0.9.1 (lesson 02 builds the course's own).
+# sites, but we found none: verl's 0.9.1 release has no test of these call sites, and the stored upstream test
+# files hold no such check (lesson 02 builds the course's own).
 
 # %%
 print("with the fix:", measure.assert_flat_residency(cfg, 3), "bytes per micro-batch")

@@ -7,14 +7,14 @@
 # **What happened.** Lesson 01 found the leak: every engine keeps one output dict per
 # [micro-batch](00_start_here.ipynb#micro-batch) until the [mini-batch](00_start_here.ipynb#mini-batch) ends, and a
 # tensor in `model_output` that still has a `grad_fn` pins that micro-batch's
-# [autograd graph](00_start_here.ipynb#autograd-graph). #7874's fix is one small function, `detach_tree`, called
-# where each of verl's four engines stores `"model_output"`.
+# [autograd graph](00_start_here.ipynb#autograd-graph). #7874's fix is one small function, `detach_tree`; by
+# verl 0.9.1 it is called where each of verl's four engines stores `"model_output"`.
 #
 # **What you will do.** Write `detach_tree` and check its five properties against verl's own; detach in the
 # wrong place and watch the loss stay normal while the gradient dies (silently when a live loss term sits
 # outside `model_output`, loudly in verl's own `ppo_loss`); catch it with a `requires_grad` contract; rebuild
 # #6699's weakref regression test; and run the course's own static check of the call sites on verl's engines
-# before and after #7874.
+# in 0.9.0 and 0.9.1.
 #
 # **Time:** 45 minutes. **Assumes:** lesson 01, PyTorch autograd (`requires_grad`, `grad_fn`, `.detach()`), what
 # a [GRPO](00_start_here.ipynb#GRPO) advantage is. Sources are listed at the end. Facts checked against verl 0.9.1
@@ -394,8 +394,8 @@ claim("CPU: bytes retained per held micro-batch, unwrapped", per_mb[False],
 # %% [markdown]
 # ## 5 · The static check: every call site wraps what it stores
 # The weakref test pins the mechanism. The course's [digest](00_start_here.ipynb#digest) of #7874 also
-# mentions a static check of the four engine call sites; no such test is in verl 0.9.1, so none of upstream's
-# is run here. `verlstudy.lessons.l02_detach.astcheck` is the course's own static check: it finds
+# mentions a static check of the four engine call sites; we found no such test (verl's 0.9.1 release has no
+# test of these call sites, and the stored upstream test files hold none), so none of upstream's is run here. `verlstudy.lessons.l02_detach.astcheck` is the course's own static check: it finds
 # every place a value is stored under `"model_output"` (dict entry, subscript assignment,
 # `dict(model_output=...)`, `setdefault`, and writes *into* the stored dict) and reports those not
 # wrapped in `detach_tree(...)`, following a variable back to its assignment. Upstream has two call-site
@@ -456,9 +456,10 @@ claim("the AST check passes the trap's engine (only the contract catches it)",
       astcheck.stored_outputs_without("detach_tree", trap_source) == [])
 
 # %% [markdown]
-# ### Upstream's four engines, before and after #7874
-# Here are the four store lines as verl changed them, read at run time from the installed releases (0.9.0,
-# before #7874, and 0.9.1):
+# ### Upstream's four engines in 0.9.0 and 0.9.1
+# Here are the four store lines as verl changed them between 0.9.0 (before #7874) and 0.9.1, read at run time
+# from the installed releases. The part of #7874's description we could read covers the Megatron engine only,
+# so the other three changes are dated to that interval, not credited to the PR:
 
 # %% tags=["upstream-source", "nbval-ignore-output"]
 for engine in ("fsdp", "automodel", "torchtitan"):
@@ -499,7 +500,7 @@ upstream_cell(engines_before_and_after, releases=["0.9.0"])
 # %% [markdown]
 # **Reading it.** In 0.9.0 the check flags megatron's `output["model_output"] = model_output` in
 # `postprocess_micro_batch_func`, and automodel's and torchtitan's `"model_output": model_output`
-# entries in `forward_step`: the true positives #7874 fixed. 0.9.1 wraps all three. Two kinds of line
+# entries in `forward_step`: the true positives, all three wrapped between 0.9.0 and 0.9.1 (#7874). Two kinds of line
 # are where a name-based rule misjudges:
 #
 # - **FSDP in 0.9.0 is flagged, but it was not leaking.** #6699 had already detached FSDP's output,
@@ -568,7 +569,8 @@ upstream_check()
 # ## Takeaways
 # - `detach_tree` detaches only what requires grad and returns everything else as the same object:
 #   no new tensors for an already-detached tree, types and jagged offsets kept, input untouched;
-#   verl's own function gives the same trees (it raises on namedtuples, which engines do not return).
+#   verl's own function gives the same trees (on a namedtuple it raises `TypeError`, or with one field
+#   silently stores a generator; no engine output holds namedtuples).
 # - Put it **where the output is stored, after the loss is built**. Before the loss, with every term
 #   reading `model_output` (verl's `ppo_loss`), backward raises; with a live term outside it, backward
 #   runs and the policy gets no gradient at all.
@@ -576,7 +578,7 @@ upstream_check()
 #   *exactly* 0.0 step after step can; so can a contract: loss requires grad, stored outputs do not,
 #   trainable parameters get non-zero gradients.
 # - Pin the mechanism with a weakref test (#6699's, upstream's) and the call sites with a static check (the
-#   course's; verl 0.9.1 ships none); neither
+#   course's; we found none upstream); neither
 #   replaces the contract, because the static check cannot see placement, and a name-based rule
 #   both flags correct code written another way (#6699's comprehension) and needs a reviewed reason
 #   for what it cannot judge (integer routing indices written into the stored dict).

@@ -177,9 +177,10 @@ claim(f"stuck in REPLAY_FORWARD, the recompute silently moves {stuck_moved}/{n_t
 # so did verl 0.9.0 and #7106's merge-base (`535c47799`). A dense config with Megatron's default `moe_layer_freq=1`
 # passes through both; one with `moe_layer_freq=None` fails the same way in both, so it is not the regression.
 #
-# What is established is #7805's remedy, in verl's own diff 0.9.0 -> 0.9.1: the engine computes
-# `enable_routing_replay` and `record_r2_routes` once per batch and every hook checks them, and the positional
-# helper returns `[]` on an empty registry before any layer-info code:
+# What is established is #7805's remedy, in verl's own diff 0.9.0 -> 0.9.1: the engine checks
+# `self.enable_routing_replay` (set once from `router_replay.mode` when the engine is built) before every hook,
+# and computes `record_r2_routes` once per batch; the positional helper returns `[]` on an empty registry before
+# any layer-info code:
 
 # %% tags=["upstream-source", "nbval-ignore-output"]
 upstream_diff("workers/engine/megatron/transformer_impl.py", None, contains="enable_routing_replay")
@@ -394,8 +395,8 @@ _ = upstream_cell(upstream_absolute_replay)
 #   map with `merge_nested_router_maps` (`transformer_impl.py`), one `(tokens, local layers, topk)` tensor per
 #   sequence, and `pp_gather` sends it with `torch.distributed.all_gather_object` on CPU (pickled): no layer count
 #   to exchange, no padding.
-# - **A dense map** (the VPP path's `reorder_and_merge_vpp_layers`, or dense BSHD maps): the ranks first exchange
-#   their layer counts, pad only the layer dim to the largest stage, send the int16 routes as raw bytes (NCCL
+# - **A dense map**, which only the VPP path builds, and only from BSHD inputs (`reorder_and_merge_vpp_layers`
+#   concatenates non-nested maps; nested ones stay nested): the ranks first exchange their layer counts, pad only the layer dim to the largest stage, send the int16 routes as raw bytes (NCCL
 #   has no int16) and strip the padding.
 #
 # Both are upstream's code as released; the next cell runs verl's own `pp_gather` on real gloo ranks on this
@@ -460,7 +461,9 @@ check_exercise("3.2", to_wire, from_wire)
 
 # %% [markdown]
 # The course's `pipeline.to_wire` sends the int16 routes as a **uint8 view**. Expert ids above 255 show why
-# it must be a bit view and not a value cast:
+# it must be a bit view and not a value cast (verl 0.9.0's `merge_router_topk_indices` and
+# `merge_nested_router_maps` stored routes with the value cast `.to(torch.uint8)`; 0.9.1 keeps int16 and sends
+# `.view(torch.uint8)`):
 
 # %%
 expert_ids = torch.tensor([3, 255, 300, 383], dtype=torch.int16).reshape(1, 1, 1, 4)
@@ -736,8 +739,8 @@ upstream_check()
 # - When two sides must agree on an order (RECORD and REPLAY), make it explicit: sort by layer number,
 #   reject duplicates, and replay by absolute layer when the routes cover every layer, dense ones included.
 #   Shape checks cannot catch a permutation.
-# - `pp_gather` moves the default nested map with `all_gather_object`; the dense (VPP/BSHD) branch exchanges
-#   layer counts, pads the layer dim and sends uint8 views. Either way it is a collective, and a rank that raises
+# - `pp_gather` moves the default nested map with `all_gather_object`; the dense branch (VPP with BSHD
+#   inputs) exchanges layer counts, pads the layer dim and sends uint8 views. Either way it is a collective, and a rank that raises
 #   instead of joining strands the others until the timeout. Upstream (#7805's review, verl 0.9.1) lets a stage
 #   without MoE layers join with a 0-layer map and keeps the hard failure for a stage that has routers but
 #   captured nothing, raised in `forward_step` during 1F1B (the peers wait in point-to-point transfers). Carrying that

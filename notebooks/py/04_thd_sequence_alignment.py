@@ -11,7 +11,7 @@
 #
 # **You will** read verl's change (0.9.0 -> 0.9.1) on screen, make the scatter fail and pass with verl's own
 # function, derive `tp*cp*2` from the [zigzag](00_start_here.ipynb#zigzag) split and see it drawn, predict the packed
-# length, see what a wrong mask does, and write the guard tests #7702 lacked.
+# length, see what a wrong mask does, and write guard tests of the kind #7702 would need.
 #
 # **Time:** 40 minutes. **Assumes:** tensor shapes, causal attention, what tensor parallelism is. Sources are
 # listed at the end.
@@ -171,8 +171,9 @@ with expect_error(ValueError, match="2*cp"):
 #   `pad = (align - L % align) % align`. The outer `% align` gives an aligned length 0, not a whole block.
 #
 # The PR's example is "4026 tokens, TP=2". As written it is inconsistent: 4026 is even, so at TP=2 the
-# scattered S would divide by 2. The PR does not say which S the bridge scattered (which tensor is scattered
-# depends on Megatron-Bridge's packing path), so the table below only shows which settings would need padding.
+# scattered S would divide by 2. The part of the PR we could read does not say which S the bridge scattered
+# (which tensor is scattered depends on Megatron-Bridge's packing path), so the table below only shows which
+# settings would need padding.
 
 # %%
 cases = [(4026, 2, 1), (4027, 2, 1), (4026, 4, 1), (4026, 1, 2), (4026, 2, 2), (9, 2, 1), (9, tp, cp)]

@@ -52,8 +52,8 @@ def measure_slope(
     return run.slope, sites, run
 
 
-# Control figures only the course's digest of PR #7874 gives (not in the PR's text; unverified). Shown beside
-# the course's measurements, never used in a claim.
+# Control figures only the course's digest of PR #7874 gives (not in the part of the PR description we could
+# read; unverified). Shown beside the course's measurements, never used in a claim.
 DIGEST_CONTROLS: dict[str, str] = {
     "forward only": "0.76 MiB per micro-batch",
     "PP=1": "0.31 MiB per micro-batch",

@@ -1,8 +1,9 @@
 """A static check on source text: is every value stored under ``"model_output"`` wrapped in `detach_tree`?
 
 CI cannot assert GPU memory. Upstream's regression test for the leak is #6699's weakref test; the
-course's digest of #7874 also mentions a static check of the four engine call sites, which is not in
-verl 0.9.1. This module is the course's own static check. It finds every
+course's digest of #7874 also mentions a static check of the four engine call sites; we found no such
+test (verl's 0.9.1 release has no test of these call sites, and the stored upstream test files hold
+none). This module is the course's own static check. It finds every
 place a value is *stored* under a key (default ``"model_output"``):
 
 - a dict display entry ``{"model_output": v}`` (at any nesting depth);

@@ -282,7 +282,8 @@ class TinyCheckpointedLM(nn.Module):
 
 
 def saved_input_lifetime(detach: bool, seed: int = 0) -> tuple[bool, bool, list[str]]:
-    """Upstream's weakref regression test as an experiment (verl #7874, on CPU).
+    """Upstream's weakref regression test (#6699's, tests/workers/test_engine_forward_step_detach_on_cpu.py) as an
+    experiment, on CPU.
 
     One forward through `TinyCheckpointedLM`, a loss, and the output held under "model_output"
     (wrapped in `detach_tree` when `detach`). Returns (checkpoint-saved input alive while the loss

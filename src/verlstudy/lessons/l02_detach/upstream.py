@@ -119,7 +119,8 @@ def compare_detach_tree(cases: int = 300, seed: int = 0, ours: Callable[[object]
         upstream.verl_version(),
         cases,
         "agree",
-        "namedtuples excluded: upstream's type(obj)(generator) raises TypeError on them; ours rebuilds",
+        "namedtuples excluded: upstream's type(obj)(generator) raises TypeError on a namedtuple of two or more fields"
+        " and stores the generator in a one-field one; ours rebuilds",
     )
 
 

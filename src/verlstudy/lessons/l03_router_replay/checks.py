@@ -1,4 +1,4 @@
-"""Lesson 03's exercise checkers: 3.1 stacks routes by layer number, 3.2 is the dense (VPP/BSHD) branch's
+"""Lesson 03's exercise checkers: 3.1 stacks routes by layer number, 3.2 is the dense (VPP with BSHD inputs) branch's
 wire format of `pp_gather`, 3.3 reads a config's text branch.
 
 Each checker compares the learner's function with a reference on named edge cases, then on inputs drawn

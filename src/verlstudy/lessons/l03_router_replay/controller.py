@@ -189,7 +189,7 @@ def positional_router_list(config: ToyTransformerConfig, registry: list[RouterRe
 
 
 def positional_action_is(config: ToyTransformerConfig, registry: list[RouterReplay], action: ReplayAction) -> bool:
-    """#7106's `is_r2_record_action` & co.: `routers and routers[0].action is ...`, the guard after the list."""
+    """0.9.0's and #7106's `is_r2_record_action` & co.: `routers and routers[0].action is ...` after the list."""
     routers = positional_router_list(config, registry)
     return bool(routers) and routers[0].action is action
 

@@ -1,6 +1,6 @@
 """pp_gather: the collective that assembles every pipeline stage's routes (lesson 03, verl PR #7805).
 
-As the dense (VPP/BSHD) branch of upstream's `verl/utils/megatron/router_replay_utils.py::pp_gather`
+As the dense (VPP with BSHD inputs) branch of upstream's `verl/utils/megatron/router_replay_utils.py::pp_gather`
 (verl 0.9.1): layer counts first, padding on the layer dim only, int16 routes sent as a bit-exact uint8
 view (`to_wire`, `from_wire`: NCCL has no int16). (Upstream's default, non-VPP path gathers a nested map
 with `all_gather_object` instead.) A stage that owns no MoE layer joins with a 0-layer map. (The course's

@@ -1,9 +1,10 @@
 """Reading a model attribute from the text branch of a nested (multimodal) config (lesson 03).
 
-As upstream's `verl/utils/megatron_utils.py::get_hf_config_attr` (verl 0.9.1), which #7805's review
-asked for: `get_text_config_attr` reads the text config, then `text_config`, `language_config`,
-`thinker_config`, `model_config` deepest first, never audio or code2wav siblings. `bfs_config_attr`
-is the naive walk the review rejected; `ToyConfig` stands in for a Hugging Face config.
+As upstream's `verl/utils/megatron_utils.py::get_hf_config_attr` (verl 0.9.1), which replaced #7106's
+root-first queue over the four names below: `get_text_config_attr` reads the text config, then
+`text_config`, `language_config`, `thinker_config`, `model_config` deepest first, never audio or code2wav
+siblings. `bfs_config_attr` is the course's naive walk, root first like #7106's queue but over every
+sub-config; `ToyConfig` stands in for a Hugging Face config.
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ def _walk_all(config: object) -> Iterator[tuple[str, object]]:
 
 
 def bfs_config_attr(config: object, name: str) -> Any:
-    """The naive walk the review rejected: breadth first from the root over *every* sub-config.
+    """The course's naive walk: breadth first from the root over *every* sub-config.
 
     The root answers first (1024 where the language model says 4096), and an audio sibling answers
     when the text branch has nothing: both silently wrong.

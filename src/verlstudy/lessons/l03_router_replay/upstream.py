@@ -1,14 +1,16 @@
 """Lesson 03 runs upstream verl's own router-replay and config-walk functions beside the course's versions.
 
-`verl/utils/megatron/router_replay_utils.py` and `verl/models/mcore/util.py` import Megatron at the
-top, so their functions are loaded from source (`verlstudy.kit.upstream.load_upstream`) into a
-namespace where this module's stand-ins answer for Megatron: `FakeParallelState` for `mpu` (one
-process: TP = CP = 1, a chosen PP rank), `FakePackedSeqParams`, identity sequence-parallel
-gather/scatter (TP = 1), an even-split `get_transformer_layer_offset`, the toy `TopKRouter` and a
-`RouterReplay` stand-in holding a registry list. The sorting, packing, layer indexing and error
-checks are upstream's code as released. `megatron_config` builds the TransformerConfig fields they
-read. `compare_config_attr` and `compare_merge` are the generated-case comparisons of
-`verlstudy verify-upstream`.
+`verl/utils/megatron/router_replay_utils.py` and `verl/models/mcore/util.py` import Megatron at the top, so
+their functions are loaded from source (`verlstudy.kit.upstream.load_upstream`) into a namespace where this
+module's stand-ins answer for Megatron: `FakeParallelState` for `mpu` (one process: TP = CP = 1, a chosen PP
+rank), `FakePackedSeqParams`, identity sequence-parallel gather/scatter (TP = 1), an even-split
+`get_transformer_layer_offset`, `is_vp_first_stage` and `is_vp_last_stage` answering True, the toy
+`TopKRouter` and a `RouterReplay` stand-in holding a registry list. verl's own THD packers
+(`preprocess_thd_engine`, `postprocess_thd_engine`) are replaced by stubs that raise (the lesson feeds BSHD
+inputs with an attention mask), and `device_name` is `"cpu"`; the packing that runs is upstream's BSHD
+`preprocess_packed_seqs` / `postprocess_packed_seqs`. The sorting, that packing, layer indexing and error
+checks are upstream's code as released. `megatron_config` builds the TransformerConfig fields they read.
+`compare_config_attr` and `compare_merge` are the generated-case comparisons of `verlstudy verify-upstream`.
 """
 
 from __future__ import annotations
