@@ -54,7 +54,8 @@ claim("minutes in the whole course", sum(minutes.values()), expected=400)
 # ## verl in brief
 # verl trains a language model with reinforcement learning. One **training step** (`verl/trainer/ppo/ray_trainer.py`,
 # `fit`) runs these phases on one batch of prompts:
-# 1. [rollout](#rollout): an inference engine (vLLM or SGLang) samples `rollout.n` responses per prompt;
+# 1. [rollout](#rollout): an inference engine (vLLM, SGLang or TensorRT-LLM: `rollout.name`) samples `rollout.n`
+#    responses per prompt;
 # 2. reward: each response gets a score;
 # 3. [old log-prob](#old-log-prob): the [actor](#actor) (the policy being trained) recomputes the log-probability
 #    of every response token, forward only;
@@ -83,13 +84,15 @@ claim("micro-batches per mini-batch on each rank", split.micro_per_mini, expecte
 # shows it; what only the course says is marked as the course's.
 #
 # #### rollout
-# Sampling responses from the current policy with an inference engine (vLLM or SGLang), `rollout.n` per prompt
-# (`verl/trainer/config/rollout/rollout.yaml`); its weights are synced from the actor before each step.
+# Sampling responses from the current policy with an inference engine, `rollout.n` per prompt: vLLM, SGLang or
+# TensorRT-LLM, chosen by `rollout.name` (`verl/trainer/config/rollout/rollout.yaml`; the engines registered in
+# `verl/workers/rollout/replica.py`); its weights are synced from the actor before each step.
 #
 # #### old-log-prob
-# The log-probability of each response token under the policy that sampled it, recomputed by the actor before the
-# update (`_compute_old_log_prob` in `verl/trainer/ppo/ray_trainer.py`); the PPO ratio divides the new
-# probability by it.
+# The log-probability of each response token under the weights that sampled it, recomputed by the actor's
+# training engine before the update (`_compute_old_log_prob` in `verl/trainer/ppo/ray_trainer.py`); the PPO ratio
+# divides the new probability by it. The rollout engine's own numbers for the same tokens (`rollout_log_probs`)
+# can differ, and `algorithm.rollout_correction.bypass_mode` uses those instead of recomputing.
 #
 # #### actor
 # The policy being trained; it also computes the old log-probs. Beside it run the **ref** (a frozen copy, for the
@@ -196,24 +199,26 @@ claim("micro-batches per mini-batch on each rank", split.micro_per_mini, expecte
 # (`is_npu_available` in `verl/utils/device.py`).
 #
 # #### Ascend
-# Huawei's NPU family (910B "A2", "A3"), programmed with the CANN toolkit; verl builds Ascend images in
-# `docker/ascend/` of its repository and runs Megatron there through MindSpeed.
+# Huawei's NPU family (the 910B-based "A2" and the "A3" machines), programmed with the CANN toolkit; verl builds
+# Ascend images in `docker/ascend/` of its repository and runs Megatron there through MindSpeed.
 #
 # #### digest
-# The course's own summary of each PR, kept in the course's notes (LESSONS.md). It is the course's reading, not
-# upstream's statement: a lesson says "the course's digest says" and computes no claim on it.
+# The course authors' own summary of each PR: what they read in its thread and diff while writing the lessons.
+# It is not part of this repository and not upstream's statement, so a lesson that repeats something only the
+# digest says writes "the course's digest says" and computes no claim on it; everything else a lesson states is
+# checked against verl's source and the PR threads, or computed in the notebook.
 
 # %% [markdown]
 # ## The arc each lesson follows
-# Each lesson after this one takes one upstream change: a merged verl PR and, in 01-03, 06, 08 and 09, the PRs
-# around it (a precursor, a revert and redo, a follow-up fix), and walks as much of this arc as its story has: the **symptom** a
-# user saw, **reproduce** it on a CPU, find the **cause**, apply the **fix**, add the **guard** (a test that
-# would have caught it); every lesson then ends with **exercises**, a check against **upstream** verl's own
-# code, **takeaways** and the **claims table**. The next cell reads every notebook and marks `y` where a section
-# heading names a stage (the course's rule, in `l00_start_here/arc.py`: the heading's label, the part before any
-# colon, uses the stage's word). The table is the arc each lesson really follows: a `-` in the first five
-# columns is a stage that lesson does not have as a section of its own (a dependency-stack lesson has no
-# symptom to reproduce); the last four are in every lesson.
+# Each lesson after this one takes one upstream change: a merged verl PR and, in 01-03, 05, 06, 08 and 09, the PRs
+# around it (a precursor, a sibling, a revert and redo, a follow-up fix), and walks as much of this arc as its story
+# has: the **symptom** a user saw, **reproduce** it on a CPU, find the **cause**, apply the **fix**, add the
+# **guard** (a test that would have caught it); every lesson then ends with **exercises**, a check against
+# **upstream** verl's own code, **takeaways** and the **claims table**. The next cell reads every notebook and marks
+# `y` where a section heading names a stage (the course's rule, in `l00_start_here/arc.py`: the heading's label, the
+# part before any colon, uses the stage's word). The table is the arc each lesson really follows: a `-` in the first
+# five columns is a stage that lesson does not have as a section of its own (a dependency-stack lesson has no symptom
+# to reproduce); the last four are in every lesson.
 
 # %%
 from verlstudy.lessons.l00_start_here.arc import arc_table, course_arcs, read_cells

@@ -31,7 +31,8 @@ from verlstudy.kit.resources import data_dir
 from verlstudy.kit.seeding import seed_everything
 from verlstudy.lessons.l08_dependency_stack import manifests as mf
 from verlstudy.lessons.l08_dependency_stack.layers import draw_layers
-from verlstudy.lessons.l08_dependency_stack.real_files import side_by_side, split_drift, unpinned_clones
+from verlstudy.lessons.l08_dependency_stack.real_files import component_drift, side_by_side, split_drift
+from verlstudy.lessons.l08_dependency_stack.real_files import unpinned_clones
 
 dev = pick_device(device)
 seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
@@ -144,22 +145,36 @@ claim("unpinned components per stack (before, after #7604, after #7827)",
       [sum(k == "unpinned" for k in d.values()) for d in (kinds, after, after)], expected=[1, 3, 3])
 
 # %% [markdown]
-# Two things the table shows that the PR descriptions do not. First, three of the five new components are
+# Three things the table shows that the PR descriptions do not. First, three of the five new components are
 # cloned with `git clone --depth 1` and no `--branch`: each build takes whatever their default branch holds that
 # day, so two builds of the same Dockerfile can differ. Second, torchvision appears as `0.25.0` (script) and
 # `0.25.0+cpu` (image). That is not a disagreement: `+cpu` is a *local version* (PEP 440) marking the CPU wheel of
-# the same release, and the image installs it only inside `if [ "$ARCH" = "x86_64" ]`. A drift check must tell the
-# two apart:
+# the same release, and the image installs it only inside `if [ "$ARCH" = "x86_64" ]`. Third, before #7604 the
+# image and the script install transformers two ways: the image checks out commit `cc7ab9be` of
+# `huggingface/transformers` and installs it from source, the script installs `transformers==5.10.4` from PyPI.
+# The table prints them on two rows, and a drift check that groups pins by repository key never compares them: a
+# git repository and a PyPI package are different keys. A drift check must group pins by the package they install
+# (`component_drift`: a repository's own name, `transformers`, is the PyPI name), and then tell a real
+# disagreement from a variant. A commit and a version cannot be shown to be the same code, so that pair counts as
+# real:
 
 # %%
 for title, found in pins.items():
-    real, variants = split_drift(ref_drift(found))
+    real, variants = split_drift(component_drift(found))
     print(f"{title}: real drift {[d.repo for d in real]}; architecture variants {[d.repo for d in variants]}")
-before_real, before_variants = split_drift(ref_drift(pins["before #7604"]))
-claim("pre-#7604 image and script: repositories in real disagreement", len(before_real), expected=0,
-      upstream="ead7f6c51: torchvision==0.25.0+cpu inside the x86_64 branch; 5ba5f2f51: torchvision==0.25.0")
+before_real, before_variants = split_drift(component_drift(pins["before #7604"]))
+print("\n".join(d.describe() for d in before_real))
+claim("pre-#7604 image and script: components in real disagreement", [d.repo for d in before_real],
+      expected=["transformers (huggingface/transformers, pypi:transformers)"],
+      upstream="ead7f6c51 Dockerfile.ascend_9.1.0_a2: git checkout cc7ab9be... then pip install -e transformers; "
+      "5ba5f2f51 scripts/install_vllm_mcore_npu.sh: pip install transformers==5.10.4")
+claim("grouped by repository key instead, the same pins show no real disagreement",
+      split_drift(ref_drift(pins["before #7604"]))[0], expected=[])
 claim("torchvision 0.25.0 vs 0.25.0+cpu is an architecture variant", [d.repo for d in before_variants]
-      == ["pypi:torchvision"])
+      == ["pypi:torchvision"],
+      upstream="ead7f6c51: torchvision==0.25.0+cpu inside the x86_64 branch; 5ba5f2f51: torchvision==0.25.0")
+claim("after #7604 and after #7827: no component in real disagreement",
+      [len(split_drift(component_drift(pins[t]))[0]) for t in ("after #7604", "after #7827")], expected=[0, 0])
 
 # %% [markdown]
 # Megatron-LM's `core_r0.16.0` (before) and `core_r0.18.0` (after #7604) are real release branches; #7827's
@@ -202,13 +217,14 @@ claim("fixture self-check: places that pin Megatron-LM", places["megatron-lm"], 
 # `ref_findings` reports two kinds. `policy`: a Megatron-LM release branch where the release tag exists (the
 # branch-vs-tag question above). `naming`: a ref that fits none of the names the repository uses for releases
 # (MindSpeed `core_v0.18.0`, where MindSpeed's releases are `core_rX.Y.Z`): most likely a slip, to be checked
-# against the repository. The drift check groups pins by repository (host and case ignored) and reports every
-# repository pinned to more than one ref.
+# against the repository. The drift check groups pins by the package they install (host and case ignored; a git
+# repository and the PyPI package of its name are one component) and reports every one pinned to more than one
+# ref.
 
 # %%
 problems = ref_findings(hand)
 print("\n".join(problems))
-drifts = ref_drift(hand)
+drifts = component_drift(hand)
 print("\n".join(d.describe() for d in drifts))
 claim("Megatron-LM core_r0.18.0 is a policy finding, with the tag core_v0.18.0 suggested",
       ref_finding("NVIDIA/Megatron-LM", "core_r0.18.0").kind == "policy"
@@ -216,7 +232,7 @@ claim("Megatron-LM core_r0.18.0 is a policy finding, with the tag core_v0.18.0 s
       upstream="#7604 wrote core_r0.18.0; #7827 corrected it to core_v0.18.0")
 claim("fixture self-check: policy and naming findings in the hand-edited files",
       (len(ref_findings(hand, "policy")), len(ref_findings(hand, "naming"))) == (3, 1))
-claim("fixture self-check: repositories pinned two ways", sorted(d.repo for d in drifts)
+claim("fixture self-check: components pinned two ways", sorted(d.repo for d in drifts)
       == ["ascend/mindspeed", "nvidia-nemo/megatron-bridge", "nvidia/megatron-lm"])
 
 # %% [markdown]
@@ -330,8 +346,11 @@ upstream_check()
 #   MindSpeed-Bridge with no ref at all, and its install script still pins `transformers==5.10.4`.
 # - A pin is a tag, a branch, a commit or nothing; which one depends on the repository, not on its spelling. A
 #   release branch where a tag exists (Megatron-LM `core_r0.18.0`) is a policy question; #7827 chose the tag.
-# - `0.25.0+cpu` beside `0.25.0` is the x86_64 CPU wheel of the same version, not drift; the pre-#7604 image and
-#   script agree on every version and leave mbridge unversioned in both.
+# - `0.25.0+cpu` beside `0.25.0` is the x86_64 CPU wheel of the same version, not drift. The pre-#7604 image and
+#   script agree on vllm, vllm-ascend, MindSpeed and Megatron-LM, but not on transformers: the image builds commit
+#   `cc7ab9be` (pinned since verl's Qwen3.5 NPU image, #5991; #7604 removed it), the script installs 5.10.4 from
+#   PyPI. Compare pins by the package they install, not by repository key, or such a pair is never compared. Both
+#   files leave mbridge unversioned.
 # - Generate the pins from one manifest; the check then guards the generator, not every hand edit.
 
 # %% [markdown]
@@ -339,7 +358,11 @@ upstream_check()
 # - [#7604](https://github.com/verl-project/verl/pull/7604) "upgrade Ascend stack to Megatron 0.18.0" and
 #   [#7827](https://github.com/verl-project/verl/pull/7827) "Correct the `Megatron-LM` ref to `core_v0.18.0`".
 # - Before #7604: `docker/ascend/Dockerfile.ascend_9.1.0_a2` at verl ead7f6c51 (#7338) and
-#   `scripts/install_vllm_mcore_npu.sh` at verl 5ba5f2f51 (#7404).
+#   `scripts/install_vllm_mcore_npu.sh` at verl 5ba5f2f51 (#7404). The image's transformers commit
+#   `cc7ab9be508ce6ed3637bba9e50367b29b742dc6` first appears in verl's Ascend Dockerfiles with
+#   [#5991](https://github.com/verl-project/verl/pull/5991) (2026-04-14, "qwen3.5 add npu docker file"); verl's
+#   Ascend install guide at 5ba5f2f51 (`docs/ascend_tutorial/get_start/install_guidance.rst`) lists transformers
+#   5.10.4, as the script does.
 # - After #7604: the same two files at wwj-git-rgb/verl 3d36367e83 (a fork whose files are post-#7604 and
 #   pre-#7827: Megatron-LM still `core_r0.18.0`); after #7827: the image at yellowbee686/verl 6fc912f07d (a fork).
 #   Rewritten with the same pins in `data/stacks/after_upgrade/` and `after_fix/`.

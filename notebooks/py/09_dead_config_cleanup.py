@@ -149,7 +149,9 @@ check_exercise("9.1", attribute_reads)
 # field: `for f in fields(cfg): getattr(cfg, f.name)`. Where the search finds such a *reflective* read of the
 # config class (`fields`, `asdict`, `vars` or `getattr` with a computed name, on a variable annotated with the
 # class), or finds the field's name written as a string, it does not call the field dead: it reports "read
-# reflectively: cannot tell".
+# reflectively: cannot tell". A loop over the fields that skips some by name before reading any
+# (`if not f.name.endswith("_implementation"): continue`) reads only the fields it keeps, so the search applies
+# that test: a field the loop skips gets no "cannot tell" from it.
 
 # %%
 sources = [PKG / "config.py", PKG / "engine.py"]
@@ -202,13 +204,18 @@ upstream_diff("workers/config/engine.py", "EngineConfig", old="0.9.0", contains=
 upstream_diff("workers/engine/megatron/transformer_impl.py", None, old="0.9.0", contains="_is_offload_grad")
 
 # %% [markdown]
-# The diff removes the field and its comment from the base class of every engine config, so FSDP, TorchTitan
-# and Automodel lose it too; the engine diff removes the only line that read it, a copy into `_is_offload_grad`
-# that nothing read. Now the same search over *every* config dataclass in `verl/workers/config/` of both
-# releases. The table lists the classes where it found something: the fields it calls dead (no read by name,
-# no reflective read, no string naming them), and how many it cannot tell about. These are candidates to check
-# by hand, not verdicts: a field can be read by a recipe outside the package, through YAML interpolation, or
-# by a reflective read of an object whose type is not written down.
+# The diff removes the field and its comment from the base class of every engine config, so FSDP, VeOmni,
+# TorchTitan and Automodel (and MindSpeed, through `McoreEngineConfig`) lose it too; the engine diff removes the
+# only line that read it, a copy into `_is_offload_grad` that nothing read. Now the same search over *every*
+# config dataclass in `verl/workers/config/` of both releases. The table lists the classes where it found
+# something: the fields it calls dead (no read by name, no reflective read that keeps them, no string naming
+# them), and how many it cannot tell about. These are candidates to check by hand, not verdicts: a field can be
+# read by a recipe outside the package, through YAML interpolation, or by a reflective read of an object whose
+# type is not written down. `VeOmniEngineConfig` shows why the loop's name test matters: verl's VeOmni engine
+# reads its config in a `fields()` loop that first skips every field whose name does not end in
+# `_implementation`. The 13 it keeps are read (the search, which does not follow the values, says "cannot
+# tell"); the three it skips are read nowhere else, so they are dead, as `grad_offload` was in 0.9.0. Treating
+# every `fields()` loop as a read of every field would have hidden them.
 
 # %%
 def scan_every_config_class() -> None:
@@ -217,9 +224,16 @@ def scan_every_config_class() -> None:
     veomni = {s.class_name: s for s in after}["VeOmniEngineConfig"]
     print(next(str(d) for d in veomni.dead if d.name == "moe_implementation"))
     claim("config dataclasses searched in verl 0.9.0 and 0.9.1", (len(before), len(after)), expected=(52, 48))
+    print("skipped by the loop's name test, read nowhere:", ", ".join(veomni.dead_names()))
+    loop = ("veomni/transformer_impl.py:77-80: for f in fields(engine_config): if not f.name.endswith("
+            "'_implementation'): continue; getattr(engine_config, f.name)")
     claim("verl 0.9.1 VeOmniEngineConfig: fields read reflectively, cannot tell", len(veomni.cannot_tell_names()),
-          expected=16, upstream="veomni/transformer_impl.py: for f in fields(engine_config): getattr(engine_config, f.name)")
-    claim("verl 0.9.1 VeOmniEngineConfig: fields called dead", veomni.dead_names(), expected=[])
+          expected=13, upstream=loop)
+    claim("verl 0.9.1 VeOmniEngineConfig: every field it cannot tell about ends in _implementation",
+          all(n.endswith("_implementation") for n in veomni.cannot_tell_names()), upstream=loop)
+    claim("verl 0.9.1 VeOmniEngineConfig: fields called dead", veomni.dead_names(),
+          expected=["ckpt_manager", "load_checkpoint_path", "force_use_huggingface"],
+          upstream="verl 0.9.1: the three names occur in no .py file but workers/config/engine.py (the class)")
 
 
 _ = upstream_cell(scan_every_config_class, releases=["0.9.0"])
@@ -302,7 +316,8 @@ print("McoreEngineConfig fields now:", len(schema.field_names(half1_pkg.config.M
 # The first job that starts fails. Upstream builds a `_target_` block with `hydra.utils.instantiate` (called by
 # `verl/utils/config.py::omega_conf_to_dataclass`), which calls the class with the block's keys and wraps
 # what goes wrong. `schema.instantiate_like_hydra` is the course's reconstruction of that path: the error
-# names the target class and the key path, then Python's own message; no file, no line, no way forward:
+# names the target class, then Python's own message, then the key path (`full_key:`); no file, no line, no way
+# forward:
 
 # %%
 with expect_error(schema.InstantiationError, match="unexpected keyword argument 'grad_offload'"):
@@ -431,9 +446,10 @@ claim("dead fields after the removal", len(fixed_dead), expected=0)
 # %% [markdown]
 # ## Old user configs: fail loudly, with a way forward
 # Somebody's run file from last month still says `grad_offload: true`. The PR says what it means for them:
-# the option was never consumed, so removing it does not change what runs; they delete the key. It does not
-# offer `param_offload` as a replacement, and neither should we: `param_offload` also moves the parameters
-# off the device, which the user never asked for. The removal table (`errors.REMOVED_KEYS`) turns the old
+# the option was never consumed, so removing it does not change what runs; its usage example deletes the
+# `grad_offload` line and keeps `param_offload: true` as it was. The course's message asks only that: delete the
+# key. It does not offer `param_offload` as a replacement: `param_offload` also moves the parameters off the
+# device, which the user never asked for. The removal table (`errors.REMOVED_KEYS`) turns the old
 # key into that message, with the line:
 
 # %%
@@ -468,7 +484,7 @@ with expect_error(errors.ConfigError, match="'betas[0]' must be float, got str '
 # ## Guard: a test that keeps the field gone
 # #7466's test is one line over `dataclasses.fields`: `assert "router_replay" not in {f.name for f in
 # fields(ActorConfig)}` (`tests/workers/config/test_actor_router_replay_sync_on_cpu.py` on the PR's branch; the
-# verl wheel ships no tests). If a later merge brings the field back (a rebase, a copy-paste from an old branch),
+# verl wheel ships only part of verl's `tests/`, and not this file). If a later merge brings the field back (a rebase, a copy-paste from an old branch),
 # CI fails with the reason. `schema.assert_field_removed` is that
 # test: it passes on the fixed class and fails on the original one.
 
@@ -600,8 +616,9 @@ upstream_check()
 # - `verl/utils/megatron_utils.py::offload_megatron_model_to_cpu`: copies the parameter buffers to the host and
 #   frees the gradient buffers (`grad_data.storage().resize_(0)`); `grad_reduce_in_fp32` makes them fp32.
 # - `verl/workers/engine/veomni/transformer_impl.py::_build_ops_implementation_config`: the reflective read of
-#   `VeOmniEngineConfig`. `full_determinism` is read by the FSDP, VeOmni, TorchTitan and Automodel engines, not by
-#   Megatron's.
+#   `VeOmniEngineConfig`, a `fields()` loop that skips every field whose name does not end in `_implementation`;
+#   `ckpt_manager`, `load_checkpoint_path` and `force_use_huggingface` occur in no other `.py` file of 0.9.1.
+# - `full_determinism` is read by the FSDP, VeOmni, TorchTitan and Automodel engines, not by Megatron's.
 # - `dist_checkpointing_prefix`: added by #4139, its call sites dropped by #6067; `verl/utils/model.py::
 #   load_mcore_dist_weights` keeps `prefix=""`.
 

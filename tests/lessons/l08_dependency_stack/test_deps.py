@@ -38,7 +38,12 @@ from verlstudy.lessons.l08_dependency_stack.manifests import (
     tree_problems,
     upgrade_diff,
 )
-from verlstudy.lessons.l08_dependency_stack.real_files import split_drift, unpinned_clones
+from verlstudy.lessons.l08_dependency_stack.real_files import (
+    component_drift,
+    component_name,
+    split_drift,
+    unpinned_clones,
+)
 
 DATA = project_root() / "data"
 MINDSPEED = "https://gitcode.com/Ascend/MindSpeed.git"
@@ -563,8 +568,14 @@ def test_unpinned_clones_and_split_drift_on_the_real_files():
     assert (
         unpinned_clones({"f": "git clone -b v1 https://x.org/a/b.git\ngit clone --branch=v2 https://x.org/a/c"}) == []
     )
-    real, variants = split_drift(ref_drift(pins_in_files(read_files(DATA / "stacks" / "before_upgrade"))))
+    before = pins_in_files(read_files(DATA / "stacks" / "before_upgrade"))
+    real, variants = split_drift(ref_drift(before))
     assert (real, [d.repo for d in variants]) == ([], ["pypi:torchvision"])
+    # grouped by the package installed, the image's transformers commit meets the script's PyPI version
+    real, variants = split_drift(component_drift(before))
+    assert [d.repo for d in real] == ["transformers (huggingface/transformers, pypi:transformers)"]
+    assert real[0].refs == ("5.10.4", "cc7ab9be508ce6ed3637bba9e50367b29b742dc6")
+    assert [d.repo for d in variants] == ["pypi:torchvision"]
     with pytest.raises(TypeError, match="mapping"):
         unpinned_clones(["not", "a", "mapping"])
 
@@ -614,3 +625,17 @@ def test_generated_files_round_trip_every_manifest(components):
     m = StackManifest("generated", tuple(Component(*c) for c in components))
     for name, text in _render_all(m).items():
         assert {(p.repo, p.ref) for p in parse_pins(text, file_kind(name), name)} == manifest_pins(m), name
+
+
+def test_component_drift_merges_a_git_repository_with_the_pypi_package_of_its_name():
+    pins = parse_pins("pip install Flash_Linear.Attention==0.5.0 torch==2.10\n", "shell", "a.sh") + parse_pins(
+        "git clone --branch v0.4 https://github.com/fla-org/flash-linear-attention.git\n", "shell", "b.sh"
+    )
+    assert component_name("pypi:flash-linear-attention") == component_name("fla-org/Flash_Linear_Attention")
+    [drift] = component_drift(pins)
+    assert drift.repo == "flash-linear-attention (fla-org/flash-linear-attention, pypi:flash-linear-attention)"
+    assert drift.refs == ("0.5.0", "v0.4")
+    assert split_drift([drift]) == ([drift], [])
+    assert component_drift(parse_pins("pip install a==1\n", "shell", "x") * 2) == []
+    with pytest.raises(TypeError, match="Pin"):
+        component_drift(["pypi:a"])

@@ -169,3 +169,57 @@ def test_a_field_named_in_a_string_cannot_be_told():
     src = {"m.py": "NAMES = ('b',)\ndef f(cfg):\n    return [cfg.get(n) for n in NAMES] + [cfg.a]\n"}
     found = {d.name: d for d in field_reads.dead_fields(src, Cfg)}
     assert found["b"].cannot_tell and not found["c"].cannot_tell
+
+
+# ---- a loop that filters the fields by name reads only those it keeps ------------------------
+
+
+@dataclass
+class Ops:
+    a: bool = False
+    b_impl: str = "x"
+    c_impl: str = "x"
+    path: str = ""
+    flag: bool = False
+
+
+@pytest.mark.parametrize(
+    ("loop", "cannot_tell"),
+    [
+        # verl 0.9.1's VeOmni engine: skip every field whose name does not end so
+        ("for f in fields(cfg):\n        if not f.name.endswith('_impl'):\n            continue\n"
+         "        send(getattr(cfg, f.name))", ["b_impl", "c_impl"]),
+        ("for f in fields(cfg):\n        if f.name.startswith(('pa', 'fl')):\n            continue\n"
+         "        send(getattr(cfg, f.name))", ["b_impl", "c_impl"]),
+        ("for f in fields(cfg):\n        if f.name in ('b_impl', 'x'):\n            send(getattr(cfg, f.name))",
+         ["b_impl"]),
+        ("for k in vars(cfg):\n        if k not in ['path', 'x']:\n            continue\n        send(k)", ["path"]),
+        ("for f in fields(cfg):\n        if not f.name.endswith('_impl'):\n            continue\n"
+         "        if f.name.startswith('c'):\n            continue\n        send(getattr(cfg, f.name))", ["b_impl"]),
+        # a guard that does not test the name, a test the search cannot read, an else branch: every field
+        ("for f in fields(cfg):\n        if not f.init:\n            continue\n        send(getattr(cfg, f.name))",
+         ["b_impl", "c_impl", "path", "flag"]),
+        ("for f in fields(cfg):\n        if f.name.endswith(SUFFIX):\n            continue\n"
+         "        send(getattr(cfg, f.name))", ["b_impl", "c_impl", "path", "flag"]),
+        ("for f in fields(cfg):\n        if f.name.endswith('_impl'):\n            send(1)\n        else:\n"
+         "            send(getattr(cfg, f.name))", ["b_impl", "c_impl", "path", "flag"]),
+    ],
+)  # fmt: skip
+def test_a_loop_that_filters_fields_by_name_reads_only_those_it_keeps(loop, cannot_tell):
+    src = {"m.py": f"def ops(cfg: Ops):\n    use(cfg.a)\n    {loop}\n"}
+    dead = field_reads.dead_fields(src, Ops)
+    assert [d.name for d in dead if d.cannot_tell] == cannot_tell
+    assert [d.name for d in dead if not d.cannot_tell] == [
+        n for n in ("b_impl", "c_impl", "path", "flag") if n not in cannot_tell
+    ]
+
+
+def test_a_filtered_loop_does_not_hide_an_unfiltered_read_of_the_same_config():
+    src = {
+        "m.py": "def ops(cfg: Ops):\n    for f in fields(cfg):\n        if not f.name.endswith('_impl'):\n"
+        "            continue\n        send(getattr(cfg, f.name))\n    dump(asdict(cfg))\n"
+    }
+    keep = (("endswith", ("_impl",), True),)
+    assert field_reads.reflective_filters(src, "Ops") == [("m.py:2", keep), ("m.py:5", keep), ("m.py:6", ())]
+    assert [d.name for d in field_reads.dead_fields(src, Ops) if not d.cannot_tell] == []
+    assert field_reads.passes("x_impl", keep) and not field_reads.passes("c", [("in", ("c",), False)])

@@ -94,3 +94,12 @@ def test_config_table_lists_classes_with_findings_and_counts_cannot_tell():
     table = config_table(old, new).splitlines()
     assert table[2] == "| A | 2/1 | g | - | 1 |"
     assert len(table) == 3  # a class with nothing found is left out
+
+
+@needs
+def test_veomni_loop_in_verl_keeps_only_implementation_fields():
+    # verl 0.9.1 veomni/transformer_impl.py: for f in fields(engine_config): skips names not ending _implementation
+    veomni = {s.class_name: s for s in verl_tree.scan_config_classes()}["VeOmniEngineConfig"]
+    assert veomni.dead_names() == ["ckpt_manager", "load_checkpoint_path", "force_use_huggingface"]
+    assert len(veomni.cannot_tell_names()) == 13
+    assert all(n.endswith("_implementation") for n in veomni.cannot_tell_names())

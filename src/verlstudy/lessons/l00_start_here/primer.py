@@ -25,9 +25,9 @@ class Phase:
 
 
 RL_STEP: tuple[Phase, ...] = (
-    Phase("rollout", "vLLM/SGLang (inference)", "responses to each prompt"),
+    Phase("rollout", "vLLM/SGLang/TRT-LLM (inference)", "responses to each prompt"),
     Phase("reward", "reward (function or model)", "a score per response"),
-    Phase("old log-prob", "actor (forward only)", "old_log_probs: the policy that sampled"),
+    Phase("old log-prob", "actor (forward only)", "old_log_probs: the sampling weights, re-run by the actor"),
     Phase("ref log-prob", "ref (frozen copy)", "ref_log_prob: for the KL term"),
     Phase("values", "critic (PPO; not GRPO)", "values"),
     Phase("advantages", "driver (CPU)", "advantages: GRPO compares responses of one prompt"),

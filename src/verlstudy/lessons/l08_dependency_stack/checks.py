@@ -144,8 +144,9 @@ def _not_a_hash(ref: str) -> str:
     "8.1",
     library_answers=[_reference_policy],
     where=(
-        "the section 'Before the upgrade': Megatron-LM has both a release branch and a release tag for one "
-        "version, and the after-files clone three repositories with no ref at all"
+        "the paragraph under 'Predict first: exercise 8.1' and the section 'Before and after: upstream's real "
+        "files, side by side': Megatron-LM has both a release branch and a release tag for one version, and the "
+        "after-files clone three repositories with no ref at all"
     ),
     method=(
         "Deal first with a missing or empty ref. Then ask which of the repository's own lists holds the ref as "

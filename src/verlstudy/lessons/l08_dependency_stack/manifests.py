@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verlstudy.common.pins import pins_in_files, ref_drift, ref_findings
+from verlstudy.common.pins import pins_in_files, ref_findings
 from verlstudy.common.refs import COMMIT_HASH, REF_KINDS, Pin, ref_finding, repo_key
+from verlstudy.lessons.l08_dependency_stack.real_files import component_drift
 
 # ---------------------------------------------------------------- stack manifests
 
@@ -267,10 +268,11 @@ def manifest_pins(manifest: StackManifest) -> set[tuple[str, str]]:
 
 def tree_problems(files: Mapping[str, str], manifest: StackManifest) -> list[str]:
     """Everything a CI check over a tree of files should fail on: pins that disagree with the manifest,
-    ref findings (naming slips and branch-vs-tag policy, each labelled), and repositories pinned two ways."""
+    ref findings (naming slips and branch-vs-tag policy, each labelled), and components pinned two ways (a git
+    repository and the PyPI package of its name counted as one: `real_files.component_drift`)."""
     pins = pins_in_files(files)
     unpinned = [p for p in manifest_problems(manifest) if ": unpinned: " in p]
-    drift = [d.describe() for d in ref_drift(pins)]
+    drift = [d.describe() for d in component_drift(pins)]
     return manifest_mismatches(pins, manifest) + ref_findings(pins) + drift + unpinned
 
 

@@ -4,7 +4,9 @@
 the build takes whatever the default branch holds that day (the post-#7604 images clone TransformerEngineNPU,
 MindSpeed-Ops and MindSpeed-Bridge so). `split_drift` separates a real disagreement from an architecture
 variant: `0.25.0+cpu` is the x86_64 CPU wheel of `0.25.0` (a local version, PEP 440), not another version.
-`side_by_side` lines up each component's ref across several sets of files.
+`component_drift` groups pins by the package they install rather than by repository key, so a git checkout of
+`huggingface/transformers` at a commit (the pre-#7604 image) and `transformers==5.10.4` from PyPI (the install
+script) are compared as one component. `side_by_side` lines up each component's ref across several sets of files.
 """
 
 from __future__ import annotations
@@ -60,6 +62,42 @@ def unpinned_clones(files: Mapping[str, str]) -> list[Clone]:
                 if not _checked_out(text, folder):
                     found.append(Clone(repo_key(m.group("url")), name, number))
     return found
+
+
+def component_name(repo: str) -> str:
+    """The package a pin installs: 'pypi:transformers' and 'huggingface/transformers' are both 'transformers'.
+
+    A PyPI key gives the name after `pypi:`; a git key the repository's own name (its last part). Names are
+    compared as pip compares them (PEP 503: lower-case, runs of `-`, `_`, `.` as one `-`).
+    """
+    name = repo[len("pypi:") :] if repo.startswith("pypi:") else repo.rstrip("/").rsplit("/", 1)[-1]
+    return re.sub(r"[-_.]+", "-", name.lower())
+
+
+def component_drift(pins: Iterable[Pin]) -> list[Drift]:
+    """Every component pinned to more than one ref, a git repository and a PyPI package of one name counted as one.
+
+    `ref_drift` keys pins by repository, so `huggingface/transformers` at a commit and `pypi:transformers` at a
+    version never meet there. Here they do: the Drift is named '<name> (<key>, <key>)' when several keys merge,
+    and by its one key otherwise. A commit and a version cannot be shown to be the same code, so `split_drift`
+    counts such a component as a real disagreement.
+    """
+    pins = list(pins)
+    if not all(isinstance(p, Pin) for p in pins):
+        raise TypeError("component_drift takes an iterable of Pin")
+    keys: dict[str, set[str]] = {}
+    places: dict[str, list[tuple[str, str, int]]] = {}
+    for p in pins:
+        name = component_name(p.repo)
+        keys.setdefault(name, set()).add(p.repo)
+        places.setdefault(name, []).append((p.ref, p.file, p.line))
+    drifts = []
+    for name in sorted(places):
+        label = next(iter(keys[name])) if len(keys[name]) == 1 else f"{name} ({', '.join(sorted(keys[name]))})"
+        drift = Drift(label, tuple(sorted(places[name])))
+        if len(drift.refs) > 1:
+            drifts.append(drift)
+    return drifts
 
 
 def _public(version: str) -> str:
