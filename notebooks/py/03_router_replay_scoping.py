@@ -396,8 +396,9 @@ _ = upstream_cell(upstream_absolute_replay)
 #   sequence, and `pp_gather` sends it with `torch.distributed.all_gather_object` on CPU (pickled): no layer count
 #   to exchange, no padding.
 # - **A dense map**, which only the VPP path builds, and only from BSHD inputs (`reorder_and_merge_vpp_layers`
-#   concatenates non-nested maps; nested ones stay nested): the ranks first exchange their layer counts, pad only the layer dim to the largest stage, send the int16 routes as raw bytes (NCCL
-#   has no int16) and strip the padding.
+#   concatenates non-nested maps; nested ones stay nested): the ranks first exchange their layer counts, pad
+#   only the layer dim to the largest stage, send the int16 routes as raw bytes (NCCL has no int16) and strip
+#   the padding.
 #
 # Both are upstream's code as released; the next cell runs verl's own `pp_gather` on real gloo ranks on this
 # machine (one rank per stage of `pp_layer_counts`, a stage with 0 MoE layers included), once per branch.
@@ -462,8 +463,8 @@ check_exercise("3.2", to_wire, from_wire)
 # %% [markdown]
 # The course's `pipeline.to_wire` sends the int16 routes as a **uint8 view**. Expert ids above 255 show why
 # it must be a bit view and not a value cast (verl 0.9.0's `merge_router_topk_indices` and
-# `merge_nested_router_maps` stored routes with the value cast `.to(torch.uint8)`; 0.9.1 keeps int16 and sends
-# `.view(torch.uint8)`):
+# `merge_nested_router_maps` stored routes with the value cast `.to(torch.uint8)`; 0.9.1 keeps them int16 and,
+# where bytes must travel, reinterprets them with `.view(torch.uint8)`):
 
 # %%
 expert_ids = torch.tensor([3, 255, 300, 383], dtype=torch.int16).reshape(1, 1, 1, 4)
