@@ -96,9 +96,9 @@ NAMING_SCHEMES: dict[str, NamingScheme] = {
     "megatron-lm": NamingScheme("tag", r"core_v\d+\.\d+\.\d+(rc\d+)?", "core_v0.18.0",
                                 "NVIDIA Megatron-LM releases are tags core_vX.Y.Z", r"core_r\d+\.\d+\.\d+"),
     "mindspeed": NamingScheme("branch", r"core_r\d+\.\d+\.\d+", "core_r0.18.0",
-                              "Ascend MindSpeed follows Megatron on branches core_rX.Y.Z"),
+                              "the course's rule: every Ascend MindSpeed ref it has seen is a branch core_rX.Y.Z"),
     "megatronadaptor": NamingScheme("branch", r"core_r\d+\.\d+\.\d+", "core_r0.18.0",
-                                    "Ascend MegatronAdaptor follows Megatron on branches core_rX.Y.Z"),
+                                    "the course's rule: every MegatronAdaptor ref it has seen is a branch core_rX.Y.Z"),
     "megatron-bridge": NamingScheme("tag", r"v\d+\.\d+\.\d+", "v0.5.0", "Megatron-Bridge releases are tags vX.Y.Z"),
 }  # fmt: skip
 
