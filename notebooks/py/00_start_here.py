@@ -13,6 +13,13 @@
 # **Time:** 15 minutes. **Assumes:** Python and a first look at PyTorch. No upstream PR: this lesson is about
 # the course and verl's vocabulary. Facts checked against verl 0.9.1 (the glossary cites the files).
 
+# %%
+# On Colab this installs the course (a minute); anywhere else it does nothing and prints nothing.
+import importlib.util, subprocess, sys
+if "google.colab" in sys.modules and importlib.util.find_spec("verlstudy") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "verlstudy @ git+https://github.com/verlstudy/verlstudy"], check=True)
+    importlib.invalidate_caches()
+
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
 seed = 0

@@ -17,6 +17,13 @@
 # **Time:** 60 minutes. **Assumes:** top-k routing, `torch.distributed` collectives. Sources are listed at the end.
 # Facts checked against verl 0.9.1.
 
+# %%
+# On Colab this installs the course (a minute); anywhere else it does nothing and prints nothing.
+import importlib.util, subprocess, sys
+if "google.colab" in sys.modules and importlib.util.find_spec("verlstudy") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "verlstudy @ git+https://github.com/verlstudy/verlstudy"], check=True)
+    importlib.invalidate_caches()
+
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
 n_tokens = 32  # tokens per micro-batch

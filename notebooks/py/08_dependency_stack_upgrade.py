@@ -14,6 +14,13 @@
 # **Time:** 30 minutes. **Assumes:** git tags and branches, `pip install name==version`, reading a Dockerfile.
 # Facts checked against verl 0.9.1; the files and commits are listed under Sources at the end.
 
+# %%
+# On Colab this installs the course (a minute); anywhere else it does nothing and prints nothing.
+import importlib.util, subprocess, sys
+if "google.colab" in sys.modules and importlib.util.find_spec("verlstudy") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "verlstudy @ git+https://github.com/verlstudy/verlstudy"], check=True)
+    importlib.invalidate_caches()
+
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
 seed = 0

@@ -16,6 +16,13 @@
 # [Hydra](00_start_here.ipynb#Hydra)-style `_target_` configs. Facts checked against verl 0.9.1 (and 0.9.0 for
 # the state before the fix); the files are listed under Sources at the end.
 
+# %%
+# On Colab this installs the course (a minute); anywhere else it does nothing and prints nothing.
+import importlib.util, subprocess, sys
+if "google.colab" in sys.modules and importlib.util.find_spec("verlstudy") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "verlstudy @ git+https://github.com/verlstudy/verlstudy"], check=True)
+    importlib.invalidate_caches()
+
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
 hidden = 16  # width of the toy engine's one linear layer
