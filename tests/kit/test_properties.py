@@ -222,3 +222,19 @@ def test_an_exercise_failure_inside_a_guard_is_not_read_as_the_guard_failing():
 
     with pytest.raises(ExerciseFailure, match="own verdict"):
         guard_verdict(guard, abs)
+
+
+def test_a_check_runs_on_one_thread_and_gives_the_learner_their_setting_back():
+    seen = []
+
+    def reference(n):
+        seen.append(torch.get_num_threads())
+        return n
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        compare_on_inputs(lambda n: n, reference, edge_cases=[(1,)])
+        assert seen == [1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

@@ -188,6 +188,20 @@ def _time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """torch on one thread inside the block: a checker's tiny tensors run faster without the thread pool (on a busy
+    laptop it costs milliseconds per op), and the learner's thread setting is restored afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def _short(value: object, limit: int = 160) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 5] + " ...)"
@@ -278,6 +292,10 @@ class PropertyCheck:
 
     def run(self) -> str:
         """Try the named cases, then the generated inputs; return a one-line summary or raise ExerciseFailure."""
+        with one_thread():
+            return self._run()
+
+    def _run(self) -> str:
         for case in self.edge_cases:
             case = case if isinstance(case, Case) else Case(tuple(case))
             try:

@@ -10,15 +10,14 @@ measurements are refused as answers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from verlstudy.common.memtrace import AllocationTracker
 from verlstudy.kit.exercises import ExerciseFailure, checker
-from verlstudy.kit.properties import Case, compare_on_inputs
+from verlstudy.kit.properties import Case, compare_on_inputs, one_thread
 from verlstudy.lessons.l01_memory_leak.measure import measure_slope
 from verlstudy.lessons.l01_memory_leak.pipeline import (
     MicroBatchRunner,
@@ -279,19 +278,8 @@ def check_growth_site(find: Callable[[AllocationTracker, Callable[[], None]], st
     if not callable(find):
         raise ExerciseFailure(f"the answer should be a function, got {type(find).__name__}")
     run = _GrowthRun(find)
-    with _one_thread():
+    with one_thread():
         return _compare_growth(run)
-
-
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    """Toy pipelines run faster on one thread: on a busy laptop, torch's thread pool costs ms per op."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _compare_growth(run: _GrowthRun) -> str:

@@ -11,8 +11,7 @@ copy ...). A notebook reaches them only as check_exercise("N.M", answer); the li
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from torch import nn
 
 from verlstudy.common.trees import detach_tree, detach_tree_always, grad_attached_paths
 from verlstudy.kit.exercises import ExerciseFailure, checker
-from verlstudy.kit.properties import Case, compare_on_inputs
+from verlstudy.kit.properties import Case, compare_on_inputs, one_thread
 from verlstudy.kit.resources import data_dir
 
 # ---------------------------------------------------------------- 2.1 detach_tree
@@ -312,17 +311,6 @@ def check_detach_tree(fn: Any) -> str:
 # ---------------------------------------------------------------- 2.2 forward_step
 
 
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    """Tiny policies run faster on one thread: on a busy laptop, torch's thread pool costs ms per op."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def _from_example_engines(fn: Any) -> bool:
     # The notebook loads data/engines/*.py, whose forward_step has the exercise's signature.
     try:
@@ -555,7 +543,7 @@ def check_forward_step(fn: Any) -> str:
         raise TypeError(f"pass your function itself, got {type(fn).__name__}")
     if _from_example_engines(fn):
         raise ExerciseFailure("that is one of the example engines from data/engines: write your own forward_step")
-    with _one_thread():
+    with one_thread():
         return _compare_steps(fn)
 
 
