@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from verlstudy.course import cli, files
+from verlstudy.course import cli, files, run_command
 
 
 def _full_disk(monkeypatch, after_bytes: int = 0) -> None:
@@ -82,7 +82,7 @@ def test_the_run_report_is_printed_before_it_is_written_so_a_full_disk_still_sho
     (tmp_path / "report.md").write_text("old\n")
     _full_disk(monkeypatch)
     with pytest.raises(files.WriteFailed):
-        cli._write_reports(None, tmp_path, tmp_path / "report.md", None, None, [], None)
+        run_command._write_reports(None, tmp_path, tmp_path / "report.md", None, None, [], None)
     monkeypatch.undo()
     assert capsys.readouterr().out == "| lesson | status |\n"
     assert (tmp_path / "report.md").read_text() == "old\n"

@@ -1,7 +1,8 @@
 """`verlstudy run` says where it is: a plain line per finished notebook on stderr, whatever TQDM_DISABLE says."""
 
 from verlstudy.course import registry, runner
-from verlstudy.course.cli import main, progress_line
+from verlstudy.course.cli import main
+from verlstudy.course.run_command import progress_line
 
 LESSON1 = registry.get_lesson(1)
 
