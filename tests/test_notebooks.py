@@ -7,7 +7,7 @@ import re
 import nbformat
 import pytest
 
-from verlstudy.course import registry, runner, twins
+from verlstudy.course import parameters, registry, runner, twins
 from verlstudy.kit.exercises import find_checker, handed_over, registered_exercises
 from verlstudy.kit.hygiene import unstable_fragments
 
@@ -49,7 +49,7 @@ class TestNotebook:
         code = _code(nb)
         tagged = [i for i, c in enumerate(code) if "parameters" in _tags(c)]
         assert len(tagged) == 1, "exactly one cell tagged 'parameters'"
-        params = runner.notebook_parameters(lesson.notebook)
+        params = parameters.notebook_parameters(lesson.notebook)
         assert "device" in params and "seed" in params
         validating = code[tagged[0] + 1].source
         names = {n.id for n in ast.walk(ast.parse(validating)) if isinstance(n, ast.Name)}

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from verlstudy.course import registry, runner
+from verlstudy.course import parameters, registry, runner
 
 CHECKS = ("check_int", "check_float")
 
@@ -30,7 +30,7 @@ CHECKS = ("check_int", "check_float")
 def parameter_ranges(lesson: registry.Lesson) -> dict[str, tuple[object, object]]:
     """{name: (minimum, maximum)} for the lesson's parameters whose validation (the cell after `parameters`, or
     the lesson helper it calls) gives both as literals."""
-    declared = runner.notebook_parameters(lesson.notebook)
+    declared = parameters.notebook_parameters(lesson.notebook)
     ranges: dict[str, tuple[object, object]] = {}
     nodes = [node for tree in _validation_trees(lesson) for node in ast.walk(tree)]
     for node in nodes:
@@ -69,7 +69,7 @@ def parameter_bounds(lesson: registry.Lesson) -> dict[str, tuple[ast.expr, ast.e
     A bound may be a literal or an expression of other parameters (`maximum=num_experts - 1`, or through a
     local such as `experts = check_int("num_experts", ...)`); the variable map turns locals into parameters.
     """
-    declared = runner.notebook_parameters(lesson.notebook)
+    declared = parameters.notebook_parameters(lesson.notebook)
     found: dict[str, tuple[ast.expr, ast.expr, dict[str, str]]] = {}
     for tree in _validation_trees(lesson):
         variables = {name: name for name in declared}

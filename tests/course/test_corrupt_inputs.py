@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 
-from verlstudy.course import cli, doctor, registry, runner, twins
+from verlstudy.course import cli, doctor, parameters, registry, runner, twins
 
 # ---------------------------------------------------------------- refresh names what it would drop, either way
 
@@ -163,7 +163,7 @@ def test_papermills_parameter_guesses_never_reach_the_user(tmp_path, caplog):
     nb.cells = [nbformat.v4.new_code_cell("lr = 1.0  # step size, >= 1"), nbformat.v4.new_code_cell("print(lr)")]
     nb.cells[0].metadata["tags"], nb.cells[1].metadata["tags"] = ["parameters"], []
     nb.metadata["kernelspec"] = dict(twins.KERNELSPEC)
-    assert runner.parameters_of(nb) == {"lr": 1.0}  # Python's parser reads what papermill's line parser cannot
+    assert parameters.parameters_of(nb) == {"lr": 1.0}  # Python's parser reads what papermill's line parser cannot
     runner.papermill_quiet()
     with caplog.at_level(logging.WARNING, logger="papermill"):
         from papermill.translators import PythonTranslator
@@ -203,7 +203,7 @@ def test_a_run_overriding_a_parameter_papermill_cannot_parse_prints_no_guess(tmp
     ],
 )
 def test_only_an_error_naming_a_parameter_is_a_bad_parameter(message, names_one):
-    assert runner.names_a_parameter(message, ["n_tokens", "pp_layer_counts", "device"]) is names_one
+    assert parameters.names_a_parameter(message, ["n_tokens", "pp_layer_counts", "device"]) is names_one
 
 
 def test_an_executed_validation_cells_own_bug_is_a_failure_not_a_bad_parameter():
@@ -237,8 +237,8 @@ def _validation_lesson(tmp_path, validation):
 )
 def test_a_bug_in_a_validation_cell_is_named_as_the_lessons_with_exit_1(tmp_path, monkeypatch, capsys, validation):
     lesson = _validation_lesson(tmp_path, validation)
-    with pytest.raises(runner.ValidationCellFailed, match="lesson 99's validation cell failed on its own"):
-        runner.validate_parameters(lesson, {"n": 4})
+    with pytest.raises(parameters.ValidationCellFailed, match="lesson 99's validation cell failed on its own"):
+        parameters.validate_parameters(lesson, {"n": 4})
     monkeypatch.setattr(registry, "select_lessons", lambda codes: [lesson])
     monkeypatch.setattr(runner, "run_lessons", lambda *a, **k: pytest.fail("no kernel may start"))
     assert cli.main(["run", "99", "-p", "n=4", "--out", str(tmp_path / "o"), "--no-floor"]) == 1

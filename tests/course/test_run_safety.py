@@ -8,7 +8,7 @@ import time
 import nbformat
 import pytest
 
-from verlstudy.course import cli, files, registry, reports, runner
+from verlstudy.course import cli, files, parameters, registry, reports, runner
 
 
 def _notebook(path, *sources):
@@ -267,7 +267,7 @@ def test_a_corrupt_notebook_is_named_not_a_traceback(tmp_path, text):
     broken = tmp_path / "05_broken.ipynb"
     broken.write_text(text)
     with pytest.raises(ValueError, match=r"05_broken.ipynb is not a valid notebook"):
-        runner.notebook_parameters(broken)
+        parameters.notebook_parameters(broken)
 
 
 def test_the_cli_names_a_corrupt_lesson_notebook(monkeypatch, tmp_path, capsys):

@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from verlstudy.course import outcomes, registry, reports, runner, twins
+from verlstudy.course import outcomes, parameters, registry, reports, runner, twins
 from verlstudy.kit import records
 from verlstudy.kit.resources import notebooks_dir
 
@@ -33,27 +33,27 @@ def _nb(*sources, tags=None):
     ],
 )
 def test_parse_parameter_reads_python_literals_and_falls_back_to_strings(text, expected):
-    assert runner.parse_parameter(text) == expected
+    assert parameters.parse_parameter(text) == expected
 
 
 @pytest.mark.parametrize(("text", "message"), [("seed", "name=value"), ("1x=3", "not a valid Python name")])
 def test_parse_parameter_rejects_malformed_text(text, message):
     with pytest.raises(ValueError, match=message):
-        runner.parse_parameter(text)
+        parameters.parse_parameter(text)
 
 
 def test_notebook_parameters_reads_the_tagged_cell(tmp_path):
     path = tmp_path / "n.ipynb"
     nbformat.write(_nb("device = 'auto'\nseed: int = 0\nsizes = (1, 2)", "x = 1", tags={0: ["parameters"]}), path)
-    assert runner.notebook_parameters(path) == {"device": "auto", "seed": 0, "sizes": (1, 2)}
+    assert parameters.notebook_parameters(path) == {"device": "auto", "seed": 0, "sizes": (1, 2)}
     nbformat.write(_nb("x = 1"), path)
     with pytest.raises(ValueError, match="exactly one cell tagged 'parameters', found 0"):
-        runner.notebook_parameters(path)
+        parameters.notebook_parameters(path)
 
 
 def test_unknown_parameter_names_the_lessons_parameters():
     with pytest.raises(ValueError, match="lesson 00 has no parameter 'sed'; its parameters are: device, n_draws, seed"):
-        runner.check_parameter_names(registry.get_lesson(0), {"sed": 1})
+        parameters.check_parameter_names(registry.get_lesson(0), {"sed": 1})
 
 
 def test_normalise_drops_run_to_run_metadata_and_numbers_cell_ids():
@@ -257,5 +257,5 @@ def test_papermill_runs_leave_the_process_folder_alone(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("raw", ["nan", "inf", "-inf", "NaN"])
 def test_nan_and_inf_on_the_command_line_reach_the_validators_as_numbers(raw):
-    _, value = runner.parse_parameter(f"lr={raw}")
+    _, value = parameters.parse_parameter(f"lr={raw}")
     assert isinstance(value, float) and not math.isfinite(value)

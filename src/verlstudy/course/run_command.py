@@ -70,11 +70,11 @@ def _write_reports(args, out, report_path, junit, results_path, results, floor, 
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from verlstudy.course import runner
+    from verlstudy.course import parameters, runner
 
     try:
         lessons = registry.select_lessons(args.lessons)
-        params = dict(runner.parse_parameter(p) for p in args.parameter)
+        params = dict(parameters.parse_parameter(p) for p in args.parameter)
     except ValueError as e:
         raise UsageError(str(e)) from e
     if args.device is not None:
@@ -86,16 +86,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not lesson.notebook.exists():
             raise UsageError(f"lesson {lesson.code} is registered but {lesson.notebook.name} does not exist")
         try:
-            runner.check_parameter_names(lesson, params)
+            parameters.check_parameter_names(lesson, params)
         except ValueError as e:
             raise UsageError(str(e)) from e
     if params:  # a bad value is reported before any kernel starts
         for lesson in lessons:
             try:
-                runner.validate_parameters(lesson, params)
+                parameters.validate_parameters(lesson, params)
             except (ValueError, TypeError) as e:  # the validation helper's error, naming the parameter
                 raise UsageError(f"bad parameter for lesson {lesson.code}: {e}") from e
-            except runner.ValidationCellFailed as e:  # a bug in the lesson's cell is not the user's bad input
+            except parameters.ValidationCellFailed as e:  # a bug in the lesson's cell is not the user's bad input
                 print(f"verlstudy run: {e}", file=sys.stderr)
                 return 1
     from verlstudy.course import run_record
