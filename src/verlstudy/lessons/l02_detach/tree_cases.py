@@ -1,0 +1,262 @@
+"""Exercise 2.1's cases, reference and mistake names: serves `checks.py` only (nothing else imports it).
+
+Tensors with a `grad_fn` cannot be deep-copied, so an input is drawn as a *description* (a tree of tensor
+kinds and plain values); `_TreeRun` builds fresh tensors from it for every call and summarises what a
+detach_tree made of them (which leaf came back detached, the same object, a copy ...), which the checker
+compares with the reference's summary. `_tree_mistake` names what a wrong summary shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from verlstudy.common.trees import grad_attached_paths
+from verlstudy.kit.properties import Case
+
+
+@dataclass(frozen=True)
+class _T:
+    """A tensor in a drawn tree: 'live' (has a grad_fn), 'leaf' (requires grad, no grad_fn), 'plain', 'ints'."""
+
+    kind: str
+
+    def __repr__(self) -> str:
+        return {"live": "<live tensor>", "leaf": "<leaf tensor requiring grad>"}.get(self.kind, f"<{self.kind} tensor>")
+
+
+def _build(spec: Any, counter: list[int]) -> Any:
+    if isinstance(spec, _T):
+        counter[0] += 1
+        k = float(counter[0])
+        if spec.kind == "live":
+            return torch.ones(2, requires_grad=True) * k
+        if spec.kind == "leaf":
+            return torch.full((2,), k, requires_grad=True)
+        if spec.kind == "plain":
+            return torch.full((2,), k)
+        return torch.arange(2) + counter[0]
+    if isinstance(spec, dict):
+        return {key: _build(v, counter) for key, v in spec.items()}
+    if isinstance(spec, list | tuple):
+        return type(spec)(_build(v, counter) for v in spec)
+    return spec
+
+
+def _snapshot(obj: Any) -> list[Any]:
+    """Identity and grad state of every container and tensor: compared before and after the learner's call."""
+    if isinstance(obj, torch.Tensor):
+        return [id(obj), obj.requires_grad]
+    if isinstance(obj, dict):
+        return [id(obj), [(k, _snapshot(v)) for k, v in obj.items()]]
+    if isinstance(obj, list | tuple):
+        return [id(obj), [_snapshot(v) for v in obj]]
+    return [obj]
+
+
+_CHANGED_INPUT = "your function changed its input"
+_DETACHED_INPUT = "your function detached a tensor of its input in place"
+_STILL_ATTACHED = "same object, still requires grad"
+_LEAF_ATTACHED = "same object, still requires grad (a leaf tensor: no grad_fn)"
+
+
+def _requires_grad_inside(obj: Any) -> bool:
+    return bool(grad_attached_paths(obj))
+
+
+def _summary(got: Any, orig: Any) -> Any:
+    """What `got` is, leaf by leaf, relative to the input `orig` it was made from."""
+    if isinstance(orig, torch.Tensor):
+        if not isinstance(got, torch.Tensor):
+            return f"a {type(got).__name__}, not a tensor"
+        if got is orig:
+            if not orig.requires_grad:
+                return "same object"
+            return _LEAF_ATTACHED if orig.grad_fn is None else _STILL_ATTACHED
+        if got.dtype != orig.dtype:
+            return f"a tensor of dtype {got.dtype}, not {orig.dtype}"
+        if got.shape != orig.shape or not torch.equal(got.detach(), orig.detach()):
+            return "a tensor with other values"
+        if got.requires_grad:
+            return "a new tensor that still requires grad"
+        if got.data_ptr() != orig.data_ptr():
+            return "a copy (new storage)"
+        return "detached" if orig.requires_grad else "a new tensor object"
+    if isinstance(orig, dict):
+        if got is orig:
+            return "the input dict itself"
+        if not isinstance(got, Mapping):
+            return f"a {type(got).__name__}"
+        return {k: (_summary(v, orig[k]) if k in orig else "an unexpected key") for k, v in got.items()}
+    if isinstance(orig, list | tuple):
+        if got is orig and (isinstance(orig, list) or _requires_grad_inside(orig)):
+            return f"the input {type(orig).__name__} itself"
+        if not isinstance(got, list | tuple):
+            return f"a {type(got).__name__}"
+        return type(got)(_summary(g, o) for g, o in zip(got, orig, strict=False)) + type(got)(
+            ["an extra item"] * (len(got) - len(orig))
+        )
+    if type(got) is type(orig) and got == orig:
+        return orig
+    shown = repr(got)
+    return f"changed to {shown if ' at 0x' not in shown else 'a ' + type(got).__name__}"
+
+
+class _TreeRun:
+    """Builds the drawn tree, hands it to `fn` and summarises the result (what compare_on_inputs compares)."""
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, spec: Any) -> Any:
+        tree = _build(spec, [0])
+        before = _snapshot(tree)
+        try:
+            got = self.fn(tree)
+        except RuntimeError as e:
+            if "deepcopy" not in str(e):
+                raise
+            raise RuntimeError(
+                f"{str(e).split('.')[0]} (a deep copy of the whole tree fails on tensors that are part of a "
+                "graph, and would allocate every tensor again anyway: build new containers around the same tensors)"
+            ) from None
+        after = _snapshot(tree)
+        if after != before:
+            return _DETACHED_INPUT if _same_containers(after, before) else _CHANGED_INPUT
+        return _summary(got, tree)
+
+
+def _same_containers(after: Any, before: Any) -> bool:
+    """Two snapshots that differ only in some tensor's requires_grad (a tensor detached in place)."""
+    flat_after, flat_before = _flatten_ids(after), _flatten_ids(before)
+    return flat_after == flat_before
+
+
+def _flatten_ids(snap: Any) -> list[Any]:
+    if isinstance(snap, list) and len(snap) == 2 and isinstance(snap[1], bool):
+        return [snap[0]]  # a tensor: its identity only, not its requires_grad
+    if isinstance(snap, list) and len(snap) == 2 and isinstance(snap[1], list):
+        return [snap[0], *[_flatten_ids(v[1] if isinstance(v, tuple) else v) for v in snap[1]]]
+    return [snap]
+
+
+def _reference_detach_tree(obj: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.detach() if obj.requires_grad else obj
+    if isinstance(obj, dict):
+        return {k: _reference_detach_tree(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(_reference_detach_tree(v) for v in obj)
+    return obj
+
+
+def _tree_inputs() -> Any:
+    from hypothesis import strategies as st
+
+    leaves = st.one_of(
+        st.sampled_from([_T("live"), _T("live"), _T("leaf"), _T("plain"), _T("ints")]),
+        st.sampled_from(["text", 3, None, 2.5, True]),
+    )
+    keys = st.sampled_from(["log_probs", "entropy", "mask", "meta", "a", "b"])
+    trees = st.recursive(
+        leaves,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3),
+            st.lists(inner, max_size=3).map(tuple),
+            st.dictionaries(keys, inner, max_size=3),
+        ),
+        max_leaves=8,
+    )
+    return st.tuples(trees)
+
+
+def _show_tree(args: tuple[Any, ...], kwargs: Any) -> str:
+    return f"my_detach_tree({args[0]!r})"
+
+
+_TREE_CASES = (
+    Case(({"log_probs": _T("live"), "mask": _T("plain"), "meta": ("step", 3)},), "an engine-like output dict"),
+    Case(({"log_probs": [_T("live"), _T("plain")]},), "a tensor that requires grad inside a list"),
+    Case(({"pair": (_T("live"), "text", 3)},), "a tuple holding a live tensor"),
+    Case(({"leaf": _T("leaf")},), "a leaf that requires grad: it has no grad_fn"),
+    Case(({"a": {"b": [(_T("live"),)]}},), "depth 4: dict, dict, list, tuple"),
+    Case(({"mask": _T("plain"), "ids": _T("ints")},), "already detached: the same objects must come back"),
+    Case(({"meta": None, "step": 3, "name": "text"},), "no tensors at all"),
+    Case(([_T("plain"), [_T("plain")]],), "a list of detached tensors: still a new list"),
+    Case((_T("live"),), "a bare tensor, no container"),
+)
+
+
+def _first_difference(got: Any, want: Any, trail: tuple[str, ...] = ()) -> tuple[tuple[str, ...], Any, Any] | None:
+    """The first place where two summaries differ: (the container types above it, got there, want there)."""
+    if isinstance(want, Mapping) and isinstance(got, Mapping):
+        if set(got) != set(want):
+            return trail, got, want
+        for key in want:
+            found = _first_difference(got[key], want[key], (*trail, "dict"))
+            if found:
+                return found
+        return None
+    if isinstance(want, list | tuple) and isinstance(got, list | tuple):
+        if type(got) is not type(want) or len(got) != len(want):
+            return trail, got, want
+        for g, w in zip(got, want, strict=True):
+            found = _first_difference(g, w, (*trail, type(want).__name__))
+            if found:
+                return found
+        return None
+    return None if (type(got) is type(want) and got == want) else (trail, got, want)
+
+
+def _tree_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
+    if got == _CHANGED_INPUT:
+        return "the input was mutated: your function assigned into the caller's containers; build new ones"
+    if got == _DETACHED_INPUT:
+        return (
+            "a tensor of the caller's input no longer requires grad: detaching in place (detach_(), or setting "
+            "requires_grad) changes the caller's tensor; leave the input as it was and return new values"
+        )
+    found = _first_difference(got, want)
+    if found is None:
+        return None
+    trail, g, w = found
+    nested = len(trail) >= 2
+    if isinstance(w, Mapping) and isinstance(g, Mapping):
+        return "every key must come back, and no other: a dict comes back as a new dict with the same keys"
+    if isinstance(w, list | tuple) and isinstance(g, list | tuple):
+        if type(g) is not type(w):
+            return f"a {type(w).__name__} came back as a {type(g).__name__}: lists must stay lists and tuples tuples"
+        return "a container came back with another number of elements: every element must come back"
+    if g == "the input dict itself":
+        return "you handed back the input dict itself: a new dict must come back"
+    if g == "the input list itself":
+        where = "a nested list" if trail else "the list"
+        return f"{where} came back as the input's own list: build a new list, and reach into nested containers"
+    if g == "the input tuple itself":
+        return "a tuple came back untouched though a tensor inside it requires grad: tuples must be walked too"
+    if g == _LEAF_ATTACHED:
+        return "a leaf tensor that requires grad (it has no grad_fn) came back still attached: it must be detached too"
+    if g == _STILL_ATTACHED:
+        if trail and trail[-1] == "tuple":
+            return "a tensor inside a tuple still requires grad: tuples must be walked like lists"
+        if nested:
+            return "a tensor in a nested container still requires grad: your function does not reach deep enough"
+        return "a tensor with a grad_fn came back still requiring grad: it must come back detached"
+    if g == "a new tensor that still requires grad":
+        return "a new tensor came back that still requires grad: it must come back detached"
+    if g == "a copy (new storage)":
+        return "the detached tensor does not share storage with the original: a copy allocates the bytes again"
+    if g == "a new tensor object":
+        return "an already-detached tensor came back as a new tensor object: it must come back as the same object"
+    if isinstance(g, str) and g.startswith("a tensor of dtype"):
+        return "a tensor came back with another dtype: detaching keeps the dtype (integer tensors stay integer)"
+    if g == "a tensor with other values":
+        return "a tensor came back with other values: detaching must keep the values"
+    if isinstance(g, str) and g.startswith("changed to"):
+        return "non-tensor leaves (strings, numbers, None) must come back unchanged"
+    if isinstance(g, str) and g.endswith("not a tensor"):
+        return "a tensor came back as something else: a tensor must come back as a tensor"
+    return None
