@@ -11,7 +11,8 @@ import torch
 from conftest import Wrong, checker_tests
 from verlstudy.kit import upstream
 from verlstudy.kit.exercises import check_exercise, exercise_results, find_checker
-from verlstudy.lessons.l03_router_replay.checks import Raised, _build, _text_attr_cases
+from verlstudy.lessons.l03_router_replay.config_cases import _build, _text_attr_cases
+from verlstudy.lessons.l03_router_replay.config_cases import _Raised as Raised
 from verlstudy.lessons.l03_router_replay.pipeline import from_wire, to_wire
 from verlstudy.lessons.l03_router_replay.routes import stack_routes
 from verlstudy.lessons.l03_router_replay.text_config import bfs_config_attr, get_text_config_attr

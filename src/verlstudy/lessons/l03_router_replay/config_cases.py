@@ -1,0 +1,290 @@
+"""Exercise 3.3's cases, configs and mistake names: serves `checks.py` only (nothing else imports it).
+
+A config is drawn as a spec (a nested dict, or the label of a config a dict cannot describe: a namespace, a
+composite with get_text_config(), one that contains itself); `_outcome` builds it for every call and turns a
+raise into a `_Raised` value, so a raise is compared like a value. `_text_attr_mistake_for` names a wrong
+walk by replaying the usual wrong ones (`_variant_lookup`, `_walk_variants`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import permutations
+from types import SimpleNamespace
+from typing import Any
+
+from hypothesis import strategies as st
+
+from verlstudy.lessons.l03_router_replay.text_config import TEXT_BRANCHES, ComposedConfig, ToyConfig
+
+
+@dataclass(frozen=True)
+class _Raised:
+    """What a lookup did when it raised (so a raise can be compared with the reference's)."""
+
+    kind: str
+
+    def __repr__(self) -> str:
+        return f"<raised {self.kind}>"
+
+
+def _outcome(fn: Callable[[object, str], Any]) -> Callable[[object, str], Any]:
+    """fn called on the config a spec describes; a raise becomes a `_Raised` value to compare."""
+
+    def call(spec: object, name: str) -> Any:
+        try:
+            return fn(_build(spec), name)
+        except AttributeError:
+            return _Raised("AttributeError")
+        except (LookupError, ValueError) as e:  # KeyError, IndexError ...: compared, so the message can say so
+            return _Raised(type(e).__name__)
+        except RecursionError:
+            return _Raised("RecursionError (a config that contains itself was walked forever)")
+
+    return call
+
+
+def _named_configs() -> dict[str, Callable[[], object]]:
+    """Configs a plain nested dict cannot describe: a namespace, a composite, a cycle."""
+
+    def loop() -> object:
+        config = ToyConfig("Loop", hidden_size=None)
+        config.model_config = config
+        return config
+
+    return {
+        "Thinker(hidden_size=1024, thinker_config=(text_config=(hidden_size=3584)))": lambda: SimpleNamespace(
+            hidden_size=1024, thinker_config=SimpleNamespace(text_config=SimpleNamespace(hidden_size=3584))
+        ),
+        "Composite(hidden_size=1024, get_text_config() -> Decoder(hidden_size=8192), "
+        "decoder_config=Dec(hidden_size=2048))": lambda: ComposedConfig(
+            "Composite",
+            ToyConfig("Decoder", hidden_size=8192),
+            hidden_size=1024,
+            decoder_config=ToyConfig("Dec", hidden_size=2048),
+        ),
+        "Loop(hidden_size=None, model_config=<itself>)": loop,
+    }
+
+
+def _build(spec: object) -> object:
+    """A config from its spec: a named config's label, or {"kind": ..., attribute: value or sub-spec}."""
+    if isinstance(spec, str):
+        return _named_configs()[spec]()
+    assert isinstance(spec, dict)
+    attrs = {
+        k: _build(v) if isinstance(v, (dict, str)) and k.endswith("_config") else v
+        for k, v in spec.items()
+        if k != "kind"
+    }
+    return ToyConfig(spec["kind"], **attrs)
+
+
+def _describe(spec: object) -> str:
+    if isinstance(spec, str):
+        return spec
+    inner = ", ".join(f"{k}={_describe(v) if isinstance(v, dict) else repr(v)}" for k, v in spec.items() if k != "kind")
+    return f"{spec['kind']}({inner})"
+
+
+def _show_lookup(args: tuple[Any, ...], kwargs: Any) -> str:
+    spec, name = args
+    return f"find_text_attr({_describe(spec)}, {name!r})"
+
+
+def _text_attr_cases() -> list[tuple[str, object, str, Any]]:
+    """(label, config spec, name, expected) for exercise 3.3; upstream's get_hf_config_attr agrees on each."""
+    text = {"kind": "Text", "hidden_size": 4096, "tie_word_embeddings": False, "num_experts": 0}
+    root = {
+        "kind": "Omni",
+        "hidden_size": 1024,
+        "text_config": text,
+        "audio_config": {"kind": "Audio", "vocab_size": 7},
+    }
+    names = list(_named_configs())
+    deeper = {
+        "kind": "Root",
+        "hidden_size": 1024,
+        "text_config": {"kind": "Text", "hidden_size": 4096, "language_config": {"kind": "Inner", "hidden_size": 999}},
+    }
+    return [
+        ("root 1024 beside text_config 4096", root, "hidden_size", 4096),
+        ("False is a value, not a miss", root, "tie_word_embeddings", False),
+        ("0 is a value, not a miss", root, "num_experts", 0),
+        ("only the audio sibling has vocab_size", root, "vocab_size", _Raised("AttributeError")),
+        (
+            "language_config branch",
+            {"kind": "VL", "language_config": {"kind": "LM", "rope_theta": 1e6}},
+            "rope_theta",
+            1e6,
+        ),
+        ("thinker_config -> text_config", names[0], "hidden_size", 3584),
+        (
+            "the root when its branch lacks it",
+            {"kind": "VL", "vocab_size": 151936, "text_config": {"kind": "Text", "hidden_size": 8}},
+            "vocab_size",
+            151936,
+        ),
+        ("get_text_config() 8192 beside root 1024 and decoder_config 2048", names[1], "hidden_size", 8192),
+        ("the text config's own 4096 before 999 deeper inside it", deeper, "hidden_size", 4096),
+        (
+            "a config that contains itself, hidden_size None everywhere",
+            names[2],
+            "hidden_size",
+            _Raised("AttributeError"),
+        ),
+    ]
+
+
+_ROOT_FIRST = (
+    "your walk answered with the root's own value: it read the root before its text branch, "
+    "or missed the branch that has it"
+)
+
+
+def _walk_variants(config: object, name: str) -> dict[str, Any]:
+    """What the usual wrong walks answer, by the mistake they make (for naming a mismatch)."""
+
+    def first(nodes: list[object]) -> Any:
+        for node in nodes:
+            value = getattr(node, name, None)
+            if value is not None and not callable(value):
+                return value
+        return _Raised("AttributeError")
+
+    def branch_only(node: object, seen: set[int]) -> list[object]:
+        if node is None or id(node) in seen:
+            return []
+        seen.add(id(node))
+        out: list[object] = []
+        for b in TEXT_BRANCHES:
+            out += branch_only(getattr(node, b, None), seen)
+        return [*out, node]
+
+    text = getattr(config, "text_config", None)
+    getter = getattr(config, "get_text_config", None)
+    via_getter = getter() if callable(getter) else None
+    own = getattr(config, name, None)
+    return {
+        _ROOT_FIRST: own,
+        "your walk ignores what the config's get_text_config() returns": first(branch_only(config, set()))
+        if via_getter is not None and via_getter is not text
+        else None,
+        "your walk reads only the text_config attribute": first([text, config]) if text is not None else None,
+    }
+
+
+def _variant_lookup(config: object, name: str, *, falsy_absent: bool = False, order: tuple[str, ...]) -> Any:
+    """The text-branch lookup with one thing changed (what counts as absent, the branch order): a wrong walk."""
+
+    def present(node: object) -> bool:
+        value = getattr(node, name, None)
+        return bool(value) if falsy_absent else value is not None
+
+    def text_of(node: object) -> object | None:
+        getter = getattr(node, "get_text_config", None)
+        text = getter() if callable(getter) else None
+        return text if text is not None else getattr(node, "text_config", None)
+
+    seen: set[int] = set()
+
+    def visit(node: object) -> Any:
+        if id(node) in seen:
+            return None
+        seen.add(id(node))
+        text = text_of(node)
+        children = [text] if text is not None and text is not node else []
+        children += [c for b in order if (c := getattr(node, b, None)) is not None and c is not text]
+        for child in children:
+            found = visit(child)
+            if found is not None:
+                return found
+        return node if present(node) else None
+
+    head = text_of(config)
+    node = head if head is not None and present(head) else visit(config)
+    return _Raised("AttributeError") if node is None else getattr(node, name)
+
+
+def _same_outcome(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def _text_attr_mistake_for(find_attr: Callable[[object, str], Any]) -> Callable[..., str | None]:
+    def name_it(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
+        if got is None and isinstance(want, _Raised):
+            try:
+                empty = find_attr(ToyConfig("Empty"), "hidden_size")
+            except Exception:
+                empty = _Raised("something")
+            if empty is None:
+                return (
+                    "when nothing on the text branch has a value, your lookup returns None: raise AttributeError "
+                    "instead, so a miss cannot pass for a value"
+                )
+            return (
+                "your lookup returned None, a value that counts as absent: a config whose attribute is None does "
+                "not have it (is the test whether the attribute exists, rather than whether its value is None?)"
+            )
+        return _text_attr_mistake(args, got, want, skips_falsy=lambda: _skips_falsy(find_attr))
+
+    return name_it
+
+
+def _skips_falsy(find_attr: Callable[[object, str], Any]) -> bool:
+    """Whether a lookup misses a 0 that sits on the text config, the first place read (a probe)."""
+    try:
+        return not _same_outcome(
+            find_attr(ToyConfig("Root", text_config=ToyConfig("Text", num_experts=0)), "num_experts"), 0
+        )
+    except Exception:
+        return True
+
+
+def _text_attr_mistake(
+    args: tuple[Any, ...], got: Any, want: Any, skips_falsy: Callable[[], bool] = lambda: True
+) -> str | None:
+    spec, name = args
+    if isinstance(got, _Raised) and "Recursion" in got.kind:
+        return "your walk revisits configs: a config that contains itself never ends"
+    if isinstance(got, _Raised) and isinstance(want, _Raised) and got.kind != want.kind:
+        return (
+            f"when nothing on the text branch has it, raise AttributeError (the exercise asks for it), not {got.kind}"
+        )
+    config = _build(spec)
+    if _same_outcome(got, _variant_lookup(config, name, falsy_absent=True, order=TEXT_BRANCHES)) and skips_falsy():
+        return "your walk takes a falsy value (0, False) for a missing one"
+    for order in permutations(TEXT_BRANCHES):
+        if order != tuple(TEXT_BRANCHES) and _same_outcome(got, _variant_lookup(_build(spec), name, order=order)):
+            return (
+                "your walk reads the named sub-configs in another order than the exercise lists them: when two "
+                "of them have a value, the first in that order wins"
+            )
+    if isinstance(got, _Raised) and not isinstance(want, _Raised):
+        return "your walk missed a text branch that has it (language_config, thinker_config's own text config, ...)"
+    if isinstance(want, _Raised) and not isinstance(got, _Raised):
+        return "nothing on the text branch has it, and your walk returned a value: it read a sibling sub-config"
+    for mistake, value in _walk_variants(_build(spec), name).items():
+        if value is not None and not isinstance(value, _Raised) and value == got and type(value) is type(got):
+            return mistake
+    if isinstance(spec, dict) and isinstance(spec.get("text_config"), dict) and got != want:
+        return "a value on the text config itself wins over one deeper inside it, and deeper wins over the root"
+    return None
+
+
+def _config_tree(draw: Any, depth: int, name: str) -> dict[str, object]:
+    spec: dict[str, object] = {"kind": f"C{depth}"}
+    value = draw(st.sampled_from([None, None, 0, 64, 128, 4096]))
+    if value is not None:
+        spec[name] = value
+    if depth > 0:
+        branches = [*TEXT_BRANCHES, "audio_config", "vision_config"]
+        for branch in draw(st.lists(st.sampled_from(branches), max_size=2, unique=True)):
+            spec[branch] = _config_tree(draw, depth - 1, name)
+    return spec
+
+
+@st.composite
+def _config_inputs(draw: Any) -> tuple[dict[str, object], str]:
+    return _config_tree(draw, draw(st.integers(0, 3)), "hidden_size"), "hidden_size"
