@@ -11,7 +11,7 @@ import typing
 from conftest import Wrong, checker_tests
 from verlstudy.kit.exercises import check_exercise, exercise_results
 from verlstudy.lessons.l09_dead_config import checks, schema
-from verlstudy.lessons.l09_dead_config.field_reads import _index_reads, attribute_read
+from verlstudy.lessons.l09_dead_config.read_index import _index_reads, attribute_read
 
 LESSON = "verlstudy.lessons.l09_dead_config"
 

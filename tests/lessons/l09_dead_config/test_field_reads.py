@@ -1,4 +1,5 @@
-"""Specification of field_reads: the AST search for config fields that are copied and never read."""
+"""Specification of field_reads (and read_index, reflective beneath it): the AST search for config fields that are
+copied and never read."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from verlstudy.lessons.l09_dead_config import errors, field_reads
+from verlstudy.lessons.l09_dead_config import errors, field_reads, read_index, reflective
 
 PKG = Path(__file__).resolve().parents[3] / "data" / "engine_config"
 
@@ -102,15 +103,15 @@ def test_same_named_files_do_not_hide_each_other(tmp_path):
     (tmp_path / "a" / "utils.py").write_text("def f(cfg):\n    return cfg.a\n")
     (tmp_path / "b" / "utils.py").write_text("def g(cfg, self):\n    self._b = cfg.b\n")
     files = [tmp_path / "a" / "utils.py", tmp_path / "b" / "utils.py"]
-    assert sorted(field_reads.source_texts(files)) == ["a/utils.py", "b/utils.py"]
+    assert sorted(read_index.source_texts(files)) == ["a/utils.py", "b/utils.py"]
     dead = field_reads.dead_fields(files, ["a", "b"])
     assert [(d.name, d.sites) for d in dead] == [("b", ("b/utils.py:2",))]
-    assert sorted(field_reads.source_texts(files, root=tmp_path.parent)) == [
+    assert sorted(read_index.source_texts(files, root=tmp_path.parent)) == [
         f"{tmp_path.name}/a/utils.py",
         f"{tmp_path.name}/b/utils.py",
     ]
     with pytest.raises(ValueError, match="not inside root"):
-        field_reads.source_texts(files, root=tmp_path / "a")
+        read_index.source_texts(files, root=tmp_path / "a")
 
 
 def test_only_files_that_could_read_a_followed_name_are_parsed():
@@ -132,7 +133,7 @@ def test_field_names_as_a_list_and_private_names_skipped():
 
 
 def test_eager_index_lists_every_read():
-    reads, _ = field_reads._index_reads({"m.py": "x = cfg.a\nuse(cfg.a, cfg['b'])\n"})
+    reads, _ = read_index._index_reads({"m.py": "x = cfg.a\nuse(cfg.a, cfg['b'])\n"})
     assert {name: len(r) for name, r in reads.items() if name in ("a", "b")} == {"a": 2, "b": 1}
 
 
@@ -155,12 +156,12 @@ def test_a_reflective_read_of_an_annotated_config_makes_unread_fields_cannot_tel
     ["x = asdict(cfg)", "x = vars(cfg)", "x = cfg.__dict__", "x = getattr(cfg, name)", "x = dataclasses.fields(cfg)"],
 )
 def test_each_reflective_form_is_recognised(body):
-    assert field_reads.reflective_reads({"m.py": f"def f(cfg: Cfg, name):\n    {body}\n"}, "Cfg") == ["m.py:2"]
+    assert reflective.reflective_reads({"m.py": f"def f(cfg: Cfg, name):\n    {body}\n"}, "Cfg") == ["m.py:2"]
 
 
 def test_a_constant_getattr_or_an_unannotated_object_is_not_reflective():
     src = {"m.py": "def f(cfg: Cfg, other):\n    getattr(cfg, 'a')\n    fields(other)\n"}
-    assert field_reads.reflective_reads(src, "Cfg") == []
+    assert reflective.reflective_reads(src, "Cfg") == []
     dead = field_reads.dead_fields(src, Cfg)
     assert [d.name for d in dead if not d.cannot_tell] == ["b", "c", "d", "e"]
 
@@ -220,6 +221,6 @@ def test_a_filtered_loop_does_not_hide_an_unfiltered_read_of_the_same_config():
         "            continue\n        send(getattr(cfg, f.name))\n    dump(asdict(cfg))\n"
     }
     keep = (("endswith", ("_impl",), True),)
-    assert field_reads.reflective_filters(src, "Ops") == [("m.py:2", keep), ("m.py:5", keep), ("m.py:6", ())]
+    assert reflective.reflective_filters(src, "Ops") == [("m.py:2", keep), ("m.py:5", keep), ("m.py:6", ())]
     assert [d.name for d in field_reads.dead_fields(src, Ops) if not d.cannot_tell] == []
-    assert field_reads.passes("x_impl", keep) and not field_reads.passes("c", [("in", ("c",), False)])
+    assert reflective.passes("x_impl", keep) and not reflective.passes("c", [("in", ("c",), False)])

@@ -2,7 +2,7 @@
 9.2 writes yaml_only_keys (the check that catches a half-done removal before a job starts).
 
 A notebook reaches them only as check_exercise("9.N", answer). The library's own search
-(`field_reads.attribute_read` and the read index behind `dead_fields`) is refused as an answer to 9.1,
+(`read_index.attribute_read` and the read index behind `dead_fields`) is refused as an answer to 9.1,
 and `schema.yaml_field_mismatches` as an answer to 9.2, also when wrapped in a learner's function.
 A wrong answer's message names the mistake it shows; how to get there is each checker's `method`,
 shown after repeated tries or by `exercise_hint`.
@@ -20,8 +20,8 @@ from typing import Any
 
 from verlstudy.kit.exercises import checker
 from verlstudy.kit.properties import Case, compare_on_inputs
-from verlstudy.lessons.l09_dead_config.field_reads import _index_reads, attribute_read
 from verlstudy.lessons.l09_dead_config.loading import TARGET_KEY
+from verlstudy.lessons.l09_dead_config.read_index import _index_reads, attribute_read
 from verlstudy.lessons.l09_dead_config.schema import yaml_field_mismatches
 
 # ---------------------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from verlstudy.kit.upstream import UpstreamMoved, verl_root, verl_version
 from verlstudy.lessons.l09_dead_config.errors import ConfigError
-from verlstudy.lessons.l09_dead_config.field_reads import DeadField, _ReadIndex, dead_fields, source_texts
+from verlstudy.lessons.l09_dead_config.field_reads import DeadField, dead_fields
+from verlstudy.lessons.l09_dead_config.read_index import _ReadIndex, source_texts
 
 ENGINE_CONFIG = "workers/config/engine.py"  # EngineConfig, McoreEngineConfig
 BASE_CONFIG = "base_config.py"  # BaseConfig, with its `_target_: str = ""` field

@@ -1,0 +1,217 @@
+"""Lesson 09's reflective reads: code that reads a config's fields by computed name (`fields()` + `getattr`,
+`asdict`, `vars`, `__dict__`), which the dead-field search (`field_reads`) cannot follow by name.
+
+A loop over a config's fields that skips fields by name first (`for f in fields(cfg): if not
+f.name.endswith("_implementation"): continue`, as verl 0.9.1's VeOmni engine does) reads only the fields
+whose names pass: a field it skips gets no "cannot tell" from that loop (`reflective_filters`, `passes`).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+
+from verlstudy.lessons.l09_dead_config.read_index import _ReadIndex, source_texts
+
+REFLECTIVE_CALLS = frozenset({"fields", "asdict", "astuple", "vars"})
+_REFLECTIVE_WORDS = ("fields(", "asdict(", "astuple(", "vars(", "getattr(", "__dict__")
+
+
+def _called(node: ast.Call) -> str | None:
+    return (
+        node.func.id
+        if isinstance(node.func, ast.Name)
+        else node.func.attr
+        if isinstance(node.func, ast.Attribute)
+        else None
+    )
+
+
+def _reflective_target(node: ast.AST) -> str | None:
+    """The variable whose fields a node reads by computed name: `fields(x)`, `asdict(x)`, `vars(x)`, `x.__dict__`,
+    or `getattr(x, name)` with a name that is not a constant; None otherwise."""
+    if isinstance(node, ast.Attribute) and node.attr == "__dict__" and isinstance(node.value, ast.Name):
+        return node.value.id
+    if not isinstance(node, ast.Call) or not node.args or not isinstance(node.args[0], ast.Name):
+        return None
+    called = _called(node)
+    if called in REFLECTIVE_CALLS:
+        return node.args[0].id
+    if called == "getattr" and len(node.args) >= 2 and not isinstance(node.args[1], ast.Constant):
+        return node.args[0].id
+    return None
+
+
+# A test on a field's name, as a loop's guard writes it: (method, constants, wanted), where method is
+# 'endswith', 'startswith' or 'in' and a name passes when `name.<method>(constants)` (or `name in constants`)
+# is `wanted`. A loop's filter is a tuple of such tests, all of which must hold; () lets every field through.
+NameTest = tuple[str, tuple[str, ...], bool]
+
+
+def passes(name: str, tests: Iterable[NameTest]) -> bool:
+    """Whether a field called `name` gets past every test of a loop's filter."""
+    for method, constants, wanted in tests:
+        got = name in constants if method == "in" else getattr(name, method)(constants)
+        if got != wanted:
+            return False
+    return True
+
+
+def _strings(node: ast.AST) -> tuple[str, ...] | None:
+    """The string constants `node` writes: 'x', or a tuple, list or set of them; None for anything else."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return (node.value,)
+    if isinstance(node, ast.Tuple | ast.List | ast.Set) and node.elts:
+        out = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        return tuple(out) if len(out) == len(node.elts) else None
+    return None
+
+
+def _name_test(test: ast.AST, name: str) -> NameTest | None:
+    """`test` as a NameTest on the expression `name` (ast.dump of it): `name.endswith(C)`, `not ...`,
+    `name in C`, `name not in C`; None when it is anything else."""
+    wanted = True
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, wanted = test.operand, not wanted
+    if (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Attribute)
+        and test.func.attr in ("endswith", "startswith")
+        and ast.dump(test.func.value) == name
+        and len(test.args) == 1
+        and not test.keywords
+    ):
+        constants = _strings(test.args[0])
+        return None if constants is None else (test.func.attr, constants, wanted)
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.In | ast.NotIn)
+        and ast.dump(test.left) == name
+    ):
+        constants = _strings(test.comparators[0])
+        return None if constants is None else ("in", constants, wanted == isinstance(test.ops[0], ast.In))
+    return None
+
+
+def _loop_filter(loop: ast.For) -> tuple[str, str, tuple[NameTest, ...]] | None:
+    """For `for f in fields(x):` (`f.name` is the field's name) or a loop over the keys of `asdict(x)`, `vars(x)`
+    or `x.__dict__` (the loop variable is the name): (x, ast.dump of the name expression, the tests on the name
+    that the loop's body applies before anything else). The tests are its leading `if <test>: continue`
+    guards, and, when what follows is one `if <test>:` with no `else`, that test too. None for other loops."""
+    target = _reflective_target(loop.iter)
+    if target is None or not isinstance(loop.target, ast.Name):
+        return None
+    kind = _called(loop.iter) if isinstance(loop.iter, ast.Call) else "__dict__"
+    if kind not in ("fields", "asdict", "vars", "__dict__"):
+        return None  # getattr(x, name) or astuple(x): the loop variable is a value, not a field's name
+    variable = ast.Name(id=loop.target.id, ctx=ast.Load())
+    name = ast.dump(ast.Attribute(value=variable, attr="name", ctx=ast.Load()) if kind == "fields" else variable)
+    tests: list[NameTest] = []
+    body = list(loop.body)
+    while body and isinstance(body[0], ast.If) and not body[0].orelse and len(body[0].body) == 1:
+        if not isinstance(body[0].body[0], ast.Continue):
+            break
+        found = _name_test(body[0].test, name)
+        if found is None:
+            break
+        method, constants, wanted = found
+        tests.append((method, constants, not wanted))  # the guard skips the fields that pass its test
+        body.pop(0)
+    if len(body) == 1 and isinstance(body[0], ast.If) and not body[0].orelse:
+        found = _name_test(body[0].test, name)
+        if found is not None:
+            tests.append(found)
+    return target, name, tuple(tests)
+
+
+def _typed_functions(
+    index: _ReadIndex, file: str
+) -> list[tuple[list[tuple[str, str]], list[tuple[str, int, tuple[NameTest, ...]]]]]:
+    """Per function of `file` (one walk of the module, whatever class is asked about): its annotated names with
+    their annotations' text (parameters, and annotated assignments anywhere in its body, nested functions included),
+    and its reflective reads (target, line, filter), nested functions included. A read inside a loop over the same
+    variable's fields that filters them by name (`_loop_filter`) carries that filter: the loop itself, and a
+    `getattr(x, <the loop's name>)` in it; any other reflective read carries () (every field)."""
+    if file not in index._functions:
+        rows: list[tuple[list[tuple[str, str]], list[tuple[str, int, tuple[NameTest, ...]]]]] = []
+        Loops = tuple[tuple[str, str, tuple[NameTest, ...]], ...]
+        start: Loops = ()
+        stack: list[tuple[ast.AST, tuple[int, ...], Loops]] = [(index.tree(file), (), start)]
+        while stack:  # each node with the rows of the functions enclosing it and the filtering loops around it
+            node, enclosing, loops = stack.pop()
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                params = (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
+                rows.append(([(a.arg, ast.unparse(a.annotation)) for a in params if a.annotation is not None], []))
+                enclosing = (*enclosing, len(rows) - 1)
+            if enclosing:
+                if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                    for row in enclosing:
+                        rows[row][0].append((node.target.id, ast.unparse(node.annotation)))
+                target = _reflective_target(node)
+                if target is not None:
+                    tests = _filter_of(node, target, loops)
+                    for row in enclosing:
+                        rows[row][1].append((target, node.lineno, tests))
+            if isinstance(node, ast.For) and enclosing:
+                loop = _loop_filter(node)
+                if loop is not None and loop[2]:
+                    inner = (*loops, loop)
+                    stack.append((node.iter, enclosing, inner))
+                    stack.extend((child, enclosing, inner) for child in node.body)
+                    stack.extend((child, enclosing, loops) for child in (node.target, *node.orelse))
+                    continue
+            stack.extend((child, enclosing, loops) for child in ast.iter_child_nodes(node))
+        index._functions[file] = rows
+    return index._functions[file]
+
+
+def _filter_of(node: ast.AST, target: str, loops: tuple[tuple[str, str, tuple[NameTest, ...]], ...]) -> tuple:
+    """The name filter of a reflective read of `target`: that of the innermost filtering loop over `target`'s
+    fields when the read is the loop's own iteration or a `getattr(target, <the loop's name>)`; else ()."""
+    for var, name, tests in reversed(loops):
+        if var != target:
+            continue
+        if isinstance(node, ast.Call) and _called(node) == "getattr":
+            return tests if ast.dump(node.args[1]) == name else ()
+        return tests
+    return ()
+
+
+def reflective_reads(sources: Mapping[str, str] | _ReadIndex, class_name: str) -> list[str]:
+    """'file:line' of every reflective read of a variable annotated with `class_name` (a function parameter or an
+    annotated assignment in the same function): code that reads such a config's fields by computed name.
+
+    Only files that mention `class_name` are parsed. A reflective read of an object whose type is not written
+    down (or of `self` inside the config's own methods) is not found: the search stays a by-name search there.
+    A read inside a loop that filters the fields by name reads only some of them: `reflective_filters` says which.
+    """
+    return [site for site, _ in reflective_filters(sources, class_name)]
+
+
+def reflective_filters(
+    sources: Mapping[str, str] | _ReadIndex, class_name: str
+) -> list[tuple[str, tuple[NameTest, ...]]]:
+    """('file:line', filter) for each reflective read `reflective_reads` finds: the fields it reads are those
+    whose names pass the filter (`passes`); () reads every field."""
+    if not isinstance(class_name, str) or not class_name.isidentifier():
+        raise TypeError(f"class_name must be a class name, got {class_name!r}")
+    index = sources if isinstance(sources, _ReadIndex) else _ReadIndex(source_texts(sources))
+    if class_name in index._reflective:
+        return list(index._reflective[class_name])
+    found: dict[str, set[tuple[NameTest, ...]]] = {}
+    for file in index.files_naming(class_name):
+        if not any(word in index.sources[file] for word in _REFLECTIVE_WORDS):
+            continue
+        for annotated, reflective in _typed_functions(index, file):
+            typed = {name for name, annotation in annotated if class_name in annotation}
+            for target, line, tests in reflective:
+                if target in typed:
+                    found.setdefault(f"{file}:{line}", set()).add(tests)
+    sites = []
+    for site in sorted(found, key=lambda site: (site.rsplit(":", 1)[0], int(site.rsplit(":", 1)[1]))):
+        # one line read twice, once filtered and once not, reads every field
+        tests = found[site]
+        sites.append((site, () if () in tests or len(tests) > 1 else next(iter(tests))))
+    index._reflective[class_name] = sites
+    return list(sites)
