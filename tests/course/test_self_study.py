@@ -1,5 +1,6 @@
 """Self-study starts in the student edition: `make lab`, the README's opening and the run's last lines say so."""
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,7 +15,13 @@ needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="make not i
 
 
 def dry_run(*args: str) -> str:
-    return subprocess.run(["make", "-n", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    # under `make test` the outer make's MAKEFLAGS/MAKELEVEL would add "Entering directory" lines
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    run = subprocess.run(
+        ["make", "-n", "--no-print-directory", *args], cwd=ROOT, capture_output=True, text=True, env=env
+    )
+    assert run.returncode == 0, run.stderr
+    return run.stdout
 
 
 @needs_make
