@@ -638,6 +638,19 @@ with expect_error(AttributeError, match="num_mel_bins"):
 claim("the text walk returns the language model's hidden_size", get_text_config_attr(omni, "hidden_size") == text.hidden_size,
       upstream="get_hf_config_attr: root 1024, text_config 4096 -> 4096")
 claim("the naive BFS silently returns the root's", bfs_config_attr(omni, "hidden_size") == omni.hidden_size)
+
+# %% [markdown]
+# The same config as a tree: each box is a sub-config with its `hidden_size`, and under it the step at which each
+# walk reads it. The naive walk reads the root first and stops there; the text walk reads the text config first
+# and never opens the audio or code2wav siblings (grey), whatever they hold.
+
+# %%
+from verlstudy.lessons.l03_router_replay.config_tree import draw_walks, walk_table
+
+_ = draw_walks(omni, "hidden_size")
+_, naive_from, text_from = walk_table(omni, "hidden_size")
+claim("in the tree, the naive walk answers from the root and the text walk from text_config",
+      (naive_from, text_from) == ("<root>", "text_config"))
 claim("falsy values are kept", (get_text_config_attr(omni, "tie_word_embeddings"), get_text_config_attr(omni, "first_k_dense_replace")) == (False, 0))
 
 # %% [markdown]
