@@ -95,7 +95,7 @@ def test_a_second_run_if_stale_and_the_site_execute_nothing(tmp_path, monkeypatc
     out = tmp_path / "executed"
     argv = ["run", "08", "--if-stale", "--out", str(out), "--results", str(tmp_path / "run.json")]
     assert cli.main(argv) == 0
-    assert log.read_text().split() == [L08.stem, "other:floor_input"]
+    assert sorted(log.read_text().split()) == sorted([L08.stem, "other:floor_input"])  # the two run side by side
     record = json.loads((out / run_record.RECORD).read_text())
     assert record["state"] == "complete" and record["lessons"]["08"]["status"] == "passed"
     capsys.readouterr()
