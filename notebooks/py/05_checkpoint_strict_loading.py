@@ -371,13 +371,10 @@ claim("guard fails on the renamed converter", not exports_faithfully(renamed))
 # `verlstudy.common.refs.ref_finding` (lesson 08 checks refs across whole files).
 
 # %%
-import csv
-
 from verlstudy.common.refs import ref_finding, ref_naming_problem
-from verlstudy.kit.resources import data_dir
+from verlstudy.kit.resources import data_dir, read_data_csv
 
-with open(data_dir() / "checkpoint" / "glm5_2_recipe_refs.csv", newline="") as f:
-    refs = list(csv.DictReader(f))
+refs = read_data_csv(data_dir() / "checkpoint" / "glm5_2_recipe_refs.csv", ["repo", "ref", "kind", "commit"])
 problems = {row["repo"]: ref_naming_problem(row["repo"], row["ref"], row["kind"]) for row in refs}
 print(f"| {'repository':<28} | {'ref':<16} | {'kind':<6} | commit  | naming |")
 for row in refs:

@@ -98,3 +98,21 @@ def test_a_run_with_its_own_out_keeps_its_report_there_and_leaves_the_course_bui
     assert (out / "00_start_here.ipynb").exists()
     assert "| 00_start_here | passed |" in (out / "report.md").read_text()
     assert (course_report.read_text() if course_report.exists() else None) == before
+
+
+def test_a_stopped_refresh_says_what_was_written_in_one_line_and_exits_130(monkeypatch, capsys):
+    from verlstudy.course import twins
+
+    done = []
+
+    def fake_refresh(lesson, source="py", force=False):
+        if done:
+            raise KeyboardInterrupt  # what Ctrl-C (or SIGTERM, under stop_signals) raises mid-execution
+        done.append(lesson.code)
+        return []
+
+    monkeypatch.setattr(twins, "refresh", fake_refresh)
+    assert main(["refresh", "00", "01"]) == 130
+    out, err = capsys.readouterr()
+    assert out == "00_start_here: 0 change(s)\n"
+    assert err.count("\n") == 1 and "interrupted while executing 01_memory_leak_attribution" in err

@@ -89,11 +89,21 @@ def cmd_refresh(args: argparse.Namespace) -> int:
             "refresh rewrites the course's own notebooks and works in a checkout only: "
             "use `verlstudy init DIR` for a copy of your own"
         )
+    from verlstudy.course.stopping import stop_exit_code, stop_signals
+
     for lesson in lessons:
         try:
-            changes = twins.refresh(lesson, source=args.source, force=args.force)
+            with stop_signals():  # Ctrl-C, SIGTERM, an inherited ignored SIGINT: one line, files left whole
+                changes = twins.refresh(lesson, source=args.source, force=args.force)
         except (ValueError, FileNotFoundError) as e:  # cells it would drop; a corrupt notebook, twin or kernel.json
             raise UsageError(str(e)) from e
+        except KeyboardInterrupt:
+            print(
+                f"verlstudy refresh: interrupted while executing {lesson.stem}; its notebook and twin are as they"
+                " were (they are written only after a whole run), lessons listed above were refreshed",
+                file=sys.stderr,
+            )
+            return stop_exit_code()
         print(f"{lesson.stem}: {len(changes)} change(s)")
         for change in changes:
             print(f"  {change}")

@@ -212,3 +212,11 @@ def test_bad_overrides(override, error, message):
 def test_overrides_must_be_a_list():
     with pytest.raises(TypeError, match="list of strings"):
         loading.apply_overrides(loading.compose(ROOT), "a=1")  # type: ignore[arg-type]
+
+
+def test_load_yaml_names_a_file_that_is_not_utf8_without_its_full_path(tmp_path):
+    path = tmp_path / "megatron.yaml"
+    path.write_bytes(b"grad_offload: \xff\n")
+    with pytest.raises(errors.ConfigError, match=r"^megatron\.yaml is not UTF-8 text \(byte 14\)") as error:
+        loading.load_yaml(path)
+    assert str(tmp_path) not in str(error.value)

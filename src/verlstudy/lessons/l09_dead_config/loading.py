@@ -133,7 +133,13 @@ def load_yaml(path: str | Path, *, display: str | None = None) -> ConfigTree:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no YAML file {display or path.name!r}")
-    return parse_yaml(path.read_text(encoding="utf-8"), display or path.name)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:  # named like every other error here (the display name, never a full path)
+        raise ConfigError(
+            f"{display or path.name} is not UTF-8 text (byte {e.start}); save it as UTF-8 or restore it"
+        ) from None
+    return parse_yaml(text, display or path.name)
 
 
 # ---------------------------------------------------------------------------------------------
