@@ -352,6 +352,9 @@ print("every module:", [n for n, _ in model_routers(with_mtp, scope="model")],
       "| decoder only:", [n for n, _ in model_routers(with_mtp)])
 with expect_error(ValueError, match="duplicate layer numbers"):
     routers_by_layer(with_mtp, scope="model")
+from verlstudy.lessons.l03_router_replay.walk_pictures import draw_router_walks, router_table
+
+_ = draw_router_walks(with_mtp)  # the same two walks, drawn over the model's modules
 mtp_routes = record_routes(r2, with_mtp, tokens)
 claim("with an MTP sibling, R2 records the decoder's 3 layers", tuple(mtp_routes.shape), (n_tokens, 3, topk))
 _ = upstream_cell(lambda: claim("upstream iter_model_routers walks the same decoder layers",
@@ -645,7 +648,7 @@ claim("the naive BFS silently returns the root's", bfs_config_attr(omni, "hidden
 # and never opens the audio or code2wav siblings (grey), whatever they hold.
 
 # %%
-from verlstudy.lessons.l03_router_replay.config_tree import draw_walks, walk_table
+from verlstudy.lessons.l03_router_replay.walk_pictures import draw_walks, walk_table
 
 _ = draw_walks(omni, "hidden_size")
 _, naive_from, text_from = walk_table(omni, "hidden_size")

@@ -1,14 +1,15 @@
-"""The config-walk picture: each walk's read order, who answers, and the same table printed."""
+"""Lesson 03's walk pictures: each walk's order, who answers (or what is met twice), and the same table printed."""
 
 import matplotlib.pyplot as plt
 import pytest
 
-from verlstudy.lessons.l03_router_replay.config_tree import draw_walks, walk_table
+from verlstudy.lessons.l03_router_replay.moe import TinyMoE
 from verlstudy.lessons.l03_router_replay.text_config import (
     ToyConfig,
     bfs_config_attr,
     get_text_config_attr,
 )
+from verlstudy.lessons.l03_router_replay.walk_pictures import draw_router_walks, draw_walks, router_table, walk_table
 
 
 def omni():
@@ -52,3 +53,24 @@ def test_the_picture_prints_what_it_draws(capsys):
 def test_a_bad_attribute_name_is_refused():
     with pytest.raises(ValueError, match="valid attribute name"):
         walk_table(omni(), "not a name")
+
+
+def test_the_router_table_shows_the_decoder_walk_skipping_the_mtp_sibling():
+    model = TinyMoE(hidden=8, num_experts=4, topk=2, mtp_layers=1, registry=[])
+    routers = [
+        (r.path, r.layer_number, r.every_module_order, r.decoder_order) for r in router_table(model) if r.layer_number
+    ]
+    assert routers == [
+        ("decoder.0.router", 1, 1, 1),
+        ("decoder.1.router", 2, 2, 2),
+        ("decoder.2.router", 3, 3, 3),
+        ("mtp.0.router", 1, 4, None),
+    ]
+
+
+def test_the_router_picture_prints_the_layer_met_twice(capsys):
+    fig = draw_router_walks(TinyMoE(hidden=8, num_experts=4, topk=2, mtp_layers=1, registry=[]), show=False)
+    assert capsys.readouterr().out.splitlines()[-1] == "layer numbers met twice by the every-module walk: [1]"
+    plt.close(fig)
+    with pytest.raises(TypeError, match=r"torch\.nn\.Module"):
+        router_table("not a model")
