@@ -197,3 +197,11 @@ def test_yaml_field_mismatches():
 def test_fixture_yaml_matches_its_dataclass(pkg):
     block = loading.load_yaml(PKG / "conf" / "engine" / "megatron.yaml").data
     assert schema.yaml_field_mismatches(pkg.config.McoreEngineConfig, block) == {"yaml_only": [], "dataclass_only": []}
+
+
+def test_the_hydra_like_message_is_the_same_on_pythons_that_suggest_a_keyword():
+    from verlstudy.lessons.l09_dead_config.schema import _stable_repr
+
+    plain = TypeError("McoreEngineConfig.__init__() got an unexpected keyword argument 'grad_offload'")
+    suggested = TypeError(f"{plain}. Did you mean 'param_offload'?")  # Python 3.13's wording
+    assert _stable_repr(suggested) == _stable_repr(plain) == repr(plain)

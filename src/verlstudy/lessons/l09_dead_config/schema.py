@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import importlib
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -178,6 +179,13 @@ class InstantiationError(Exception):
     omega_conf_to_dataclass): 'Error in call to target ...' naming the class, then Python's own error."""
 
 
+def _stable_repr(err: Exception) -> str:
+    """`repr(err)` without the "Did you mean ...?" suggestion Python 3.13 appends to a wrong keyword argument,
+    so the lesson prints the same line on every supported Python."""
+    text = re.sub(r"\. Did you mean '[^']*'\?$", "", str(err))
+    return f"{type(err).__name__}({text!r})"
+
+
 def instantiate_like_hydra(data: Mapping[str, Any], full_key: str = "") -> Any:
     """Build a `_target_` block the way `hydra.utils.instantiate` does (the course's reconstruction):
     nested `_target_` blocks first, then `cls(**keys)` with no schema check, so an unknown key is
@@ -194,7 +202,9 @@ def instantiate_like_hydra(data: Mapping[str, Any], full_key: str = "") -> Any:
         try:
             return resolve_target(target)(**items)
         except Exception as err:
-            message = f"Error in call to target {target!r}:\n{err!r}" + (f"\nfull_key: {key}" if key else "")
+            message = f"Error in call to target {target!r}:\n{_stable_repr(err)}" + (
+                f"\nfull_key: {key}" if key else ""
+            )
             raise InstantiationError(message) from err
 
     if not isinstance(data, Mapping) or TARGET_KEY not in data:
