@@ -12,6 +12,7 @@ and a layer number met twice is ringed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import matplotlib.figure
@@ -141,6 +142,15 @@ class RouterNode:
     decoder_order: int | None
 
 
+def _with_ancestors(paths: Iterable[str]) -> set[str]:
+    """Each dotted module path, every path above it, and the root."""
+    found = {"<root>"}
+    for path in paths:
+        parts = path.split(".")
+        found |= {".".join(parts[: i + 1]) for i in range(len(parts))}
+    return found
+
+
 def router_table(model: nn.Module) -> list[RouterNode]:
     """The model's modules that hold routers (and the routers), with both walks' order of meeting each router."""
     if not isinstance(model, nn.Module):
@@ -148,10 +158,7 @@ def router_table(model: nn.Module) -> list[RouterNode]:
     every = {id(r): i for i, (_, r) in enumerate(model_routers(model, scope="model"), start=1)}
     decoder = {id(r): i for i, (_, r) in enumerate(model_routers(model), start=1)}
     routers = {name: m for name, m in model.named_modules() if isinstance(m, TopKRouter) and m.replay is not None}
-    keep = {"<root>"}
-    for name in routers:  # the router and every module above it
-        parts = name.split(".")
-        keep |= {".".join(parts[: i + 1]) for i in range(len(parts))}
+    keep = _with_ancestors(routers)  # the routers and every module above them
     rows = []
     for name, module in model.named_modules():
         path = name or "<root>"
@@ -170,11 +177,7 @@ def draw_router_walks(model: nn.Module, *, show: bool = True) -> matplotlib.figu
     numbers = [r.layer_number for r in rows if r.every_module_order is not None]
     twice = {n for n in numbers if numbers.count(n) > 1}
 
-    walked = {"<root>"}  # the decoder-walked routers and every module above them
-    for r in rows:
-        if r.decoder_order is not None:
-            parts = r.path.split(".")
-            walked |= {".".join(parts[: i + 1]) for i in range(len(parts))}
+    walked = _with_ancestors(r.path for r in rows if r.decoder_order is not None)
 
     def label(row: RouterNode) -> str:
         if row.layer_number is not None:
