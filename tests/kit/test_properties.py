@@ -238,3 +238,40 @@ def test_a_check_runs_on_one_thread_and_gives_the_learner_their_setting_back():
         assert seen == [1] and torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_generated_inputs_run_with_the_heap_set_aside_and_give_it_back():
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    cycle = Node()
+    cycle.me = cycle  # garbage only a collection frees
+    gone = weakref.ref(cycle)
+    frozen_inside = []
+
+    def reference(xs):
+        frozen_inside.append(gc.get_freeze_count())
+        return sum(x * x for x in xs)
+
+    del cycle
+    compare_on_inputs(reference_sum_of_squares, reference, inputs=LISTS, max_examples=3)
+    assert frozen_inside and all(n > 0 for n in frozen_inside)  # the heap was set aside while hypothesis ran
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert gone() is None  # set aside, not leaked: the collector gets it back afterwards
+
+
+def test_a_heap_the_learner_froze_stays_frozen():
+    import gc
+
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        with properties.heap_set_aside():
+            assert gc.get_freeze_count() == before
+        assert gc.get_freeze_count() == before
+    finally:
+        gc.unfreeze()
