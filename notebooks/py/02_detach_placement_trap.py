@@ -37,6 +37,7 @@ kl_coef = 0.001  # the allowed ranges are those over which every claim holds (se
 
 # %%
 import gc, importlib.util, logging
+gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
 from collections import namedtuple
 
 import torch
@@ -54,6 +55,7 @@ from verlstudy.lessons.l02_detach import astcheck, trees
 from verlstudy.lessons.l02_detach.setup import lesson_setup
 from verlstudy.lessons.l02_detach.upstream import REVIEWED_WRITES, differences, engine_sources, unwrapped_stores, upstream_detach_tree
 
+gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
 dev, seed, n_leaves, steps, group_size, lr, kl_coef = lesson_setup(device, seed, n_leaves, steps, group_size, lr, kl_coef)
 print(f"running on {dev.type}")
 

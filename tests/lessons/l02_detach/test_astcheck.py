@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import gc
 import importlib.util
 import textwrap
 from pathlib import Path
@@ -14,6 +16,8 @@ from verlstudy.kit.upstream import verl_available
 from verlstudy.lessons.l02_detach.astcheck import (
     EXAMPLE_ENGINES,
     UPSTREAM_ENGINES,
+    _collector_paused,
+    _parent_links,
     check_sources,
     find_stores,
     stored_outputs_without,
@@ -149,6 +153,30 @@ def test_unwrap_calls_removes_only_the_call_and_keeps_line_numbers() -> None:
     assert [s.line for s in stored_outputs_without("detach_tree", copy)] == [2]
     with pytest.raises(ValueError, match="wrapper must be a Python identifier"):
         unwrap_calls(text, wrapper="detach tree")
+
+
+@pytest.mark.parametrize("name", EXAMPLE_ENGINES)
+def test_parent_links_are_ast_walks_links_in_ast_walks_order(name: str) -> None:
+    tree = ast.parse(ENGINE_FILES[name].read_text() + "\nx = [y async for y in z if (w := y)]\n")
+    walked = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    links = _parent_links(tree)
+    assert list(links) == list(walked)  # the same nodes, first met in the same order
+    assert all(links[node] is walked[node] for node in walked)  # shared ctx nodes (Load()) keep the last parent
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_collector_paused_restores_the_collectors_state_even_on_an_error(enabled: bool) -> None:
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with _collector_paused():
+            assert not gc.isenabled()
+        assert gc.isenabled() is enabled
+        with pytest.raises(ValueError, match="not valid Python"), _collector_paused():
+            find_stores("def f(:\n")
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
 
 
 def test_key_through_module_constant() -> None:
