@@ -33,6 +33,9 @@ hidden = 16  # toy model width
 vocab_size = 32
 
 # %%
+import gc
+gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.devices import pick_device
 from verlstudy.kit.seeding import seed_everything
@@ -65,6 +68,8 @@ from verlstudy.lessons.l04_thd.thd import (
 )
 from verlstudy.lessons.l04_thd.toy import TinyLM, fused_logprobs, thd_logprobs, unfused_logprobs
 
+gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
+
 # %% [markdown]
 # ## 1. Packed sequences: jagged tensors, offsets, cu_seqlens
 # Three prompts+responses of 7, 4 and 9 tokens. A jagged nested tensor stores them back to back in one
@@ -83,6 +88,7 @@ print("lengths:", seq_lengths(input_ids).tolist())
 running_sum = torch.tensor(lengths).cumsum(0)
 claim("cu_seqlens are the running sum of the lengths", torch.equal(cu_seqlens(input_ids)[1:].long(), running_sum))
 claim("the packed buffer holds exactly the real tokens", input_ids.values().numel(), expected=sum(lengths))
+gc.freeze()  # speed only: the first jagged tensor imported torch's DTensor and compiler modules; set them aside too
 
 # %% [markdown]
 # A VLM layer wants a rectangle, so the VLM path pads the ids to `[B, L]` and keeps a mask of the real
