@@ -67,3 +67,68 @@ def test_bar_plot_can_draw_a_log_axis_and_refuses_values_it_cannot_draw_there(ca
     plt.close(fig)
     with pytest.raises(ValueError, match="log axis needs every value > 0"):
         bar_plot({"a": 0.0}, title="t", ylabel="y", show=False, log=True)
+
+
+def test_fit_layout_leaves_no_layout_engine_so_saving_draws_the_figure_once(monkeypatch):
+    import io
+
+    import matplotlib.figure
+
+    from verlstudy.kit.plots import fit_layout
+
+    fig = bar_plot({"a": 1.0, "b": 2.0}, title="t", ylabel="y", show=False)
+    assert fig.get_layout_engine() is None  # bar_plot lays out with fit_layout
+    fig.tight_layout()  # what fit_layout avoids: the engine tight_layout leaves behind
+    assert fig.get_layout_engine() is not None
+    draws = []
+    original = matplotlib.figure.Figure.draw
+    monkeypatch.setattr(matplotlib.figure.Figure, "draw", lambda self, r: (draws.append(1), original(self, r))[1])
+    fig.savefig(io.BytesIO(), format="png")
+    assert len(draws) == 2
+    draws.clear()
+    assert fit_layout(fig) is fig and fig.get_layout_engine() is None
+    fig.savefig(io.BytesIO(), format="png")
+    assert len(draws) == 1
+    plt.close(fig)
+
+
+def test_bar_plot_right_aligns_slanted_labels_on_request():
+    fig = bar_plot(
+        {"a long label": 1.0, "b": 2.0}, title="t", ylabel="y", show=False, labelrotation=35, labelalign="right"
+    )
+    assert [label.get_ha() for label in fig.axes[0].get_xticklabels()] == ["right", "right"]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="labelalign must be"):
+        bar_plot({"a": 1.0}, title="t", ylabel="y", show=False, labelalign="middle")
+
+
+def test_untrimmed_inline_figures_sets_the_inline_default_only(monkeypatch):
+    import IPython
+    import IPython.core.pylabtools
+    from matplotlib_inline.config import InlineBackend
+    from traitlets.config import Configurable
+
+    from verlstudy.kit.plots import untrimmed_inline_figures
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)
+    assert untrimmed_inline_figures() is False  # no kernel: nothing to configure
+    shell = Configurable()  # stands in for the kernel's shell: the backend's config only needs a parent
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    registered = []
+    monkeypatch.setattr(IPython.core.pylabtools, "select_figure_formats", lambda *a, **kw: registered.append(kw))
+    InlineBackend.clear_instance()
+    try:
+        inline = InlineBackend.instance(parent=shell)
+        inline.print_figure_kwargs.update(pil_kwargs={"compress_level": 6})
+        assert untrimmed_inline_figures() is True  # before the first figure: read when the backend starts
+        assert inline.print_figure_kwargs == {"bbox_inches": None, "pil_kwargs": {"compress_level": 6}}
+        assert registered == []
+        inline.print_figure_kwargs["bbox_inches"] = "tight"
+        monkeypatch.setattr(InlineBackend, "shell", shell)  # the backend is active: it already showed a figure
+        assert untrimmed_inline_figures() is True
+        assert registered == [{"bbox_inches": None, "pil_kwargs": {"compress_level": 6}}]
+        inline.print_figure_kwargs["bbox_inches"] = "standard"  # a learner's own choice stays
+        assert untrimmed_inline_figures() is False
+        assert inline.print_figure_kwargs["bbox_inches"] == "standard" and len(registered) == 1
+    finally:
+        InlineBackend.clear_instance()
