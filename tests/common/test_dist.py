@@ -76,6 +76,47 @@ def test_no_children_left_after_success() -> None:
     assert not mp.active_children()
 
 
+def _wait_for_count(counter: object, count: int, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while counter.value < count:  # type: ignore[attr-defined]
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def test_while_waiting_runs_once_every_rank_has_started() -> None:
+    counter = mp.get_context("fork").Value("i", 0)
+    seen: list[bool] = []  # called before the fork, it would wait in vain: no rank could count in
+    results = run_local(dist.count_in, 2, counter, while_waiting=lambda: seen.append(_wait_for_count(counter, 2)))
+    assert results == [0, 1] and seen == [True]
+    assert not mp.active_children()
+
+
+def test_results_sent_before_the_deadline_are_read_after_a_long_while_waiting() -> None:
+    counter = mp.get_context("fork").Value("i", 0)
+
+    def past_the_deadline() -> None:
+        assert _wait_for_count(counter, 2)
+        time.sleep(1.3)  # timeout_s is 1 s: the ranks are done, their results wait in the pipes
+
+    assert run_local(dist.count_in, 2, counter, timeout_s=1.0, while_waiting=past_the_deadline) == [0, 1]
+
+
+def test_a_raising_while_waiting_stops_the_ranks_and_propagates() -> None:
+    def fails() -> None:
+        raise KeyError("while_waiting failed")
+
+    with pytest.raises(KeyError, match="while_waiting failed"):
+        run_local(dist.hang_on_rank, 2, 1, 60.0, timeout_s=30, while_waiting=fails)
+    assert not mp.active_children(), "no child process may be left behind"
+
+
+def test_while_waiting_must_be_callable() -> None:
+    with pytest.raises(TypeError, match="while_waiting must be a function"):
+        run_local(dist.all_reduce_rank_sum, 2, while_waiting=3)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("world_size", [0, 9, -1])
 def test_world_size_out_of_range(world_size: int) -> None:
     with pytest.raises(ValueError, match="world_size must be between 1 and 8"):

@@ -164,15 +164,13 @@ def _child(
             timeout=timedelta(seconds=collective_timeout_s),
             pg_options=_loopback_options(collective_timeout_s),
         )
-        try:
-            _send(conn, ("ok", fn(rank, world_size, *args)), rank)  # the result first: a failed peer cannot delay it
-            payload = ()
-            # Leave together: a rank that destroys its group while a peer still reads from it makes the peer
-            # fail with "Connection closed by peer" though nobody raised (seen under load). The file store,
-            # not the gloo sockets, tells each rank when every rank is done.
-            wait_for_peers(store, world_size, collective_timeout_s)
-        finally:
-            dist.destroy_process_group()
+        _send(conn, ("ok", fn(rank, world_size, *args)), rank)  # the result first: a failed peer cannot delay it
+        payload = ()
+        # Leave together: a rank that leaves (its gloo sockets close) while a peer still reads from it makes the
+        # peer fail with "Connection closed by peer" though nobody raised (seen under load). The file store,
+        # not the gloo sockets, tells each rank when every rank is done. The group is not destroyed: the
+        # process ends right after (os._exit), which closes its sockets some 25 ms sooner than a destroy.
+        wait_for_peers(store, world_size, collective_timeout_s)
     except BaseException as e:  # report everything, KeyboardInterrupt included, then exit
         if payload is None:
             payload = ("error", type(e).__name__, str(e), traceback.format_exc())
@@ -222,14 +220,20 @@ def run_local(
     timeout_s: float = 30.0,
     collective_timeout_s: float = 10.0,
     grace_s: float = 2.0,
+    while_waiting: Callable[[], object] | None = None,
 ) -> list[Any]:
     """Run `fn(rank, world_size, *args)` on `world_size` forked gloo ranks; return results in rank order.
 
     Each rank joins a process group on 127.0.0.1 (collectives time out after `collective_timeout_s`),
-    runs `fn`, destroys the group and sends its return value back (anything picklable, tensors
-    included). If a rank raises, or any rank is still running after `timeout_s` (it is killed),
+    runs `fn` and sends its return value back (anything picklable, tensors included), then waits for
+    the other ranks and exits. If a rank raises, or any rank is still running after `timeout_s` (it is killed),
     raises DistributedRunError with every rank's RankOutcome. After the first failure the other
     ranks have `grace_s` seconds to finish or report before they are stopped.
+
+    `while_waiting()`, if given, runs in this process once every rank has started and before their
+    results are read: work that overlaps the ranks' (a wait, say), not work they need. Its return value
+    is dropped; if it raises, the ranks are stopped and the error propagates. `timeout_s` counts from
+    the start, while_waiting included: keep it well under that.
     """
     fn = _check_fn(fn)
     if isinstance(world_size, bool) or not isinstance(world_size, numbers.Integral):
@@ -240,6 +244,8 @@ def run_local(
     timeout_s = _check_seconds("timeout_s", timeout_s)
     collective_timeout_s = _check_seconds("collective_timeout_s", collective_timeout_s)
     grace_s = _check_seconds("grace_s", grace_s)
+    if while_waiting is not None and not callable(while_waiting):
+        raise TypeError(f"while_waiting must be a function taking no arguments, got {type(while_waiting).__name__}")
 
     ctx = mp.get_context("fork")
     store_dir = tempfile.mkdtemp(prefix="verlstudy-gloo-")
@@ -267,12 +273,15 @@ def run_local(
     deadline = time.monotonic() + timeout_s
     first_failure: int | None = None
     try:
+        if while_waiting is not None:
+            while_waiting()  # the ranks are running; a rank whose result fills its pipe waits for the read below
         # Read while waiting: a child blocks on a large result until the parent takes it.
         while readers:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            # a result already sent is read even past the deadline (after a long while_waiting, say)
+            ready = wait(list(readers), timeout=max(deadline - time.monotonic(), 0.0))
+            if not ready:
                 break
-            for conn in wait(list(readers), timeout=remaining):
+            for conn in ready:
                 rank = readers.pop(conn)  # type: ignore[call-overload]
                 try:
                     payload = pickle.loads(conn.recv_bytes())
@@ -320,6 +329,13 @@ def all_reduce_rank_sum(rank: int, world_size: int, scale: float = 1.0) -> torch
     t = torch.full((2,), float(rank + 1) * scale)
     dist.all_reduce(t)
     return t
+
+
+def count_in(rank: int, world_size: int, counter: Any) -> int:
+    """Add 1 to `counter` (a shared `multiprocessing` Value) and return the rank: shows a rank has started."""
+    with counter.get_lock():
+        counter.value += 1
+    return rank
 
 
 def raise_on_rank(rank: int, world_size: int, bad_rank: int = 1) -> int:
