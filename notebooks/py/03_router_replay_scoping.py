@@ -32,10 +32,13 @@ num_experts = 4  # experts per MoE layer
 topk = 2  # experts per token
 lr = 1.0  # step size of the one policy update, >= 1: it must move some routes of this tiny batch
 pp_layer_counts = [2, 0, 1]  # MoE layers per pipeline stage (one gloo rank each); include a 0
-collective_timeout_s = 1.0  # gloo collective timeout for the stranded-rank demonstration
+collective_timeout_s = 0.5  # gloo collective timeout for the stranded-rank demonstration
 seed = 0
 
 # %%
+import gc
+gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.devices import pick_device
 from verlstudy.kit.seeding import seed_everything
@@ -60,6 +63,8 @@ import time
 
 import torch
 
+torch.set_num_threads(1)  # toy-sized tensors: a second thread only waits for a free core, milliseconds an op when busy
+
 from verlstudy.common.dist import run_local
 from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise, exercise_hint
@@ -78,6 +83,8 @@ from verlstudy.lessons.l03_router_replay.routes import (
     rerouted_tokens, routers_by_layer, routes_used, set_replay_targets, stack_routes,
 )
 from verlstudy.lessons.l03_router_replay.text_config import ComposedConfig, ToyConfig, bfs_config_attr, get_text_config_attr
+
+gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
 
 # %% [markdown]
 # ## 1. Why replay: one update moves the routing
@@ -410,33 +417,11 @@ _ = upstream_cell(upstream_absolute_replay)
 #   only the layer dim to the largest stage, send the int16 routes as raw bytes (NCCL has no int16) and strip
 #   the padding.
 #
-# Both are upstream's code as released; the next cell runs verl's own `pp_gather` on real gloo ranks on this
-# machine (one rank per stage of `pp_layer_counts`, a stage with 0 MoE layers included), once per branch.
+# Both are upstream's code as released (below); the end of this section runs verl's own `pp_gather` on real gloo
+# ranks on this machine, once per branch.
 
 # %% tags=["upstream-source", "nbval-ignore-output"]
 upstream_source("utils/megatron/router_replay_utils.py", "pp_gather", contains="all_gather")
-
-# %%
-def upstream_pp_gather() -> None:
-    lengths = [3, 2]  # two sequences of different lengths: the nested map is jagged
-    full = pipeline.toy_global_routes(len(lengths), max(lengths), sum(pp_layer_counts), topk, 384, seed)
-    verl_fns.warm_jagged()  # once here, not once in every forked rank
-    out = run_local(verl_fns.upstream_pp_gather_worker, len(pp_layer_counts), pp_layer_counts, lengths, topk, seed,
-                    timeout_s=60)  # each rank returns (its nested map, its dense map) after both gathers
-    for nested in (True, False):
-        if nested:
-            maps = [o[0] for o in out]
-            exact = all(torch.equal(t, full[b, :n]) for o in maps for b, (t, n) in enumerate(zip(o.unbind(), lengths)))
-            shapes = [tuple(t.shape) for t in maps[0].unbind()]
-        else:
-            exact, shapes = all(torch.equal(o[1], full) for o in out), tuple(out[0][1].shape)
-        branch = "nested, all_gather_object" if nested else "dense, uint8 all_gather"
-        print(f"verl pp_gather ({branch}): every rank holds {shapes}")
-        claim(f"verl's own pp_gather ({branch}) gives every rank the full map, a 0-layer stage joining", exact,
-              upstream=f"verl {verl_version()} verl/utils/megatron/router_replay_utils.py::pp_gather")
-
-
-_ = upstream_cell(upstream_pp_gather)
 
 # %% [markdown]
 # Exercise 3.2 and the course's `pipeline.pp_gather` below use the **dense** branch: its wire format is where a
@@ -505,13 +490,14 @@ claim("every rank gets the full map, bit-exact, with a 0-layer stage joining",
 # failing rank stays alive, as a Ray worker does after an exception, and the timeout is `collective_timeout_s`:
 
 # %%
-peers_gave_up = multiprocessing.get_context("fork").Event()
-start = time.monotonic()
+fork_context = multiprocessing.get_context("fork")
+peers_gave_up = fork_context.Event()
+joined_for = fork_context.Value("d", 0.0)  # seconds the joining rank spent in pp_gather, clocked by that rank
 stranded = pipeline.failed_outcomes(pipeline.raise_instead_of_joining, 2, [1, 1], gather_shape, seed, 1, peers_gave_up,
-                                    timeout_s=30, collective_timeout_s=collective_timeout_s)
-stranded_wait = time.monotonic() - start
+                                    joined_for, timeout_s=30, collective_timeout_s=collective_timeout_s,
+                                    while_waiting=verl_fns.warm_jagged)  # the wait idles this process: see the section's last cell
 print("\n".join(pipeline.outcome_lines(stranded)))
-claim("the joining rank waited out the whole collective timeout", stranded_wait >= collective_timeout_s,
+claim("the joining rank waited out the whole collective timeout", joined_for.value >= collective_timeout_s,
       upstream="review catch: a rank that raises instead of joining hangs the others")
 claim("the joining rank failed with a timeout, not with the real cause", "Timed out" in stranded[0].error_message)
 
@@ -566,6 +552,34 @@ claim(f"every rank raises the same error naming stage {missing_stage}",
       len({(o.error_type, o.error_message) for o in together}) == 1
       and all(f"stage(s) [{missing_stage}]" in o.error_message for o in together))
 claim("every rank raised long before the collective timeout", time.monotonic() - start < 10.0)
+
+# %% [markdown]
+# Last, verl's own `pp_gather` (the source shown at the start of this section) on real gloo ranks on this machine,
+# one rank per stage of `pp_layer_counts`, a stage with 0 MoE layers included, once per branch. The nested maps
+# are torch's jagged tensors, whose first use imports torch's compiler stack (about a second); this process did
+# that while the stranded rank above waited out its timeout, so the ranks forked here inherit it.
+
+# %%
+def upstream_pp_gather() -> None:
+    lengths = [3, 2]  # two sequences of different lengths: the nested map is jagged
+    full = pipeline.toy_global_routes(len(lengths), max(lengths), sum(pp_layer_counts), topk, 384, seed)
+    verl_fns.warm_jagged()  # done during the stranded-rank wait above; here in case that cell was skipped
+    out = run_local(verl_fns.upstream_pp_gather_worker, len(pp_layer_counts), pp_layer_counts, lengths, topk, seed,
+                    timeout_s=60)  # each rank returns (its nested map, its dense map) after both gathers
+    for nested in (True, False):
+        if nested:
+            maps = [o[0] for o in out]
+            exact = all(torch.equal(t, full[b, :n]) for o in maps for b, (t, n) in enumerate(zip(o.unbind(), lengths)))
+            shapes = [tuple(t.shape) for t in maps[0].unbind()]
+        else:
+            exact, shapes = all(torch.equal(o[1], full) for o in out), tuple(out[0][1].shape)
+        branch = "nested, all_gather_object" if nested else "dense, uint8 all_gather"
+        print(f"verl pp_gather ({branch}): every rank holds {shapes}")
+        claim(f"verl's own pp_gather ({branch}) gives every rank the full map, a 0-layer stage joining", exact,
+              upstream=f"verl {verl_version()} verl/utils/megatron/router_replay_utils.py::pp_gather")
+
+
+_ = upstream_cell(upstream_pp_gather)
 
 # %% [markdown]
 # ## 5. The config walk: read the text branch, never a sibling

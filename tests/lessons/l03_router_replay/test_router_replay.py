@@ -608,6 +608,27 @@ def test_a_rank_that_raises_instead_of_joining_strands_the_others_until_the_time
     ]
 
 
+def test_the_joining_rank_clocks_its_own_wait_while_this_process_works() -> None:
+    fork = mp.get_context("fork")
+    peers_gave_up, joined_for = fork.Event(), fork.Value("d", 0.0)
+    with pytest.raises(DistributedRunError) as info:
+        run_local(
+            raise_instead_of_joining,
+            2,
+            [1, 1],
+            SHAPE,
+            7,
+            1,
+            peers_gave_up,
+            joined_for,
+            timeout_s=30,
+            collective_timeout_s=0.5,
+            while_waiting=lambda: time.sleep(1.5),
+        )
+    assert 0.5 <= joined_for.value < 1.5  # the rank's own clock: this process's 1.5 s of work is not in it
+    assert outcome_lines(info.value.outcomes)[0] == f"rank 0: RuntimeError: {GLOO_TIMEOUT_TEXT}"
+
+
 def test_pp_gather_worker_checks_its_arguments() -> None:
     with pytest.raises(DistributedRunError, match="layer_counts has 1 stages but world_size is 2"):
         run_local(pp_gather_worker, 2, [1], SHAPE, 7, timeout_s=30)

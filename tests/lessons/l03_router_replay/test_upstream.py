@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -53,6 +55,33 @@ def test_fake_parallel_state_and_config() -> None:
     assert config.moe_layer_freq == [1, 0, 1] and config.fp8 is None and config.moe_router_topk == 2
     assert verl_fns.megatron_config(3, 2, moe_layer_freq=None).moe_layer_freq is None
     assert verl_fns.FakePackedSeqParams(cu_seqlens_q=1).cu_seqlens_q == 1
+
+
+def test_warm_jagged_loads_the_jagged_stack_and_leaves_the_collector_as_it_was() -> None:
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            verl_fns.warm_jagged()
+            assert gc.isenabled() is enabled
+        assert "torch.distributed.tensor" in sys.modules and gc.get_freeze_count() > 0
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
+def test_load_router_utils_sets_the_layout_on_one_loaded_copy() -> None:
+    if not upstream.verl_available():
+        pytest.skip("verl is not installed (make setup)")
+    first = verl_fns.load_router_utils(pp=3, pp_rank=2)
+    assert verl_fns.load_router_utils() is first  # loaded from source once per process
+    mpu = first["pp_gather"].__globals__["mpu"]
+    assert (mpu.get_pipeline_model_parallel_world_size(), mpu.get_pipeline_model_parallel_rank()) == (1, 0)
+    verl_fns.load_router_utils(pp=3, pp_rank=2)
+    assert (mpu.get_pipeline_model_parallel_world_size(), mpu.get_pipeline_model_parallel_rank()) == (3, 2)
+    with pytest.raises(ValueError, match="pp_rank must be an int in"):
+        verl_fns.load_router_utils(pp=2, pp_rank=2)
+    assert mpu.get_pipeline_model_parallel_world_size() == 3  # a rejected layout changes nothing
+    verl_fns.load_router_utils()
 
 
 def test_load_router_utils_rejects_a_registry_that_is_not_a_list() -> None:

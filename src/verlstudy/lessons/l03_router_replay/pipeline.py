@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import multiprocessing.synchronize
 import re
+import time
 from collections.abc import Callable, Sequence
+from multiprocessing.sharedctypes import Synchronized
 from typing import Any
 
 import torch
@@ -169,19 +171,27 @@ def raise_instead_of_joining(
     seed: int,
     failing_rank: int,
     peers_gave_up: multiprocessing.synchronize.Event,
+    joined_for: Synchronized | None = None,
     hold_s: float = 10.0,
 ) -> torch.Tensor:
     """A run_local worker for the review's hang: `failing_rank` raises instead of joining pp_gather.
 
     Its process stays alive (as a Ray worker does after an exception) until the peers give up, so the
     peers sit in the collective until the process group's timeout. `hold_s` bounds that wait.
+    `joined_for`, a shared float (`multiprocessing` `Value("d")`), receives the longest time a joining
+    rank spent in pp_gather, clocked by the rank itself.
     """
     if rank == failing_rank:
         peers_gave_up.wait(hold_s)
         raise RuntimeError(MissingRoutes(tuple(stage_layer_numbers(layer_counts, rank))).message())
+    local = _stage_input(rank, layer_counts, shape, seed, -1)
+    entered = time.monotonic()
     try:
-        return pp_gather(_stage_input(rank, layer_counts, shape, seed, -1))
+        return pp_gather(local)
     finally:
+        if joined_for is not None:
+            with joined_for.get_lock():
+                joined_for.value = max(joined_for.value, time.monotonic() - entered)
         peers_gave_up.set()
 
 

@@ -16,6 +16,7 @@ checks are upstream's code as released. `megatron_config` builds the Transformer
 from __future__ import annotations
 
 import functools
+import gc
 import inspect
 import math
 import random
@@ -119,8 +120,9 @@ def _thd_not_used(*args: object, **kwargs: object) -> None:
 
 
 @functools.cache
-def _router_utils(pp: int, pp_rank: int) -> tuple[dict, types.SimpleNamespace]:
-    mpu = FakeParallelState(pp, pp_rank)
+def _router_utils() -> tuple[dict, types.SimpleNamespace, FakeParallelState]:
+    # Loaded once per process (forked gloo ranks inherit it); the pipeline layout is set per call on `mpu`.
+    mpu = FakeParallelState()
     packing = upstream.load_upstream(
         "models/mcore/util.py",
         ["preprocess_packed_seqs", "postprocess_packed_seqs"],
@@ -152,17 +154,21 @@ def _router_utils(pp: int, pp_rank: int) -> tuple[dict, types.SimpleNamespace]:
         "pp_gather",
         "merge_nested_router_maps",
     ]
-    return upstream.load_upstream(ROUTER_UTILS, [*names, "RouterReplayHelper"], provided), replay_class
+    return upstream.load_upstream(ROUTER_UTILS, [*names, "RouterReplayHelper"], provided), replay_class, mpu
 
 
 def load_router_utils(registry: list[RouterReplay] | None = None, pp: int = 1, pp_rank: int = 0) -> dict:
     """verl's own router-replay functions, running on the toy model (`registry` is `RouterReplay.router_instances`).
 
-    Loaded once per (pp, pp_rank); each call points upstream's `RouterReplay.router_instances` at `registry`.
+    Loaded from source once per process; each call sets the pipeline layout upstream's `mpu` answers with
+    (`pp` stages, this process is stage `pp_rank`) and points `RouterReplay.router_instances` at `registry`,
+    for the functions of every call alike.
     """
-    functions, replay_class = _router_utils(positive_int("pp", pp), pp_rank)
+    layout = FakeParallelState(pp, pp_rank)  # validates both before anything changes
     if registry is not None and not isinstance(registry, list):
         raise TypeError(f"registry must be a list of RouterReplay, got {type(registry).__name__}")
+    functions, replay_class, mpu = _router_utils()
+    mpu.pp, mpu.pp_rank = layout.pp, layout.pp_rank
     replay_class.router_instances = [] if registry is None else registry
     return functions
 
@@ -197,9 +203,20 @@ def upstream_pp_gather_worker(
 
 
 def warm_jagged() -> None:
-    """Build one jagged tensor: its first use imports torch's compiler stack (about a second), which forked
-    ranks then inherit instead of each paying it again."""
-    torch.nested.as_nested_tensor([torch.zeros(1), torch.zeros(2)], layout=torch.jagged)
+    """Build one jagged tensor: its first use imports torch's DTensor and compiler modules (about a second), which
+    forked ranks then inherit instead of each paying it again.
+
+    The garbage collector is paused while they load (they build a large heap that no collection frees, and
+    collections would walk it again and again) and that heap is frozen after, so later collections skip it.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        torch.nested.as_nested_tensor([torch.zeros(1), torch.zeros(2)], layout=torch.jagged)
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
 
 
 # ---------------------------------------------------------------------------------------------
