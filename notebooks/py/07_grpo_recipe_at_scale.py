@@ -255,18 +255,14 @@ claim("expert optimizer / weights+grads (edp=1)", per_billion["expert"]["optimiz
 # (`ref_param_offload`) is offloaded likewise and not plotted.
 
 # %%
-import matplotlib.pyplot as plt
-
 from verlstudy.lessons.l07_grpo_recipe.memory import NO_OFFLOAD, OffloadSettings, memory_by_phase, totals
 
 offload = OffloadSettings.from_recipe(recipe["offload"])
 mib = {name: {k: v / 2**20 for k, v in totals(memory_by_phase(layout, 0, 1e9, s)).items()}
        for name, s in (("no offload", NO_OFFLOAD), ("#7788", offload))}
-fig = bar_plot({f"{name}: {k}": v for name, t in mib.items() for k, v in t.items()},
-               title="Actor memory per rank, per 1e9 expert params", ylabel="MiB", digits=4, show=False)
-plt.setp(fig.axes[0].get_xticklabels(), rotation=35, ha="right")  # eight long labels: slant them
-fig.tight_layout()
-plt.show()
+fig = bar_plot({f"{name}: {k}": v for name, t in mib.items() for k, v in t.items()},  # eight long labels: slanted
+               title="Actor memory per rank, per 1e9 expert params", ylabel="MiB", digits=4, labelrotation=35,
+               labelalign="right")
 per_rank = 1e9 / 512 / 2**20  # MiB per byte-per-parameter on one rank
 claim("no offload: device holds 18 B/param in both phases", mib["no offload"]["rollout device"], 18 * per_rank, rtol=1e-9)
 claim("#7788 training: device 6 B/param (weights + grads)", mib["#7788"]["train device"], 6 * per_rank, rtol=1e-9)
@@ -510,14 +506,14 @@ claim("a p=0.9 token is not limited by the upper clip", max_prob_after_update(0.
 # the ratio leave 1 and the clip bind). Same seed, same first samples: only `clip_ratio_high` differs.
 
 # %%
-from verlstudy.lessons.l07_grpo_recipe.grpo import bandit_problem, entropy, train_clip_bandit
+from verlstudy.lessons.l07_grpo_recipe.grpo import bandit_problem, entropy, train_clip_bandits
 
 bandit = dict(prompts=bandit_prompts, arms=8, correct=4, success=0.7, n=8, epochs=4, steps=bandit_steps)
 start_logits, _ = bandit_problem(bandit_prompts, 8, 4, seed, success=0.7)
 favourite_p = torch.softmax(start_logits, dim=-1).max(dim=-1).values.mean().item()
 print(f"start: favourite answer p = {favourite_p:.2f}, entropy {entropy(start_logits).mean().item():.2f} nats")
-symmetric = train_clip_bandit(0.2, 0.2, 10.0, seed=seed, **bandit)
-higher = train_clip_bandit(0.2, 0.28, 10.0, seed=seed, **bandit)
+settings = [(0.2, 0.2, 10.0), (0.2, 0.28, 10.0)]  # (clip_low, clip_high, clip_c): symmetric, then clip-higher
+symmetric, higher = train_clip_bandits(settings, [seed], **bandit)[seed]  # two independent runs, stepped together
 shown = list(range(0, bandit_steps + 1, 5))
 line_plot({"symmetric (0.2, 0.2)": (shown, [symmetric.entropy[i] for i in shown]),
            "clip-higher (0.2, 0.28)": (shown, [higher.entropy[i] for i in shown])},
@@ -543,8 +539,8 @@ claim(f"reward over the last {window} steps: {rewards_end[0]:.3f} vs {rewards_en
 
 # %%
 finals = {}
-for s in range(seed + 1, seed + 1 + robustness_seeds):
-    pair = [train_clip_bandit(0.2, h, 10.0, seed=s, **bandit).entropy[-1] for h in (0.2, 0.28)]
+for s, runs in train_clip_bandits(settings, range(seed + 1, seed + 1 + robustness_seeds), **bandit).items():
+    pair = [run.entropy[-1] for run in runs]
     finals[s] = pair
     print(f"seed {s}: final entropy symmetric {pair[0]:.3f}, clip-higher {pair[1]:.3f}")
 claim(f"clip-higher ends with more entropy on all {robustness_seeds} further seeds",

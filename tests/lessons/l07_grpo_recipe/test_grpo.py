@@ -22,6 +22,7 @@ from verlstudy.lessons.l07_grpo_recipe.grpo import (
     steps_until_below,
     tabular_policy_gradient,
     train_clip_bandit,
+    train_clip_bandits,
 )
 
 
@@ -274,6 +275,49 @@ class TestBandit:
             assert higher.entropy[-1] > symmetric.entropy[-1] + 0.03
             assert steps_until_below(higher.entropy, 0.5) > steps_until_below(symmetric.entropy, 0.5)
             assert abs(sum(higher.reward[-10:]) - sum(symmetric.reward[-10:])) / 10 < 0.02
+
+    @staticmethod
+    def one_run_alone(clips, seed, prompts, steps, n=8, epochs=4, lr=0.1):
+        """The bandit loop run by run, as train_clip_bandit did before runs were stacked: the reference."""
+        logits, pass_prob = bandit_problem(prompts, 8, 4, seed)
+        gen = torch.Generator().manual_seed(seed + 1)
+        ent, rew, clipfrac = [float(entropy(logits).mean())], [], []
+        for _ in range(steps):
+            actions = torch.multinomial(torch.softmax(logits, dim=-1), n, replacement=True, generator=gen)
+            rewards = torch.bernoulli(pass_prob.gather(1, actions), generator=gen)
+            adv = group_advantages(rewards)
+            old_logp = torch.log_softmax(logits, dim=-1).gather(1, actions)
+            frac_sum = 0.0
+            for _ in range(epochs):
+                grad, frac = tabular_policy_gradient(logits, actions, old_logp, adv, *clips)
+                logits -= lr * actions.numel() * grad
+                frac_sum += frac / epochs
+            ent.append(float(entropy(logits).mean()))
+            rew.append(float(rewards.mean()))
+            clipfrac.append(frac_sum)
+        return tuple(ent), tuple(rew), tuple(clipfrac)
+
+    def test_stacked_runs_are_exactly_the_runs_alone(self):
+        clips = [(0.2, 0.2, 10.0), (0.2, 0.28, 10.0), (0.1, 0.5, 1.5)]
+        runs = train_clip_bandits(clips, [3, 7], prompts=16, steps=8)
+        assert list(runs) == [3, 7] and all(len(r) == 3 for r in runs.values())
+        for seed, per_clip in runs.items():
+            for setting, run in zip(clips, per_clip, strict=True):
+                assert (run.entropy, run.reward, run.clipfrac) == self.one_run_alone(setting, seed, 16, 8)
+        assert train_clip_bandit(0.2, 0.28, 10.0, seed=7, prompts=16, steps=8) == runs[7][1]
+
+    @pytest.mark.parametrize(
+        ("clips", "seeds", "words"),
+        [
+            ([], [0], "clips must be a non-empty list"),
+            ([(0.2, 0.2, 10.0)], [], "seeds must be a non-empty list of distinct seeds"),
+            ([(0.2, 0.2, 10.0)], [1, 1], "seeds must be a non-empty list of distinct seeds"),
+            ([(0.2, 0.2, 0.5)], [0], "clip_c must be > 1"),
+        ],
+    )
+    def test_stacked_runs_bad_input(self, clips, seeds, words):
+        with pytest.raises(ValueError, match=words):
+            train_clip_bandits(clips, seeds, steps=1)
 
     def test_with_one_update_per_sample_the_clip_never_binds(self):
         run = train_clip_bandit(0.2, 0.2, epochs=1, steps=5)

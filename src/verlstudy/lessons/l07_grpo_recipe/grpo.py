@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -252,18 +253,46 @@ def tabular_policy_gradient(
         )
     if actions.shape[0] != logits.shape[0]:
         raise ValueError(f"actions has {actions.shape[0]} rows but logits has {logits.shape[0]} prompts")
+    clip_low, clip_high, clip_c = _check_clips(clip_low, clip_high, clip_c)
+    grad, clipped = _tabular_gradient(
+        logits, actions, old_logp, advantages, (clip_low, clip_high, clip_c), actions.numel()
+    )
+    return grad, float(clipped.to(logits.dtype).mean())
+
+
+def _tabular_gradient(
+    logits: torch.Tensor,
+    actions: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    clips: tuple[float | torch.Tensor, float | torch.Tensor, float | torch.Tensor],
+    samples: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(gradient, where the clipped term is the larger) without checks; ``samples`` is the token-mean's N.
+
+    The clips may be numbers or (rows, 1) columns, one setting per row (runs stacked by train_clip_bandits).
+    """
     logp_all = torch.log_softmax(logits, dim=-1)
     logp = logp_all.gather(1, actions)
     log_ratio = logp - old_logp
     ratio = torch.exp(torch.clamp(log_ratio, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))
-    per_token, unclipped, clipped, _ = _clipped_terms(ratio, advantages, clip_low, clip_high, clip_c)
+    per_token, unclipped, clipped, _ = _clipped_terms(ratio, advantages, *clips)
     # The unclipped branch carries the gradient; the clamp of the log-ratio also cuts it outside +-20.
     in_range = (log_ratio.abs() < LOG_RATIO_CLAMP).to(logits.dtype)
     active = (per_token == unclipped).to(logits.dtype) * in_range
-    g = -advantages * ratio * active / actions.numel()
+    g = -advantages * ratio * active / samples
     grad = torch.zeros_like(logits).scatter_add_(1, actions, g)
     grad -= g.sum(dim=1, keepdim=True) * logp_all.exp()
-    return grad, float((clipped > unclipped).to(logits.dtype).mean())
+    return grad, clipped > unclipped
+
+
+def _check_bandit_args(n: int, steps: int, epochs: int, lr: float) -> None:
+    for name, value in (("n", n), ("steps", steps), ("epochs", epochs)):
+        positive_int(name, value)
+    if n < 2:
+        raise ValueError(f"n must be >= 2 so a group has a spread, got {n}")
+    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or lr <= 0:
+        raise ValueError(f"lr must be a positive number, got {lr!r}")
 
 
 def train_clip_bandit(
@@ -288,32 +317,108 @@ def train_clip_bandit(
     step per sample: the token-mean loss divides each sample's gradient by prompts * n and the step
     multiplies it back, so each prompt's bandit learns the same whatever the number of prompts.
     """
-    for name, value in (("n", n), ("steps", steps), ("epochs", epochs)):
-        positive_int(name, value)
-    if n < 2:
-        raise ValueError(f"n must be >= 2 so a group has a spread, got {n}")
-    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or lr <= 0:
-        raise ValueError(f"lr must be a positive number, got {lr!r}")
-    clip_low, clip_high, clip_c = _check_clips(clip_low, clip_high, clip_c)
-    init_logits, pass_prob = bandit_problem(prompts, arms, correct, seed, success=success)
-    logits = init_logits.clone()
-    gen = torch.Generator().manual_seed(seed + 1)
-    ent, rew, clipfrac = [float(entropy(logits).mean())], [], []
+    (run,) = train_clip_bandits(
+        [(clip_low, clip_high, clip_c)],
+        [seed],
+        prompts=prompts,
+        arms=arms,
+        correct=correct,
+        success=success,
+        n=n,
+        steps=steps,
+        epochs=epochs,
+        lr=lr,
+    )[seed]
+    return run
+
+
+def train_clip_bandits(
+    clips: Sequence[tuple[float, float, float]],
+    seeds: Iterable[int],
+    *,
+    prompts: int = 64,
+    arms: int = 8,
+    correct: int = 4,
+    success: float = 0.7,
+    n: int = 8,
+    steps: int = 40,
+    epochs: int = 4,
+    lr: float = 0.1,
+) -> dict[int, list[BanditRun]]:
+    """`train_clip_bandit` for every (clip_low, clip_high, clip_c) in ``clips`` on every seed, trained together.
+
+    Returns {seed: [one BanditRun per entry of clips]}. Each run is the one `train_clip_bandit` gives for its
+    setting and seed: it starts from its seed's problem and samples from its own generator. The runs are
+    only stepped side by side, their tables stacked along the prompt dimension, so one step's tensor
+    operations serve every run (a handful of small operations is what a step costs, whatever its size).
+    """
+    _check_bandit_args(n, steps, epochs, lr)
+    if not isinstance(clips, Sequence) or not clips:
+        raise ValueError(f"clips must be a non-empty list of (clip_low, clip_high, clip_c), got {clips!r}")
+    checked = [_check_clips(*setting) for setting in clips]
+    seeds = list(seeds)
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be a non-empty list of distinct seeds, got {seeds!r}")
+    runs = [(setting, s) for s in seeds for setting in checked]  # run r holds rows r*prompts .. (r+1)*prompts - 1
+    problems = {s: bandit_problem(prompts, arms, correct, s, success=success) for s in seeds}
+    logits = torch.cat([problems[s][0] for _, s in runs])
+    pass_prob = torch.cat([problems[s][1] for _, s in runs])
+    rows = [slice(r * prompts, (r + 1) * prompts) for r in range(len(runs))]
+    low, high, cap = _clip_columns([setting for setting, _ in runs], prompts)
+    gens = [torch.Generator().manual_seed(s + 1) for _, s in runs]
+    samples = prompts * n  # one run's token-mean divides by its own sample count
+    ent, rew, clipfrac = [_run_means(entropy(logits), rows)], [], []
     for _ in range(steps):
-        with torch.no_grad():  # rollout: sample, score, group-normalise
-            actions = torch.multinomial(torch.softmax(logits, dim=-1), n, replacement=True, generator=gen)
-            rewards = torch.bernoulli(pass_prob.gather(1, actions), generator=gen)
+        with torch.no_grad():  # rollout: each run samples from its own generator, then all are scored at once
+            probs = torch.softmax(logits, dim=-1)
+            actions = torch.cat(
+                [
+                    torch.multinomial(probs[rows_r], n, replacement=True, generator=g)
+                    for rows_r, g in zip(rows, gens, strict=True)
+                ]
+            )
+            chances = pass_prob.gather(1, actions)
+            rewards = torch.cat(
+                [torch.bernoulli(chances[rows_r], generator=g) for rows_r, g in zip(rows, gens, strict=True)]
+            )
             adv = group_advantages(rewards)
             old_logp = torch.log_softmax(logits, dim=-1).gather(1, actions)
-        step_clipfrac = 0.0
+        step_clipfrac = [0.0] * len(runs)
         for _ in range(epochs):
-            grad, frac = tabular_policy_gradient(logits, actions, old_logp, adv, clip_low, clip_high, clip_c)
-            logits -= lr * actions.numel() * grad  # SGD; lr is per sample, undoing the token-mean's 1/N
-            step_clipfrac += frac / epochs
-        ent.append(float(entropy(logits).mean()))
-        rew.append(float(rewards.mean()))
+            grad, clipped = _tabular_gradient(logits, actions, old_logp, adv, (low, high, cap), samples)
+            logits -= lr * samples * grad  # SGD; lr is per sample, undoing the token-mean's 1/N
+            fracs = clipped.to(logits.dtype).view(len(runs), samples).mean(dim=1).tolist()
+            step_clipfrac = [acc + frac / epochs for acc, frac in zip(step_clipfrac, fracs, strict=True)]
+        ent.append(_run_means(entropy(logits), rows))
+        rew.append(_run_means(rewards, rows))
         clipfrac.append(step_clipfrac)
-    return BanditRun(entropy=tuple(ent), reward=tuple(rew), clipfrac=tuple(clipfrac))
+    out: dict[int, list[BanditRun]] = {s: [] for s in seeds}
+    for r, (_, s) in enumerate(runs):
+        out[s].append(BanditRun(*(tuple(curve[r] for curve in curves) for curves in (ent, rew, clipfrac))))
+    return out
+
+
+def _clip_columns(
+    settings: list[tuple[float, float, float]], prompts: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Each row's (clip_low, clip_high, clip_c) as float32 columns, `prompts` rows per setting.
+
+    A number bound is rounded to float32 once, as 1 - clip_low and 1 + clip_high; the columns are built so
+    that `_clipped_terms`' 1 - low and 1 + high give those very values (exact for clip_low <= 0.5 and
+    clip_high <= 1, where the float32 differences involved are exact), so a stacked run clips as it would alone.
+    """
+
+    def column(values: list[float]) -> torch.Tensor:
+        return torch.tensor([[value] for value in values for _ in range(prompts)])
+
+    lower = column([1.0 - low for low, _, _ in settings])
+    upper = column([1.0 + high for _, high, _ in settings])
+    return 1.0 - lower, upper - 1.0, column([c for _, _, c in settings])
+
+
+def _run_means(values: torch.Tensor, rows: list[slice]) -> list[float]:
+    """Each run's mean of its own rows, reduced exactly as a run alone would reduce them."""
+    return [float(values[r].mean()) for r in rows]
 
 
 def steps_until_below(curve: tuple[float, ...] | list[float], threshold: float) -> int:

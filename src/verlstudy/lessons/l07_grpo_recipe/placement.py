@@ -22,7 +22,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
-from verlstudy.kit.plots import COLORS, apply_style
+from verlstudy.kit.plots import COLORS, apply_style, fit_layout
 from verlstudy.lessons.l07_grpo_recipe.parallel import ParallelLayout
 
 _STAGE_COLORS = (*COLORS, "#8c8c8c", "#b07aa1")
@@ -175,6 +175,7 @@ def draw_placement(layout: ParallelLayout, *, show: bool = True) -> Figure:
                 fontsize=5.5,
                 color="white",
                 rotation=90,
+                in_layout=False,  # inside its cell, so tight_layout need not measure the 64 labels
             )
     for g in _groups(places, "ep").values():
         nodes = sorted({p.node for p in g})
@@ -197,7 +198,7 @@ def draw_placement(layout: ParallelLayout, *, show: bool = True) -> Figure:
         f"(tp={layout.tp}), brackets = EP groups (ep={layout.ep})",
         fontsize=8,
     )
-    fig.tight_layout()
+    fit_layout(fig)
     if show:
         plt.show()
     return fig

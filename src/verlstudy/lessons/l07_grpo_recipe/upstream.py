@@ -262,6 +262,6 @@ def upstream_check(cases: int = 50) -> None:
         [
             lambda: compare_policy_loss(cases),
             lambda: compare_group_advantages(cases),
-            lambda: compare_recipe_loss(cases),
+            lambda: compare_recipe_loss(max(cases // 5, 1)),  # a case costs ~4x one of the others; verify runs 300
         ],
     )
