@@ -32,11 +32,16 @@ bandit_prompts = 64  # prompts (independent bandits) per step (64..512)
 robustness_seeds = 4  # extra seeds the clip-higher result is re-checked on (1..8)
 
 # %%
+import gc
+gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+
 from verlstudy.kit.claims import claim, claims_table, expect_error
 from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.show import show_source, upstream_source
 from verlstudy.lessons.l07_grpo_recipe.params import lesson_params
+
+gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
 
 params = lesson_params(device, seed, bandit_steps, bandit_prompts, robustness_seeds)
 seed, bandit_steps, bandit_prompts, robustness_seeds = (params.seed, params.bandit_steps, params.bandit_prompts,
