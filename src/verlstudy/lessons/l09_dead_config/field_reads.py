@@ -7,12 +7,12 @@ that code may read by computed name instead (`reflective`) is reported as "canno
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from verlstudy.lessons.l09_dead_config.read_index import _Read, _ReadIndex, source_texts
+from verlstudy.kit.properties import heap_set_aside
+from verlstudy.lessons.l09_dead_config.read_index import _ReadIndex, source_texts
 from verlstudy.lessons.l09_dead_config.reflective import passes, reflective_filters
 from verlstudy.lessons.l09_dead_config.schema import field_names
 
@@ -38,26 +38,6 @@ class DeadField:
             return f"{self.name}: never read"
         into = ", ".join(self.copied_into)
         return f"{self.name}: copied into {into} ({', '.join(self.sites)}), which is never read"
-
-
-def _copy_targets(read: _Read) -> list[tuple[str, str]] | None:
-    """If the read is only copied (`target = <read>`), the targets as (kind, name); else None."""
-    parent = read.parent
-    if isinstance(parent, ast.Assign) and parent.value is read.node:
-        targets = parent.targets
-    elif isinstance(parent, ast.AnnAssign) and parent.value is read.node:
-        targets = [parent.target]
-    else:
-        return None
-    out = []
-    for t in targets:
-        if isinstance(t, ast.Attribute):
-            out.append(("attr", t.attr))
-        elif isinstance(t, ast.Name):
-            out.append(("local", t.id))
-        else:
-            return None  # unpacking or subscripts: treat as a real use
-    return out
 
 
 def _field_list(config: type | Iterable[str]) -> list[str]:
@@ -98,31 +78,38 @@ def dead_fields(
     texts = source_texts(source_files, root) if index is None else index.sources
     index = index if index is not None else _ReadIndex(texts)
     cls = class_name or (config.__name__ if isinstance(config, type) else None)
-    reflective = reflective_filters(index, cls) if cls else []
+    with heap_set_aside():  # the search's garbage collections then walk only what it builds, not torch's heap
+        return _search(index, names, cls)
 
-    def live(attr: str, seen: frozenset[str], into: list[str], sites: list[str]) -> bool:
-        for read in index.reads_of(attr):
-            sites.append(f"{read.file}:{read.node.lineno}")
-            targets = _copy_targets(read)
-            if targets is None:
+
+def _search(index: _ReadIndex, names: list[str], class_name: str | None) -> list[DeadField]:
+    prefer = index.spelling_counts(names)  # the files that write most of the fields are tried first
+
+    def live(attr: str, seen: frozenset[str]) -> bool:
+        for read in index.reads_of(attr, prefer=prefer):
+            if read.copied_into is None:
                 return True
-            for kind, target in targets:
+            for kind, target in read.copied_into:
                 if kind == "local":
-                    into.append(target)
-                    if target in index.local_loads.get(id(read.scope), set()):
+                    if target in read.loads:
                         return True
-                else:
-                    into.append(f"self.{target}" if target.startswith("_") else f".{target}")
-                    if target not in seen and live(target, seen | {target}, [], []):
-                        return True
+                elif target not in seen and live(target, seen | {target}):
+                    return True
         return False
 
     out = []
     for name in names:
+        if live(name, frozenset({name})):
+            continue
+        # dead: every read is a copy; list them in source order, whichever files the search tried first
         into: list[str] = []
         sites: list[str] = []
-        if not live(name, frozenset({name}), into, sites):
-            named = tuple(index.strings.get(name, ()))[:2]  # e.g. a tuple of field names read with .get(field)
-            reads = tuple(site for site, tests in reflective if passes(name, tests))
-            out.append(DeadField(name, tuple(into), tuple(sites), reads or named))
+        for read in index.reads_of(name, in_source_order=True):
+            sites.append(f"{read.file}:{read.line}")
+            into += [t if kind == "local" else f"self.{t}" if t.startswith("_") else f".{t}"
+                     for kind, t in read.copied_into or ()]  # fmt: skip
+        named = tuple(index.string_sites(name))[:2]  # e.g. a tuple of field names read with .get(field)
+        reflective = reflective_filters(index, class_name) if class_name else []  # only a dead field needs them
+        reads = tuple(site for site, tests in reflective if passes(name, tests))
+        out.append(DeadField(name, tuple(into), tuple(sites), reads or named))
     return out

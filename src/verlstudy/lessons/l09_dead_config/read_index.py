@@ -3,16 +3,24 @@ sources, by name and file, which the dead-field search (`field_reads`) and the r
 (`reflective`) walk.
 
 Sources are keyed by their path (relative to the folder they share), so two files with the same name never
-hide each other (verl has many `utils.py` and `__init__.py`). Files are parsed lazily, only those whose text
-mentions a name being followed, which keeps a search over the whole verl package fast.
+hide each other (verl has many `utils.py` and `__init__.py`). Files are parsed lazily: `reads_of(name)` parses
+only the files whose text spells a read of `name` (`.name`, with spaces, line breaks, backslashes or comments
+after the dot; or `name` between quotes, as in `getattr(x, "name")`, or between an f-string's braces), which
+keeps a search over the whole verl package fast. That test assumes what a by-name search assumes anyway: a
+read's name and a string's content are written out in the source, not built from escapes or from two string
+literals joined. A file is parsed and walked once per text (`source_file`), so the files two releases share, or
+two searches over the same sources, cost one parse; what the walk found is kept, the tree itself is not.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import functools
+import gc
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,89 +73,317 @@ def attribute_read(node: ast.AST) -> str | None:
     return None
 
 
-_WORD = re.compile(r"[A-Za-z_]\w*")
+_WORD = r"[A-Za-z_]\w*"
+# `.name`; `. name`, `.\<newline>name` and `(x.<newline>name)`; a comment between the dot and the name
+_DOTTED = re.compile(rf"\.(?:\s|\\)*({_WORD})")
+_DOTTED_PAST_COMMENT = re.compile(rf"\.\s*#[^\n]*(?:\n\s*#[^\n]*)*\n\s*({_WORD})")
+# "name", 'name', and the pieces of an f-string: f"{x}name{y}", f"{x:name}"
+_QUOTED = re.compile(rf"[\"'}}:]({_WORD})(?=[\"'{{}}])")
+_REFLECTIVE_WORDS = ("fields(", "asdict(", "astuple(", "vars(", "getattr(", "__dict__")
 
 
-@dataclass
+@functools.lru_cache(maxsize=4096)
+def _spellings(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(names written after a dot, names written as a string or an f-string piece) in `text`."""
+    dotted = {*_DOTTED.findall(text), *_DOTTED_PAST_COMMENT.findall(text)}
+    return frozenset(dotted), frozenset(_QUOTED.findall(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(re.findall(_WORD, text))
+
+
+def _reads_reflectively(text: str) -> bool:
+    """Whether `text` calls `fields`, `asdict`, `astuple`, `vars` or `getattr`, or uses `__dict__`."""
+    return any(word in text for word in _REFLECTIVE_WORDS)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cycle collector: a parse builds ~10^5 acyclic nodes, and each collection it would trigger
+    rescans every object kept so far (in a notebook, all of torch's), which costs more than the parse."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+CopyTargets = tuple[tuple[str, str], ...]  # ('attr', '_x') for `self._x = <read>`, ('local', 'x') for `x = <read>`
+
+
+@dataclass(frozen=True)
 class _Read:
     file: str
-    node: ast.AST
-    parent: ast.AST | None
-    scope: ast.AST  # the enclosing function (or module), where a local copy would be read
+    line: int
+    copied_into: CopyTargets | None  # where the read is only copied (`copy_targets`); None: it is used
+    loads: frozenset[str] | set[str]  # the names loaded in the enclosing function (or module)
+
+
+def copy_targets(node: ast.AST, parent: ast.AST | None) -> CopyTargets | None:
+    """If the read `node` is only copied (`target = <read>`, `target: T = <read>`), the targets as (kind, name);
+    None when it is used (a condition, a call, arithmetic, unpacking, a subscript target...)."""
+    if isinstance(parent, ast.Assign) and parent.value is node:
+        targets = parent.targets
+    elif isinstance(parent, ast.AnnAssign) and parent.value is node:
+        targets = [parent.target]
+    else:
+        return None
+    out = []
+    for t in targets:
+        if isinstance(t, ast.Attribute):
+            out.append(("attr", t.attr))
+        elif isinstance(t, ast.Name):
+            out.append(("local", t.id))
+        else:
+            return None  # unpacking or subscripts: treat as a real use
+    return tuple(out)
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+# fields that never hold a node with a read, a loaded name or a string in it: load/store markers, operators, and
+# names written as plain text (`def name`, `x.attr`, `import names`, keyword `arg=`)
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "name", "names", "id", "attr", "arg", "module", "level", "kind"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that may hold child nodes, last first (`()` for a value that is not a node)."""
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = tuple(f for f in reversed(getattr(kind, "_fields", ())) if f not in _LEAF_FIELDS)
+    return fields
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """`ast.iter_child_nodes(node)` as a list, less the nodes that hold no read, loaded name or string (`Load`,
+    `Add`, `alias`...)."""
+    out: list[ast.AST] = []
+    for name in reversed(_child_fields(type(node))):
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif type(value) is list:
+            out.extend(item for item in value if isinstance(item, ast.AST))
+    return out
+
+
+class _ScopeEnd:
+    """Pushed under a function's children: when it comes off the stack, the walk is back in the enclosing scope."""
+
+    __slots__ = ("scope",)
+
+    def __init__(self, scope: int) -> None:
+        self.scope = scope
+
+
+class SourceFile:
+    """One source text, parsed and walked once: its attribute reads by name (line, copy targets and the names
+    loaded in the function they are in, in walk order), the lines of its identifier strings by value, and (for a
+    file that reads objects reflectively) `reflective.typed_rows`. The tree is not kept: ~10^5 live nodes per
+    file would make every later garbage collection slower."""
+
+    def __init__(self, file: str, text: str) -> None:
+        from verlstudy.lessons.l09_dead_config.reflective import typed_rows  # reflective imports this module
+
+        self.text = text
+        with _collector_paused():  # the tree goes before the collector comes back
+            try:
+                tree = ast.parse(text, filename=file)
+            except SyntaxError as err:
+                raise ConfigError(f"{file}:{err.lineno}: cannot parse Python source: {err.msg}") from None
+            self._walk(tree)
+            self.typed_functions = typed_rows(tree, text) if _reads_reflectively(text) else []
+            del tree
+
+    def reads_of(self, name: str, file: str) -> list[_Read]:
+        """The reads of `name`, as found in `file` (this text's key)."""
+        return [_Read(file, line, into, self.loads[scope]) for line, into, scope in self.reads.get(name, ())]
+
+    def _walk(self, module: ast.Module) -> None:
+        """Depth first in `ast.iter_child_nodes` order: what `attribute_read` finds (with `copy_targets`, and the
+        function it is in), the names each function loads, and the string constants that are identifiers."""
+        Assign, AnnAssign, Attribute, Call, Constant, Load, Name, Subscript = (
+            ast.Assign, ast.AnnAssign, ast.Attribute, ast.Call, ast.Constant, ast.Load, ast.Name, ast.Subscript
+        )  # fmt: skip
+        reads: dict[str, list[tuple[int, CopyTargets | None, int]]] = {}
+        strings: dict[str, list[int]] = {}
+        scopes: list[set[str]] = [set()]  # the names loaded in each function (or the module, first)
+        copies: dict[int, CopyTargets] = {}  # id(value) -> targets, for each `targets = value` met so far
+        scope = 0  # the function (or module) being walked
+        stack: list = [module]
+        push, pop, child_fields, ScopeEnd = stack.append, stack.pop, _child_fields, _ScopeEnd
+        while stack:  # iterative, so deeply nested upstream code cannot hit the recursion limit
+            node = pop()
+            kind = type(node)
+            if kind is Name:
+                if type(node.ctx) is Load:
+                    scopes[scope].add(node.id)
+                continue
+            if kind is Constant:
+                if type(node.value) is str and node.value.isidentifier():
+                    strings.setdefault(node.value, []).append(node.lineno)
+                continue
+            if kind is Attribute:
+                if type(node.ctx) is Load:
+                    reads.setdefault(node.attr, []).append((node.lineno, copies.get(id(node)), scope))
+                push(node.value)
+                continue
+            if kind is ScopeEnd:
+                scope = node.scope
+                continue
+            if kind is Call or kind is Subscript:
+                attr = attribute_read(node)
+                if attr is not None:
+                    reads.setdefault(attr, []).append((node.lineno, copies.get(id(node)), scope))
+            elif kind is Assign or kind is AnnAssign:
+                targets = None if node.value is None else copy_targets(node.value, node)
+                if targets is not None:
+                    copies[id(node.value)] = targets
+            elif kind in _SCOPES:
+                push(ScopeEnd(scope))
+                scope = len(scopes)
+                scopes.append(set())
+            for field in child_fields(kind):  # last field first, each list last item first: popped in order
+                value = getattr(node, field, None)
+                if type(value) is list:
+                    stack.extend(reversed(value))
+                elif value is not None:
+                    push(value)
+        # kept as tuples and frozensets of plain values, which the garbage collector soon stops tracking
+        self.reads = {name: tuple(found) for name, found in reads.items()}
+        self.strings = {value: tuple(lines) for value, lines in strings.items()}
+        self.loads = tuple(frozenset(names) for names in scopes)
+
+
+_FILES: dict[str, SourceFile] = {}
+_FILES_KEPT = 1024
+
+
+def source_file(file: str, text: str) -> SourceFile:
+    """The `SourceFile` of `text`, made once per text: two releases, or two keyings of one release, share the
+    walk of every file they have in common (`file` names it in a parse error). The oldest of 1024 are let go."""
+    found = _FILES.get(text)
+    if found is None:
+        found = _FILES[text] = SourceFile(file, text)
+        if len(_FILES) > _FILES_KEPT:
+            del _FILES[next(iter(_FILES))]
+    return found
 
 
 class _ReadIndex:
-    """Attribute reads by name and file, for the files parsed so far. `reads_of(name)` walks the files
-    whose text contains `name` (a file that reads it must) and parses each only when reached, so a
-    search that stops at the first use never parses unrelated files."""
+    """Attribute reads by name and file over a set of sources. `reads_of(name)` walks the files that spell a
+    read of `name`, parsing each only when reached, so a search that stops at the first use never parses
+    unrelated files."""
 
     def __init__(self, sources: Mapping[str, str]) -> None:
         self.sources = dict(sources)
-        self.parsed: set[str] = set()
-        self.reads: dict[str, dict[str, list[_Read]]] = {}  # name -> file -> reads
-        self.local_loads: dict[int, set[str]] = {}  # id(scope) -> names loaded in it
-        self.strings: dict[str, list[str]] = {}  # a name written as a string constant -> 'file:line' sites
-        self._words: dict[str, list[str]] | None = None  # word -> files holding it, built on first use
-        self._trees: dict[str, ast.Module] = {}
-        self._reflective: dict[str, list[str]] = {}  # class name -> reflective read sites
-        self._functions: dict[str, list] = {}  # file -> each function's annotated names and reflective reads
+        self._position = {file: i for i, file in enumerate(self.sources)}
+        self._spelled: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
+        self._mentions: dict[str, list[str]] = {}
+        self._reflective: dict[str, list] = {}  # class name -> reflective read sites (`reflective`)
+        self._reflective_files: list[str] | None = None
 
-    def files_naming(self, name: str) -> list[str]:
-        """The files in which `name` occurs as a whole word (an identifier or a string's content)."""
-        if self._words is None:
-            self._words = {}
+    def file(self, file: str) -> SourceFile:
+        return source_file(file, self.sources[file])
+
+    def _spelling_index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """(name -> files writing `.name`, name -> files writing it as a string), each in source order."""
+        if self._spelled is None:
+            dotted: dict[str, list[str]] = {}
+            quoted: dict[str, list[str]] = {}
             for file, text in self.sources.items():
-                for word in set(_WORD.findall(text)):
-                    self._words.setdefault(word, []).append(file)
-        return list(self._words.get(name, ()))
+                after_dot, in_quotes = _spellings(text)
+                for name in after_dot:
+                    dotted.setdefault(name, []).append(file)
+                for name in in_quotes:
+                    quoted.setdefault(name, []).append(file)
+            self._spelled = dotted, quoted
+        return self._spelled
 
-    def tree(self, file: str) -> ast.Module:
-        """The parsed module of `file` (parsed once)."""
-        if file not in self._trees:
-            try:
-                self._trees[file] = ast.parse(self.sources[file], filename=file)
-            except SyntaxError as err:
-                raise ConfigError(f"{file}:{err.lineno}: cannot parse Python source: {err.msg}") from None
-        return self._trees[file]
+    def mentions(self, name: str) -> list[str]:
+        """The files that spell a read of `name`, in source order."""
+        if name not in self._mentions:
+            dotted, quoted = self._spelling_index()
+            spelled = {*dotted.get(name, ()), *quoted.get(name, ())}
+            self._mentions[name] = sorted(spelled, key=self._position.__getitem__)
+        return self._mentions[name]
 
-    def reads_of(self, name: str) -> Iterator[_Read]:
-        # a read of `name` is written `.name`, `getattr(x, "name")` or `x["name"]`: only such files are parsed
-        spellings = (f".{name}", f'"{name}"', f"'{name}'")
-        mentions = [f for f in self.files_naming(name) if any(s in self.sources[f] for s in spellings)]
-        # files already parsed, then those writing `.name`, are likeliest to hold a use: try them first
-        mentions.sort(key=lambda f: (f not in self.parsed, f".{name}" not in self.sources[f]))
-        for file in mentions:
-            text = self.sources[file]
-            if file not in self.parsed:
-                self._index(file, text)
-            yield from self.reads.get(name, {}).get(file, [])
+    def spelling_counts(self, names: Iterable[str]) -> dict[str, int]:
+        """For each file, how many of `names` it writes after a dot: a search for all of them parses fewest
+        files by trying the files that write most of them first."""
+        dotted = self._spelling_index()[0]
+        counts: dict[str, int] = {}
+        for name in set(names):
+            for file in dotted.get(name, ()):
+                counts[file] = counts.get(file, 0) + 1
+        return counts
+
+    def reads_of(
+        self, name: str, in_source_order: bool = False, prefer: Mapping[str, int] | None = None
+    ) -> Iterator[_Read]:
+        """Every read of `name`, file by file, in walk order within a file. The files come in source order when
+        `in_source_order`; else those already walked first, then those writing `.name`, those with the highest
+        `prefer` count first: a search that stops at the first use then parses the fewest files."""
+        files = self.mentions(name)
+        if not in_source_order:
+            prefer = prefer or {}
+            dotted = set(self._spelling_index()[0].get(name, ()))
+            files = sorted(files, key=lambda f: (self.sources[f] not in _FILES, f not in dotted, -prefer.get(f, 0)))
+        for file in files:
+            yield from self.file(file).reads_of(name, file)
+
+    def string_sites(self, name: str) -> list[str]:
+        """'file:line' of every string constant `name` (written as a string or an f-string piece), in
+        source order."""
+        quoted = self._spelling_index()[1].get(name, [])
+        return [f"{file}:{line}" for file in quoted for line in self.file(file).strings.get(name, [])]
+
+    def files_naming(self, name: str, among: Sequence[str] | None = None) -> list[str]:
+        """The files (of `among`, default all) in which `name` occurs as a whole word (an identifier or a
+        string's content), in source order."""
+        return [f for f in (self.sources if among is None else among) if name in _words(self.sources[f])]
+
+    def reading_reflectively(self) -> list[str]:
+        """The files that call `fields`, `asdict`, `astuple`, `vars` or `getattr`, or use `__dict__`."""
+        if self._reflective_files is None:
+            self._reflective_files = [f for f, text in self.sources.items() if _reads_reflectively(text)]
+        return self._reflective_files
 
     def index_all(self) -> None:
-        for file, text in self.sources.items():
-            if file not in self.parsed:
-                self._index(file, text)
-
-    def _index(self, file: str, text: str) -> None:
-        self.parsed.add(file)
-        module = self.tree(file)
-        stack: list[tuple[ast.AST, ast.AST | None, ast.AST]] = [(module, None, module)]
-        while stack:  # iterative, so deeply nested upstream code cannot hit the recursion limit
-            node, parent, scope = stack.pop()
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-                scope = node
-            attr = attribute_read(node)
-            if attr is not None:
-                self.reads.setdefault(attr, {}).setdefault(file, []).append(_Read(file, node, parent, scope))
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                self.local_loads.setdefault(id(scope), set()).add(node.id)
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
-                self.strings.setdefault(node.value, []).append(f"{file}:{node.lineno}")
-            stack.extend((child, node, scope) for child in reversed(list(ast.iter_child_nodes(node))))
+        for file in self.sources:
+            self.file(file)
 
 
 def _index_reads(sources: dict[str, str]) -> tuple[dict[str, list[_Read]], dict[int, set[str]]]:
-    """Every attribute read in every source (the eager form of the index `dead_fields` builds lazily)."""
-    index = _ReadIndex(sources)
-    index.index_all()
-    reads = {name: [r for file_reads in by_file.values() for r in file_reads] for name, by_file in index.reads.items()}
-    return reads, index.local_loads
+    """Every attribute read in every source, in source order, and the names each function (by id) loads: the
+    plain eager walk, which the lazy `_ReadIndex` must agree with (the tests hold them together)."""
+    found: dict[str, list[tuple[str, ast.AST, ast.AST | None, ast.AST]]] = {}
+    loads: dict[int, set[str]] = {}
+    for file, text in sources.items():
+        try:
+            module = ast.parse(text, filename=file)
+        except SyntaxError as err:
+            raise ConfigError(f"{file}:{err.lineno}: cannot parse Python source: {err.msg}") from None
+        stack: list[tuple[ast.AST, ast.AST | None, ast.AST]] = [(module, None, module)]
+        while stack:
+            node, parent, scope = stack.pop()
+            if isinstance(node, _SCOPES):
+                scope = node
+            loads.setdefault(id(scope), set())
+            attr = attribute_read(node)
+            if attr is not None:
+                found.setdefault(attr, []).append((file, node, parent, scope))
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                loads[id(scope)].add(node.id)
+            stack.extend((child, node, scope) for child in reversed(list(ast.iter_child_nodes(node))))
+    reads = {
+        name: [
+            _Read(file, node.lineno, copy_targets(node, parent), loads[id(scope)]) for file, node, parent, scope in r
+        ]
+        for name, r in found.items()
+    }
+    return reads, loads

@@ -9,12 +9,12 @@ whose names pass: a field it skips gets no "cannot tell" from that loop (`reflec
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping
 
-from verlstudy.lessons.l09_dead_config.read_index import _ReadIndex, source_texts
+from verlstudy.lessons.l09_dead_config.read_index import _ReadIndex, child_nodes, source_texts
 
 REFLECTIVE_CALLS = frozenset({"fields", "asdict", "astuple", "vars"})
-_REFLECTIVE_WORDS = ("fields(", "asdict(", "astuple(", "vars(", "getattr(", "__dict__")
 
 
 def _called(node: ast.Call) -> str | None:
@@ -125,35 +125,60 @@ def _loop_filter(loop: ast.For) -> tuple[str, str, tuple[NameTest, ...]] | None:
     return target, name, tuple(tests)
 
 
-def _typed_functions(
-    index: _ReadIndex, file: str
-) -> list[tuple[list[tuple[str, str]], list[tuple[str, int, tuple[NameTest, ...]]]]]:
-    """Per function of `file` (one walk of the module, whatever class is asked about): its annotated names with
-    their annotations' text (parameters, and annotated assignments anywhere in its body, nested functions included),
-    and its reflective reads (target, line, filter), nested functions included. A read inside a loop over the same
+# a call or attribute `_reflective_target` can find, with any spaces before the parenthesis
+_REFLECTIVE_SPELLING = re.compile(r"\b(?:fields|asdict|astuple|vars|getattr)[\s\\]*\(|__dict__")
+_LINE_END = re.compile(r"\r\n?|\n")
+
+
+def _outer_functions(module: ast.Module) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions not inside another function, found through statements only (a `def` is never inside an
+    expression)."""
+    stack: list[ast.AST] = list(reversed(module.body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield node
+            continue
+        for child in reversed(child_nodes(node)):
+            if isinstance(child, ast.stmt | ast.excepthandler | ast.match_case):
+                stack.append(child)
+
+
+Row = tuple[list[tuple[str, str]], list[tuple[str, int, tuple[NameTest, ...]]]]
+
+
+def typed_rows(module: ast.Module, text: str) -> list[Row]:
+    """Per function of a module (whatever class is asked about): its annotated names with their annotations'
+    text (parameters, and annotated assignments anywhere in its body, nested functions included), and its
+    reflective reads (target, line, filter), nested functions included. A read inside a loop over the same
     variable's fields that filters them by name (`_loop_filter`) carries that filter: the loop itself, and a
-    `getattr(x, <the loop's name>)` in it; any other reflective read carries () (every field)."""
-    if file not in index._functions:
-        rows: list[tuple[list[tuple[str, str]], list[tuple[str, int, tuple[NameTest, ...]]]]] = []
-        Loops = tuple[tuple[str, str, tuple[NameTest, ...]], ...]
-        start: Loops = ()
-        stack: list[tuple[ast.AST, tuple[int, ...], Loops]] = [(index.tree(file), (), start)]
+    `getattr(x, <the loop's name>)` in it; any other reflective read carries () (every field). Only functions
+    whose text (`text`, the module's source) spells a reflective read are walked: the others have none."""
+    rows: list[Row] = []
+    Loops = tuple[tuple[str, str, tuple[NameTest, ...]], ...]
+    start: Loops = ()
+    starts = [0] + [m.end() for m in _LINE_END.finditer(text)]  # where each line starts, as ast counts
+    for function in _outer_functions(module):
+        first = min((d.lineno for d in function.decorator_list), default=function.lineno)
+        end = starts[function.end_lineno] if function.end_lineno < len(starts) else len(text)
+        if not _REFLECTIVE_SPELLING.search(text, starts[first - 1], end):
+            continue
+        stack: list[tuple[ast.AST, tuple[int, ...], Loops]] = [(function, (), start)]
         while stack:  # each node with the rows of the functions enclosing it and the filtering loops around it
             node, enclosing, loops = stack.pop()
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 params = (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
                 rows.append(([(a.arg, ast.unparse(a.annotation)) for a in params if a.annotation is not None], []))
                 enclosing = (*enclosing, len(rows) - 1)
-            if enclosing:
-                if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-                    for row in enclosing:
-                        rows[row][0].append((node.target.id, ast.unparse(node.annotation)))
-                target = _reflective_target(node)
-                if target is not None:
-                    tests = _filter_of(node, target, loops)
-                    for row in enclosing:
-                        rows[row][1].append((target, node.lineno, tests))
-            if isinstance(node, ast.For) and enclosing:
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                for row in enclosing:
+                    rows[row][0].append((node.target.id, ast.unparse(node.annotation)))
+            target = _reflective_target(node)
+            if target is not None:
+                tests = _filter_of(node, target, loops)
+                for row in enclosing:
+                    rows[row][1].append((target, node.lineno, tests))
+            if isinstance(node, ast.For):
                 loop = _loop_filter(node)
                 if loop is not None and loop[2]:
                     inner = (*loops, loop)
@@ -161,9 +186,8 @@ def _typed_functions(
                     stack.extend((child, enclosing, inner) for child in node.body)
                     stack.extend((child, enclosing, loops) for child in (node.target, *node.orelse))
                     continue
-            stack.extend((child, enclosing, loops) for child in ast.iter_child_nodes(node))
-        index._functions[file] = rows
-    return index._functions[file]
+            stack.extend((child, enclosing, loops) for child in child_nodes(node))
+    return rows
 
 
 def _filter_of(node: ast.AST, target: str, loops: tuple[tuple[str, str, tuple[NameTest, ...]], ...]) -> tuple:
@@ -200,10 +224,8 @@ def reflective_filters(
     if class_name in index._reflective:
         return list(index._reflective[class_name])
     found: dict[str, set[tuple[NameTest, ...]]] = {}
-    for file in index.files_naming(class_name):
-        if not any(word in index.sources[file] for word in _REFLECTIVE_WORDS):
-            continue
-        for annotated, reflective in _typed_functions(index, file):
+    for file in index.files_naming(class_name, among=index.reading_reflectively()):
+        for annotated, reflective in index.file(file).typed_functions:
             typed = {name for name, annotation in annotated if class_name in annotation}
             for target, line, tests in reflective:
                 if target in typed:
