@@ -30,11 +30,16 @@ timeout_s = 20.0  # seconds any one subprocess experiment may take before it is 
 seed = 0
 
 # %%
+import gc
+gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+
 from verlstudy.kit.claims import claim, claims_table, expect_error
 from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.show import upstream_source
 from verlstudy.lessons.l06_external_modules.params import lesson_params
+
+gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
 
 timeout_s = lesson_params(device, timeout_s, seed).timeout_s
 

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from verlstudy.kit.plots import COLORS, apply_style
+from verlstudy.kit.plots import COLORS, apply_style, fit_layout
 from verlstudy.lessons.l06_external_modules.modules_env import (
     ADAPTOR,
     HOOK_PACKAGE,
@@ -69,10 +69,12 @@ def draw_timeline(outcomes: Sequence[Outcome], stands_for: Mapping[str, str], *,
         print(f"{label:<{width}} | {chain} => {'patched' if patched else 'UNPATCHED'}")
     apply_style()
     fig, ax = plt.subplots(figsize=(6.4, 0.36 * len(rows) + 1.6))
+    boxes = [(y, x, KINDS[kind]) for y, (_, steps, _) in enumerate(rows) for x, (_, kind) in enumerate(steps)]
+    ys, lefts, colors = zip(*boxes, strict=True)
+    ax.barh(ys, 0.92, left=lefts, color=colors, edgecolor="white")  # every box in one call: one container
     for y, (_, steps, patched) in enumerate(rows):
-        for x, (module, kind) in enumerate(steps):
-            ax.barh(y, 0.92, left=x, color=KINDS[kind], edgecolor="white")
-            ax.text(x + 0.46, y, module, ha="center", va="center", fontsize=6.5)
+        for x, (module, _) in enumerate(steps):  # inside its box: tight_layout need not measure it
+            ax.text(x + 0.46, y, module, ha="center", va="center", fontsize=6.5, in_layout=False)
         ax.text(
             len(steps) + 0.05,
             y,
@@ -90,7 +92,7 @@ def draw_timeline(outcomes: Sequence[Outcome], stands_for: Mapping[str, str], *,
     handles = [Patch(color=colour, label=kind) for kind, colour in KINDS.items() if kind != "other import"]
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.35, -0.12), ncol=3, fontsize=6.5)
     ax.set_title("Each process's imports in order: a patch acts only before the library", fontsize=8)
-    fig.tight_layout()
+    fit_layout(fig)
     if show:
         plt.show()
     return fig
