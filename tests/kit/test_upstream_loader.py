@@ -52,6 +52,40 @@ def test_annotations_naming_heavy_types_are_not_needed():
     assert fns["uses_torch"]().shape == (2,)
 
 
+def test_a_second_load_reuses_the_code_but_runs_it_in_a_fresh_namespace():
+    class OtherMpu:
+        @staticmethod
+        def get_tensor_model_parallel_world_size():
+            return 4
+
+    first = upstream.load_from_source(SOURCE, ["clamp_to_tp"], {"mpu": FakeMpu})["clamp_to_tp"]
+    second = upstream.load_from_source(SOURCE, ["clamp_to_tp"], {"mpu": OtherMpu})["clamp_to_tp"]
+    assert second.__code__ is first.__code__  # compiled once
+    assert second.__globals__ is not first.__globals__  # each load has its own collaborators
+    assert (first(10), second(10)) == (6, 12)
+    first.__globals__["LIMIT"] = 1  # what one load's namespace holds does not leak into the next
+    assert upstream.load_from_source(SOURCE, ["clamp_to_tp"], {"mpu": FakeMpu})["clamp_to_tp"](10) == 6
+
+
+def test_a_source_is_parsed_once_for_every_set_of_names_and_its_tree_left_as_parsed():
+    source = SOURCE + "\n\ndef parsed_once_marker() -> int:\n    return 1\n"  # a source no other test loads
+    upstream.load_from_source(source, ["uses_torch"], {"torch": torch})
+    upstream.load_from_source(source, ["parsed_once_marker"])
+    before = upstream._parsed.cache_info()
+    assert upstream.load_from_source(source, ["clamp_to_tp"], {"mpu": FakeMpu})["clamp_to_tp"](10) == 6
+    after = upstream._parsed.cache_info()
+    assert (after.hits - before.hits, after.misses - before.misses) == (1, 0)
+    tree = upstream._parsed(source, "<upstream>")
+    clamp = next(n for n in tree.body if getattr(n, "name", None) == "clamp_to_tp")
+    assert clamp.returns is not None and clamp.args.args[0].annotation is not None  # stripped only in copies
+
+
+def test_a_missing_collaborator_is_named_on_every_load():
+    for _ in range(2):  # a failed load is not remembered as a success
+        with pytest.raises(upstream.MissingCollaborator, match=r"clamp_to_tp needs 'mpu'"):
+            upstream.load_from_source(SOURCE, ["clamp_to_tp"])
+
+
 def test_a_missing_collaborator_is_named():
     with pytest.raises(upstream.MissingCollaborator, match=r"clamp_to_tp needs 'mpu'"):
         upstream.load_from_source(SOURCE, ["clamp_to_tp"])

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import dis
+import functools
 import importlib.metadata
 import importlib.util
 import os
@@ -147,18 +149,35 @@ def load_from_source(
 
     `provided` supplies every other global they read (modules like `torch`, or stand-ins like a
     fake `mpu`). Raises UpstreamMoved if a name is not defined at top level, MissingCollaborator
-    naming the first global that is neither defined in the file, supplied, nor a builtin.
+    naming the first global that is neither defined in the file, supplied, nor a builtin. Every call
+    runs the code in a fresh namespace; the compiled code is reused for the same source, names and
+    supplied names (a lesson loads the same function at several parallel sizes).
     """
     names = list(names)
     if not names or not all(isinstance(n, str) for n in names):
         raise TypeError(f"names must be a non-empty list of function names, got {names!r}")
     provided = dict(provided or {})
+    code = _compile_named(source, filename, tuple(names), frozenset(provided))
+    namespace: dict[str, object] = {"__name__": f"upstream:{filename}", **provided}
+    exec(code, namespace)
+    return {name: namespace[name] for name in names}  # type: ignore[misc]
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(source: str, filename: str) -> ast.Module:
+    # One parse per upstream file: a lesson loads several sets of functions from the same file.
     try:
-        tree = ast.parse(source, filename=filename)
+        return ast.parse(source, filename=filename)
     except SyntaxError as e:
         raise UpstreamError(
             f"{filename} does not parse (line {e.lineno}: {e.msg}); is this verl version supported?"
         ) from e
+
+
+@functools.lru_cache(maxsize=32)
+def _compile_named(source: str, filename: str, names: tuple[str, ...], provided: frozenset[str]) -> types.CodeType:
+    """The code defining `names` and the same-file definitions they use; the checks of `load_from_source`."""
+    tree = _parsed(source, filename)
     defined = _top_level(tree)
     missing = [n for n in names if n not in defined]
     if missing:
@@ -172,9 +191,9 @@ def load_from_source(
         wanted.append(name)
         queue += sorted(_names_used(defined[name]) & defined.keys())
     chosen_ids = {id(defined[n]) for n in wanted}
-    chosen = [_StripAnnotations().visit(node) for node in tree.body if id(node) in chosen_ids]
-    namespace: dict[str, object] = {"__name__": f"upstream:{filename}", **provided}
-    available = set(namespace) | set(dir(builtins)) | set(wanted)
+    # copies: the parsed tree is shared by every load from this source, and stripping edits nodes in place
+    chosen = [_StripAnnotations().visit(copy.deepcopy(node)) for node in tree.body if id(node) in chosen_ids]
+    available = {"__name__"} | provided | set(dir(builtins)) | set(wanted)
     for node in chosen:
         single = ast.fix_missing_locations(ast.Module(body=[node], type_ignores=[]))
         absent = sorted(_global_loads(compile(single, filename, "exec")) - available)
@@ -184,9 +203,7 @@ def load_from_source(
                 f"{filename}::{label} needs {', '.join(repr(a) for a in absent)}, which the caller did not supply"
             )
     module = ast.fix_missing_locations(ast.Module(body=chosen, type_ignores=[]))
-    code = compile(module, filename, "exec")
-    exec(code, namespace)
-    return {name: namespace[name] for name in names}  # type: ignore[misc]
+    return compile(module, filename, "exec")
 
 
 def load_upstream(
