@@ -276,7 +276,7 @@ curves = {"loss (to 1e-6)": [round(x, 6) + 0.0 for x in wrong.losses], "KL": wro
           "mean reward": wrong.rewards}
 series = {f"{name}, detach before loss": (step_ids, ys) for name, ys in curves.items()}
 series |= {"grad norm, after loss": (step_ids, right.grad_norms), "mean reward, after loss": (step_ids, right.rewards)}
-line_plot(series, title="Wrong placement: KL and grad norm sit at exactly 0.0", xlabel="step", ylabel="value", digits=3)
+_ = line_plot(series, title="Wrong placement: KL and grad norm sit at exactly 0.0", xlabel="step", ylabel="value", digits=3)
 
 # %%
 claim("step-0 loss identical in both placements", right.losses[0] == wrong.losses[0])
