@@ -251,7 +251,7 @@ claim("contiguous imbalance near (2cp-1)/cp", imbalance(work["contiguous"]),
 # chunks. That is why the whole length must divide by `tp*cp*2`: `2*cp` equal chunks, and `S/cp` divisible by tp.
 
 # %%
-plot_zigzag(24, 3, 2)
+_ = plot_zigzag(24, 3, 2)
 
 # %% [markdown]
 # Each zigzag rank still scatters its `S/cp` tokens over TP. With the aligned length every

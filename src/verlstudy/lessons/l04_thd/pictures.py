@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from verlstudy.kit.params import positive_int
-from verlstudy.kit.plots import COLORS, apply_style
+from verlstudy.kit.plots import COLORS, apply_style, fit_layout
 from verlstudy.lessons.l04_thd.thd import zigzag_split
 
 
@@ -79,7 +79,7 @@ def plot_zigzag(seq_len: int, tp: int, cp: int, show: bool = True) -> matplotlib
     ax.grid(False)
     handles = [matplotlib.patches.Patch(color=COLORS[c % len(COLORS)], label=f"cp rank {c}") for c in range(cp)]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    fig.tight_layout()
+    fit_layout(fig)
     print(zigzag_text(seq_len, tp, cp))
     if show:
         plt.show()

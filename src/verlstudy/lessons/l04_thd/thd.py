@@ -27,7 +27,7 @@ import torch
 from matplotlib.colors import ListedColormap
 
 from verlstudy.kit.params import positive_int
-from verlstudy.kit.plots import COLORS, apply_style
+from verlstudy.kit.plots import COLORS, apply_style, fit_layout
 
 # The once-per-process torch log line that jagged tensors can trigger carries a PID and a time.
 _NOISY_LOGGERS = ("torch.fx._symbolic_trace", "torch.nested")
@@ -237,7 +237,7 @@ def plot_packing(lengths: Sequence[int], tp: int, cp: int, show: bool = True) ->
     keys = ("real token", "pad to the longest", "pad for TP/CP alignment")
     handles = [matplotlib.patches.Patch(color=c, label=k) for c, k in zip(COLORS[:3], keys, strict=True)]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    fig.tight_layout()
+    fit_layout(fig)
     print(text)
     if show:
         plt.show()
