@@ -35,6 +35,9 @@ n_tokens = 64  # tokens of the probe batch used to compare outputs
 seed = 0
 
 # %%
+import gc
+gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+
 import torch
 
 from verlstudy.kit.claims import claim, claims_table, expect_error
@@ -44,6 +47,8 @@ from verlstudy.kit.show import show_source, upstream_source
 from verlstudy.lessons.l05_checkpoint.checkpoint import MTP_PREFIX, TinyLM, TinyLMWithMTP, output_change
 from verlstudy.lessons.l05_checkpoint.export import ExportIncomplete, export_hf_weights, load_export, source_index
 from verlstudy.lessons.l05_checkpoint.params import lesson_params
+
+gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
 
 params = lesson_params(device, vocab, hidden, n_layers, n_shards, n_tokens, seed)
 vocab, hidden, n_layers, n_shards, n_tokens = (params.vocab, params.hidden, params.n_layers, params.n_shards,

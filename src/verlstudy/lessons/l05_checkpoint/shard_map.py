@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import matplotlib.pyplot as plt
 from matplotlib.colors import ListedColormap
 
-from verlstudy.kit.plots import COLORS, apply_style
+from verlstudy.kit.plots import COLORS, apply_style, fit_layout
 from verlstudy.lessons.l05_checkpoint.export import ExportResult
 
 STATES = ("written", "not expected (ignored)", "lost: MTP", "lost: real tensor")
@@ -61,5 +61,5 @@ def shard_map(index: Mapping[str, object], results: Mapping[str, ExportResult], 
         ax.plot([], [], "s", color=colour, label=state)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
     ax.set_title("Source tensors by shard: what each export did")
-    fig.tight_layout()
+    fit_layout(fig)
     plt.show()
