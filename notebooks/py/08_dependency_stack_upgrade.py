@@ -26,6 +26,9 @@ device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
 seed = 0
 
 # %%
+import gc
+gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+
 from collections import Counter
 
 from verlstudy.common.pins import pins_in_files, pins_table, read_files, ref_drift, ref_findings, unpinned_installs
@@ -41,6 +44,7 @@ from verlstudy.lessons.l08_dependency_stack.layers import draw_layers
 from verlstudy.lessons.l08_dependency_stack.real_files import component_drift, side_by_side, split_drift
 from verlstudy.lessons.l08_dependency_stack.real_files import unpinned_clones
 
+gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
 dev = pick_device(device)
 seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
 reset_claims()

@@ -33,10 +33,10 @@ def draw_layers(columns: Mapping[str, Mapping[str, str]], layers: Sequence[tuple
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch, Rectangle
 
-    from verlstudy.kit.plots import apply_style
+    from verlstudy.kit.plots import apply_style, fit_layout
 
     apply_style()
-    _, ax = plt.subplots(figsize=(8.4, 3.8))
+    fig, ax = plt.subplots(figsize=(6.8, 3.8))  # the width the picture had when printed trimmed
     ax.axis("off")
     width = 1.0 / len(columns)
     for col, (title, kinds) in enumerate(columns.items()):
@@ -51,11 +51,13 @@ def draw_layers(columns: Mapping[str, Mapping[str, str]], layers: Sequence[tuple
                 ax.add_patch(
                     Rectangle((x + 0.01 + k * w, y + 0.01), w * 0.95, 0.14, color=KIND_COLORS[kinds[repo]], alpha=0.55)
                 )
+                # inside its box, so the layout pass need not measure it
                 ax.text(x + 0.01 + k * w + w * 0.47, y + 0.08, _label(repo), ha="center",
-                        va="center", fontsize=5.5)  # fmt: skip
+                        va="center", fontsize=5.5, in_layout=False)  # fmt: skip
     handles = [Patch(color=c, alpha=0.55, label=k) for k, c in KIND_COLORS.items() if k != "version"]
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=4, fontsize=7)
     ax.set_title("The Ascend image stack by layer, coloured by what pins each component", pad=18)
+    fit_layout(fig)  # the figure is shown untrimmed: lay the boxes out over all of it
     plt.show()
     for title, kinds in columns.items():
         print(
