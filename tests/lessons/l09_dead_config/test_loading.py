@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from verlstudy.lessons.l09_dead_config import errors, loading
 
@@ -220,3 +221,20 @@ def test_load_yaml_names_a_file_that_is_not_utf8_without_its_full_path(tmp_path)
     with pytest.raises(errors.ConfigError, match=r"^megatron\.yaml is not UTF-8 text \(byte 14\)") as error:
         loading.load_yaml(path)
     assert str(tmp_path) not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "a: 1\n", "a: &x {b: [1, 2.5, null, true]}\nc: *x\nd: '2024-01-01'\ne: 2024-01-01\n", "x:\n  y:\n    z: v\n"],
+)
+def test_parse_yaml_builds_what_safe_load_builds(text):
+    assert loading.parse_yaml(text, "s.yaml").data == (yaml.safe_load(text) or {})
+
+
+def test_a_yaml_error_is_reported_before_a_key_the_config_refuses():
+    # one parse builds both the locations and the data: the merge key is refused only when the YAML is valid
+    text = "a: &b {x: 1}\nc:\n  <<: *b\n  d: !!python/name:os.system x\n"
+    with pytest.raises(errors.ConfigError, match="invalid YAML: could not determine a constructor"):
+        loading.parse_yaml(text, "m.yaml")
+    with pytest.raises(errors.ConfigError, match="merge keys"):
+        loading.parse_yaml("a: &b {x: 1}\nc:\n  <<: *b\n", "m.yaml")

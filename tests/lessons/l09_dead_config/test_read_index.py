@@ -42,6 +42,11 @@ def build(cfg: Cfg, *, extra=cfg.default_kw, **kw):
     del cfg.deleted
     text = f"{cfg.in_fstring} {x}piece{y}"
     getattr(cfg, "by_getattr")
+    getattr(
+        cfg,  # the object, then the name
+        "after_comma_comment",
+    )
+    opts = cfg.get("via_get", cfg[("in_parens")])  # .get("via_get") takes a string but reads nothing
     lam = lambda: cfg.in_lambda          # noqa: E731
     return cfg['by_subscript'], remarked, spaced, cut, wrapped, text, lam
 """,
@@ -88,7 +93,7 @@ def _string_sites(sources: dict[str, str], name: str) -> list[str]:
 def test_the_lazy_index_finds_what_the_eager_walk_finds():
     eager, _ = read_index._index_reads(TRICKY)
     lazy = read_index._ReadIndex(TRICKY)
-    names = {*eager, "key", "missing", "named_only", "stored", "deleted", "piece"}
+    names = {*eager, "key", "missing", "named_only", "stored", "deleted", "piece", "via_get"}
     for name in names:
         assert list(lazy.reads_of(name, in_source_order=True)) == eager.get(name, []), name
         assert sorted(lazy.reads_of(name), key=str) == sorted(eager.get(name, []), key=str), name
@@ -162,8 +167,12 @@ def test_a_copy_read_in_two_files_lists_its_sites_in_source_order():
 def test_only_files_that_spell_a_read_are_mentioned():
     index = read_index._ReadIndex(TRICKY)
     assert index.mentions("key") == ["pkg/c.py"]  # not a.py's `.keys()`; c.py's docstring spells `.key`
-    assert index.mentions("after_comment") == ["pkg/a.py"]
-    assert index.mentions("named_only") == ["pkg/b.py", "pkg/copy_of_b.py"]
+    assert index.mentions("after_comment") == index.mentions("after_comma_comment") == ["pkg/a.py"]
+    assert index.mentions("in_parens") == ["pkg/a.py"] and index.mentions("via_get") == []
+    assert index.mentions("named_only") == []  # `("named_only", ...`: a tuple of strings, no read
+    assert index.mentions("quoted_too") == ["pkg/b.py", "pkg/copy_of_b.py"]  # after a comma: parsed, to be sure
+    assert index.string_sites("named_only") == ["pkg/b.py:2", "pkg/copy_of_b.py:2"]
+    assert index.string_sites("named_only", first=1) == ["pkg/b.py:2"]
     assert index.mentions("b") == ["pkg/a.py", "pkg/c.py"]  # c.py's docstring: parsed, holds no read
     counts = {"pkg/a.py": 2, "pkg/b.py": 1, "pkg/c.py": 1, "pkg/copy_of_b.py": 1}
     assert index.spelling_counts(["a", "b", "nowhere"]) == counts

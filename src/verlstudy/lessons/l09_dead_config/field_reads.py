@@ -108,7 +108,7 @@ def _search(index: _ReadIndex, names: list[str], class_name: str | None) -> list
             sites.append(f"{read.file}:{read.line}")
             into += [t if kind == "local" else f"self.{t}" if t.startswith("_") else f".{t}"
                      for kind, t in read.copied_into or ()]  # fmt: skip
-        named = tuple(index.string_sites(name))[:2]  # e.g. a tuple of field names read with .get(field)
+        named = tuple(index.string_sites(name, first=2))  # e.g. a tuple of field names read with .get(field)
         reflective = reflective_filters(index, class_name) if class_name else []  # only a dead field needs them
         reads = tuple(site for site, tests in reflective if passes(name, tests))
         out.append(DeadField(name, tuple(into), tuple(sites), reads or named))

@@ -114,17 +114,26 @@ def parse_yaml(text: str, source: str = "<string>") -> ConfigTree:
         raise TypeError(f"text must be a str of YAML, got {type(text).__name__}")
     if not isinstance(source, str) or not source:
         raise TypeError(f"source must be a non-empty display name, got {source!r}")
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+    loader = yaml.SafeLoader(text)
+    locations: dict[KeyPath, Location] = {}
+    unfit: ConfigError | None = None  # raised after YAML's own errors, as if the locations were read last
+    try:  # one parse: the node tree gives the locations, then the data (as safe_load builds it from the same tree)
+        node = loader.get_single_node()
+        try:  # before the data: building it merges '<<' keys away in the tree
+            _collect_locations(node, (), source, locations)
+        except ConfigError as err:
+            unfit = err
+        data = None if node is None else loader.construct_document(node)
     except yaml.YAMLError as err:
         raise _yaml_error(err, source) from None
+    finally:
+        loader.dispose()
     if data is None:
         return ConfigTree({}, {})
     if not isinstance(data, dict):
         raise ConfigError(f"{source}:1: the top level of a config must be a mapping, got {type(data).__name__}")
-    locations: dict[KeyPath, Location] = {}
-    _collect_locations(node, (), source, locations)
+    if unfit is not None:
+        raise unfit
     return ConfigTree(data, locations)
 
 

@@ -77,16 +77,23 @@ _WORD = r"[A-Za-z_]\w*"
 # `.name`; `. name`, `.\<newline>name` and `(x.<newline>name)`; a comment between the dot and the name
 _DOTTED = re.compile(rf"\.(?:\s|\\)*({_WORD})")
 _DOTTED_PAST_COMMENT = re.compile(rf"\.\s*#[^\n]*(?:\n\s*#[^\n]*)*\n\s*({_WORD})")
-# "name", 'name', and the pieces of an f-string: f"{x}name{y}", f"{x:name}"
+# a string a read takes: getattr(x, "name"), x["name"], x[("name")] (not f("name")); after a comment, as above
+_QUOTED_READ = re.compile(rf"[\[,](?:\s|\\|\()*[rRbBuUfF]{{0,2}}[\"']{{1,3}}({_WORD})[\"']")
+_QUOTED_READ_PAST_COMMENT = re.compile(
+    rf"[\[,][\s(]*#[^\n]*(?:\n\s*#[^\n]*)*\n[\s(]*[rRbBuUfF]{{0,2}}[\"']{{1,3}}({_WORD})[\"']"
+)
+# any string that can be just "name": "name", 'name', and the pieces of an f-string: f"{x}name{y}", f"{x:name}"
 _QUOTED = re.compile(rf"[\"'}}:]({_WORD})(?=[\"'{{}}])")
 _REFLECTIVE_WORDS = ("fields(", "asdict(", "astuple(", "vars(", "getattr(", "__dict__")
 
 
 @functools.lru_cache(maxsize=4096)
-def _spellings(text: str) -> tuple[frozenset[str], frozenset[str]]:
-    """(names written after a dot, names written as a string or an f-string piece) in `text`."""
+def _spellings(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """The names `text` writes after a dot, as a string where a read takes one (`getattr(x, "name")`,
+    `x["name"]`), and as any string or f-string piece."""
     dotted = {*_DOTTED.findall(text), *_DOTTED_PAST_COMMENT.findall(text)}
-    return frozenset(dotted), frozenset(_QUOTED.findall(text))
+    read_quoted = {*_QUOTED_READ.findall(text), *_QUOTED_READ_PAST_COMMENT.findall(text)}
+    return frozenset(dotted), frozenset(read_quoted), frozenset(_QUOTED.findall(text))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -282,7 +289,7 @@ class _ReadIndex:
     def __init__(self, sources: Mapping[str, str]) -> None:
         self.sources = dict(sources)
         self._position = {file: i for i, file in enumerate(self.sources)}
-        self._spelled: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
+        self._spelled: tuple[dict[str, list[str]], ...] | None = None
         self._mentions: dict[str, list[str]] = {}
         self._reflective: dict[str, list] = {}  # class name -> reflective read sites (`reflective`)
         self._reflective_files: list[str] | None = None
@@ -290,25 +297,23 @@ class _ReadIndex:
     def file(self, file: str) -> SourceFile:
         return source_file(file, self.sources[file])
 
-    def _spelling_index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-        """(name -> files writing `.name`, name -> files writing it as a string), each in source order."""
+    def _spelling_index(self) -> tuple[dict[str, list[str]], ...]:
+        """Name -> the files that write it (after a dot; as a string a read takes; as any string), in source
+        order: `_spellings` inverted."""
         if self._spelled is None:
-            dotted: dict[str, list[str]] = {}
-            quoted: dict[str, list[str]] = {}
+            found: tuple[dict[str, list[str]], ...] = ({}, {}, {})
             for file, text in self.sources.items():
-                after_dot, in_quotes = _spellings(text)
-                for name in after_dot:
-                    dotted.setdefault(name, []).append(file)
-                for name in in_quotes:
-                    quoted.setdefault(name, []).append(file)
-            self._spelled = dotted, quoted
+                for names, files in zip(_spellings(text), found, strict=True):
+                    for name in names:
+                        files.setdefault(name, []).append(file)
+            self._spelled = found
         return self._spelled
 
     def mentions(self, name: str) -> list[str]:
         """The files that spell a read of `name`, in source order."""
         if name not in self._mentions:
-            dotted, quoted = self._spelling_index()
-            spelled = {*dotted.get(name, ()), *quoted.get(name, ())}
+            dotted, read_quoted, _ = self._spelling_index()
+            spelled = {*dotted.get(name, ()), *read_quoted.get(name, ())}
             self._mentions[name] = sorted(spelled, key=self._position.__getitem__)
         return self._mentions[name]
 
@@ -336,11 +341,15 @@ class _ReadIndex:
         for file in files:
             yield from self.file(file).reads_of(name, file)
 
-    def string_sites(self, name: str) -> list[str]:
-        """'file:line' of every string constant `name` (written as a string or an f-string piece), in
-        source order."""
-        quoted = self._spelling_index()[1].get(name, [])
-        return [f"{file}:{line}" for file in quoted for line in self.file(file).strings.get(name, [])]
+    def string_sites(self, name: str, first: int | None = None) -> list[str]:
+        """'file:line' of every string constant `name` (written as a string or an f-string piece), in source
+        order; only the `first` ones (the files after them are not parsed)."""
+        sites: list[str] = []
+        for file in self._spelling_index()[2].get(name, []):
+            if first is not None and len(sites) >= first:
+                break
+            sites += [f"{file}:{line}" for line in self.file(file).strings.get(name, ())]
+        return sites[:first]
 
     def files_naming(self, name: str, among: Sequence[str] | None = None) -> list[str]:
         """The files (of `among`, default all) in which `name` occurs as a whole word (an identifier or a
