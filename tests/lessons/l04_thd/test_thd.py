@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import types
 import warnings
@@ -383,6 +384,13 @@ def test_quiet_nested_silences_the_pid_log_line_and_the_prototype_warning() -> N
         once.cache_clear()
         with quiet_nested():
             once()  # leave the once-only line spent, as it was
+
+
+def test_quiet_nested_pauses_the_collector_and_gives_it_back() -> None:
+    assert gc.isenabled()
+    with quiet_nested():
+        assert not gc.isenabled()  # a first jagged tensor's imports set off no whole-heap collections
+    assert gc.isenabled()
 
 
 def test_causal_work_closed_form_matches_counting_positions() -> None:

@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import ast
 import functools
-import gc
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from verlstudy.common.heap import collector_paused
 
 __all__ = [
     "EXAMPLE_ENGINES",
@@ -87,24 +87,12 @@ def _check_identifier(name: str, value: object) -> str:
     return value  # type: ignore[return-value]
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No automatic garbage collection inside the block; the collector's on/off state is restored after it."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 @functools.lru_cache(maxsize=16)
 def _parse(source: str) -> ast.Module:
     # Cached: a lesson checks the same engine files more than once; nothing here mutates a tree.
     # Collector paused: an engine file's ~10^4 new nodes form no cycles, yet would set off whole-heap collections.
     try:
-        with _collector_paused():
+        with collector_paused():
             return ast.parse(source)
     except SyntaxError as e:
         raise ValueError(f"source is not valid Python: {e.msg} at line {e.lineno}") from e

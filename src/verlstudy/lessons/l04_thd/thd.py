@@ -26,6 +26,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.colors import ListedColormap
 
+from verlstudy.common.heap import collector_paused
 from verlstudy.kit.params import positive_int
 from verlstudy.kit.plots import COLORS, apply_style, fit_layout
 
@@ -76,13 +77,17 @@ def _check_jagged(name: str, value: object) -> torch.Tensor:
 
 @contextmanager
 def quiet_nested() -> Iterator[None]:
-    """Silence the prototype warnings and the once-only, PID-bearing log line around jagged tensors."""
+    """Silence the prototype warnings and the once-only, PID-bearing log line around jagged tensors.
+
+    The garbage collector is paused too: a process's first jagged tensor imports torch's DTensor and compiler
+    modules, whose many new objects would otherwise set off collections that walk the whole heap.
+    """
     loggers = [logging.getLogger(name) for name in _NOISY_LOGGERS]
     levels = [lg.level for lg in loggers]
     for lg in loggers:
         lg.setLevel(logging.ERROR)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), collector_paused():
             warnings.simplefilter("ignore", UserWarning)
             yield
     finally:
