@@ -35,15 +35,20 @@ dtype = "float32"  # "float32" | "bfloat16"
 num_micro_batches = 8  # micro-batches in one mini-batch
 
 # %%
+import gc
+gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+
 import matplotlib.pyplot as plt
 import torch
+
+torch.set_num_threads(1)  # toy-sized tensors: a second thread only waits for a free core, milliseconds an op when busy
 
 from verlstudy.common.dist import run_local
 from verlstudy.common.memtrace import AllocationTracker, bytes_per_step, snapshot_top_sites
 from verlstudy.kit.claims import claim, claims_table, expect_error
 from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise
-from verlstudy.kit.plots import bar_plot, line_plot
+from verlstudy.kit.plots import bar_plot, fit_layout, line_plot
 from verlstudy.kit.resources import data_dir
 from verlstudy.kit.show import show_source, upstream_diff, upstream_source
 from verlstudy.kit.upstream import upstream_cell, verl_version
@@ -53,6 +58,7 @@ from verlstudy.lessons.l01_memory_leak.schedule import plot_schedule
 from verlstudy.lessons.l01_memory_leak.setup import lesson_setup
 from verlstudy.lessons.l01_memory_leak.store import consume_store, graph_leaves
 
+gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
 dev, seed, cfg, num_micro_batches = lesson_setup(device, seed, seq_len, hidden, dtype, num_micro_batches)
 print(cfg)
 
@@ -246,7 +252,7 @@ del stored, buffers
 
 # %%
 bf16 = pl.config_with(cfg, dtype="bfloat16")
-bf16_slope, bf16_sites, _ = measure.measure_slope(bf16, 4, seed=seed)
+bf16_slope, bf16_sites, _ = measure.measure_slope(bf16, 3, seed=seed)
 bf16_parts = measure.bytes_by_function(bf16_sites)
 print(f"bfloat16, S={bf16.seq_len}, H={bf16.hidden}: {bf16_parts}")
 claim("bfloat16: receive buffer per micro-batch = the PR's S x H x 2 B", bf16_parts["create_tensor_recv_prev"],
@@ -281,12 +287,12 @@ claim("mini-batch end: live bytes once the merged store is dropped", tracker.liv
 # - **more layers per stage**: backward frees the saved activations, so depth must not matter.
 
 # %%
-controls = measure.measure_controls(cfg, 4, layers=(2, 4), seed=seed)  # the slope is exact from 4 micro-batches
+controls = measure.measure_controls(cfg, 3, layers=(2, 4), seed=seed)  # each micro-batch adds the same: 3 give the exact slope
 fig = bar_plot(controls, title="Bytes retained per micro-batch (log scale)", ylabel="bytes", show=False)
 fig.axes[0].set_yscale("log")  # the outputs-only runs keep ~1/60 of the leak: invisible on a linear axis
 fig.axes[0].set_ylim(bottom=100)
 fig.axes[0].tick_params(axis="x", labelrotation=30, labelsize=8)
-fig.tight_layout()
+fit_layout(fig)  # laid out again for the turned labels, then shown in one draw
 plt.show()
 print(measure.controls_table(controls))
 own = cfg.seq_len * cfg.itemsize
@@ -325,7 +331,7 @@ claim("retained bytes do not depend on depth", controls["2 layers/stage"] == con
 #   never reaches that graph, so it keeps what it saved, the logits and the softmax, S x V each.
 
 # %%
-entropy_rows = measure.measure_entropy(cfg, 4, vocabs=(cfg.vocab, 2 * cfg.vocab), seed=seed)
+entropy_rows = measure.measure_entropy(cfg, 3, vocabs=(cfg.vocab, 2 * cfg.vocab), seed=seed)
 bar_plot(entropy_rows, title="Bytes retained per micro-batch, entropy in model_output", ylabel="bytes")
 s_, v_, isz = cfg.seq_len, cfg.vocab, cfg.itemsize
 claim("entropy in the loss: only its own S values more", entropy_rows["entropy in the loss"] - int(leak_slope),

@@ -76,7 +76,7 @@ def plot_schedule(pp_size: int, num_micro_batches: int, show: bool = True) -> di
     """Draw the 1F1B timeline (one row per stage) above the graphs each stage holds; print what is drawn."""
     import matplotlib.pyplot as plt
 
-    from verlstudy.kit.plots import COLORS, apply_style
+    from verlstudy.kit.plots import COLORS, apply_style, fit_layout
 
     slots = schedule_timeline(pp_size, num_micro_batches)
     last = pp_size - 1
@@ -87,11 +87,11 @@ def plot_schedule(pp_size: int, num_micro_batches: int, show: bool = True) -> di
     }
     apply_style()
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.0, 4.6), sharex=True, height_ratios=(1.3, 1.0))
+    colours = [COLORS[0] if s.kind == FORWARD else COLORS[1] for s in slots]
+    top.barh([s.stage for s in slots], 0.92, left=[s.start for s in slots], color=colours, height=0.8)  # one call
     for s in slots:
-        colour = COLORS[0] if s.kind == FORWARD else COLORS[1]
-        top.barh(s.stage, 0.92, left=s.start, color=colour, height=0.8)
-        label = f"{s.kind}{s.micro_batch}"
-        top.text(s.start + 0.46, s.stage, label, ha="center", va="center", color="white", fontsize=7)
+        top.text(s.start + 0.46, s.stage, f"{s.kind}{s.micro_batch}", ha="center", va="center", color="white",
+                 fontsize=7)  # fmt: skip
     top.set_yticks(range(pp_size), [f"stage {r}" for r in range(pp_size)])
     top.invert_yaxis()
     top.set_title(f"1F1B, {pp_size} stages, {num_micro_batches} micro-batches (F forward, B backward)")
@@ -100,7 +100,7 @@ def plot_schedule(pp_size: int, num_micro_batches: int, show: bool = True) -> di
         bottom.step([t + 1 for t in range(len(ys))], ys, where="post", label=label, color=colour)
     bottom.set(xlabel="time slot", ylabel="graphs held")
     bottom.legend(loc="upper left")
-    fig.tight_layout()
+    fit_layout(fig)  # laid out once: showing it is then a single draw
     for r in range(pp_size):
         steps = " ".join(f"{s.kind}{s.micro_batch}@{s.start}" for s in slots if s.stage == r)
         print(f"stage {r}: {steps}")
