@@ -26,6 +26,9 @@ seed = 0
 n_draws = 4
 
 # %%
+import gc
+gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+
 from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
 from verlstudy.kit.devices import pick_device, skip_unless
@@ -34,6 +37,7 @@ from verlstudy.kit.params import check_int
 from verlstudy.kit.plots import bar_plot
 from verlstudy.kit.seeding import seed_everything
 
+gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
 dev = pick_device(device)
 seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
 n_draws = check_int("n_draws", n_draws, minimum=1, maximum=1000)

@@ -74,10 +74,10 @@ def draw_rl_step(split: BatchSplit) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyBboxPatch
 
-    from verlstudy.kit.plots import COLORS, apply_style
+    from verlstudy.kit.plots import COLORS, apply_style, fit_layout
 
     apply_style()
-    _, ax = plt.subplots(figsize=(9.0, 3.4))
+    fig, ax = plt.subplots(figsize=(7.3, 3.0))  # the size the picture had when printed trimmed
     ax.set_xlim(0, len(RL_STEP) * 1.1)
     ax.set_ylim(0, 3.4)
     ax.axis("off")
@@ -105,6 +105,7 @@ def draw_rl_step(split: BatchSplit) -> None:
     ax.text(0.1, 0.55, split.describe(), fontsize=7)
     ax.text(0.1, 0.2, "red: builds an autograd graph and steps an optimizer; blue: forward only", fontsize=7)
     ax.set_title("One RL step in verl (ray_trainer.py), and its update opened")
+    fit_layout(fig)  # the figure is shown untrimmed: lay the drawing out over all of it
     plt.show()
     for i, phase in enumerate(RL_STEP, start=1):
         print(f"{i}. {phase.name:<19} {phase.model:<34} adds {phase.adds}")
