@@ -19,7 +19,7 @@ import matplotlib.figure
 import matplotlib.pyplot as plt
 from torch import nn
 
-from verlstudy.kit.plots import COLORS, apply_style
+from verlstudy.kit.plots import COLORS, apply_style, fit_layout
 from verlstudy.lessons.l03_router_replay.moe import TopKRouter
 from verlstudy.lessons.l03_router_replay.routes import model_routers
 from verlstudy.lessons.l03_router_replay.text_config import _check_attr_name, _text_branch, _text_config, _walk_all
@@ -97,8 +97,7 @@ def _draw_tree(boxes: list[_Box], title: str, *, height: float = 2.6) -> matplot
     ax.set_ylim(-max(by_depth) - 0.7, 0.5)
     ax.axis("off")
     ax.set_title(title, fontsize=8)
-    fig.tight_layout()
-    return fig
+    return fit_layout(fig)  # laid out once: showing it is then a single draw
 
 
 def draw_walks(config: object, name: str, *, show: bool = True) -> matplotlib.figure.Figure:
