@@ -79,9 +79,9 @@ def test_upstream_classes_from_both_releases():
 
 @needs
 def test_upstream_check_prints_one_row(capsys):
-    l09.upstream_check(cases=20)
+    l09.upstream_check(cases=20)  # half as many: each case writes and reads YAML
     assert capsys.readouterr().out == (
-        f"[upstream] verl {kit.verl_version()}: verl/workers/config/engine.py::McoreEngineConfig: agree on 20 cases\n"
+        f"[upstream] verl {kit.verl_version()}: verl/workers/config/engine.py::McoreEngineConfig: agree on 10 cases\n"
     )
 
 

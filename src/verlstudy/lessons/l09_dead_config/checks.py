@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import inspect
 import typing
 from collections.abc import Callable, Mapping
@@ -211,6 +212,7 @@ def _reference_yaml_only(cls: type, data: Mapping[str, Any], prefix: str = "") -
     return sorted(out)
 
 
+@functools.cache  # one strategy per class: flatmap asks for it on every draw, and a new one is validated anew
 def _block(cls: type, depth: int = 0) -> Any:
     from hypothesis import strategies as st
 

@@ -101,6 +101,7 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(re.findall(_WORD, text))
 
 
+@functools.lru_cache(maxsize=4096)
 def _reads_reflectively(text: str) -> bool:
     """Whether `text` calls `fields`, `asdict`, `astuple`, `vars` or `getattr`, or uses `__dict__`."""
     return any(word in text for word in _REFLECTIVE_WORDS)
@@ -222,7 +223,7 @@ class SourceFile:
         copies: dict[int, CopyTargets] = {}  # id(value) -> targets, for each `targets = value` met so far
         scope = 0  # the function (or module) being walked
         stack: list = [module]
-        push, pop, child_fields, ScopeEnd = stack.append, stack.pop, _child_fields, _ScopeEnd
+        push, pop, known_fields, ScopeEnd = stack.append, stack.pop, _CHILD_FIELDS, _ScopeEnd
         while stack:  # iterative, so deeply nested upstream code cannot hit the recursion limit
             node = pop()
             kind = type(node)
@@ -254,7 +255,8 @@ class SourceFile:
                 push(ScopeEnd(scope))
                 scope = len(scopes)
                 scopes.append(set())
-            for field in child_fields(kind):  # last field first, each list last item first: popped in order
+            fields = known_fields.get(kind) or _child_fields(kind)
+            for field in fields:  # last field first, each list last item first: popped in order
                 value = getattr(node, field, None)
                 if type(value) is list:
                     stack.extend(reversed(value))
@@ -354,7 +356,8 @@ class _ReadIndex:
     def files_naming(self, name: str, among: Sequence[str] | None = None) -> list[str]:
         """The files (of `among`, default all) in which `name` occurs as a whole word (an identifier or a
         string's content), in source order."""
-        return [f for f in (self.sources if among is None else among) if name in _words(self.sources[f])]
+        texts = ((f, self.sources[f]) for f in (self.sources if among is None else among))
+        return [f for f, text in texts if name in text and name in _words(text)]  # the substring test is quick
 
     def reading_reflectively(self) -> list[str]:
         """The files that call `fields`, `asdict`, `astuple`, `vars` or `getattr`, or use `__dict__`."""

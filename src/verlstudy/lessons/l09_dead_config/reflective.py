@@ -166,19 +166,23 @@ def typed_rows(module: ast.Module, text: str) -> list[Row]:
         stack: list[tuple[ast.AST, tuple[int, ...], Loops]] = [(function, (), start)]
         while stack:  # each node with the rows of the functions enclosing it and the filtering loops around it
             node, enclosing, loops = stack.pop()
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            kind = type(node)
+            if kind is ast.Name or kind is ast.Constant:
+                continue  # nothing to find, nothing below
+            if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
                 params = (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
                 rows.append(([(a.arg, ast.unparse(a.annotation)) for a in params if a.annotation is not None], []))
                 enclosing = (*enclosing, len(rows) - 1)
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            elif kind is ast.AnnAssign and isinstance(node.target, ast.Name):
                 for row in enclosing:
                     rows[row][0].append((node.target.id, ast.unparse(node.annotation)))
-            target = _reflective_target(node)
-            if target is not None:
-                tests = _filter_of(node, target, loops)
-                for row in enclosing:
-                    rows[row][1].append((target, node.lineno, tests))
-            if isinstance(node, ast.For):
+            elif kind is ast.Attribute or kind is ast.Call:
+                target = _reflective_target(node)
+                if target is not None:
+                    tests = _filter_of(node, target, loops)
+                    for row in enclosing:
+                        rows[row][1].append((target, node.lineno, tests))
+            elif kind is ast.For:
                 loop = _loop_filter(node)
                 if loop is not None and loop[2]:
                     inner = (*loops, loop)
@@ -186,7 +190,7 @@ def typed_rows(module: ast.Module, text: str) -> list[Row]:
                     stack.extend((child, enclosing, inner) for child in node.body)
                     stack.extend((child, enclosing, loops) for child in (node.target, *node.orelse))
                     continue
-            stack.extend((child, enclosing, loops) for child in child_nodes(node))
+            stack += [(child, enclosing, loops) for child in child_nodes(node)]
     return rows
 
 

@@ -129,11 +129,9 @@ class ReleaseScan:
 def scan_release(release: str | None = None, class_name: str = "McoreEngineConfig") -> ReleaseScan:
     """Run `dead_fields` for upstream's `class_name` over every .py file of a verl release (keyed
     'verl/...', relative to the folder holding the package). Cached: a release's files do not change."""
-    root = verl_root(release)
-    files = package_files(root)
-    fields = engine_config_fields(class_name, release)
-    dead = dead_fields({}, fields, class_name=class_name, index=_release_index(release))
-    return ReleaseScan(verl_version(release), class_name, tuple(fields), tuple(dead), len(files))
+    index, fields = _release_index(release), engine_config_fields(class_name, release)
+    dead = dead_fields({}, fields, class_name=class_name, index=index)
+    return ReleaseScan(verl_version(release), class_name, tuple(fields), tuple(dead), len(index.sources))
 
 
 @functools.lru_cache(maxsize=2)
@@ -161,7 +159,8 @@ def scan_config_classes(release: str | None = None) -> tuple[ReleaseScan, ...]:
     for rel in config_files:
         module = _parsed(f"verl/{rel}", sources[f"verl/{rel}"])
         names += [n.name for n in module.body if isinstance(n, ast.ClassDef) and _is_dataclass_def(n)]
-    index, version, count = _release_index(release), verl_version(release), len(package_files(root))
+    index, version = _release_index(release), verl_version(release)
+    count = len(index.sources)  # every .py file of the package
     scans = []
     for name in dict.fromkeys(names):
         fields = dataclass_fields(sources, name)
