@@ -30,6 +30,9 @@ diff_context = 1  # context lines around each change in the golden check's diff
 seed = 0
 
 # %%
+import gc
+gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+
 import dataclasses
 import tempfile
 from pathlib import Path
@@ -47,6 +50,7 @@ from verlstudy.kit.upstream import upstream_cell
 from verlstudy.lessons.l09_dead_config import errors, field_reads, golden, loading, schema, verl_tree, workspace
 from verlstudy.lessons.l09_dead_config import upstream as l09_upstream
 
+gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
 dev, PKG = pick_device(device), data_dir() / "engine_config"
 hidden, diff_context = check_int("hidden", hidden, minimum=1, maximum=4096), check_int("diff_context", diff_context, minimum=0, maximum=10)
 seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
