@@ -240,9 +240,11 @@ def test_a_check_runs_on_one_thread_and_gives_the_learner_their_setting_back():
         torch.set_num_threads(before)
 
 
-def test_generated_inputs_run_with_the_heap_set_aside_and_give_it_back():
+def test_generated_inputs_run_with_the_heap_set_aside_and_give_it_back(monkeypatch):
     import gc
     import weakref
+
+    monkeypatch.setattr(properties, "_HEAP_SET_ASIDE_ONCE", [])  # as in a fresh kernel
 
     class Node:
         pass
@@ -275,3 +277,38 @@ def test_a_heap_the_learner_froze_stays_frozen():
         assert gc.get_freeze_count() == before
     finally:
         gc.unfreeze()
+
+
+def test_generated_inputs_do_not_depend_on_what_else_is_imported(tmp_path, monkeypatch):
+    import importlib
+    import sys
+
+    def inputs_drawn():
+        seen = []
+
+        def reference(n):
+            seen.append(n)
+            return n
+
+        compare_on_inputs(reference, reference, inputs=st.tuples(st.integers()), max_examples=60)
+        return seen
+
+    before = inputs_drawn()
+    # a learner's own module with constants (hypothesis ignores a module of over 1024): it would mix them in
+    source = "".join(f"def f{i}(x):\n    return x == {7919 * i + 1013}\n" for i in range(500))
+    (tmp_path / "learner_constants.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("learner_constants")
+    try:
+        assert inputs_drawn() == before
+    finally:
+        sys.modules.pop("learner_constants", None)
+
+
+def test_the_fixed_pool_gives_hypothesis_its_own_back():
+    from hypothesis.internal.conjecture import providers
+
+    original = providers._get_local_constants
+    with properties.fixed_constant_pool():
+        assert len(providers._get_local_constants()) == 0
+    assert providers._get_local_constants is original

@@ -189,22 +189,56 @@ def _time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+_HEAP_SET_ASIDE_ONCE: list[bool] = []  # hypothesis collects garbage on its first test in a process only
+
+
 @contextmanager
 def heap_set_aside() -> Iterator[None]:
-    """Inside the block a full garbage collection walks only objects made inside it.
+    """Inside the block a full garbage collection walks only objects made inside it (the first time only).
 
     hypothesis runs `gc.collect()` once per process, on its first test; after `import torch` that walk of the
     whole heap costs ~0.15 s in every lesson. `gc.freeze()` sets the existing objects aside (O(1)) and
-    `gc.unfreeze()` gives them back to the collector afterwards. A heap someone else froze is left as it is.
+    `gc.unfreeze()` gives them back to the collector afterwards. A heap someone else froze is left as it is;
+    later calls do nothing (counting a frozen heap walks it).
     """
-    if gc.get_freeze_count():
+    if _HEAP_SET_ASIDE_ONCE or gc.get_freeze_count():
+        _HEAP_SET_ASIDE_ONCE.append(True)
         yield
         return
+    _HEAP_SET_ASIDE_ONCE.append(True)
     gc.freeze()
     try:
         yield
     finally:
         gc.unfreeze()
+
+
+@contextmanager
+def fixed_constant_pool() -> Iterator[None]:
+    """Generated inputs that do not depend on what else is imported.
+
+    hypothesis mixes constants read from "local" modules (anything imported from outside site-packages: an
+    editable verlstudy, a learner's own file) into the inputs it draws, and caches them in `.hypothesis/` in
+    the working folder. A checker's inputs would then change with the way the course was installed and with
+    the notebook's earlier imports. Inside the block the local pool is empty (hypothesis's own constants stay).
+    """
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # a hypothesis without local constants: nothing to fix
+        yield
+        return
+    original, cache = getattr(providers, "_get_local_constants", None), getattr(providers, "CONSTANTS_CACHE", None)
+    if original is None or cache is None or not hasattr(cache, "cache"):
+        yield
+        return
+    empty = type(providers._local_constants)()
+    providers._get_local_constants = lambda: empty
+    cache.cache.clear()  # pools computed with local constants before this block
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
+        cache.cache.clear()
 
 
 @contextmanager
@@ -347,7 +381,7 @@ class PropertyCheck:
             self.try_input(tuple(args))
 
         try:
-            with heap_set_aside():
+            with heap_set_aside(), fixed_constant_pool():
                 agrees()
         except _Mismatch as e:  # hypothesis re-raises the shrunk (smallest) failing input's mismatch
             raise ExerciseFailure(e.message) from None
