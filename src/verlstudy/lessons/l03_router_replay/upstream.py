@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
+from verlstudy.common.heap import collector_paused
 from verlstudy.kit import upstream
 from verlstudy.kit.params import positive_int
 from verlstudy.kit.upstream import Comparison, report_check
@@ -209,14 +210,9 @@ def warm_jagged() -> None:
     The garbage collector is paused while they load (they build a large heap that no collection frees, and
     collections would walk it again and again) and that heap is frozen after, so later collections skip it.
     """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         torch.nested.as_nested_tensor([torch.zeros(1), torch.zeros(2)], layout=torch.jagged)
-    finally:
-        gc.freeze()
-        if was_enabled:
-            gc.enable()
+        gc.freeze()  # before the collector is back: its first collection would walk every new object
 
 
 # ---------------------------------------------------------------------------------------------
