@@ -4,12 +4,12 @@ sources, by name and file, which the dead-field search (`field_reads`) and the r
 
 Sources are keyed by their path (relative to the folder they share), so two files with the same name never
 hide each other (verl has many `utils.py` and `__init__.py`). Files are parsed lazily: `reads_of(name)` parses
-only the files whose text spells a read of `name` (`.name`, with spaces, line breaks, backslashes or comments
-after the dot; or `name` between quotes, as in `getattr(x, "name")`, or between an f-string's braces), which
-keeps a search over the whole verl package fast. That test assumes what a by-name search assumes anyway: a
-read's name and a string's content are written out in the source, not built from escapes or from two string
-literals joined. A file is parsed and walked once per text (`source_file`), so the files two releases share, or
-two searches over the same sources, cost one parse; what the walk found is kept, the tree itself is not.
+only the files whose text spells a read of `name` (`.name`, also with spaces, line breaks, backslashes or a
+comment after the dot; or "name" where a read takes a string: `getattr(x, "name")`, `x["name"]`), which keeps a
+search over the whole verl package fast. That test assumes what a by-name search assumes anyway: a read's name
+and a string's content are written out in the source, not built from escapes or from two string literals
+joined. A file is parsed and walked once per text (`source_file`), so the files two releases share, or two
+searches over the same sources, cost one parse; what the walk found is kept, the tree itself is not.
 """
 
 from __future__ import annotations
@@ -365,21 +365,19 @@ class _ReadIndex:
             self._reflective_files = [f for f, text in self.sources.items() if _reads_reflectively(text)]
         return self._reflective_files
 
-    def index_all(self) -> None:
-        for file in self.sources:
-            self.file(file)
-
 
 def _index_reads(sources: dict[str, str]) -> tuple[dict[str, list[_Read]], dict[int, set[str]]]:
     """Every attribute read in every source, in source order, and the names each function (by id) loads: the
     plain eager walk, which the lazy `_ReadIndex` must agree with (the tests hold them together)."""
     found: dict[str, list[tuple[str, ast.AST, ast.AST | None, ast.AST]]] = {}
     loads: dict[int, set[str]] = {}
+    modules = []  # kept to the end: a freed function's id could be reused by another file's, merging their loads
     for file, text in sources.items():
         try:
             module = ast.parse(text, filename=file)
         except SyntaxError as err:
             raise ConfigError(f"{file}:{err.lineno}: cannot parse Python source: {err.msg}") from None
+        modules.append(module)
         stack: list[tuple[ast.AST, ast.AST | None, ast.AST]] = [(module, None, module)]
         while stack:
             node, parent, scope = stack.pop()
