@@ -67,7 +67,7 @@ EXERCISE_KEYS = ("id", "verdict", "message", "cell")
 
 
 def floor_notebook() -> nbformat.NotebookNode:
-    """The floor: a notebook that only imports torch and matplotlib (what every lesson pays anyway)."""
+    """The floor: a notebook that only imports torch and matplotlib, as every lesson does (what each pays anyway)."""
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(FLOOR_SOURCE)]
     return normalise(nb)
