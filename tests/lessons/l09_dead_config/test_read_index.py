@@ -216,15 +216,38 @@ def test_child_nodes_are_the_ast_children_less_markers_operators_and_names():
                    for c in left_out)  # fmt: skip
 
 
-def test_files_naming_and_reading_reflectively():
+def test_files_naming_and_the_files_read_reflectively():
     index = read_index._ReadIndex({**TRICKY, "r.py": "def f(cfg: Cfg):\n    return vars(cfg)\n"})
     assert index.files_naming("Cfg") == ["pkg/a.py", "r.py"]
     assert index.files_naming("Cfg", among=["r.py"]) == ["r.py"]
     assert index.files_naming("Cf") == []  # whole words only
-    assert index.reading_reflectively() == ["pkg/a.py", "r.py"]  # getattr( in a.py, vars( in r.py
+    reading = [f for f, text in index.sources.items() if reflective.reads_reflectively(text)]
+    assert reading == ["r.py"]  # a.py's getattr( calls all name their attribute
+
+
+@pytest.mark.parametrize(
+    ("text", "spelled"),
+    [
+        ('getattr(cfg, "x")', False),
+        ("getattr(cfg,\n    b'x')", False),
+        ("getattr(self.cfg, name)", False),  # not a variable: the search follows variables
+        ("getattr(cfg, name)", True),
+        ('getattr( cfg ,  # a comment\n  f"{x}")', True),  # an f-string is computed
+        ("dataclasses.fields( cfg)", True),
+        ("vars(cfg)", True),
+        ("x.__dict__", True),
+    ],
+)
+def test_reflective_spelling_is_what_a_reflective_read_of_a_variable_writes(text, spelled):
+    assert (reflective.REFLECTIVE_SPELLING.search(text) is not None) is spelled
+    module = f"def f(cfg: Cfg, name, x, self):\n    return {text}\n"
+    assert bool(reflective.typed_rows(ast.parse(module), module)) is spelled  # only such a function is walked
 
 
 def test_typed_rows_walk_only_functions_that_spell_a_reflective_read():
-    text = "def plain(cfg: Cfg):\n    return cfg.a\n\n\ndef loop(cfg: Cfg):\n    return asdict (cfg)\n"
+    named = "\n\n\ndef named(cfg: Cfg):\n    return getattr(cfg, 'a')\n"  # by name: its function is not walked
+    text = "def plain(cfg: Cfg):\n    return cfg.a\n\n\ndef loop(cfg: Cfg):\n    return asdict (cfg)\n" + named
     rows = reflective.typed_rows(ast.parse(text), text)
-    assert rows == [([("cfg", "Cfg")], [("cfg", 6, ())])]  # `asdict (` with a space still counts
+    assert rows == [([("cfg", "Cfg")], [("cfg", 6, ())])]  # `asdict (` with a space counts in a function
+    alone = text.removesuffix(named)  # but a file is looked at only if it writes `asdict(`, `getattr(`... somewhere
+    assert reflective.typed_rows(ast.parse(alone), alone) == []

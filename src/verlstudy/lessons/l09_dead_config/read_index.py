@@ -84,7 +84,6 @@ _QUOTED_READ_PAST_COMMENT = re.compile(
 )
 # any string that can be just "name": "name", 'name', and the pieces of an f-string: f"{x}name{y}", f"{x:name}"
 _QUOTED = re.compile(rf"[\"'}}:]({_WORD})(?=[\"'{{}}])")
-_REFLECTIVE_WORDS = ("fields(", "asdict(", "astuple(", "vars(", "getattr(", "__dict__")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -99,12 +98,6 @@ def _spellings(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str
 @functools.lru_cache(maxsize=4096)
 def _words(text: str) -> frozenset[str]:
     return frozenset(re.findall(_WORD, text))
-
-
-@functools.lru_cache(maxsize=4096)
-def _reads_reflectively(text: str) -> bool:
-    """Whether `text` calls `fields`, `asdict`, `astuple`, `vars` or `getattr`, or uses `__dict__`."""
-    return any(word in text for word in _REFLECTIVE_WORDS)
 
 
 @contextlib.contextmanager
@@ -204,7 +197,7 @@ class SourceFile:
             except SyntaxError as err:
                 raise ConfigError(f"{file}:{err.lineno}: cannot parse Python source: {err.msg}") from None
             self._walk(tree)
-            self.typed_functions = typed_rows(tree, text) if _reads_reflectively(text) else []
+            self.typed_functions = typed_rows(tree, text)
             del tree
 
     def reads_of(self, name: str, file: str) -> list[_Read]:
@@ -294,7 +287,7 @@ class _ReadIndex:
         self._spelled: tuple[dict[str, list[str]], ...] | None = None
         self._mentions: dict[str, list[str]] = {}
         self._reflective: dict[str, list] = {}  # class name -> reflective read sites (`reflective`)
-        self._reflective_files: list[str] | None = None
+        self._reflective_files: list[str] | None = None  # the files `reflective` looks in
 
     def file(self, file: str) -> SourceFile:
         return source_file(file, self.sources[file])
@@ -358,12 +351,6 @@ class _ReadIndex:
         string's content), in source order."""
         texts = ((f, self.sources[f]) for f in (self.sources if among is None else among))
         return [f for f, text in texts if name in text and name in _words(text)]  # the substring test is quick
-
-    def reading_reflectively(self) -> list[str]:
-        """The files that call `fields`, `asdict`, `astuple`, `vars` or `getattr`, or use `__dict__`."""
-        if self._reflective_files is None:
-            self._reflective_files = [f for f, text in self.sources.items() if _reads_reflectively(text)]
-        return self._reflective_files
 
 
 def _index_reads(sources: dict[str, str]) -> tuple[dict[str, list[_Read]], dict[int, set[str]]]:

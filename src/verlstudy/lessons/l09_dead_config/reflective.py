@@ -9,12 +9,30 @@ whose names pass: a field it skips gets no "cannot tell" from that loop (`reflec
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping
 
-from verlstudy.lessons.l09_dead_config.read_index import _ReadIndex, child_nodes, source_texts
+from verlstudy.lessons.l09_dead_config.read_index import _WORD, _ReadIndex, child_nodes, source_texts
 
 REFLECTIVE_CALLS = frozenset({"fields", "asdict", "astuple", "vars"})
+_REFLECTIVE_WORDS = ("fields(", "asdict(", "astuple(", "vars(", "getattr(", "__dict__")
+# what a reflective read of a variable must spell (`_reflective_target`): fields/asdict/astuple/vars of a name,
+# getattr of a name with a second argument that is not a plain string, or __dict__; any spaces or comments between
+_GAP = r"(?:\s|\\|#[^\n]*)*+"  # possessive: the lookahead below cannot make it give back a space
+REFLECTIVE_SPELLING = re.compile(
+    rf"\b(?:fields|asdict|astuple|vars){_GAP}\({_GAP}[A-Za-z_]"
+    rf"|\bgetattr{_GAP}\({_GAP}{_WORD}{_GAP},{_GAP}(?![rRbBuU]{{0,2}}[\"'])"
+    r"|__dict__"
+)
+_LINE_END = re.compile(r"\r\n?|\n")
+
+
+@functools.lru_cache(maxsize=4096)
+def reads_reflectively(text: str) -> bool:
+    """Whether `text` calls `fields(`, `asdict(`, `astuple(`, `vars(` or `getattr(`, or uses `__dict__`, and may
+    read a variable so (`REFLECTIVE_SPELLING`): `getattr(cfg, "name")` alone reads by name."""
+    return any(word in text for word in _REFLECTIVE_WORDS) and REFLECTIVE_SPELLING.search(text) is not None
 
 
 def _called(node: ast.Call) -> str | None:
@@ -125,11 +143,6 @@ def _loop_filter(loop: ast.For) -> tuple[str, str, tuple[NameTest, ...]] | None:
     return target, name, tuple(tests)
 
 
-# a call or attribute `_reflective_target` can find, with any spaces before the parenthesis
-_REFLECTIVE_SPELLING = re.compile(r"\b(?:fields|asdict|astuple|vars|getattr)[\s\\]*\(|__dict__")
-_LINE_END = re.compile(r"\r\n?|\n")
-
-
 def _outer_functions(module: ast.Module) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
     """The functions not inside another function, found through statements only (a `def` is never inside an
     expression)."""
@@ -155,13 +168,15 @@ def typed_rows(module: ast.Module, text: str) -> list[Row]:
     `getattr(x, <the loop's name>)` in it; any other reflective read carries () (every field). Only functions
     whose text (`text`, the module's source) spells a reflective read are walked: the others have none."""
     rows: list[Row] = []
+    if not reads_reflectively(text):
+        return rows
     Loops = tuple[tuple[str, str, tuple[NameTest, ...]], ...]
     start: Loops = ()
     starts = [0] + [m.end() for m in _LINE_END.finditer(text)]  # where each line starts, as ast counts
     for function in _outer_functions(module):
         first = min((d.lineno for d in function.decorator_list), default=function.lineno)
         end = starts[function.end_lineno] if function.end_lineno < len(starts) else len(text)
-        if not _REFLECTIVE_SPELLING.search(text, starts[first - 1], end):
+        if not REFLECTIVE_SPELLING.search(text, starts[first - 1], end):
             continue
         stack: list[tuple[ast.AST, tuple[int, ...], Loops]] = [(function, (), start)]
         while stack:  # each node with the rows of the functions enclosing it and the filtering loops around it
@@ -228,7 +243,9 @@ def reflective_filters(
     if class_name in index._reflective:
         return list(index._reflective[class_name])
     found: dict[str, set[tuple[NameTest, ...]]] = {}
-    for file in index.files_naming(class_name, among=index.reading_reflectively()):
+    if index._reflective_files is None:
+        index._reflective_files = [f for f, text in index.sources.items() if reads_reflectively(text)]
+    for file in index.files_naming(class_name, among=index._reflective_files):
         for annotated, reflective in index.file(file).typed_functions:
             typed = {name for name, annotation in annotated if class_name in annotation}
             for target, line, tests in reflective:
