@@ -4,7 +4,6 @@ between indexes, and finds exactly what the plain eager walk (`_index_reads`) fi
 from __future__ import annotations
 
 import ast
-import gc
 from collections.abc import Iterator
 
 import pytest
@@ -190,19 +189,6 @@ def test_a_parse_error_names_the_key_it_was_asked_under():
         read_index.source_file("odd.py", "x = cfg.a (:\n")
     with pytest.raises(errors.ConfigError, match=r"^again\.py:1: cannot parse"):  # a failed parse is not kept
         read_index.source_file("again.py", "x = cfg.a (:\n")
-
-
-@pytest.mark.parametrize("enabled", [True, False])
-def test_the_collector_pause_restores_the_collector(enabled):
-    was = gc.isenabled()
-    (gc.enable if enabled else gc.disable)()
-    try:
-        with pytest.raises(RuntimeError), read_index._collector_paused():
-            assert not gc.isenabled()
-            raise RuntimeError
-        assert gc.isenabled() is enabled
-    finally:
-        (gc.enable if was else gc.disable)()
 
 
 def test_child_nodes_are_the_ast_children_less_markers_operators_and_names():

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from verlstudy.kit.properties import heap_set_aside
+from verlstudy.common.heap import collector_paused
 from verlstudy.lessons.l09_dead_config.read_index import _ReadIndex, source_texts
 from verlstudy.lessons.l09_dead_config.reflective import passes, reflective_filters
 from verlstudy.lessons.l09_dead_config.schema import field_names
@@ -78,7 +78,7 @@ def dead_fields(
     texts = source_texts(source_files, root) if index is None else index.sources
     index = index if index is not None else _ReadIndex(texts)
     cls = class_name or (config.__name__ if isinstance(config, type) else None)
-    with heap_set_aside():  # the search's garbage collections then walk only what it builds, not torch's heap
+    with collector_paused():  # the search frees what it builds by reference counting: no collection need walk the heap
         return _search(index, names, cls)
 
 

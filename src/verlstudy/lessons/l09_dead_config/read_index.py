@@ -15,15 +15,14 @@ searches over the same sources, cost one parse; what the walk found is kept, the
 from __future__ import annotations
 
 import ast
-import contextlib
 import functools
-import gc
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from verlstudy.common.heap import collector_paused
 from verlstudy.lessons.l09_dead_config.errors import ConfigError
 
 
@@ -98,19 +97,6 @@ def _spellings(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str
 @functools.lru_cache(maxsize=4096)
 def _words(text: str) -> frozenset[str]:
     return frozenset(re.findall(_WORD, text))
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cycle collector: a parse builds ~10^5 acyclic nodes, and each collection it would trigger
-    rescans every object kept so far (in a notebook, all of torch's), which costs more than the parse."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 CopyTargets = tuple[tuple[str, str], ...]  # ('attr', '_x') for `self._x = <read>`, ('local', 'x') for `x = <read>`
@@ -191,7 +177,7 @@ class SourceFile:
         from verlstudy.lessons.l09_dead_config.reflective import typed_rows  # reflective imports this module
 
         self.text = text
-        with _collector_paused():  # the tree goes before the collector comes back
+        with collector_paused():  # a parse builds ~10^5 acyclic nodes; the tree goes before the collector is back
             try:
                 tree = ast.parse(text, filename=file)
             except SyntaxError as err:
