@@ -129,7 +129,7 @@ def _results():
         {"id": "0.2", "verdict": "not yet right", "message": "off by one", "cell": 11},
         {"id": "0.3", "verdict": "not attempted", "message": "", "cell": 13},
     ]
-    ok = runner.RunResult(registry.get_lesson(0), "passed", 8.5, 5, 5, claims=claims, exercises=exercises)
+    ok = runner.RunResult(registry.get_lesson(0), "passed", 6.5, 5, 5, claims=claims, exercises=exercises)
     bad = runner.RunResult(
         registry.get_lesson(1),
         "failed",
@@ -144,7 +144,8 @@ def _results():
 def test_report_has_a_row_per_lesson_with_seconds_beyond_the_floor():
     results, floor = _results()
     text = reports.report_markdown(results, floor)
-    assert "| 00_start_here | passed | 8.5 | +2.5 | 3 | 5/5 | 1/3 |" in text
+    budget = f"{registry.get_lesson(0).budget_s:g}"
+    assert f"| 00_start_here | passed | 6.5 | +0.5 | {budget} | 5/5 | 1/3 |" in text
     assert "1 passed, 1 failed" in text and "- 01_memory_leak_attribution: ClaimError" in text
     assert "(code cell 7)" in text
 
@@ -259,3 +260,20 @@ def test_papermill_runs_leave_the_process_folder_alone(tmp_path, monkeypatch):
 def test_nan_and_inf_on_the_command_line_reach_the_validators_as_numbers(raw):
     _, value = parameters.parse_parameter(f"lr={raw}")
     assert isinstance(value, float) and not math.isfinite(value)
+
+
+def test_the_longest_budgets_start_first_and_results_come_back_in_course_order(monkeypatch, tmp_path):
+    import dataclasses
+
+    budgets = {0: 1.0, 1: 3.0, 2: 2.0, 3: 3.0}  # two ties: course order between them
+    lessons = [dataclasses.replace(registry.LESSONS[n], budget_s=b) for n, b in budgets.items()]
+    started = []
+
+    def fake_run_one(lesson, out_dir, parameters=None, **kwargs):
+        started.append("floor" if lesson is None else lesson.number)
+        return runner.RunResult(lesson, "passed", 1.0)
+
+    monkeypatch.setattr(runner, "run_one", fake_run_one)
+    results, floor = runner.run_lessons(lessons, tmp_path, workers=1)
+    assert started == ["floor", 1, 3, 2, 0]
+    assert [r.lesson.number for r in results] == [0, 1, 2, 3] and floor is not None

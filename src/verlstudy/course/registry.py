@@ -16,7 +16,7 @@ from types import ModuleType
 from verlstudy.kit.resources import checkout_root, course_root, data_dir, notebooks_dir
 
 UPSTREAM_REPO = "https://github.com/verl-project/verl"
-MAX_BUDGET_S = 6.0  # seconds a lesson may add to the floor notebook (torch + matplotlib import)
+MAX_BUDGET_S = 3.0  # seconds a lesson may add to the floor notebook (torch + matplotlib import), on 2 cores
 
 
 def project_root() -> Path:
@@ -43,7 +43,7 @@ class Lesson:
     title: str
     prs: tuple[int, ...]  # first is the lesson's PR; the rest are related (precursor, revert, follow-up)
     minutes: int  # a learner's time, reading and exercises included
-    budget_s: float  # execution seconds allowed beyond the floor notebook
+    budget_s: float  # seconds allowed beyond the floor notebook (2 cores); the runner starts the longest first
     needs: tuple[str, ...] = ("cpu",)  # "cpu" always works; "cuda"/"npu" cells are optional extras
 
     @property
@@ -88,7 +88,7 @@ class Lesson:
 
 LESSONS: tuple[Lesson, ...] = (
     Lesson(
-        0, "start_here", "l00_start_here", "Start here: how this course runs, and how it checks itself", (), 15, 3.0
+        0, "start_here", "l00_start_here", "Start here: how this course runs, and how it checks itself", (), 15, 1.0
     ),
     Lesson(
         1,
@@ -97,10 +97,10 @@ LESSONS: tuple[Lesson, ...] = (
         "Attributing a per-micro-batch memory leak to its allocation site",
         (7874, 6699),
         60,
-        6.0,
+        2.0,
         ("cpu", "cuda"),
     ),
-    Lesson(2, "detach_placement_trap", "l02_detach", "detach_tree and the detach-placement trap", (7874,), 45, 6.0),
+    Lesson(2, "detach_placement_trap", "l02_detach", "detach_tree and the detach-placement trap", (7874,), 45, 2.0),
     Lesson(
         3,
         "router_replay_scoping",
@@ -108,13 +108,13 @@ LESSONS: tuple[Lesson, ...] = (
         "Router replay made model-scoped and opt-in",
         (7805, 7106, 7786),
         60,
-        6.0,
+        2.5,
     ),
     Lesson(
-        4, "thd_sequence_alignment", "l04_thd", "Aligning packed (THD) sequence lengths for SP and CP", (7702,), 40, 6.0
+        4, "thd_sequence_alignment", "l04_thd", "Aligning packed (THD) sequence lengths for SP and CP", (7702,), 40, 2.0
     ),
     Lesson(
-        5, "checkpoint_strict_loading", "l05_checkpoint", "strict=False checkpoint loading, audited", (7836,), 30, 6.0
+        5, "checkpoint_strict_loading", "l05_checkpoint", "strict=False checkpoint loading, audited", (7836,), 30, 1.0
     ),
     Lesson(
         6,
@@ -123,7 +123,7 @@ LESSONS: tuple[Lesson, ...] = (
         "External modules loaded by an environment variable",
         (7827, 7886),
         30,
-        6.0,
+        1.0,
     ),
     Lesson(
         7,
@@ -132,7 +132,7 @@ LESSONS: tuple[Lesson, ...] = (
         "A 512-device GRPO recipe read closely: layout and clip-higher",
         (7788,),
         50,
-        6.0,
+        2.0,
     ),
     Lesson(
         8,
@@ -141,7 +141,7 @@ LESSONS: tuple[Lesson, ...] = (
         "A dependency-stack upgrade as data: manifests, diffs, unpinned clones",
         (7604, 7827),
         30,
-        6.0,
+        1.0,
     ),
     Lesson(
         9,
@@ -150,7 +150,7 @@ LESSONS: tuple[Lesson, ...] = (
         "Removing a dead config key without breaking anyone silently",
         (7544, 7466),
         40,
-        6.0,
+        2.0,
     ),
 )
 

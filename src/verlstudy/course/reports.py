@@ -44,7 +44,7 @@ def report_markdown(
     for r in results:
         beyond = beyond_floor(r, floor)
         shown = "-" if beyond is None else f"{beyond:+.1f}" + (" **over budget**" if over_budget(r, floor) else "")
-        budget = f"{r.lesson.budget_s:.0f}" if r.lesson else "-"
+        budget = f"{r.lesson.budget_s:g}" if r.lesson else "-"
         claims = f"{r.claims_reproduced}/{r.claims_total}" if r.claims_total else "-"
         correct = sum(e["verdict"] == "correct" for e in r.exercises)
         exercises = f"{correct}/{len(r.exercises)}" if r.exercises else "-"
@@ -94,7 +94,7 @@ def _lesson_suite(root: ET.Element, r: RunResult, floor: RunResult | None) -> No
     beyond = beyond_floor(r, floor)
     budget_note = ""
     if beyond is not None and r.lesson is not None:
-        budget_note = f"{beyond:+.1f} s beyond the floor, budget {r.lesson.budget_s:.0f} s"
+        budget_note = f"{beyond:+.1f} s beyond the floor, budget {r.lesson.budget_s:g} s"
     if over_budget(r, floor):
         budget_note += " (over budget: flagged; benchmarks/course_time.py fails on it)"
     ET.SubElement(run, "system-out").text = f"{where}\n{budget_note}".strip()

@@ -264,8 +264,9 @@ def run_lessons(
 ) -> tuple[list[RunResult], RunResult | None]:
     """Execute lessons in parallel fresh kernels; also the floor notebook when `with_floor`.
 
-    Returns (lesson results in course order, floor result). Parameters go to every lesson; a name a
-    lesson does not declare is rejected up front. Each notebook is stopped after `timeout_s` in all.
+    Lessons start longest budget first (ties in course order); results come back in course order, with the floor
+    result. Parameters go to every lesson; a name a lesson does not declare is rejected up front. Each notebook
+    is stopped after `timeout_s` in all.
     """
     positive_int("workers", workers)
     parameters = dict(parameters or {})
@@ -273,7 +274,8 @@ def run_lessons(
         if not lesson.notebook.exists():
             raise FileNotFoundError(f"lesson {lesson.code}: {lesson.notebook.name} does not exist")
         check_parameter_names(lesson, parameters)
-    jobs: list[Lesson | None] = list(lessons)
+    # the longest (by budget) start first, so the last lesson to finish is a short one and the workers end together
+    jobs: list[Lesson | None] = sorted(lessons, key=lambda lesson: -lesson.budget_s)
     if with_floor:
         jobs.insert(0, None)  # first, so it runs while the machine is as busy as for the lessons
 
