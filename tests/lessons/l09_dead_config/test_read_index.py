@@ -230,6 +230,22 @@ def test_reflective_spelling_is_what_a_reflective_read_of_a_variable_writes(text
     assert bool(reflective.typed_rows(ast.parse(module), module)) is spelled  # only such a function is walked
 
 
+def test_spells_reflective_read_answers_as_the_pattern_searched_from_every_position():
+    texts = [
+        "myvars(cfg) + dataclass_fields(cfg)",  # the words inside longer names: no read
+        "x = 1\nreturn getattr (cfg ,\\\n name)",  # a space, a backslash-newline before the name
+        'getattr(cfg, "a"); getattr(cfg, "b"); vars (cfg)',  # the match is not at the first head
+        "fields\n(cfg)",
+        "obj.__dict__",
+        "",
+    ]
+    for text in texts:
+        for start in range(len(text) + 1):
+            for end in (start, (start + len(text)) // 2, len(text)):
+                want = reflective.REFLECTIVE_SPELLING.search(text, start, end) is not None
+                assert reflective.spells_reflective_read(text, start, end) is want, (text, start, end)
+
+
 def test_typed_rows_walk_only_functions_that_spell_a_reflective_read():
     named = "\n\n\ndef named(cfg: Cfg):\n    return getattr(cfg, 'a')\n"  # by name: its function is not walked
     text = "def plain(cfg: Cfg):\n    return cfg.a\n\n\ndef loop(cfg: Cfg):\n    return asdict (cfg)\n" + named

@@ -26,13 +26,27 @@ REFLECTIVE_SPELLING = re.compile(
     r"|__dict__"
 )
 _LINE_END = re.compile(r"\r\n?|\n")
+_REFLECTIVE_HEADS = ("fields", "asdict", "astuple", "vars", "getattr", "__dict__")  # how every match begins
+
+
+def spells_reflective_read(text: str, start: int = 0, end: int | None = None) -> bool:
+    """`REFLECTIVE_SPELLING.search(text, start, end) is not None`, answered by trying the pattern only where a
+    word it begins with occurs: a search from every position of a large file costs ~10x more."""
+    end = len(text) if end is None else end
+    for head in _REFLECTIVE_HEADS:
+        at = text.find(head, start, end)
+        while at != -1:
+            if REFLECTIVE_SPELLING.match(text, at, end):
+                return True
+            at = text.find(head, at + 1, end)
+    return False
 
 
 @functools.lru_cache(maxsize=4096)
 def reads_reflectively(text: str) -> bool:
     """Whether `text` calls `fields(`, `asdict(`, `astuple(`, `vars(` or `getattr(`, or uses `__dict__`, and may
     read a variable so (`REFLECTIVE_SPELLING`): `getattr(cfg, "name")` alone reads by name."""
-    return any(word in text for word in _REFLECTIVE_WORDS) and REFLECTIVE_SPELLING.search(text) is not None
+    return any(word in text for word in _REFLECTIVE_WORDS) and spells_reflective_read(text)
 
 
 def _called(node: ast.Call) -> str | None:
@@ -176,7 +190,7 @@ def typed_rows(module: ast.Module, text: str) -> list[Row]:
     for function in _outer_functions(module):
         first = min((d.lineno for d in function.decorator_list), default=function.lineno)
         end = starts[function.end_lineno] if function.end_lineno < len(starts) else len(text)
-        if not REFLECTIVE_SPELLING.search(text, starts[first - 1], end):
+        if not spells_reflective_read(text, starts[first - 1], end):
             continue
         stack: list[tuple[ast.AST, tuple[int, ...], Loops]] = [(function, (), start)]
         while stack:  # each node with the rows of the functions enclosing it and the filtering loops around it
