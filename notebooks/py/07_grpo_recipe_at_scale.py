@@ -35,6 +35,7 @@ robustness_seeds = 4  # extra seeds the clip-higher result is re-checked on (1..
 import gc
 gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
 
+import matplotlib.pyplot  # speed only: the placement picture's import, made while the collector is paused
 from verlstudy.kit.claims import claim, claims_table, expect_error
 from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise, exercise_hint
