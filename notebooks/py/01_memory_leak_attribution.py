@@ -53,7 +53,7 @@ from verlstudy.kit.resources import data_dir
 from verlstudy.kit.show import show_source, upstream_diff, upstream_source
 from verlstudy.kit.upstream import upstream_cell, verl_version
 from verlstudy.lessons.l01_memory_leak import measure, pipeline as pl, upstream as up
-from verlstudy.lessons.l01_memory_leak.gloo_ranks import gloo_pipeline_worker, levels_after
+from verlstudy.lessons.l01_memory_leak.gloo_ranks import gloo_pipeline_runs, levels_after
 from verlstudy.lessons.l01_memory_leak.schedule import plot_schedule
 from verlstudy.lessons.l01_memory_leak.setup import lesson_setup
 from verlstudy.lessons.l01_memory_leak.store import consume_store, graph_leaves
@@ -374,11 +374,14 @@ print(f"receive buffer S x H x 2 B: {S * H * 2 / 2**20:.0f} MiB; unread entropy 
 # (forked ranks, short timeouts, always reaped). Each rank measures its live bytes at the end of
 # mini-batches of 1, 2 and 3 micro-batches. Only the last stage stores outputs (in Megatron, the
 # `is_last_stage` guard in `schedules.py`, as the PR points out), so only it should grow; stage 0 holds
-# at most its in-flight micro-batches: O(pipeline depth), not O(micro-batches).
+# at most its in-flight micro-batches: O(pipeline depth), not O(micro-batches). The same launch then runs the
+# stages once more on a fresh model, storing with `detach_tree`, for the timeline after this one.
 
 # %%
 counts, steps_n = (1, 2, 3), 6  # mini-batch sizes to compare; one more of 6 micro-batches for the timeline
-ranks = run_local(gloo_pipeline_worker, 2, cfg, counts, False, seed, steps_n, timeout_s=60, collective_timeout_s=20)
+runs = ((counts, False), ((1, 2), True))  # the leak, then detach_tree (read below): one launch runs both
+both = run_local(gloo_pipeline_runs, 2, cfg, runs, seed, steps_n, timeout_s=60, collective_timeout_s=20)
+ranks, fixed = [rank_runs[0] for rank_runs in both], [rank_runs[1] for rank_runs in both]
 line_plot(
     {f"rank {r['rank']}": (list(counts), [r["end_bytes"][c] / 1024 for c in counts]) for r in ranks},
     title="Live memory at the end of a mini-batch, per rank (gloo)",
@@ -401,7 +404,6 @@ claim("gloo: same losses as the single-process schedule", ranks[1]["losses"] == 
 # bounded by the schedule, not by the number of micro-batches).
 
 # %%
-fixed = run_local(gloo_pipeline_worker, 2, cfg, (1, 2), True, seed, steps_n, timeout_s=60, collective_timeout_s=20)
 tl0, tl1, tl1_fix = ranks[0]["timeline"], ranks[1]["timeline"], fixed[1]["timeline"]
 print("stage 0 steps:", " ".join(step for step, _ in tl0), "| last stage steps:", " ".join(step for step, _ in tl1))
 line_plot(

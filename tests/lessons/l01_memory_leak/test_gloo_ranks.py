@@ -8,7 +8,12 @@ import pytest
 
 from verlstudy.common.dist import run_local
 from verlstudy.lessons.l01_memory_leak import pipeline as pl
-from verlstudy.lessons.l01_memory_leak.gloo_ranks import gloo_pipeline_worker, levels_after, one_f_one_b_order
+from verlstudy.lessons.l01_memory_leak.gloo_ranks import (
+    gloo_pipeline_runs,
+    gloo_pipeline_worker,
+    levels_after,
+    one_f_one_b_order,
+)
 from verlstudy.lessons.l01_memory_leak.pipeline import PipelineConfig, predicted_leak_bytes, run_pipeline
 
 CFG = PipelineConfig(seq_len=16, hidden=8, vocab=12)
@@ -108,3 +113,15 @@ def test_levels_after_bad_input() -> None:
         levels_after([3, 4])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="timeline_micro_batches must be an int"):
         gloo_pipeline_worker(0, 2, CFG, (1,), False, 0, 2.5)  # type: ignore[arg-type]
+
+
+def test_gloo_pipeline_runs_in_one_launch_equal_separate_launches() -> None:
+    leak = pl.config_with(CFG, pp_size=2)
+    both = run_local(gloo_pipeline_runs, 2, leak, (((1, 2, 3), False), ((1, 2), True)), 0, 4, timeout_s=60)
+    leaking = run_local(gloo_pipeline_worker, 2, leak, (1, 2, 3), False, 0, 4, timeout_s=60)
+    fixed = run_local(gloo_pipeline_worker, 2, leak, (1, 2), True, 0, 4, timeout_s=60)
+    assert [runs[0] for runs in both] == leaking and [runs[1] for runs in both] == fixed
+    with pytest.raises(TypeError, match="runs must be a non-empty list"):
+        gloo_pipeline_runs(0, 2, leak, ())
+    with pytest.raises(TypeError, match="each run must be"):
+        gloo_pipeline_runs(0, 2, leak, (((1, 2), 1),))  # type: ignore[list-item]

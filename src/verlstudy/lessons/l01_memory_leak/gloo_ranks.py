@@ -171,6 +171,27 @@ def gloo_pipeline_worker(
     }
 
 
+def gloo_pipeline_runs(
+    rank: int,
+    world_size: int,
+    config: PipelineConfig,
+    runs: Sequence[tuple[Sequence[int], bool]],
+    seed: int = 0,
+    timeline_micro_batches: int = 0,
+) -> list[dict[str, Any]]:
+    """`gloo_pipeline_worker` once per (micro_batch_counts, detach_outputs) in `runs`, each on a freshly built
+    model, all in one launch of the ranks (a process start and a gloo rendezvous each saved). Returns one
+    result per run, in order, each as `gloo_pipeline_worker` returns it. Runs under `run_local`."""
+    if isinstance(runs, (str, bytes)) or not isinstance(runs, Sequence) or not runs:
+        raise TypeError(f"runs must be a non-empty list of (micro_batch_counts, detach_outputs), got {runs!r}")
+    if not all(isinstance(run, tuple) and len(run) == 2 and isinstance(run[1], bool) for run in runs):
+        raise TypeError(f"each run must be a (micro_batch_counts, detach_outputs: bool) pair, got {runs!r}")
+    return [
+        gloo_pipeline_worker(rank, world_size, config, counts, detach, seed, timeline_micro_batches)
+        for counts, detach in runs
+    ]
+
+
 def model_for_rank(config: PipelineConfig, seed: int) -> ToyPipelineModel:
     """Every rank builds the whole toy model from the same seed (identical weights) and runs its own stage."""
     return ToyPipelineModel(config, seed)
