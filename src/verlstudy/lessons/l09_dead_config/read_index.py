@@ -186,9 +186,12 @@ class SourceFile:
             self.typed_functions = typed_rows(tree, text)
             del tree
 
-    def reads_of(self, name: str, file: str) -> list[_Read]:
-        """The reads of `name`, as found in `file` (this text's key)."""
-        return [_Read(file, line, into, self.loads[scope]) for line, into, scope in self.reads.get(name, ())]
+    def reads_of(self, name: str, file: str) -> Iterator[_Read]:
+        """The reads of `name`, as found in `file` (this text's key), made one at a time: a search that stops at
+        the first use builds no others."""
+        loads = self.loads
+        for line, into, scope in self.reads.get(name, ()):
+            yield _Read(file, line, into, loads[scope])
 
     def _walk(self, module: ast.Module) -> None:
         """Depth first in `ast.iter_child_nodes` order: what `attribute_read` finds (with `copy_targets`, and the
