@@ -253,3 +253,17 @@ def test_typed_rows_walk_only_functions_that_spell_a_reflective_read():
     assert rows == [([("cfg", "Cfg")], [("cfg", 6, ())])]  # `asdict (` with a space counts in a function
     alone = text.removesuffix(named)  # but a file is looked at only if it writes `asdict(`, `getattr(`... somewhere
     assert reflective.typed_rows(ast.parse(alone), alone) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "dotted", "read_quoted"),
+    [
+        ("cfg.a + cfg . b + (cfg.\\\n c)", {"a", "b", "c"}, set()),
+        ("(cfg.  # see x.inner\n   # more\n   outer)", {"inner", "outer"}, set()),  # a dot inside a skipped comment
+        ('getattr(cfg,  # note, "c"\n  "b") + cfg[ ("d")]', set(), {"b", "c", "d"}),  # `, "c"` in a comment counts
+        ('f("e") + 1.5', set(), set()),  # a call's first argument is no read; `.5` is no name
+    ],
+)
+def test_spellings_find_each_dot_and_each_quoted_read_past_gaps_and_comments(text, dotted, read_quoted):
+    found_dotted, found_read_quoted, _ = read_index._spellings(text)
+    assert (set(found_dotted), set(found_read_quoted)) == (dotted, read_quoted)

@@ -73,14 +73,13 @@ def attribute_read(node: ast.AST) -> str | None:
 
 
 _WORD = r"[A-Za-z_]\w*"
-# `.name`; `. name`, `.\<newline>name` and `(x.<newline>name)`; a comment between the dot and the name
-_DOTTED = re.compile(rf"\.(?:\s|\\)*({_WORD})")
-_DOTTED_PAST_COMMENT = re.compile(rf"\.\s*#[^\n]*(?:\n\s*#[^\n]*)*\n\s*({_WORD})")
-# a string a read takes: getattr(x, "name"), x["name"], x[("name")] (not f("name")); after a comment, as above
-_QUOTED_READ = re.compile(rf"[\[,](?:\s|\\|\()*[rRbBuUfF]{{0,2}}[\"']{{1,3}}({_WORD})[\"']")
-_QUOTED_READ_PAST_COMMENT = re.compile(
-    rf"[\[,][\s(]*#[^\n]*(?:\n\s*#[^\n]*)*\n[\s(]*[rRbBuUfF]{{0,2}}[\"']{{1,3}}({_WORD})[\"']"
-)
+# between a dot (or a read's `[` or `,`) and what it reads: spaces, line breaks, backslashes, comments to line end
+_READ_GAP = r"(?:[\s\\]|#[^\n]*+)*+"
+# `.name`; `. name`, `.\<newline>name`, `(x.<newline>name)` and a comment between the dot and the name. The name
+# is matched in a lookahead, so a match takes only the dot and every dot is tried (one in a comment a gap runs over)
+_DOTTED = re.compile(rf"\.(?={_READ_GAP}({_WORD}))")
+# a string a read takes: getattr(x, "name"), x["name"], x[("name")] (not f("name")); the gap as above, or a `(`
+_QUOTED_READ = re.compile(rf"[\[,](?=(?:[\s\\(]|#[^\n]*+)*+[rRbBuUfF]{{0,2}}[\"']{{1,3}}({_WORD})[\"'])")
 # any string that can be just "name": "name", 'name', and the pieces of an f-string: f"{x}name{y}", f"{x:name}"
 _QUOTED = re.compile(rf"[\"'}}:]({_WORD})(?=[\"'{{}}])")
 
@@ -89,9 +88,7 @@ _QUOTED = re.compile(rf"[\"'}}:]({_WORD})(?=[\"'{{}}])")
 def _spellings(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """The names `text` writes after a dot, as a string where a read takes one (`getattr(x, "name")`,
     `x["name"]`), and as any string or f-string piece."""
-    dotted = {*_DOTTED.findall(text), *_DOTTED_PAST_COMMENT.findall(text)}
-    read_quoted = {*_QUOTED_READ.findall(text), *_QUOTED_READ_PAST_COMMENT.findall(text)}
-    return frozenset(dotted), frozenset(read_quoted), frozenset(_QUOTED.findall(text))
+    return frozenset(_DOTTED.findall(text)), frozenset(_QUOTED_READ.findall(text)), frozenset(_QUOTED.findall(text))
 
 
 @functools.lru_cache(maxsize=4096)
