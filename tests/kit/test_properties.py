@@ -105,6 +105,19 @@ def test_the_verdict_is_the_same_on_every_run():
     assert len({verdict(wrong) for _ in range(3)}) == 1
 
 
+def test_an_input_is_described_only_when_the_answer_is_wrong_there():
+    described: list[tuple] = []
+
+    def show(args, kwargs):
+        described.append(args)
+        return f"f{args}"
+
+    assert verdict(reference_sum_of_squares, edge_cases=[([1, 2],)], show=show).startswith("right")
+    assert described == []  # a right answer never pays for describing its inputs
+    assert verdict(lambda xs: 0, edge_cases=[([1, 2],)], show=show) == "wrong: f([1, 2],) returned 0; expected 5 there"
+    assert described == [([1, 2],)]
+
+
 def test_not_a_function_is_named():
     with pytest.raises(ExerciseFailure, match="should be a function, got int"):
         compare_on_inputs(3, reference_sum_of_squares, inputs=LISTS)

@@ -307,11 +307,15 @@ class PropertyCheck:
     def _show(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
         return self.show(args, kwargs) if self.show else describe_call(self.name, args, kwargs)
 
+    def _mismatch(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], what: str) -> _Mismatch:
+        # the input is described only here, for a mismatch: a tensor's repr costs more than most calls
+        call = self._show(args, kwargs)
+        return _Mismatch(call, call + what)
+
     def try_input(self, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None = None) -> None:
         """Call both functions on copies of one input; raise _Mismatch when the learner's is wrong there."""
         kwargs = dict(kwargs or {})
         self.tried += 1
-        call = self._show(args, kwargs)
         want = self.reference(*copy.deepcopy(args), **copy.deepcopy(kwargs))
         given_args, given_kwargs = copy.deepcopy(args), copy.deepcopy(kwargs)
         try:
@@ -320,20 +324,23 @@ class PropertyCheck:
         except (ExerciseFailure, NotImplementedError):
             raise
         except _NoReturn:
-            raise _Mismatch(call, f"{call} did not return within {CALL_TIMEOUT_S:g} s (an endless loop?)") from None
+            endless = f" did not return within {CALL_TIMEOUT_S:g} s (an endless loop?)"
+            raise self._mismatch(args, kwargs, endless) from None
         except Exception as e:
-            raise _Mismatch(call, f"{call} raised {type(e).__name__}: {e}") from None
+            raise self._mismatch(args, kwargs, f" raised {type(e).__name__}: {e}") from None
         kept = [i for i in range(len(args)) if i not in self.may_change]
         same = _same_input([args[i] for i in kept], [given_args[i] for i in kept])
         if not (same and _same_input(kwargs, given_kwargs)):
-            raise _Mismatch(call, f"{call} changed its input: return a new value and leave the argument as it was")
+            changed = " changed its input: return a new value and leave the argument as it was"
+            raise self._mismatch(args, kwargs, changed)
         wrong = difference(got, want, strict_types=self.strict_types, rtol=self.rtol, atol=self.atol)
         if wrong is None and self.judge is not None:
             wrong = self.judge(given_args, got, want)  # the very objects the learner was handed
             if wrong:
-                raise _Mismatch(call, f"{call}: {wrong}")
+                raise self._mismatch(args, kwargs, f": {wrong}")
             return
         if wrong is not None:
+            call = self._show(args, kwargs)  # before `mistakes` sees the input
             named = self.mistakes(args, got, want) if self.mistakes else None
             # the why in brackets only where it adds to the two values (not "a str where a list is asked")
             described = isinstance(want, str) or (
