@@ -1,5 +1,7 @@
 """Loading single upstream functions from source text: what works, and every way it fails clearly."""
 
+import ast
+
 import pytest
 import torch
 
@@ -78,6 +80,15 @@ def test_a_source_is_parsed_once_for_every_set_of_names_and_its_tree_left_as_par
     tree = upstream._parsed(source, "<upstream>")
     clamp = next(n for n in tree.body if getattr(n, "name", None) == "clamp_to_tp")
     assert clamp.returns is not None and clamp.args.args[0].annotation is not None  # stripped only in copies
+
+
+def test_a_copied_tree_is_the_same_tree_sharing_no_node():
+    tree = ast.parse(SOURCE)
+    copied = upstream._copy_tree(tree)
+    assert ast.dump(copied, include_attributes=True) == ast.dump(tree, include_attributes=True)
+    originals = {id(n) for n in ast.walk(tree)}
+    assert not any(id(n) in originals for n in ast.walk(copied))
+    compile(copied, "<copy>", "exec")  # locations came along
 
 
 def test_a_missing_collaborator_is_named_on_every_load():

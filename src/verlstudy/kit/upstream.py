@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
 import dis
 import functools
 import importlib.metadata
@@ -115,6 +114,22 @@ def _names_used(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
+def _copy_tree(node: object) -> object:
+    """A deep copy of an AST node (lists of nodes included); its values (names, constants) are immutable and shared.
+
+    Several times faster than `copy.deepcopy`, which keeps a memo and reduces every node.
+    """
+    if isinstance(node, ast.AST):
+        new = node.__class__.__new__(node.__class__)
+        for name in (*node._fields, *node._attributes):
+            if hasattr(node, name):
+                setattr(new, name, _copy_tree(getattr(node, name)))
+        return new
+    if isinstance(node, list):
+        return [_copy_tree(item) for item in node]
+    return node
+
+
 class _StripAnnotations(ast.NodeTransformer):
     """Annotations name heavy upstream types (PretrainedConfig, TensorDict); behaviour never needs them."""
 
@@ -192,18 +207,21 @@ def _compile_named(source: str, filename: str, names: tuple[str, ...], provided:
         queue += sorted(_names_used(defined[name]) & defined.keys())
     chosen_ids = {id(defined[n]) for n in wanted}
     # copies: the parsed tree is shared by every load from this source, and stripping edits nodes in place
-    chosen = [_StripAnnotations().visit(copy.deepcopy(node)) for node in tree.body if id(node) in chosen_ids]
+    chosen = [_StripAnnotations().visit(_copy_tree(node)) for node in tree.body if id(node) in chosen_ids]
     available = {"__name__"} | provided | set(dir(builtins)) | set(wanted)
+    module = ast.fix_missing_locations(ast.Module(body=chosen, type_ignores=[]))
+    code = compile(module, filename, "exec")
+    if not _global_loads(code) - available:
+        return code  # every global is supplied: no statement needs to be compiled alone to be named
     for node in chosen:
-        single = ast.fix_missing_locations(ast.Module(body=[node], type_ignores=[]))
+        single = ast.Module(body=[node], type_ignores=[])
         absent = sorted(_global_loads(compile(single, filename, "exec")) - available)
         if absent:
             label = getattr(node, "name", None) or ast.unparse(node).split("=")[0].strip()
             raise MissingCollaborator(
                 f"{filename}::{label} needs {', '.join(repr(a) for a in absent)}, which the caller did not supply"
             )
-    module = ast.fix_missing_locations(ast.Module(body=chosen, type_ignores=[]))
-    return compile(module, filename, "exec")
+    return code
 
 
 def load_upstream(
