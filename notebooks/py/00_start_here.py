@@ -26,8 +26,7 @@ seed = 0
 n_draws = 4
 
 # %%
-import gc
-gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+import gc; gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
 
 from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims

@@ -35,13 +35,10 @@ dtype = "float32"  # "float32" | "bfloat16"
 num_micro_batches = 8  # micro-batches in one mini-batch
 
 # %%
-import gc
-gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+import gc; gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
 
 import matplotlib.pyplot as plt
 import torch
-
-torch.set_num_threads(1)  # toy-sized tensors: a second thread only waits for a free core, milliseconds an op when busy
 
 from verlstudy.common.dist import run_local
 from verlstudy.common.memtrace import AllocationTracker, bytes_per_step, snapshot_top_sites

@@ -35,8 +35,7 @@ n_tokens = 64  # tokens of the probe batch used to compare outputs
 seed = 0
 
 # %%
-import gc
-gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+import gc; gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
 
 import torch
 

@@ -30,8 +30,7 @@ timeout_s = 20.0  # seconds any one subprocess experiment may take before it is 
 seed = 0
 
 # %%
-import gc
-gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+import gc; gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
 
 from verlstudy.kit.claims import claim, claims_table, expect_error
 from verlstudy.kit.devices import skip_unless

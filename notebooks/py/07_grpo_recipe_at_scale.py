@@ -32,8 +32,7 @@ bandit_prompts = 64  # prompts (independent bandits) per step (64..512)
 robustness_seeds = 4  # extra seeds the clip-higher result is re-checked on (1..8)
 
 # %%
-import gc
-gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+import gc; gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
 
 import matplotlib.pyplot  # speed only: the placement picture's import, made while the collector is paused
 from verlstudy.kit.claims import claim, claims_table, expect_error

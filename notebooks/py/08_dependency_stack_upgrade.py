@@ -26,8 +26,7 @@ device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
 seed = 0
 
 # %%
-import gc
-gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+import gc; gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
 
 from collections import Counter
 

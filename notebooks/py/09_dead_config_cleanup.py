@@ -30,8 +30,7 @@ diff_context = 1  # context lines around each change in the golden check's diff
 seed = 0
 
 # %%
-import gc
-gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+import gc; gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
 
 import dataclasses
 import tempfile
@@ -39,23 +38,19 @@ from pathlib import Path
 
 import torch
 
-from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
-from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.kit.claims import claim, claims_table, expect_error
+from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise, exercise_hint
-from verlstudy.kit.params import check_int
 from verlstudy.kit.plots import bar_plot
 from verlstudy.kit.resources import data_dir
-from verlstudy.kit.seeding import seed_everything
 from verlstudy.kit.upstream import upstream_cell
 from verlstudy.lessons.l09_dead_config import errors, field_reads, golden, loading, schema, verl_tree, workspace
 from verlstudy.lessons.l09_dead_config import upstream as l09_upstream
+from verlstudy.lessons.l09_dead_config.params import lesson_params
 
 gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
-dev, PKG = pick_device(device), data_dir() / "engine_config"
-hidden, diff_context = check_int("hidden", hidden, minimum=1, maximum=4096), check_int("diff_context", diff_context, minimum=0, maximum=10)
-seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
-reset_claims()
-print(f"running on {dev.type}")
+dev, hidden, diff_context = lesson_params(device, hidden, diff_context, seed)
+PKG = data_dir() / "engine_config"
 
 # %% [markdown]
 # ## Symptom: a flag that does nothing

@@ -14,7 +14,9 @@ from verlstudy.lessons.l01_memory_leak.pipeline import PipelineConfig
 def lesson_setup(
     device: object, seed: object, seq_len: object, hidden: object, dtype: object, num_micro_batches: object
 ) -> tuple[torch.device, int, PipelineConfig, int]:
-    """Check every parameter (a bad one raises naming it and what is allowed), seed, reset the claims.
+    """Check every parameter (a bad one raises naming it and what is allowed), seed, reset the claims, and run
+    torch on one thread: on toy-sized tensors a second thread only waits for a free core (milliseconds an op on
+    a busy machine).
 
     Returns (device, seed, the pipeline's config, num_micro_batches).
     """
@@ -27,4 +29,5 @@ def lesson_setup(
     )
     n = check_int("num_micro_batches", num_micro_batches, minimum=3, maximum=16)
     reset_claims()
+    torch.set_num_threads(1)
     return dev, seed, cfg, n

@@ -1,4 +1,5 @@
-"""The floor notebook imports torch and matplotlib the way the lessons do, so a ratio to it compares like with like."""
+"""Each lesson's set-up cell (the one after `parameters`): short, and importing torch no cheaper than the floor
+notebook does, so a ratio to the floor compares like with like."""
 
 import re
 
@@ -27,6 +28,13 @@ def test_a_lesson_imports_torch_no_cheaper_than_the_floor(lesson):
         assert FLOOR_SOURCE.index("gc.disable()") < FLOOR_SOURCE.index("import torch"), lesson.stem
     if "gc.freeze()" in setup:
         assert "gc.freeze()" in FLOOR_SOURCE, lesson.stem
+
+
+@pytest.mark.parametrize("lesson", registry.LESSONS, ids=lambda lesson: lesson.stem)
+def test_a_set_up_cell_is_at_most_20_lines(lesson):
+    setup = set_up_cell((notebooks_dir() / "py" / f"{lesson.stem}.py").read_text(encoding="utf-8"))
+    lines = [line for line in setup.splitlines() if line.strip()]
+    assert len(lines) <= 20, f"{lesson.stem}: {len(lines)} lines; validation belongs in one lesson helper"
 
 
 def test_the_floor_gives_the_collector_back():

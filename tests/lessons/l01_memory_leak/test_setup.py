@@ -1,0 +1,34 @@
+"""Lesson 01's set-up helper: every parameter checked, the toy's config built, torch on one thread."""
+
+import pytest
+import torch
+
+from verlstudy.lessons.l01_memory_leak.setup import lesson_setup
+
+
+@pytest.fixture
+def threads_kept():
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_good_parameters_give_the_config_and_one_thread(threads_kept):
+    dev, seed, cfg, n = lesson_setup("cpu", 3, 16, 8, "float32", 4)
+    assert (dev.type, seed, cfg.seq_len, cfg.hidden, n) == ("cpu", 3, 16, 8, 4)
+    assert torch.get_num_threads() == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("cpu", -1, 16, 8, "float32", 4), "seed"),
+        (("cpu", 0, 0, 8, "float32", 4), "seq_len"),
+        (("cpu", 0, 16, 8, "float16", 4), "dtype"),
+        (("cpu", 0, 16, 8, "float32", 2), "num_micro_batches"),
+        (("tpu", 0, 16, 8, "float32", 4), "device"),
+    ],
+)
+def test_a_bad_value_is_named(args, named, threads_kept):
+    with pytest.raises((ValueError, TypeError), match=named):
+        lesson_setup(*args)
