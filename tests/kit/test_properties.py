@@ -7,7 +7,7 @@ import pytest
 import torch
 from hypothesis import strategies as st
 
-from verlstudy.kit import properties
+from verlstudy.kit import check_conditions, properties
 from verlstudy.kit.exercises import ExerciseFailure
 from verlstudy.kit.properties import Case, check_guard, compare_on_inputs, difference
 
@@ -257,7 +257,7 @@ def test_generated_inputs_run_with_the_heap_set_aside_and_give_it_back(monkeypat
     import gc
     import weakref
 
-    monkeypatch.setattr(properties, "_HEAP_SET_ASIDE_ONCE", [])  # as in a fresh kernel
+    monkeypatch.setattr(check_conditions, "_HEAP_SET_ASIDE_ONCE", [])  # as in a fresh kernel
 
     class Node:
         pass
@@ -285,7 +285,7 @@ def test_a_heap_the_learner_froze_stays_frozen():
     gc.freeze()
     try:
         before = gc.get_freeze_count()
-        with properties.heap_set_aside():
+        with check_conditions.heap_set_aside():
             assert gc.get_freeze_count() == before
         assert gc.get_freeze_count() == before
     finally:
@@ -322,6 +322,6 @@ def test_the_fixed_pool_gives_hypothesis_its_own_back():
     from hypothesis.internal.conjecture import providers
 
     original = providers._get_local_constants
-    with properties.fixed_constant_pool():
+    with check_conditions.fixed_constant_pool():
         assert len(providers._get_local_constants()) == 0
     assert providers._get_local_constants is original

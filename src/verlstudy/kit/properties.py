@@ -17,17 +17,16 @@ be an int (not a float that happens to be whole).
 from __future__ import annotations
 
 import copy
-import gc
 import math
 import numbers
-import signal
-import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
+from verlstudy.kit.check_conditions import NoReturn, fixed_constant_pool, heap_set_aside, one_thread, time_limit
 from verlstudy.kit.exercises import ExerciseFailure
+
+__all__ = ["Case", "PropertyCheck", "check_guard", "compare_on_inputs", "difference", "guard_verdict", "one_thread"]
 
 # Each checker tries this many generated inputs (after its named cases); small enough to stay under 1 s.
 DEFAULT_EXAMPLES = 60
@@ -165,96 +164,6 @@ class _Mismatch(Exception):
         self.call, self.message = call, message
 
 
-class _NoReturn(Exception):
-    pass
-
-
-@contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    """Raise _NoReturn if the block runs longer than `seconds` (main thread on POSIX; elsewhere no limit)."""
-    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not usable:
-        yield
-        return
-
-    def expire(signum: int, frame: object) -> None:
-        raise _NoReturn
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-_HEAP_SET_ASIDE_ONCE: list[bool] = []  # hypothesis collects garbage on its first test in a process only
-
-
-@contextmanager
-def heap_set_aside() -> Iterator[None]:
-    """Inside the block a full garbage collection walks only objects made inside it (the first time only).
-
-    hypothesis runs `gc.collect()` once per process, on its first test; after `import torch` that walk of the
-    whole heap costs ~0.15 s in every lesson. `gc.freeze()` sets the existing objects aside (O(1)) and
-    `gc.unfreeze()` gives them back to the collector afterwards. A heap someone else froze is left as it is;
-    later calls do nothing (counting a frozen heap walks it).
-    """
-    if _HEAP_SET_ASIDE_ONCE or gc.get_freeze_count():
-        _HEAP_SET_ASIDE_ONCE.append(True)
-        yield
-        return
-    _HEAP_SET_ASIDE_ONCE.append(True)
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
-@contextmanager
-def fixed_constant_pool() -> Iterator[None]:
-    """Generated inputs that do not depend on what else is imported.
-
-    hypothesis mixes constants read from "local" modules (anything imported from outside site-packages: an
-    editable verlstudy, a learner's own file) into the inputs it draws, and caches them in `.hypothesis/` in
-    the working folder. A checker's inputs would then change with the way the course was installed and with
-    the notebook's earlier imports. Inside the block the local pool is empty (hypothesis's own constants stay).
-    """
-    try:
-        from hypothesis.internal.conjecture import providers
-    except ImportError:  # a hypothesis without local constants: nothing to fix
-        yield
-        return
-    original, cache = getattr(providers, "_get_local_constants", None), getattr(providers, "CONSTANTS_CACHE", None)
-    if original is None or cache is None or not hasattr(cache, "cache"):
-        yield
-        return
-    empty = type(providers._local_constants)()
-    providers._get_local_constants = lambda: empty
-    cache.cache.clear()  # pools computed with local constants before this block
-    try:
-        yield
-    finally:
-        providers._get_local_constants = original
-        cache.cache.clear()
-
-
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """torch on one thread inside the block: a checker's tiny tensors run faster without the thread pool (on a busy
-    laptop it costs milliseconds per op), and the learner's thread setting is restored afterwards."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def _short(value: object, limit: int = 160) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 5] + " ...)"
@@ -319,11 +228,11 @@ class PropertyCheck:
         want = self.reference(*copy.deepcopy(args), **copy.deepcopy(kwargs))
         given_args, given_kwargs = copy.deepcopy(args), copy.deepcopy(kwargs)
         try:
-            with _time_limit(CALL_TIMEOUT_S):
+            with time_limit(CALL_TIMEOUT_S):
                 got = self.answer(*given_args, **given_kwargs)
         except (ExerciseFailure, NotImplementedError):
             raise
-        except _NoReturn:
+        except NoReturn:
             endless = f" did not return within {CALL_TIMEOUT_S:g} s (an endless loop?)"
             raise self._mismatch(args, kwargs, endless) from None
         except Exception as e:
@@ -411,13 +320,13 @@ def guard_verdict(guard: Callable[..., object], *args: object) -> str | None:
     NotImplementedError (a student-edition stub) propagates as "not attempted".
     """
     try:
-        with _time_limit(CALL_TIMEOUT_S):
+        with time_limit(CALL_TIMEOUT_S):
             guard(*args)
     except (NotImplementedError, ExerciseFailure):  # first: ExerciseFailure is an AssertionError too
         raise
     except AssertionError as e:
         return str(e) or "AssertionError"
-    except _NoReturn:
+    except NoReturn:
         raise ExerciseFailure(f"your guard did not return within {CALL_TIMEOUT_S:g} s (an endless loop?)") from None
     except Exception as e:
         raise ExerciseFailure(f"your guard raised {type(e).__name__}: {e} (a guard fails with AssertionError)") from e
