@@ -555,8 +555,8 @@ claim("every rank raised long before the collective timeout", time.monotonic() -
 # %% [markdown]
 # Last, verl's own `pp_gather` (the source shown at the start of this section) on real gloo ranks on this machine,
 # one rank per stage of `pp_layer_counts`, a stage with 0 MoE layers included, once per branch. The nested maps
-# are torch's jagged tensors, whose first use imports torch's compiler stack (about a second); this process did
-# that while the stranded rank above waited out its timeout, so the ranks forked here inherit it.
+# are torch's jagged tensors, whose first use in a process imports torch's distributed-tensor and compiler modules;
+# this process did that while the stranded rank above waited out its timeout, so the ranks forked here inherit it.
 
 # %%
 def upstream_pp_gather() -> None:
