@@ -254,3 +254,26 @@ def test_many_two_rank_gathers_in_a_row_all_succeed():
     for _ in range(10):  # each leaves together: no rank sees its peer's sockets close under it
         results = run_local(all_reduce_rank_sum, 2, timeout_s=600, collective_timeout_s=60)
         assert [r.tolist() for r in results] == [[3.0, 3.0], [3.0, 3.0]]
+
+
+def test_a_rank_slow_to_join_is_waited_for_beyond_the_collective_timeout(tmp_path, monkeypatch):
+    # on a loaded machine a rank can take longer to fork and connect than a short collective timeout allows
+    original, first = dist._loopback_options, tmp_path / "first-rank-here"
+
+    def second_rank_late(timeout_s):
+        try:
+            first.touch(exist_ok=False)
+        except FileExistsError:
+            time.sleep(1.5)
+        return original(timeout_s)
+
+    monkeypatch.setattr(dist, "_loopback_options", second_rank_late)
+    results = run_local(dist.all_reduce_rank_sum, 2, timeout_s=60, collective_timeout_s=0.5)
+    assert all(torch.equal(r, torch.full((2,), 3.0)) for r in results)  # 1 + 2
+
+
+def test_the_collectives_keep_the_short_timeout_after_a_long_connect():
+    start = time.monotonic()
+    with pytest.raises(DistributedRunError):
+        run_local(dist.raise_on_rank_then_all_reduce, 2, 1, timeout_s=60, collective_timeout_s=0.5)
+    assert time.monotonic() - start < dist.CONNECT_TIMEOUT_S / 2  # the stranded peer gave up after 0.5 s, not 60

@@ -125,6 +125,9 @@ def _silence_output() -> None:
     os.close(devnull)
 
 
+CONNECT_TIMEOUT_S = 60.0  # ranks joining the group (fork, import, rendezvous) on a loaded machine
+
+
 def _loopback_options(collective_timeout_s: float) -> Any:
     """gloo options whose one device binds 127.0.0.1 (not the hostname's address, not GLOO_SOCKET_IFNAME)."""
     import torch.distributed as dist
@@ -156,14 +159,20 @@ def _child(
     payload: tuple[Any, ...] | None = None
     try:
         store = dist.FileStore(store_path, world_size)
+        # Connecting may take long on a loaded machine; only the collectives get the short timeout (a stranded
+        # rank's wait). A torch without _set_pg_timeout gets the short one for both, as before.
+        set_timeout = getattr(dist.distributed_c10d, "_set_pg_timeout", None)
+        connect_s = max(collective_timeout_s, CONNECT_TIMEOUT_S) if set_timeout else collective_timeout_s
         dist.init_process_group(
             "gloo",
             store=store,
             rank=rank,
             world_size=world_size,
-            timeout=timedelta(seconds=collective_timeout_s),
-            pg_options=_loopback_options(collective_timeout_s),
+            timeout=timedelta(seconds=connect_s),
+            pg_options=_loopback_options(connect_s),
         )
+        if connect_s != collective_timeout_s:
+            set_timeout(timedelta(seconds=collective_timeout_s))
         _send(conn, ("ok", fn(rank, world_size, *args)), rank)  # the result first: a failed peer cannot delay it
         payload = ()
         # Leave together: a rank that leaves (its gloo sockets close) while a peer still reads from it makes the
