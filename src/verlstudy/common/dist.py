@@ -162,6 +162,8 @@ def _child(
         # Connecting may take long on a loaded machine; only the collectives get the short timeout (a stranded
         # rank's wait). A torch without _set_pg_timeout gets the short one for both, as before.
         set_timeout = getattr(dist.distributed_c10d, "_set_pg_timeout", None)
+        if not hasattr(dist.ProcessGroupGloo, "_set_default_timeout"):  # what _set_pg_timeout calls for gloo
+            set_timeout = None
         connect_s = max(collective_timeout_s, CONNECT_TIMEOUT_S) if set_timeout else collective_timeout_s
         dist.init_process_group(
             "gloo",
