@@ -257,7 +257,7 @@ def test_generated_inputs_run_with_the_heap_set_aside_and_give_it_back(monkeypat
     import gc
     import weakref
 
-    monkeypatch.setattr(check_conditions, "_HEAP_SET_ASIDE_ONCE", [])  # as in a fresh kernel
+    monkeypatch.setattr(check_conditions, "_heap_was_set_aside", False)  # as in a fresh kernel
 
     class Node:
         pass

@@ -1,4 +1,4 @@
-"""Pausing Python's garbage collector around work that makes many objects and no garbage cycles: lessons 02 and 04.
+"""Pausing Python's garbage collector around work that makes many objects and no garbage cycles (lessons 02-04, 09).
 
 A lesson kernel holds torch's large heap. Building many new objects (parsing an engine file, the DTensor and
 compiler modules torch imports on a process's first jagged tensor) sets off collections of the oldest

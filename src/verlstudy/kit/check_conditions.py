@@ -34,7 +34,7 @@ def time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-_HEAP_SET_ASIDE_ONCE: list[bool] = []  # hypothesis collects garbage on its first test in a process only
+_heap_was_set_aside = False  # hypothesis collects garbage on its first test in a process only
 
 
 @contextmanager
@@ -46,11 +46,12 @@ def heap_set_aside() -> Iterator[None]:
     `gc.unfreeze()` gives them back to the collector afterwards. A heap someone else froze is left as it is;
     later calls do nothing (counting a frozen heap walks it).
     """
-    if _HEAP_SET_ASIDE_ONCE or gc.get_freeze_count():
-        _HEAP_SET_ASIDE_ONCE.append(True)
+    global _heap_was_set_aside
+    if _heap_was_set_aside or gc.get_freeze_count():
+        _heap_was_set_aside = True
         yield
         return
-    _HEAP_SET_ASIDE_ONCE.append(True)
+    _heap_was_set_aside = True
     gc.freeze()
     try:
         yield

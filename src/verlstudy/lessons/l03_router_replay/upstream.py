@@ -204,7 +204,7 @@ def upstream_pp_gather_worker(
 
 
 def warm_jagged() -> None:
-    """Build one jagged tensor: its first use imports torch's DTensor and compiler modules (about a second), which
+    """Build one jagged tensor: its first use in a process imports torch's DTensor and compiler modules, which
     forked ranks then inherit instead of each paying it again.
 
     The garbage collector is paused while they load (they build a large heap that no collection frees, and
