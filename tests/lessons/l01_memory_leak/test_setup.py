@@ -27,6 +27,7 @@ def test_good_parameters_give_the_config_and_one_thread(threads_kept):
         (("cpu", 0, 16, 8, "float16", 4), "dtype"),
         (("cpu", 0, 16, 8, "float32", 2), "num_micro_batches"),
         (("tpu", 0, 16, 8, "float32", 4), "device"),
+        (("cpu", -1, 0, 8, "float32", 4), "seed"),  # the seed is checked before the sizes
     ],
 )
 def test_a_bad_value_is_named(args, named, threads_kept):

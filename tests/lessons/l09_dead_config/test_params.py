@@ -27,6 +27,7 @@ def test_good_values_come_back_checked_and_the_device_is_said(capsys):
         (("cpu", 16, 1, -1), "seed"),
         (("cpu", "16", 1, 0), "hidden"),
         (("tpu", 16, 1, 0), "device"),
+        (("cpu", 0, 1, -1), "hidden"),  # the seed is checked last
     ],
 )
 def test_a_bad_value_is_named(args, named):

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from verlstudy.kit.claims import reset_claims
-from verlstudy.kit.devices import pick_device
+from verlstudy.kit.lesson_start import start_lesson
 from verlstudy.kit.params import check_float, check_int
-from verlstudy.kit.seeding import seed_everything
 
 
 def lesson_setup(
@@ -20,14 +18,11 @@ def lesson_setup(
     The ranges are the ones over which every claim of the lesson holds (tools/extremes.py runs both
     corners): fewer steps or smaller groups leave too few non-zero advantages to show the trap.
     """
-    checked = (
-        pick_device(device),
-        seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1)),
+    return (
+        *start_lesson(device, seed, announce=False),  # the notebook says the device itself
         check_int("n_leaves", n_leaves, minimum=1, maximum=100_000),
         check_int("steps", steps, minimum=8, maximum=200),
         check_int("group_size", group_size, minimum=4, maximum=64),
         check_float("lr", lr, minimum=0.5, maximum=10.0),
         check_float("kl_coef", kl_coef, minimum=1e-6, maximum=0.005),
     )
-    reset_claims()
-    return checked

@@ -6,10 +6,9 @@ from dataclasses import dataclass
 
 import torch
 
-from verlstudy.kit.claims import reset_claims
 from verlstudy.kit.devices import pick_device
+from verlstudy.kit.lesson_start import start_lesson
 from verlstudy.kit.params import check_int
-from verlstudy.kit.seeding import seed_everything
 
 
 @dataclass(frozen=True)
@@ -34,7 +33,5 @@ def lesson_params(
         n_shards=check_int("n_shards", n_shards, minimum=1, maximum=4),
         n_tokens=check_int("n_tokens", n_tokens, minimum=1, maximum=4096),
     )
-    seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
-    reset_claims()
-    print(f"running on {p.device.type}")
+    start_lesson(p.device, seed)  # the seed last: a bad lesson parameter is named before a bad seed
     return p

@@ -6,10 +6,9 @@ from dataclasses import dataclass
 
 import torch
 
-from verlstudy.kit.claims import reset_claims
 from verlstudy.kit.devices import pick_device
-from verlstudy.kit.params import check_float, check_int
-from verlstudy.kit.seeding import seed_everything
+from verlstudy.kit.lesson_start import start_lesson
+from verlstudy.kit.params import check_float
 
 
 @dataclass(frozen=True)
@@ -24,7 +23,5 @@ def lesson_params(device: str, timeout_s: object, seed: object) -> Params:
         device=pick_device(device),
         timeout_s=check_float("timeout_s", timeout_s, minimum=1.0, maximum=120.0),
     )
-    seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
-    reset_claims()
-    print(f"running on {p.device.type}")
+    start_lesson(p.device, seed)  # the seed last: a bad lesson parameter is named before a bad seed
     return p

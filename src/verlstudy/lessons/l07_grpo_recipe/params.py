@@ -6,10 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
-from verlstudy.kit.claims import reset_claims
-from verlstudy.kit.devices import pick_device
+from verlstudy.kit.lesson_start import start_lesson
 from verlstudy.kit.params import check_int
-from verlstudy.kit.seeding import seed_everything
 
 
 @dataclass(frozen=True)
@@ -25,14 +23,11 @@ def lesson_params(
     device: str, seed: object, bandit_steps: object, bandit_prompts: object, robustness_seeds: object
 ) -> Params:
     """Check every parameter (a ValueError/TypeError names a bad one), seed, reset the claims, say the device."""
-    p = Params(
-        device=pick_device(device),
-        seed=check_int("seed", seed, minimum=0, maximum=2**32 - 1),
+    dev, checked_seed = start_lesson(device, seed)
+    return Params(
+        device=dev,
+        seed=checked_seed,
         bandit_steps=check_int("bandit_steps", bandit_steps, minimum=40, maximum=200),
         bandit_prompts=check_int("bandit_prompts", bandit_prompts, minimum=64, maximum=512),
         robustness_seeds=check_int("robustness_seeds", robustness_seeds, minimum=1, maximum=8),
     )
-    seed_everything(p.seed)
-    reset_claims()
-    print(f"running on {p.device.type}")
-    return p

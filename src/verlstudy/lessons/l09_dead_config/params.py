@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from verlstudy.kit.claims import reset_claims
 from verlstudy.kit.devices import pick_device
+from verlstudy.kit.lesson_start import start_lesson
 from verlstudy.kit.params import check_int
-from verlstudy.kit.seeding import seed_everything
 
 
 def lesson_params(device: object, hidden: object, diff_context: object, seed: object) -> tuple[torch.device, int, int]:
@@ -16,7 +15,5 @@ def lesson_params(device: object, hidden: object, diff_context: object, seed: ob
     dev = pick_device(device)
     hidden = check_int("hidden", hidden, minimum=1, maximum=4096)
     diff_context = check_int("diff_context", diff_context, minimum=0, maximum=10)
-    seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
-    reset_claims()
-    print(f"running on {dev.type}")
+    start_lesson(dev, seed)  # the seed last: a bad lesson parameter is named before a bad seed
     return dev, hidden, diff_context

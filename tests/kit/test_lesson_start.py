@@ -1,0 +1,108 @@
+"""A lesson's first steps in one call: device picked, seed checked and applied, claims reset, device said."""
+
+import random
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from verlstudy.kit import claims
+from verlstudy.kit.devices import visible_accelerators
+from verlstudy.kit.lesson_start import start_lesson
+
+on_cpu_only = pytest.mark.skipif(bool(visible_accelerators()), reason="checks CPU-only behaviour")
+
+
+def test_cpu_is_picked_and_the_seed_comes_back_as_an_int(capsys):
+    dev, seed = start_lesson("cpu", np.int64(5), announce=False)
+    assert dev == torch.device("cpu")
+    assert seed == 5 and type(seed) is int
+
+
+def test_auto_takes_an_accelerator_when_present_else_the_cpu():
+    expected = visible_accelerators()[0] if visible_accelerators() else "cpu"
+    assert start_lesson("auto", 0, announce=False)[0].type == expected
+
+
+def test_a_device_already_picked_is_kept():
+    assert start_lesson(torch.device("cpu"), 0, announce=False)[0] == torch.device("cpu")
+
+
+@pytest.mark.parametrize(
+    ("device", "error", "message"),
+    [
+        ("tpu", ValueError, "device='tpu' is not allowed; choose one of 'auto', 'cpu', 'cuda', 'npu'"),
+        ("CUDA", ValueError, "device='CUDA' is not allowed; choose one of 'auto', 'cpu', 'cuda', 'npu'"),
+        (0, TypeError, "device must be a string, one of ('auto', 'cpu', 'cuda', 'npu'); got int 0"),
+        (torch.device("meta"), ValueError, "device='meta' is not allowed; choose one of 'auto', 'cpu', 'cuda', 'npu'"),
+    ],
+)
+def test_a_bad_device_gives_kits_message(device, error, message):
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        start_lesson(device, 0)
+
+
+@on_cpu_only
+@pytest.mark.parametrize("device", ["cuda", torch.device("cuda")])
+def test_asking_for_a_missing_gpu_fails_even_as_a_picked_device(device):
+    with pytest.raises(ValueError, match="device='cuda' was asked for, but no CUDA device is visible here"):
+        start_lesson(device, 0)
+
+
+@pytest.mark.parametrize(
+    ("seed", "error", "message"),
+    [
+        (-1, ValueError, "parameter seed=-1 is out of range; allowed: 0 <= seed <= 4294967295"),
+        (2**32, ValueError, "parameter seed=4294967296 is out of range; allowed: 0 <= seed <= 4294967295"),
+        ("3", TypeError, "parameter seed must be an integer, got str '3'"),
+        (True, TypeError, "parameter seed must be an integer, got bool True"),
+        (1.0, TypeError, "parameter seed must be an integer, got float 1.0"),
+        (None, TypeError, "parameter seed must be an integer, got NoneType None"),
+    ],
+)
+def test_a_bad_seed_gives_the_parameters_message_and_changes_nothing(seed, error, message, capsys):
+    claims.reset_claims()
+    claims.claim("recorded before the bad call", True)
+    capsys.readouterr()
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        start_lesson("cpu", seed)
+    assert len(claims.recorded_claims()) == 1  # nothing reset, nothing said, when the seed is refused
+    assert capsys.readouterr().out == ""
+    claims.reset_claims()
+
+
+def test_the_device_is_checked_before_the_seed():
+    with pytest.raises(ValueError, match=r"^device='tpu'"):
+        start_lesson("tpu", -1)
+
+
+def test_the_largest_seed_is_allowed():
+    assert start_lesson("cpu", 2**32 - 1, announce=False)[1] == 2**32 - 1
+
+
+def test_one_seed_gives_the_same_numbers_from_torch_numpy_and_random():
+    start_lesson("cpu", 7, announce=False)
+    first = (torch.rand(3), np.random.rand(3), random.random())
+    start_lesson("cpu", 7, announce=False)
+    second = (torch.rand(3), np.random.rand(3), random.random())
+    assert torch.equal(first[0], second[0]) and np.array_equal(first[1], second[1]) and first[2] == second[2]
+    start_lesson("cpu", 8, announce=False)
+    assert not torch.equal(torch.rand(3), first[0])
+
+
+def test_claims_left_by_an_earlier_run_are_forgotten(capsys):
+    claims.claim("left over from an earlier run", True)
+    assert claims.recorded_claims()
+    start_lesson("cpu", 0, announce=False)
+    assert claims.recorded_claims() == []
+
+
+def test_announce_prints_one_line_naming_the_device_type(capsys):
+    dev, _ = start_lesson("cpu", 0)
+    assert capsys.readouterr().out == f"running on {dev.type}\n"
+
+
+def test_announce_off_prints_nothing(capsys):
+    start_lesson("cpu", 0, announce=False)
+    assert capsys.readouterr() == ("", "")
