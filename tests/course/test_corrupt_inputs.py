@@ -11,6 +11,7 @@ import nbformat
 import pytest
 
 from verlstudy.course import cli, doctor, parameters, registry, runner, twins
+from verlstudy.kit import resources
 
 # ---------------------------------------------------------------- refresh names what it would drop, either way
 
@@ -127,11 +128,11 @@ def test_doctor_fails_a_corrupt_lesson_notebook_naming_it(tmp_path, monkeypatch,
 
 
 def test_every_kernel_environment_names_an_ipython_folder_under_the_cache(monkeypatch):
-    assert os.environ["IPYTHONDIR"] == str(twins.cache_root() / "ipython")  # conftest: nbval's kernels inherit it
+    assert os.environ["IPYTHONDIR"] == str(resources.cache_root() / "ipython")  # conftest: nbval's kernels inherit it
     monkeypatch.delenv("IPYTHONDIR")
     twins.quiet_kernel_env()  # what run, refresh, progress and doctor call before starting a kernel
-    assert os.environ["IPYTHONDIR"] == str(twins.cache_root() / "ipython")
-    assert (twins.cache_root() / "ipython").is_dir()
+    assert os.environ["IPYTHONDIR"] == str(resources.cache_root() / "ipython")
+    assert (resources.cache_root() / "ipython").is_dir()
 
 
 @pytest.mark.slow
@@ -149,7 +150,7 @@ def test_a_kernel_run_writes_nothing_in_the_home_folder(tmp_path, monkeypatch):
     status, error, _ = runner.execute_with_papermill(source, tmp_path / "out" / "a.ipynb", {}, tmp_path)
     assert (status, error) == ("passed", "")
     printed = nbformat.read(tmp_path / "out" / "a.ipynb", as_version=4).cells[0].outputs[0]["text"].strip()
-    assert printed == str(twins.cache_root() / "ipython")
+    assert printed == str(resources.cache_root() / "ipython")
     assert sorted(p.relative_to(home) for p in home.rglob("*")) == []
 
 

@@ -1,7 +1,7 @@
 """A checkout and an installed package each get what fits them: where caches go, the run's "Next:" lines, refresh.
 
-The installed case is simulated here (registry.checkout_root -> None); tests/course/test_installed_wheel.py runs
-the real wheel from an empty folder.
+The installed case is simulated here (registry's and kit.resources' checkout_root -> None);
+tests/course/test_installed_wheel.py runs the real wheel from an empty folder.
 """
 
 import re
@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from verlstudy.course import cli, registry, reports, twins
-from verlstudy.kit import colab
+from verlstudy.kit import colab, resources
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOB = "https://github.com/verlstudy/verlstudy/blob/main/"
@@ -24,6 +24,7 @@ BLOB = "https://github.com/verlstudy/verlstudy/blob/main/"
 def installed(monkeypatch, tmp_path):
     """An installed package (no checkout) whose user cache folder is tmp_path/xdg, run from tmp_path/empty."""
     monkeypatch.setattr(registry, "checkout_root", lambda: None)
+    monkeypatch.setattr(resources, "checkout_root", lambda: None)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -35,14 +36,14 @@ def test_in_a_checkout_the_build_and_cache_folders_are_its_build_folder():
     root = registry.checkout_root()
     if root is None:
         pytest.skip("an installed package has no checkout")
-    assert registry.build_root() == root / "build" and twins.cache_root() == root / "build" / "cache"
+    assert resources.build_root() == root / "build" and resources.cache_root() == root / "build" / "cache"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME is Linux's")
 def test_installed_the_build_and_cache_folders_are_the_users_cache_folder_never_the_current_one(installed):
-    assert registry.build_root() == installed / "xdg" / "verlstudy"
-    assert twins.cache_root() == installed / "xdg" / "verlstudy" / "cache"
-    assert not registry.build_root().is_relative_to(Path.cwd())
+    assert resources.build_root() == installed / "xdg" / "verlstudy"
+    assert resources.cache_root() == installed / "xdg" / "verlstudy" / "cache"
+    assert not resources.build_root().is_relative_to(Path.cwd())
 
 
 def test_platformdirs_is_declared_everywhere_the_dependencies_are_listed():

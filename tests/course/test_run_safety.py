@@ -9,6 +9,7 @@ import nbformat
 import pytest
 
 from verlstudy.course import cli, files, parameters, registry, reports, runner
+from verlstudy.kit import resources
 
 
 def _notebook(path, *sources):
@@ -254,12 +255,12 @@ def test_kernels_keep_library_caches_in_the_build_folder(tmp_path, monkeypatch):
         monkeypatch.delenv(key, raising=False)
     twins.quiet_kernel_env()
     for key, folder in twins.CACHE_ENV.items():
-        assert os.environ[key] == str(twins.cache_root() / folder)
+        assert os.environ[key] == str(resources.cache_root() / folder)
     source = _notebook(tmp_path / "mpl.ipynb", "import matplotlib\nprint(matplotlib.get_configdir())")
     status, error, _ = runner.execute_with_papermill(source, tmp_path / "out" / "mpl.ipynb", {}, tmp_path)
     assert (status, error) == ("passed", "")
     printed = nbformat.read(tmp_path / "out" / "mpl.ipynb", as_version=4).cells[0].outputs[0]["text"].strip()
-    assert printed == str(twins.cache_root() / "matplotlib")
+    assert printed == str(resources.cache_root() / "matplotlib")
 
 
 @pytest.mark.parametrize("text", ["{not json", '{"cells": 3}', ""])

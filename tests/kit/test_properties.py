@@ -325,3 +325,40 @@ def test_the_fixed_pool_gives_hypothesis_its_own_back():
     with check_conditions.fixed_constant_pool():
         assert len(providers._get_local_constants()) == 0
     assert providers._get_local_constants is original
+
+
+@pytest.fixture
+def hypothesis_home_kept():
+    """Whatever hypothesis's storage folder was before a test, it is again afterwards."""
+    from hypothesis import configuration
+
+    before = getattr(configuration, "__hypothesis_home_directory", None)
+    yield configuration
+    configuration.set_hypothesis_home_dir(before)
+
+
+def test_a_check_writes_nothing_into_the_working_folder(tmp_path, monkeypatch, hypothesis_home_kept):
+    from hypothesis.internal import charmap
+
+    work = tmp_path / "learner"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.delenv("HYPOTHESIS_STORAGE_DIRECTORY", raising=False)
+    monkeypatch.setattr(check_conditions, "cache_root", lambda: tmp_path / "cache")
+    monkeypatch.setattr(charmap, "_charmap", None)  # as in a fresh kernel: the Unicode table is read or written
+    before = getattr(hypothesis_home_kept, "__hypothesis_home_directory", None)
+    compare_on_inputs(str.upper, lambda s: s.upper(), inputs=st.tuples(st.text(max_size=4)), max_examples=5)
+    assert list(work.iterdir()) == []
+    assert (tmp_path / "cache" / "hypothesis" / "unicode_data").is_dir()
+    assert getattr(hypothesis_home_kept, "__hypothesis_home_directory", None) == before
+
+
+def test_a_storage_folder_the_learner_chose_is_kept(tmp_path, monkeypatch, hypothesis_home_kept):
+    monkeypatch.setattr(check_conditions, "cache_root", lambda: tmp_path / "cache")
+    hypothesis_home_kept.set_hypothesis_home_dir(tmp_path / "mine")
+    with check_conditions.storage_in_course_cache():
+        assert hypothesis_home_kept.storage_directory().path == tmp_path / "mine"
+    monkeypatch.setenv("HYPOTHESIS_STORAGE_DIRECTORY", str(tmp_path / "by_env"))
+    hypothesis_home_kept.set_hypothesis_home_dir(None)
+    with check_conditions.storage_in_course_cache():
+        assert hypothesis_home_kept.storage_directory().path == tmp_path / "by_env"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from verlstudy.course import registry
 from verlstudy.course.doctor import doctor_checks
+from verlstudy.kit import resources
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "npu")  # the same as verlstudy.kit.devices, without importing torch
 
@@ -49,7 +50,7 @@ def cmd_progress(args: argparse.Namespace) -> int:
         with runner.stop_signals():  # Ctrl-C, SIGTERM and an inherited ignored SIGINT all stop it
             rows = progress_verify.collect(
                 [Path(f) for f in args.folders],
-                build or registry.build_root() / "progress",
+                build or resources.build_root() / "progress",
                 workers=args.workers,
                 timeout_s=args.timeout,
             )

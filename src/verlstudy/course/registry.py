@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from verlstudy.kit.resources import checkout_root, course_root, data_dir, notebooks_dir
+from verlstudy.kit.resources import checkout_root as checkout_root  # re-exported: the CLI asks the registry
+from verlstudy.kit.resources import course_root, data_dir, notebooks_dir
 
 UPSTREAM_REPO = "https://github.com/verl-project/verl"
 MAX_BUDGET_S = 3.0  # seconds a lesson may add to the floor notebook (torch + matplotlib import), on 2 cores
@@ -22,17 +23,6 @@ MAX_BUDGET_S = 3.0  # seconds a lesson may add to the floor notebook (torch + ma
 def project_root() -> Path:
     """Where notebooks/ and data/ live: the checkout, or the installed package's bundled copy."""
     return course_root()
-
-
-def build_root() -> Path:
-    """Where `verlstudy run` writes by default and library caches go: the checkout's build/; when installed, the
-    user's cache folder (platformdirs: ~/.cache/verlstudy on Linux, honouring XDG_CACHE_HOME), never the current one."""
-    root = checkout_root()
-    if root is not None:
-        return root / "build"
-    from platformdirs import user_cache_path
-
-    return user_cache_path("verlstudy", appauthor=False)
 
 
 @dataclass(frozen=True)

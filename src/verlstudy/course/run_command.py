@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from verlstudy.course import registry
 from verlstudy.course.cli import UsageError
+from verlstudy.kit import resources
 
 if TYPE_CHECKING:
     from verlstudy.course.runner import RunResult
@@ -39,11 +40,11 @@ def _run_paths(args: argparse.Namespace, lessons: list[registry.Lesson]) -> tupl
         if value is not None and not value.strip():
             raise UsageError(f"{flag} is empty: name a {'folder' if flag == '--out' else 'file'}")
     # without --out, the course's own build/ folder wherever you run from; a custom --out keeps its report inside
-    out = Path(args.out) if args.out is not None else registry.build_root() / "executed"
+    out = Path(args.out) if args.out is not None else resources.build_root() / "executed"
     if args.report is not None:
         report = Path(args.report)
     else:
-        report = out / "report.md" if args.out else registry.build_root() / "report.md"
+        report = out / "report.md" if args.out else resources.build_root() / "report.md"
     junit = Path(args.junit) if args.junit is not None else None
     results = Path(args.results) if args.results is not None else None
     try:

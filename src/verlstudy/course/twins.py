@@ -13,8 +13,9 @@ from pathlib import Path
 import nbformat
 
 from verlstudy.course.files import read_notebook, write_text
-from verlstudy.course.registry import Lesson, build_root
+from verlstudy.course.registry import Lesson
 from verlstudy.kit.records import RECORD_MIME
+from verlstudy.kit.resources import cache_root
 from verlstudy.kit.show import UPSTREAM_TAG
 
 KERNEL_NAME = "python3"
@@ -86,7 +87,7 @@ def course_kernel_manager_class() -> type:
 
 
 # caches libraries would put in the home or the system temp folder go under the course's build folder instead
-# (registry.build_root: build/ in a checkout, the user's cache folder when installed; never the current folder)
+# (kit.resources.cache_root: build/ in a checkout, the user's cache folder when installed; never the current folder)
 CACHE_ENV = {
     "MPLCONFIGDIR": "matplotlib",
     # torch._dynamo makes $TMPDIR/torchinductor_$USER when it is imported (a jagged nested tensor imports it)
@@ -94,10 +95,6 @@ CACHE_ENV = {
     "TRITON_CACHE_DIR": "triton",
     "IPYTHONDIR": "ipython",  # the kernel's profile folder: never ~/.ipython (a read-only home would fail)
 }
-
-
-def cache_root() -> Path:
-    return build_root() / "cache"
 
 
 def quiet_kernel_env() -> None:

@@ -44,7 +44,8 @@ def verify_all(
         raise ValueError(
             f"cases must be an integer from 1 to {MAX_CASES} (generated inputs per comparison), got {cases!r}"
         )
-    from verlstudy.course.twins import CACHE_ENV, cache_root
+    from verlstudy.course.twins import CACHE_ENV
+    from verlstudy.kit.resources import cache_root
 
     for key, folder in CACHE_ENV.items():  # torch's compile caches go to build/cache, not the system temp folder
         os.environ.setdefault(key, str(cache_root() / folder))

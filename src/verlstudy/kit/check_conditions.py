@@ -1,13 +1,17 @@
 """The conditions a checker runs the learner's function under: a time limit, torch on one thread, and
-hypothesis kept from depending on the kernel's state (its heap, what else is imported)."""
+hypothesis kept from depending on the kernel's state (its heap, what else is imported) and from writing into the
+learner's working folder."""
 
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from verlstudy.kit.resources import cache_root
 
 
 class NoReturn(Exception):
@@ -85,6 +89,32 @@ def fixed_constant_pool() -> Iterator[None]:
     finally:
         providers._get_local_constants = original
         cache.cache.clear()
+
+
+@contextmanager
+def storage_in_course_cache() -> Iterator[None]:
+    """hypothesis keeps its files (the Unicode table it caches on first use) in the course's cache folder.
+
+    Left alone, it writes `.hypothesis/` into the working folder: the learner's own. A folder the learner chose
+    (HYPOTHESIS_STORAGE_DIRECTORY, or hypothesis's `set_hypothesis_home_dir`) is kept, and so is hypothesis's own
+    setting after the block.
+    """
+    try:
+        from hypothesis import configuration
+    except ImportError:
+        yield
+        return
+    chosen = getattr(configuration, "__hypothesis_home_directory", None)
+    default = getattr(configuration, "__hypothesis_home_directory_default", None)
+    learner_chose = os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY") or (chosen is not None and chosen != default)
+    if learner_chose or not hasattr(configuration, "set_hypothesis_home_dir"):
+        yield
+        return
+    configuration.set_hypothesis_home_dir(cache_root() / "hypothesis")
+    try:
+        yield
+    finally:
+        configuration.set_hypothesis_home_dir(chosen)
 
 
 @contextmanager

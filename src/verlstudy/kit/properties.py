@@ -23,7 +23,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
-from verlstudy.kit.check_conditions import NoReturn, fixed_constant_pool, heap_set_aside, one_thread, time_limit
+from verlstudy.kit.check_conditions import (
+    NoReturn,
+    fixed_constant_pool,
+    heap_set_aside,
+    one_thread,
+    storage_in_course_cache,
+    time_limit,
+)
 from verlstudy.kit.exercises import ExerciseFailure
 
 __all__ = ["Case", "PropertyCheck", "check_guard", "compare_on_inputs", "difference", "guard_verdict", "one_thread"]
@@ -297,7 +304,7 @@ class PropertyCheck:
             self.try_input(tuple(args))
 
         try:
-            with heap_set_aside(), fixed_constant_pool():
+            with heap_set_aside(), fixed_constant_pool(), storage_in_course_cache():
                 agrees()
         except _Mismatch as e:  # hypothesis re-raises the shrunk (smallest) failing input's mismatch
             raise ExerciseFailure(e.message) from None

@@ -36,6 +36,22 @@ def course_root() -> Path:
     return path
 
 
+def build_root() -> Path:
+    """Where `verlstudy run` writes by default and library caches go: the checkout's build/; when installed, the
+    user's cache folder (platformdirs: ~/.cache/verlstudy on Linux, honouring XDG_CACHE_HOME), never the current one."""
+    root = checkout_root()
+    if root is not None:
+        return root / "build"
+    from platformdirs import user_cache_path
+
+    return user_cache_path("verlstudy", appauthor=False)
+
+
+def cache_root() -> Path:
+    """Where libraries' caches go (matplotlib's fonts, torch's compile caches, hypothesis's Unicode table)."""
+    return build_root() / "cache"
+
+
 def notebooks_dir() -> Path:
     """The course's notebooks (read-only when installed: `verlstudy init DIR` makes a learner's copy)."""
     return course_root() / "notebooks"
