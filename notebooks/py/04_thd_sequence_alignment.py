@@ -108,7 +108,8 @@ claim("padded positions hold the pad id", bool((padded[~mask] == 0).all()))
 # into 2 equal halves. **The course's `sp_scatter` is a stand-in for that scatter** (Megatron needs a GPU process
 # group here): it raises the same assertion message, as an `AssertionError`.
 #
-# **The change, verl's own lines.** `build_vlm_attn_mask_thd` (verl/models/mcore/util.py), 0.9.0 -> 0.9.1:
+# **The change, verl's own lines.** `build_vlm_attn_mask_thd` (verl/models/mcore/util.py), 0.9.0 -> 0.9.1. The diff
+# holds two PRs: #7702's alignment and an earlier NPU fix (below).
 #
 # %% tags=["upstream-source", "nbval-ignore-output"]
 upstream_diff("models/mcore/util.py", "build_vlm_attn_mask_thd")
@@ -117,10 +118,12 @@ upstream_diff("models/mcore/util.py", "build_vlm_attn_mask_thd")
 # Read it top to bottom. 0.9.0 padded with `to_padded_tensor(pad_token_id)`, which pads to the longest sequence.
 # 0.9.1 asks Megatron's `mpu` for the TP and CP sizes, computes `align_size = tp_size * cp_size * 2 if cp_size > 1
 # else tp_size`, rounds the longest length up to it, and pads to `(batch_size, max_seqlen)`; the mask still marks
-# each row's first `seqlen` positions. One more change sits in this diff: 0.9.0 returned **no mask on
-# [NPU](00_start_here.ipynb#NPU)** (`if is_npu_available: return input_ids_rmpad, None`); 0.9.1 removed that branch,
-# so [Ascend](00_start_here.ipynb#Ascend) now gets the mask too (the BSHD sibling `build_vlm_attn_mask_bshd` still
-# returns None on NPU). We read the two releases; which commit between them removed the branch we have not seen.
+# each row's first `seqlen` positions. One more change sits in this diff, and it is not #7702's: 0.9.0 returned
+# **no mask on [NPU](00_start_here.ipynb#NPU)** (`if is_npu_available: return input_ids_rmpad, None`).
+# [PR #7372](https://github.com/verl-project/verl/pull/7372) removed that early return (its description: the VLM
+# needs the `[B, S]` padding mask on NPU too) and renamed `input_ids_rmpad` to `input_ids_with_pad`. It was merged
+# after 0.9.0's release branch was cut, so 0.9.1 is the first release where [Ascend](00_start_here.ipynb#Ascend)
+# gets the mask (the BSHD sibling `build_vlm_attn_mask_bshd` still returns None on NPU).
 #
 # The course's `pad_nested` is the same rule in a few lines:
 
@@ -184,8 +187,10 @@ with expect_error(ValueError, match="2*cp"):
 #
 # The PR's example is "4026 tokens, TP=2". As written it is inconsistent: 4026 is even, so at TP=2 the
 # scattered S would divide by 2. The part of the PR we could read does not say which S the bridge scattered
-# (which tensor is scattered depends on Megatron-Bridge's packing path), so the table below only shows which
-# settings would need padding.
+# (which tensor is scattered depends on the packing path of
+# [Megatron-Bridge](https://github.com/NVIDIA-NeMo/Megatron-Bridge), NVIDIA's library that builds Megatron models,
+# VLMs among them, from Hugging Face checkpoints and converts weights both ways; verl's `models/mcore/bridge.py`
+# loads its `AutoBridge`), so the table below only shows which settings would need padding.
 
 # %%
 cases = [(4026, 2, 1), (4027, 2, 1), (4026, 4, 1), (4026, 1, 2), (4026, 2, 2), (9, 2, 1), (9, tp, cp)]
@@ -323,10 +328,13 @@ upstream_cell(upstream_thd_path)
 # repacking"). The labels are packed separately: the fused path passes them to the model, the unfused path to
 # the logits processor after it. A
 # real length bug of this path was fixed later (0.9.1's `build_vlm_attn_mask_thd` takes no THD metadata):
-# [PR #7948](https://github.com/verl-project/verl/pull/7948) reports that with `pad_to_length_bucket` the
-# THD engine advertised a bucketed length (2560 tokens in its example) while the VLM's dense conversion
-# and the bridge's repacking used the unpadded one (2212), and GDN's `cu_seqlens` check failed. On our
-# batch, 0.9.1's `preprocess_thd_engine` with a bucket of 16 makes the same kind of gap:
+# [PR #7948](https://github.com/verl-project/verl/pull/7948) reports that with `pad_to_length_bucket` (a
+# parameter of `preprocess_thd_engine` that rounds the packed row up to a multiple of a bucket size, added by
+# [PR #7358](https://github.com/verl-project/verl/pull/7358) and already in 0.9.0) the THD engine advertised a
+# bucketed length (2560 tokens in its example) while the VLM's dense conversion and the bridge's repacking used
+# the unpadded one (2212), and the `cu_seqlens` check of GDN (Gated DeltaNet, the linear-attention layers of
+# Qwen3.5, the model of the PR's run) failed. On our batch, 0.9.1's `preprocess_thd_engine` with a bucket of 16
+# makes the same kind of gap:
 
 # %%
 def upstream_bucket_gap() -> None:
@@ -335,7 +343,8 @@ def upstream_bucket_gap() -> None:
     advertised = int(pre(labels, pre_process=True, pad_to_length_bucket=16)[1].cu_seqlens_q_padded[-1])
     print(f"real tokens {sum(lengths)}; packed without a bucket {plain}; advertised with a bucket of 16 {advertised}")
     claim("with a length bucket of 16 the advertised THD length is 32", advertised, expected=32,
-          upstream="verl 0.9.1 verl/models/mcore/util.py::preprocess_thd_engine (pad_to_length_bucket; PR #7948)")
+          upstream="verl 0.9.1 verl/models/mcore/util.py::preprocess_thd_engine (pad_to_length_bucket, #7358; the "
+                   "gap #7948 reports)")
 
 
 upstream_cell(upstream_bucket_gap)
@@ -581,7 +590,8 @@ upstream_check()
 # - Megatron-LM `megatron/core/tensor_parallel/mappings.py`: `scatter_to_sequence_parallel_region` ->
 #   `_split_along_first_dim`, which asserts "First dimension of the tensor should be divisible by tensor parallel
 #   size".
-# - PRs: #7702 (the fix), #7948 (the bucketed THD length against the dense conversion).
+# - PRs: #7702 (the fix), #7372 (the NPU mask, also first released in 0.9.1), #7358 (`pad_to_length_bucket`),
+#   #7948 (the bucketed THD length against the dense conversion).
 #
 # The padding, splits, pictures and toy model are the course's own (`verlstudy.lessons.l04_thd`); the cells marked
 # "upstream" run verl's own functions from its source with stand-ins for Megatron (`upstream.py`).
