@@ -1,10 +1,12 @@
 # %% [markdown]
 # # 08 · A dependency-stack upgrade as data: manifests, diffs, unpinned clones
 #
-# Upstream: [verl PR #7604](https://github.com/verl-project/verl/pull/7604) moved verl's Ascend
-# [NPU](00_start_here.ipynb#NPU) images from [Megatron](00_start_here.ipynb#Megatron) `core_r0.16.0` to 0.18 and added
-# five components; [#7827](https://github.com/verl-project/verl/pull/7827) then corrected Megatron-LM from the
-# release *branch* `core_r0.18.0` to the release *tag* `core_v0.18.0`.
+# Upstream: [verl PR #7604](https://github.com/verl-project/verl/pull/7604) moved verl's
+# [Ascend](00_start_here.ipynb#Ascend) [NPU](00_start_here.ipynb#NPU) images from
+# [Megatron](00_start_here.ipynb#Megatron) `core_r0.16.0` to 0.18 and added five components;
+# [#7827](https://github.com/verl-project/verl/pull/7827), whose main change loads `megatron_adaptor` by default in
+# those images and the NPU tests (lesson 06), also corrected Megatron-LM from the release *branch* `core_r0.18.0`
+# to the release *tag* `core_v0.18.0`.
 #
 # **You will** write the stack before and after as data, diff it, read upstream's real image and install files
 # (before and after each PR) with a pin parser, and find what a reader of the PR would miss: three components cloned
@@ -55,6 +57,16 @@ print(f"running on {dev.type}")
 # A manifest lists each component once: the repository (or `pypi:` package), the kind of ref (a `tag`, a
 # `branch`, a `commit`, a package `version`, or `unpinned`: a clone with no ref) and the ref. Both manifests are
 # written from upstream's real image files (the comments in `data/stacks/*.toml` cite repository and commit).
+#
+# What the components are, in one line each (the lesson reads their pins, not their code): Megatron-LM is NVIDIA's
+# training library (Megatron) and MindSpeed the Ascend library that runs it on NPUs; vllm and its Ascend plugin
+# vllm-ascend generate the [rollout](00_start_here.ipynb#rollout)s. #7604 adds five: MegatronAdaptor (the
+# `megatron_adaptor` package that patches Megatron for Ascend, lesson 06), TransformerEngineNPU (an NPU port of
+# NVIDIA's Transformer Engine, the fused-kernel library Megatron's layers call; the closed verl PR #7142 runs the
+# two as one stack), MindSpeed-Ops (Ascend's custom operators for training), MindSpeed-Bridge (Ascend's
+# adaptations of model bridges) and Megatron-Bridge (NVIDIA NeMo's converter between Hugging Face and Megatron
+# weights, lesson 05). Megatron-Bridge replaces *mbridge*, the older converter; verl's `megatron.yaml` calls
+# `vanilla_mbridge` "the deprecated legacy mbridge backend".
 
 # %%
 old = mf.load_manifest(stacks / "ascend_megatron_0.16.toml")
@@ -274,6 +286,7 @@ pinned = mf.pin_components(new, {
     "MindSpeed-Ops": "dbee3f41b156bb051fc046facf69548400be2be1",
     "MindSpeed-Bridge": "d82eec3ce2b31deb82cc5474b6813498efded908",
 })
+# the base images ship Ascend's CANN toolkit 9.1.0, one for A2 machines (910b) and one for A3
 cann = "swr.cn-south-1.myhuaweicloud.com/ascendhub/cann:9.1.0-{}-ubuntu22.04-py3.12"
 generated = {
     "Dockerfile.ascend_a2": mf.render_dockerfile(pinned, base_image=cann.format("910b")),
@@ -365,8 +378,12 @@ upstream_check()
 
 # %% [markdown]
 # ## Sources
-# - [#7604](https://github.com/verl-project/verl/pull/7604) "upgrade Ascend stack to Megatron 0.18.0" and
-#   [#7827](https://github.com/verl-project/verl/pull/7827) "Correct the `Megatron-LM` ref to `core_v0.18.0`".
+# - [#7604](https://github.com/verl-project/verl/pull/7604), titled "[megatron, ci] chore: upgrade Ascend stack to
+#   Megatron 0.18.0". [#7827](https://github.com/verl-project/verl/pull/7827), titled "[megatron, ci] fix:
+#   configure Megatron integration in Ascend images and tests": its description first loads `megatron_adaptor` by
+#   default in the A2/A3 images and NPU unit tests through `VERL_USE_EXTERNAL_MODULES` (lesson 06; the post-#7827
+#   image ends with `ENV VERL_USE_EXTERNAL_MODULES=megatron_adaptor`), then, in its second paragraph, says
+#   "Correct the `Megatron-LM` ref to `core_v0.18.0`".
 # - Before #7604: `docker/ascend/Dockerfile.ascend_9.1.0_a2` at verl ead7f6c51 (#7338) and
 #   `scripts/install_vllm_mcore_npu.sh` at verl 5ba5f2f51 (#7404). The image's transformers commit
 #   `cc7ab9be508ce6ed3637bba9e50367b29b742dc6` first appears in verl's Ascend Dockerfiles with
@@ -384,6 +401,10 @@ upstream_check()
 #   scripts that passed `vanilla_mbridge=True` (for example `tests/special_npu/nightly_ci_ascend/*.sh` at ead7f6c51).
 # - Megatron-LM's release names in verl 0.9.1: `verl/trainer/constants_ppo.py` links `blob/core_v0.18.0/...` (the
 #   tag); `verl/models/mcore/model_forward_1f1b_overlap.py` links `blob/core_r0.14.0/...` (a release branch).
+# - What the components are: MegatronAdaptor and TransformerEngineNPU as the closed
+#   [#7142](https://github.com/verl-project/verl/pull/7142) describes its "MegatronAdaptor + TransformerEngine-NPU
+#   stack"; MindSpeed-Ops and MindSpeed-Bridge from their repositories' own descriptions (gitcode.com/Ascend);
+#   Megatron-Bridge as lesson 05 reads it.
 # - The pinning commits of the fix: the GLM-5.2 recipe header of #7836, as lesson 05 records it.
 
 # %%

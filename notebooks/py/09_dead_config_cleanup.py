@@ -1,12 +1,13 @@
 # %% [markdown]
 # # 09 · Removing a dead config key without breaking anyone silently
 #
-# Upstream: [verl PR #7544](https://github.com/verl-project/verl/pull/7544) removed `grad_offload` from the
-# Megatron engine config; its sibling [#7466](https://github.com/verl-project/verl/pull/7466) removed another dead
-# key, `actor.router_replay`, and added a `dataclasses.fields` test that keeps it gone. In verl 0.9.0 the engine
-# copied `grad_offload` into a private attribute and never read it: a user who set it got nothing. Removing it
-# is a *breaking* change that touches three places at once: the dataclass field, the YAML key and the generated
-# flat config CI compares.
+# Upstream: [verl PR #7544](https://github.com/verl-project/verl/pull/7544) removed `grad_offload` from verl's
+# engine configs (a field of their shared base class, in YAML only for the [Megatron](00_start_here.ipynb#Megatron)
+# engine); its sibling [#7466](https://github.com/verl-project/verl/pull/7466) removed another dead key,
+# `actor.router_replay`, and added a `dataclasses.fields` test that keeps it gone. In verl 0.9.0 the Megatron engine
+# copied `grad_offload` into a private attribute and never read it: a user who set it got nothing. Removing it is a
+# *breaking* change that touches three places at once: the dataclass field, the YAML key and the generated flat
+# config CI compares.
 #
 # **You will** find the dead key with an AST search (and see what it cannot tell: fields read by computed name),
 # run it over every config class of two verl releases, see how a half-done removal fails, remove the key with
@@ -26,7 +27,7 @@ if "google.colab" in sys.modules and importlib.util.find_spec("verlstudy") is No
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
 hidden = 16  # width of the toy engine's one linear layer
-diff_context = 1  # context lines around each change in the golden check's diff
+diff_context = 1  # context lines around each change in the diff a stale generated file gets
 seed = 0
 
 # %%
@@ -150,14 +151,15 @@ check_exercise("9.1", attribute_reads)
 # `getattr(x, "name")` and `x["name"]`), for every field: a read that is only *copied* (`self._x = cfg.field`)
 # counts only if the copy is itself read somewhere, followed through chains of copies. It matches attributes
 # by name, whatever object they hang on, so it can miss a dead field whose name is reused elsewhere:
-# `full_determinism` counts as live for a Megatron user because the FSDP, VeOmni, TorchTitan and Automodel
-# engines read it, though verl's Megatron engine never does. And code can read a config without naming a
-# field: `for f in fields(cfg): getattr(cfg, f.name)`. Where the search finds such a *reflective* read of the
-# config class (`fields`, `asdict`, `vars` or `getattr` with a computed name, on a variable annotated with the
-# class), or finds the field's name written as a string, it does not call the field dead: it reports "read
-# reflectively: cannot tell". A loop over the fields that skips some by name before reading any
-# (`if not f.name.endswith("_implementation"): continue`) reads only the fields it keeps, so the search applies
-# that test: a field the loop skips gets no "cannot tell" from it.
+# `full_determinism` counts as live for a Megatron user because verl's other engine backends read it:
+# [FSDP](00_start_here.ipynb#FSDP), and VeOmni, TorchTitan and Automodel (each built on the training library of
+# that name, in `verl/workers/engine/{veomni,torchtitan,automodel}/`), though verl's Megatron engine never does.
+# And code can read a config without naming a field: `for f in fields(cfg): getattr(cfg, f.name)`. Where the
+# search finds such a *reflective* read of the config class (`fields`, `asdict`, `vars` or `getattr` with a
+# computed name, on a variable annotated with the class), or finds the field's name written as a string, it does
+# not call the field dead: it reports "read reflectively: cannot tell". A loop over the fields that skips some by
+# name before reading any (`if not f.name.endswith("_implementation"): continue`) reads only the fields it keeps,
+# so the search applies that test: a field the loop skips gets no "cannot tell" from it.
 
 # %%
 sources = [PKG / "config.py", PKG / "engine.py"]
@@ -219,9 +221,10 @@ upstream_diff("workers/engine/megatron/transformer_impl.py", None, old="0.9.0", 
 # read by a recipe outside the package, through YAML interpolation, or by a reflective read of an object whose
 # type is not written down. `VeOmniEngineConfig` shows why the loop's name test matters: verl's VeOmni engine
 # reads its config in a `fields()` loop that first skips every field whose name does not end in
-# `_implementation`. The 13 it keeps are read (the search, which does not follow the values, says "cannot
-# tell"); the three it skips are read nowhere else, so they are dead, as `grad_offload` was in 0.9.0. Treating
-# every `fields()` loop as a read of every field would have hidden them.
+# `_implementation`. The 14 it keeps are read: one, `attn_implementation`, is also read by name, and for the other
+# 13 the search, which does not follow the values, says "cannot tell". Of the 38 it skips, three are read nowhere
+# else, so they are dead, as `grad_offload` was in 0.9.0. Treating every `fields()` loop as a read of every field
+# would have hidden them.
 
 # %%
 def scan_every_config_class() -> None:
@@ -233,8 +236,14 @@ def scan_every_config_class() -> None:
     print("skipped by the loop's name test, read nowhere:", ", ".join(veomni.dead_names()))
     loop = ("veomni/transformer_impl.py:77-80: for f in fields(engine_config): if not f.name.endswith("
             "'_implementation'): continue; getattr(engine_config, f.name)")
+    kept = [n for n in veomni.fields if n.endswith("_implementation")]
+    claim("verl 0.9.1 VeOmniEngineConfig: fields the loop keeps, and fields it skips",
+          (len(kept), len(veomni.fields) - len(kept)), expected=(14, 38), upstream=loop)
     claim("verl 0.9.1 VeOmniEngineConfig: fields read reflectively, cannot tell", len(veomni.cannot_tell_names()),
           expected=13, upstream=loop)
+    claim("verl 0.9.1 VeOmniEngineConfig: the kept field it can tell about is read by name",
+          sorted(set(kept) - set(veomni.cannot_tell_names()) - set(veomni.dead_names())),
+          expected=["attn_implementation"], upstream="verl 0.9.1 workers/config/engine.py: self.attn_implementation")
     claim("verl 0.9.1 VeOmniEngineConfig: every field it cannot tell about ends in _implementation",
           all(n.endswith("_implementation") for n in veomni.cannot_tell_names()), upstream=loop)
     claim("verl 0.9.1 VeOmniEngineConfig: fields called dead", veomni.dead_names(),
@@ -261,20 +270,23 @@ _ = upstream_cell(keyed_by_name)
 
 # %% [markdown]
 # In 0.9.1 `grad_offload` is gone and one field of `McoreEngineConfig` is left that no Python file of the package
-# reads: `dist_checkpointing_prefix`. It is not dead from birth but orphaned: #4139 added it (load a dist checkpoint
-# whose state-dict keys carry a prefix; megatron.yaml still says "e.g. Nemo2 will append prefix 'module.'"), and
-# #6067, which moved loading into the engines, dropped its three call sites. The loader still takes the argument
+# reads: `dist_checkpointing_prefix`. It is not dead from birth but orphaned. #4139 added it for loading a *dist
+# checkpoint* (Megatron-Core's distributed-checkpoint format, `megatron.core.dist_checkpointing`, which verl loads
+# when `use_dist_checkpointing` is set in megatron.yaml) whose state-dict keys carry a prefix; megatron.yaml still
+# says "e.g. Nemo2 will append prefix 'module.'" (NeMo 2, NVIDIA's training framework). #6067, which moved
+# loading into the engines, dropped its three call sites. The loader still takes the argument
 # (`load_mcore_dist_weights(..., prefix="")` in `verl/utils/model.py`), but the Megatron engine calls it without
 # one. A user who sets it gets nothing, as with `grad_offload`. Two fixes: **re-wire** it (pass the field as the
 # loader's `prefix`), or **remove** it by the same three-place removal. What decides is whether anyone still loads
-# prefixed (Nemo2-style) dist checkpoints through verl; the search cannot answer that, and it covers only the verl
-# package, so a recipe outside it could still read the key.
+# such prefixed (NeMo 2-style) dist checkpoints through verl; the search cannot answer that, and it covers only
+# the verl package, so a recipe outside it could still read the key.
 
 # %% [markdown]
 # ## The contract: three places that must agree
 # The field is written in the dataclass, the YAML block, and (three times) in the generated flat config, the
-# file people read to see every option at once. The fixture's `check_generated` regenerates it from the YAML
-# and compares, as the pre-commit hook's `git diff --exit-code` does. Before any change, everything agrees:
+# file people read to see every option at once. The fixture's `check_generated` is a *golden check*: the committed
+# file is the "golden" expected output, and the check regenerates it from the YAML and compares, as the pre-commit
+# hook's `git diff --exit-code` does. Before any change, everything agrees:
 
 # %%
 GENERATED = PKG / "conf" / "_generated_trainer.yaml"
@@ -596,7 +608,11 @@ upstream_check()
 #   ("whether to offload grad") beside `param_offload` and `optimizer_offload`; 0.9.1 has no such field.
 # - `verl/workers/engine/megatron/transformer_impl.py`: in 0.9.0, `MegatronEngine.__init__` sets
 #   `self._is_offload_grad = self.engine_config.grad_offload`, the only occurrence of `_is_offload_grad`
-#   in the package; the offload call passes `grad=self._is_offload_param`.
+#   in the package. `__init__` ends with one offload call: `grad=False` on its forward-only path, and
+#   `model=self._is_offload_param` with `grad=self._is_offload_param` on its training path. But
+#   `MegatronEngine.to` with `device="cpu"` ignores `grad`: when `model` is true it calls
+#   `offload_megatron_model_to_cpu`, which frees the gradient buffers too. So they follow `param_offload` through
+#   `model=`, whatever `grad=` says.
 # - `verl/trainer/config/engine/megatron.yaml`: 0.9.0 has `grad_offload: False`; 0.9.1 drops it and
 #   documents `param_offload` as "Whether to offload model parameters to CPU and release gradient buffers
 #   while inactive".

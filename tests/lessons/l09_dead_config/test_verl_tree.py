@@ -103,3 +103,7 @@ def test_veomni_loop_in_verl_keeps_only_implementation_fields():
     assert veomni.dead_names() == ["ckpt_manager", "load_checkpoint_path", "force_use_huggingface"]
     assert len(veomni.cannot_tell_names()) == 13
     assert all(n.endswith("_implementation") for n in veomni.cannot_tell_names())
+    kept = [n for n in veomni.fields if n.endswith("_implementation")]
+    assert (len(kept), len(veomni.fields) - len(kept)) == (14, 38)  # the loop reads 14, skips 38
+    # the 14th kept field is also read by name (VeOmniEngineConfig.__post_init__: self.attn_implementation)
+    assert set(kept) - set(veomni.cannot_tell_names()) - set(veomni.dead_names()) == {"attn_implementation"}
