@@ -11,8 +11,9 @@
 # model being forwarded), and its review caught a silent layer-order error and a collective one rank could skip.
 #
 # **You will** count why replay is needed, read verl's change (0.9.0 -> 0.9.1) on screen, make the layer-order
-# mismatch and the stranded collective happen on a toy router and on real gloo ranks, run verl's own functions
-# beside the course's, and read a model attribute from a nested multimodal config.
+# mismatch and the stranded collective happen on a toy router and on real ranks of gloo (`torch.distributed`'s
+# CPU backend), run verl's own functions beside the course's, and read a model attribute from a nested multimodal
+# config.
 #
 # **Time:** 60 minutes. **Assumes:** top-k routing, `torch.distributed` collectives. Sources are listed at the end.
 # Facts checked against verl 0.9.1.
@@ -73,7 +74,7 @@ from verlstudy.kit.upstream import upstream_cell, verl_version
 from verlstudy.lessons.l03_router_replay import guards, pipeline
 from verlstudy.lessons.l03_router_replay import upstream as verl_fns
 from verlstudy.lessons.l03_router_replay.controller import (
-    ReplayController, RevertedReplayController, ToyTransformerConfig, recompute_off_record, record_routes,
+    PositionalReplayController, ReplayController, ToyTransformerConfig, recompute_off_record, record_routes,
     replay_off_record,
 )
 from verlstudy.lessons.l03_router_replay.moe import TinyMoE, sgd_step
@@ -136,7 +137,7 @@ with torch.no_grad():
 replay_moved = rerouted_tokens(recorded, routes_used(model))
 print(f"tokens routed elsewhere than recorded: native {native_moved}/{n_tokens}, replayed {replay_moved}/{n_tokens}")
 claim(f"one update moves native routing ({native_moved}/{n_tokens} tokens)", native_moved > 0,
-      upstream="why R2 exists: update on the routes the samples were drawn with")
+      upstream="why R2 exists: the update replays the routes its old-log-prob forward recorded")
 claim("tokens off the record under R2 replay", replay_moved, 0, upstream="REPLAY_FORWARD uses target_topk_idx")
 
 # %%
@@ -190,10 +191,11 @@ claim(f"stuck in REPLAY_FORWARD, the recompute silently moves {stuck_moved}/{n_t
 # so did verl 0.9.0 and #7106's merge-base (`535c47799`). A dense config with Megatron's default `moe_layer_freq=1`
 # passes through both; one with `moe_layer_freq=None` fails the same way in both, so it is not the regression.
 #
-# What is established is #7805's remedy, in verl's own diff 0.9.0 -> 0.9.1: the engine checks
-# `self.enable_routing_replay` (set once from `router_replay.mode` when the engine is built) before every hook,
-# and computes `record_r2_routes` once per batch; the positional helper returns `[]` on an empty registry before
-# any layer-info code:
+# What is established is #7805's remedy, in verl's own diff 0.9.0 -> 0.9.1: every hook is gated by the mode,
+# through two flags. `forward_step`'s REPLAY hooks check the engine's `self.enable_routing_replay` (set once from
+# `router_replay.mode` when the engine is built); the rest check the batch's `enable_routing_replay` flag (which
+# the worker sets from its own mode) or `record_r2_routes`, computed from it once per batch. The positional
+# helper returns `[]` on an empty registry before any layer-info code:
 
 # %% tags=["upstream-source", "nbval-ignore-output"]
 upstream_diff("workers/engine/megatron/transformer_impl.py", None, contains="enable_routing_replay")
@@ -201,15 +203,17 @@ upstream_diff("utils/megatron/router_replay_utils.py", "RouterReplayHelper.get_m
 
 # %% [markdown]
 # Read the first diff: 0.9.0 asked `is_replay_backward_action` / `is_replay_forward_action` /
-# `is_r2_record_action` on every micro-batch; 0.9.1 evaluates `self.enable_routing_replay` first, so with
-# `mode="disabled"` none of the helpers runs. The R2 RECORD decision is made once, as `record_r2_routes`, and a
-# REPLAY without recorded routes now raises. In the second diff, `if not RouterReplay.router_instances: return []`
-# is the new first line, and a registry that matches neither one rank's nor the whole model's layout now raises
-# instead of being sliced.
+# `is_r2_record_action` on every micro-batch; 0.9.1 evaluates `self.enable_routing_replay` (or, for RECORD,
+# `record_r2_routes`) first, so with `mode="disabled"` none of the helpers runs. The R2 RECORD decision is made
+# once, as `record_r2_routes`, and a REPLAY without recorded routes now raises. In the second diff,
+# `if not RouterReplay.router_instances: return []` is the new first line, and a registry that matches neither one
+# rank's nor the whole model's layout now raises instead of being sliced.
 #
 # The course's controller has the same shape. `ReplayController.begin` is the opt-in gate: with the mode off it
-# touches nothing. `RevertedReplayController` is a positional, ungated lifecycle (the shape shared by 0.9.0 and
-# #7106's branch), not a reproduction of #7106's failure:
+# touches nothing. `PositionalReplayController` is the lifecycle before either fix, verl 0.8.0's shape: it asks
+# the positional helper on every forward whatever the mode (as 0.8.0, 0.9.0 and #7106's branch all do), then
+# takes its routers by position from the registry (as 0.8.0 does; the next cells show what 0.9.0 changed). It
+# is not a reproduction of #7106's failure:
 
 # %%
 show_source(ReplayController.begin)
@@ -245,11 +249,13 @@ _ = upstream_cell(upstream_empty_registry)
 # (`apply_router_replay_patch`, `verl/utils/megatron/router_replay_patch.py`); within one model build, a decoder
 # that was built and discarded stays in it, in front. #7340 reports this for Megatron-Bridge's Qwen3-VL model,
 # which builds its decoder twice: 2N routers for N layers, orphans first (verl 0.9.1's `iter_model_routers`
-# docstring names the case). A positional slice then hands the *stale* routers the replay targets, and the live
-# model routes natively: with no error in 0.9.0's helper and the course's `RevertedReplayController`; 0.9.1's
-# positional helper raises on a registry that matches neither layout, and its engine walks the model instead. Model-scoped collection walks the forwarded model and reaches its own routers.
-# (`record_routes` is the R2 old-logprob pass of section 1 in one call; `replay_off_record` runs one
-# update forward replaying the given routes and counts the tokens whose experts left the record.)
+# docstring names the case). Before #7340 (commit `c3747cbd7`, first released in verl 0.9.0; 0.8.0 is the last
+# release without it), the engine gave the replay targets and the action switches to a positional slice of the
+# registry: the *stale* routers received them and the live model routed natively, "no error, no warning"
+# (#7340's description). `PositionalReplayController` does the same; the model-scoped controller walks the
+# forwarded model and reaches its own routers. Both replay the same routes, as R3 replays rollout's (here they
+# come from the R2 record of `record_routes`, section 1's old-logprob pass in one call); `replay_off_record`
+# runs one update forward and counts the tokens whose experts left the record.
 
 # %%
 shared_registry: list = []
@@ -258,13 +264,37 @@ live = TinyMoE(**sizes, registry=shared_registry)
 live_routes = record_routes(r2, live, tokens)
 torch.nn.functional.cross_entropy(live(tokens), targets).backward()
 sgd_step(live, lr)
-reverted = RevertedReplayController("R2", tf_config=ToyTransformerConfig(num_layers=3), registry=shared_registry)
+stale_config = ToyTransformerConfig(num_layers=3)
+positional = PositionalReplayController("R3", tf_config=stale_config, registry=shared_registry)
 moved = {name: replay_off_record(controller, live, tokens, live_routes)
-         for name, controller in (("reverted", reverted), ("fix", r2))}
+         for name, controller in (("pre-#7340", positional), ("model-scoped", ReplayController("R3")))}
 print(f"registry holds {len(shared_registry)} routers for a 3-layer model; tokens off the record: {moved}")
-claim(f"registry-positional replay silently misses the live routers ({moved['reverted']}/{n_tokens} tokens off)",
-      moved["reverted"] > 0, upstream="iter_model_routers docstring: a positional slice can address the wrong objects")
-claim("model-scoped replay: tokens off the record", moved["fix"], 0)
+claim(f"pre-#7340 positional replay silently misses the live routers ({moved['pre-#7340']}/{n_tokens} tokens off)",
+      moved["pre-#7340"] > 0, upstream="#7340: targets go to a decoder that no longer forwards, no error, no warning")
+claim("model-scoped replay: tokens off the record", moved["model-scoped"], 0)
+
+# %% [markdown]
+# **What verl 0.9.0 does with this registry.** 0.9.0 already holds #7340: its `forward_step` passes
+# `model=unwrapped_model` to `set_router_replay_data` and switches actions with
+# `set_model_router_replay_action(unwrapped_model, ...)` (`verl/workers/engine/megatron/transformer_impl.py`), so
+# the targets reach the live routers. Its action queries and its R2 RECORD merge still take the registry's
+# positional slice, here the orphans: their `recorded_topk_idx` is `None`, and the merge's
+# `.to(torch.uint8)` fails, loudly. 0.9.0's own functions on the same registry, then 0.9.1's positional helper,
+# which refuses a registry of neither layout (0.9.1's engine passes the model to RECORD and the queries too):
+
+# %%
+def upstream_stale_registry() -> None:
+    off = verl_fns.replay_off_record_090(live, tokens, live_routes, shared_registry, verl_fns.megatron_config(3, topk))
+    claim("verl 0.9.0 replays through the model's own routers: tokens off the record", off, 0,
+          upstream="verl 0.9.0 set_router_replay_data(..., model=unwrapped_model) (#7340)")
+    with expect_error(AttributeError, match="NoneType"):
+        verl_fns.record_090(live, tokens, shared_registry, verl_fns.megatron_config(3, topk))
+    helper = verl_fns.load_router_utils(registry=shared_registry)["RouterReplayHelper"]
+    with expect_error(RuntimeError, match="does not cover a complete"):
+        helper.get_micro_batch_router_list(verl_fns.megatron_config(3, topk))
+
+
+_ = upstream_cell(upstream_stale_registry, releases=["0.9.0"])
 
 # %% [markdown]
 # The opt-in guard keeps the *hard* failures where replay is on: R2 without recorded routes for the update,
@@ -407,20 +437,21 @@ _ = upstream_cell(upstream_absolute_replay)
 # [1F1B](00_start_here.ipynb#1F1B) schedule, `pp_gather` (verl/utils/megatron/router_replay_utils.py) assembles the
 # whole map. It is a **collective**: every rank must call it. It has two branches:
 #
-# - **The default (non-VPP) path.** The engine merges each micro-batch's routes into one *nested* (jagged) int16
-#   map with `merge_nested_router_maps` (`transformer_impl.py`), one `(tokens, local layers, topk)` tensor per
-#   sequence, and `pp_gather` sends it with `torch.distributed.all_gather_object` on CPU (pickled): no layer count
-#   to exchange, no padding.
-# - **A dense map**, which only the VPP path builds, and only from BSHD inputs (`reorder_and_merge_vpp_layers`
-#   concatenates non-nested maps; nested ones stay nested): the ranks first exchange their layer counts, pad
-#   only the layer dim to the largest stage, send the int16 routes as raw bytes (NCCL has no int16) and strip
-#   the padding.
+# - **The default path, without VPP** (virtual pipeline parallelism: each rank holds several non-adjacent
+#   chunks of layers, and the schedule interleaves them). The engine merges each micro-batch's routes into one
+#   *nested* (jagged) int16 map with `merge_nested_router_maps` (`transformer_impl.py`), one
+#   `(tokens, local layers, topk)` tensor per sequence, and `pp_gather` sends it with
+#   `torch.distributed.all_gather_object` on CPU (pickled): no layer count to exchange, no padding.
+# - **A dense map**, which only the VPP path builds, and only from [BSHD](00_start_here.ipynb#BSHD) inputs
+#   (`reorder_and_merge_vpp_layers` concatenates non-nested maps; nested ones stay nested): the ranks first
+#   exchange their layer counts, pad only the layer dim to the largest stage, send the int16 routes as raw bytes
+#   (NCCL, `torch.distributed`'s GPU backend, has no int16) and strip the padding.
 #
-# Both are upstream's code as released (below); the end of this section runs verl's own `pp_gather` on real gloo
-# ranks on this machine, once per branch.
+# Both are upstream's code as released (the whole function, below); the end of this section runs verl's own
+# `pp_gather` on real gloo ranks on this machine, once per branch.
 
 # %% tags=["upstream-source", "nbval-ignore-output"]
-upstream_source("utils/megatron/router_replay_utils.py", "pp_gather", contains="all_gather")
+upstream_source("utils/megatron/router_replay_utils.py", "pp_gather")
 
 # %% [markdown]
 # Exercise 3.2 and the course's `pipeline.pp_gather` below use the **dense** branch: its wire format is where a
@@ -708,7 +739,7 @@ dense_job = ToyTransformerConfig(num_layers=3, moe_layer_freq=None)  # a config 
 # the ungated positional lifecycle reaches that code with replay off, the gated one never does
 guard_runs = {
     "disabled + empty registry is a no-op": (lambda make: guards.guard_disabled_is_noop(make, sizes),
-        lambda reg: RevertedReplayController("disabled", tf_config=dense_job, registry=reg),
+        lambda reg: PositionalReplayController("disabled", tf_config=dense_job, registry=reg),
         lambda reg: ReplayController("disabled")),
     "the walk meets each decoder layer once": (lambda walk: guards.guard_decoder_scope(walk, sizes),
         lambda m: model_routers(m, scope="model"), model_routers),
@@ -766,13 +797,16 @@ upstream_check()
 
 # %% [markdown]
 # ## Takeaways
-# - Replay exists because one update moves the routing; replay pins the experts the samples were drawn with.
+# - Replay exists because one update moves the routing; replay pins the experts recorded earlier: in the
+#   old-log-prob forward (R2) or at rollout, where the samples were drawn (R3).
 # - A feature's hooks must be **opt-in**: with the mode off, touch nothing. verl 0.9.0 and #7106's branch asked
 #   the positional helper on every forward; #7805 gates the whole lifecycle by the mode, and verl 0.9.1's helper
 #   returns `[]` on an empty registry first. What exactly broke ordinary jobs on the merged #7106 is not
 #   established here.
 # - Collect from **the model being forwarded**, and from its decoder only: globals accumulate stale
-#   routers, and an MTP sibling restarts layer numbering at 1.
+#   routers, and an MTP sibling restarts layer numbering at 1. #7340 (in 0.9.0) moved replay targets there,
+#   which had silently missed the live routers before; 0.9.0's RECORD still read the registry and failed loudly
+#   on a stale one; 0.9.1 walks the model for RECORD and the action queries too.
 # - When two sides must agree on an order (RECORD and REPLAY), make it explicit: sort by layer number,
 #   reject duplicates, and replay by absolute layer when the routes cover every layer, dense ones included.
 #   Shape checks cannot catch a permutation.
@@ -788,7 +822,8 @@ upstream_check()
 # %% [markdown]
 # ## Sources
 # Facts checked against verl 0.9.1 (installed) and 0.9.0 (`.venv/verl-releases/0.9.0`); #7106's branch as stored
-# (head `33a1928c1`, 2026-08-13) and its merge-base `535c47799`. Paths inside verl:
+# (head `33a1928c1`, 2026-08-13) and its merge-base `535c47799`; in verl's git history, #7340's commit `c3747cbd7`
+# is in tag `v0.9.0` and not in `v0.8.0`. Paths inside verl:
 # - `verl/utils/megatron/router_replay_patch.py`: `RouterReplayAction` (RECORD, REPLAY_FORWARD, REPLAY_BACKWARD),
 #   `RouterReplay` (the process-global `router_instances` registry; `get_replay_topk` pops the backward list FIFO
 #   and applies a replay mask with `torch.where`), `apply_router_replay_patch` (clears the registry).
@@ -798,13 +833,16 @@ upstream_check()
 #   `set_router_replay_data` (absolute `layer_number - 1` when the routes cover every decoder layer, else the MoE
 #   ordinal), `pp_gather` (nested: `all_gather_object`; dense: counts, layer padding, uint8 view), `is_moe_layer`,
 #   `RouterReplayHelper.get_micro_batch_router_list` (returns `[]` on an empty registry in 0.9.1).
-# - `verl/workers/engine/megatron/transformer_impl.py`: `enable_routing_replay` and `record_r2_routes` gate every
-#   hook; `forward_step` calls the RECORD merge during the schedule; `pp_gather` runs after it.
+# - `verl/workers/engine/megatron/transformer_impl.py`: the engine's `enable_routing_replay` gates `forward_step`'s
+#   REPLAY hooks, the batch's `enable_routing_replay` flag (`verl/workers/engine_workers.py`) and
+#   `record_r2_routes` gate the rest; `forward_step` calls the RECORD merge during the schedule; `pp_gather` runs
+#   after it. In 0.9.0, `forward_step` already passes `model=unwrapped_model` to `set_router_replay_data`.
 # - `verl/workers/config/engine.py::EngineRouterReplayConfig`: the three modes, validated in `__post_init__`
 #   (`actor.py::RouterReplayConfig` is a legacy class nothing reads); `verl/utils/config.py::
 #   _validate_router_replay_config` rejects R2 with `rollout_correction.bypass_mode=True`.
 # - `verl/utils/megatron_utils.py::get_hf_config_attr`: the text-branch config walk.
-# - PRs: #7805, #7106, #7786, #7340 (the decoder built twice), #5037 (replay by absolute layer), #4101.
+# - PRs: #7805, #7106, #7786, #7340 (the decoder built twice; replay targets and action switches through the
+#   model's own routers, first released in 0.9.0), #5037 (replay by absolute layer), #4101.
 #
 # The toy router, controller and pipeline are the course's own (`verlstudy.lessons.l03_router_replay`); verl's
 # functions run beside them with stand-ins for Megatron (`upstream.py`: TP = CP = 1).

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from verlstudy.common.dist import DistributedRunError, RankOutcome, run_local
 from verlstudy.lessons.l03_router_replay.controller import (
+    PositionalReplayController,
     ReplayController,
-    RevertedReplayController,
     ToyTransformerConfig,
     check_mode,
     layer_is_moe,
@@ -237,21 +237,21 @@ DENSE_JOB = ToyTransformerConfig(num_layers=3, moe_layer_freq=None)  # the cours
 MOE_JOB = ToyTransformerConfig(num_layers=3)
 
 
-def test_reverted_controller_fails_on_an_ordinary_job_in_the_layer_info_code() -> None:
+def test_positional_controller_fails_on_an_ordinary_job_in_the_layer_info_code() -> None:
     for hook in ("begin", "end"):
-        reverted = RevertedReplayController("disabled", tf_config=DENSE_JOB, registry=[])
-        call = getattr(reverted, hook)
+        positional = PositionalReplayController("disabled", tf_config=DENSE_JOB, registry=[])
+        call = getattr(positional, hook)
         with pytest.raises(ValueError, match="unsupported moe_layer_freq NoneType"):
             call(_model(enable_replay=False), forward_only=True) if hook == "begin" else call(_model())
     # the guard `routers and ...` does work once the layer-info code gets through: an empty list is False
     assert positional_router_list(MOE_JOB, []) == []
     assert not positional_action_is(MOE_JOB, [], ReplayAction.RECORD)
     assert (
-        RevertedReplayController("disabled", tf_config=MOE_JOB, registry=[]).begin(_model(), forward_only=True)
+        PositionalReplayController("disabled", tf_config=MOE_JOB, registry=[]).begin(_model(), forward_only=True)
         == "none"
     )
     with pytest.raises(TypeError, match="ToyTransformerConfig"):
-        RevertedReplayController("R2", tf_config=SimpleNamespace(num_layers=3))  # type: ignore[arg-type]
+        PositionalReplayController("R2", tf_config=SimpleNamespace(num_layers=3))  # type: ignore[arg-type]
 
 
 def test_the_layer_info_code() -> None:
@@ -268,22 +268,22 @@ def test_the_layer_info_code() -> None:
     assert positional_action_is(second_stage, routers, ReplayAction.RECORD)
 
 
-def test_reverted_controller_leaks_a_stale_model() -> None:
+def test_positional_controller_leaks_a_stale_model() -> None:
     registry: list[RouterReplay] = []
     old, new = _model(seed=1, registry=registry), _model(seed=2, registry=registry)
     tokens = _tokens()
     old_routes = _record(old, tokens)
     own_routes = _record(new, tokens)
-    reverted = RevertedReplayController("R2", tf_config=MOE_JOB, registry=registry)
-    reverted.begin(new, forward_only=True)  # arms the old model's routers: clears them, records nothing
+    positional = PositionalReplayController("R2", tf_config=MOE_JOB, registry=registry)
+    positional.begin(new, forward_only=True)  # arms the old model's routers: clears them, records nothing
     with torch.no_grad():
         new(tokens)
     with pytest.raises(RuntimeError, match=r"captured nothing for layers \[1, 2, 3\]"):
-        reverted.end(new)
+        positional.end(new)
     for _, r in model_routers(old):  # the old model's stale record is still sitting there
         r.recorded = old_routes[:, r.layer_number - 1]
-    reverted._recording = True
-    leaked = reverted.end(new)
+    positional._recording = True
+    leaked = positional.end(new)
     assert leaked is not None and torch.equal(leaked, old_routes)
     assert rerouted_tokens(own_routes, leaked) > 0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import inspect
 import sys
 from types import SimpleNamespace
 
@@ -14,8 +15,8 @@ from verlstudy.kit import upstream
 from verlstudy.lessons.l03_router_replay import guards
 from verlstudy.lessons.l03_router_replay import upstream as verl_fns
 from verlstudy.lessons.l03_router_replay.controller import (
+    PositionalReplayController,
     ReplayController,
-    RevertedReplayController,
     ToyTransformerConfig,
     record_routes,
 )
@@ -23,6 +24,7 @@ from verlstudy.lessons.l03_router_replay.moe import ReplayAction, TinyMoE
 from verlstudy.lessons.l03_router_replay.routes import (
     local_stage_routes,
     model_routers,
+    recorded_routes,
     rerouted_tokens,
     routes_used,
     set_replay_targets,
@@ -31,6 +33,9 @@ from verlstudy.lessons.l03_router_replay.routes import (
 from verlstudy.lessons.l03_router_replay.text_config import ComposedConfig, ToyConfig
 
 needs_verl = pytest.mark.skipif(not upstream.verl_available(), reason="verl is not installed (make setup)")
+needs_090 = pytest.mark.skipif(
+    not (upstream.verl_available() and upstream.verl_available("0.9.0")), reason="verl 0.9.0 was not fetched"
+)
 SIZES = {"hidden": 8, "num_experts": 4, "topk": 2}
 
 
@@ -145,6 +150,86 @@ def test_upstream_empty_registry_short_circuits_and_is_moe_layer_rejects_a_dense
         verl["is_moe_layer"](dense, 0)
 
 
+# --- verl 0.9.0's lifecycle on a registry holding a discarded decoder (#7340 is in 0.9.0) ----------------
+
+
+def _stale_registry() -> tuple[list, TinyMoE, TinyMoE]:
+    registry: list = []
+    torch.manual_seed(5)
+    orphans = TinyMoE(**SIZES, registry=registry)  # built, registered, discarded
+    live = TinyMoE(**SIZES, registry=registry)
+    return registry, orphans, live
+
+
+def test_load_router_utils_knows_only_the_releases_it_runs() -> None:
+    with pytest.raises(ValueError, match="release must be one of"):
+        verl_fns.load_router_utils(release="0.8.0")
+
+
+@needs_090
+def test_bshd_packers_of_090_are_091s_so_091s_serve_both() -> None:
+    from verlstudy.kit.show import symbol_lines
+
+    new, old = (upstream.upstream_file("models/mcore/util.py", release)[0] for release in (None, "0.9.0"))
+    for name in ("preprocess_packed_seqs", "postprocess_packed_seqs"):
+        assert symbol_lines(new, name)[1] == symbol_lines(old, name)[1]
+
+
+@needs_090
+def test_090_replays_through_the_model_so_a_stale_registry_does_not_miss() -> None:
+    registry, orphans, live = _stale_registry()
+    tokens = _tokens()
+    routes = _recorded(live, tokens)
+    old = verl_fns.load_router_utils(registry, release="0.9.0")
+    assert "model" not in inspect.signature(old["merge_router_topk_indices"]).parameters  # 0.9.0's, not 0.9.1's
+    with torch.no_grad():  # native routing now picks the other experts of every token: a miss would show
+        for layer in live.decoder:
+            layer.router.linear.weight.neg_()
+    config = verl_fns.megatron_config(3, 2)
+    assert verl_fns.replay_off_record_090(live, tokens, routes, registry, config) == 0
+    assert all(r.target is None for _, r in model_routers(orphans))  # the targets went to the live routers only
+    with pytest.raises(TypeError, match="1-D"):
+        verl_fns.replay_off_record_090(live, tokens.unsqueeze(0), routes, registry, config)
+
+
+@needs_090
+def test_090_positional_replay_would_have_missed_the_live_routers() -> None:
+    # the planted difference: 0.9.0's same function without model= (its pre-#7340 path) arms the orphans
+    registry, orphans, live = _stale_registry()
+    tokens = _tokens()
+    routes = _recorded(live, tokens)
+    old = verl_fns.load_router_utils(registry, release="0.9.0")
+    old["set_router_replay_data"](
+        routes.unsqueeze(0), torch.ones(1, tokens.numel(), dtype=torch.bool), verl_fns.megatron_config(3, 2)
+    )
+    assert all(r.target is not None for _, r in model_routers(orphans))
+    assert all(r.target is None for _, r in model_routers(live))
+
+
+@needs_090
+def test_090_record_fails_loudly_on_a_stale_registry_and_merges_a_clean_one() -> None:
+    registry, _, live = _stale_registry()
+    tokens = _tokens()
+    config = verl_fns.megatron_config(3, 2)
+    with pytest.raises(AttributeError, match="NoneType"):
+        verl_fns.record_090(live, tokens, registry, config)
+    clean: list = []
+    model = TinyMoE(**SIZES, registry=clean)
+    merged = verl_fns.record_090(model, tokens, clean, config)
+    assert len(merged) == 1 and merged[0].dtype == torch.uint8  # 0.9.0's value cast
+    assert torch.equal(merged[0][0].to(torch.int16), recorded_routes(model))
+    assert verl_fns.record_090(model, tokens, [], config) == []  # no routers: the positional query says no
+
+
+@needs_verl
+def test_091_positional_helper_refuses_a_stale_registry() -> None:
+    registry, _, _ = _stale_registry()
+    helper = verl_fns.load_router_utils(registry=registry)["RouterReplayHelper"]
+    with pytest.raises(RuntimeError, match="does not cover a complete"):
+        helper.get_micro_batch_router_list(verl_fns.megatron_config(3, 2))
+    verl_fns.load_router_utils()  # leave the shared copy's registry empty
+
+
 @needs_verl
 def test_upstream_config_walk_on_the_lesson_cases() -> None:
     get_hf_config_attr = verl_fns.load_hf_config_attr()
@@ -164,7 +249,7 @@ def test_upstream_config_walk_on_the_lesson_cases() -> None:
 def test_guard_disabled_is_noop() -> None:
     dense = ToyTransformerConfig(num_layers=3, moe_layer_freq=None)
     assert not guards.guard_disabled_is_noop(
-        lambda reg: RevertedReplayController("disabled", tf_config=dense, registry=reg), SIZES
+        lambda reg: PositionalReplayController("disabled", tf_config=dense, registry=reg), SIZES
     )
     assert guards.guard_disabled_is_noop(lambda reg: ReplayController("disabled"), SIZES)
 

@@ -2,7 +2,7 @@
 
 Modules: `moe` (one router's replay state, the toy MoE), `routes` (collected from the forwarded model's
 decoder, stacked by layer number, replayed by absolute layer), `controller` (the opt-in lifecycle and
-a positional, ungated one of the shape verl 0.9.0 and #7106's branch share), `pipeline` (`pp_gather`'s
+a positional, ungated one of verl 0.8.0's shape, before #7340), `pipeline` (`pp_gather`'s
 dense branch and its uint8 wire format), `setup` (the notebook's parameters, validated),
 `text_config` (the text-branch config walk), `guards` (the guard tests as predicates, run on the bug
 and on the fix), `upstream` (verl's own functions on the toy model, and the comparisons); `checks`

@@ -1,14 +1,16 @@
-"""The replay lifecycle: opt-in and model-scoped (#7805) versus positional and ungated (verl 0.9.0, #7106's branch).
+"""The replay lifecycle: opt-in and model-scoped (#7805) versus positional and ungated (verl 0.8.0, before #7340).
 
-As upstream's `verl/workers/engine/megatron/transformer_impl.py` (`enable_routing_replay = mode !=
-"disabled"` gates every hook) and `verl/utils/config.py::_validate_router_replay_config` (R2 rejected
-with `bypass_mode=True`), verl 0.9.1:
+As upstream's `verl/workers/engine/megatron/transformer_impl.py` (every hook gated by the mode: the engine's
+`enable_routing_replay`, set from `router_replay.mode`, gates `forward_step`'s REPLAY hooks; the batch's
+`enable_routing_replay` flag and `record_r2_routes` gate the rest) and
+`verl/utils/config.py::_validate_router_replay_config` (R2 rejected with `bypass_mode=True`), verl 0.9.1:
 
 - `check_mode`: the three modes `"disabled" | "R2" | "R3"`;
 - `ReplayController`: the lifecycle gated by the mode and scoped to the forwarded model;
-  `RevertedReplayController` with `ToyTransformerConfig`, `positional_router_list`, `positional_action_is`:
-  a positional, ungated lifecycle (the shape shared by verl 0.9.0 and #7106's branch as stored, head
-  33a1928c1), not a reproduction of #7106's failure, which the course has not reproduced;
+  `PositionalReplayController` with `ToyTransformerConfig`, `positional_router_list`, `positional_action_is`:
+  a positional, ungated lifecycle, verl 0.8.0's shape (before #7340, commit c3747cbd7, first released in
+  0.9.0); not 0.9.0's (#7340 already replays there through the model's own routers) and not a
+  reproduction of #7106's failure, which the course has not reproduced;
 - `record_routes`, `replay_off_record`, `recompute_off_record`: one forward (or a 1F1B recompute)
   under a controller, each a few calls of the notebook's experiments.
 """
@@ -35,8 +37,8 @@ from verlstudy.lessons.l03_router_replay.routes import (
 
 __all__ = [
     "MODES",
+    "PositionalReplayController",
     "ReplayController",
-    "RevertedReplayController",
     "ToyTransformerConfig",
     "check_mode",
     "layer_is_moe",
@@ -61,7 +63,7 @@ def check_mode(mode: object) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# The lifecycle: opt-in and model-scoped (#7805) versus registry-first (#7106, reverted)
+# The lifecycle: opt-in and model-scoped (#7805) versus positional and ungated (verl 0.8.0)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -145,7 +147,7 @@ class ToyTransformerConfig:
     """The Megatron TransformerConfig fields the positional layer-info code reads (the course's stand-in).
 
     `moe_layer_freq`: 1 (every layer MoE, Megatron's default), k (every k-th), a per-layer 0/1 list, or None,
-    which the layer-info code rejects (in verl 0.9.0 as on #7106's branch: not #7106's regression).
+    which the layer-info code rejects (in verl 0.8.0 and 0.9.0 as on #7106's branch: not #7106's regression).
     """
 
     num_layers: int
@@ -175,10 +177,13 @@ def stage_layer_range(config: ToyTransformerConfig) -> tuple[int, int]:
 
 
 def positional_router_list(config: ToyTransformerConfig, registry: list[RouterReplay]) -> list[RouterReplay]:
-    """A positional `get_micro_batch_router_list` (0.9.0's and #7106's shape): layer-info code first, then a slice.
+    """A positional `get_micro_batch_router_list`: layer-info code first, then a slice of the registry.
 
     The rank's layer range and `layer_is_moe` of every layer before and inside it are computed on
-    every call, before anything looks at the registry (which may be empty).
+    every call, before anything looks at the registry (which may be empty), as in verl 0.8.0, 0.9.0 and
+    #7106's branch. The slice is #7106's (head 33a1928c1): from the MoE layers before this rank's, or from
+    0 when the registry holds only this rank's routers; 0.8.0 and 0.9.0 slice from the front without
+    VPP, the same slice at PP = 1.
     """
     start, end = stage_layer_range(config)
     offset = sum(layer_is_moe(config, i) for i in range(start))
@@ -189,20 +194,25 @@ def positional_router_list(config: ToyTransformerConfig, registry: list[RouterRe
 
 
 def positional_action_is(config: ToyTransformerConfig, registry: list[RouterReplay], action: ReplayAction) -> bool:
-    """0.9.0's and #7106's `is_r2_record_action` & co.: `routers and routers[0].action is ...` after the list."""
+    """`is_r2_record_action` & co. of 0.8.0, 0.9.0 and #7106: `routers and routers[0].action is ...` after the list."""
     routers = positional_router_list(config, registry)
     return bool(routers) and routers[0].action is action
 
 
-class RevertedReplayController(ReplayController):
-    """A positional, ungated lifecycle: the shape shared by verl 0.9.0 and #7106's branch (head 33a1928c1).
+class PositionalReplayController(ReplayController):
+    """A positional, ungated lifecycle: verl 0.8.0's shape, before #7340 (commit c3747cbd7, first in 0.9.0).
 
-    Not a reproduction of #7106's failure (the course has not reproduced it). There, as in 0.9.0,
-    `forward_backward_batch` and `forward_step` ask `RouterReplayHelper.is_*_action` on every forward
-    whatever the mode; each asks `get_micro_batch_router_list`, which runs layer-info code before slicing
-    the registry. Here every hook calls `positional_action_is` first, then looks at the mode, and takes
-    routers by position from the registry: a config the layer-info code rejects fails even with replay
-    off, and a registry holding a stale model's routers hands those back instead of this model's.
+    Every hook calls `positional_action_is` first, then looks at the mode: `forward_backward_batch` and
+    `forward_step` ask `RouterReplayHelper.is_*_action` on every forward whatever the mode in 0.8.0, as in
+    0.9.0 and on #7106's branch (head 33a1928c1), and each asks `get_micro_batch_router_list`, which runs
+    layer-info code before slicing the registry. So a config the layer-info code rejects fails even with
+    replay off. Then targets, action switches and RECORD go to routers taken by position from the
+    registry, as in 0.8.0: a registry holding a discarded decoder's routers in front hands those the
+    targets, and the live model routes natively with no error (#7340's description). RECORD from such a
+    registry fails (here a RuntimeError naming the layers; 0.8.0's and 0.9.0's merge raise AttributeError on
+    the orphans' `recorded_topk_idx` of None). Not 0.9.0's lifecycle: #7340 already gives targets and
+    switches to the forwarded model's routers there. Not a reproduction of #7106's failure either (the
+    course has not reproduced it).
     """
 
     def __init__(
@@ -238,7 +248,7 @@ class RevertedReplayController(ReplayController):
             return "record"
         if routes is None:
             raise RuntimeError(f"router_replay.mode={self.mode!r}: no routes for this forward")
-        for column, router in enumerate(routers):  # positional: column i goes to the i-th registered router
+        for column, router in enumerate(routers):  # column i to the i-th router of the slice (0.8.0, all-MoE)
             router.set_target(routes[:, column], mask)
             router.set_action(ReplayAction.REPLAY_FORWARD)
         self._recording = False

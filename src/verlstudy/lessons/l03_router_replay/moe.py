@@ -60,7 +60,9 @@ class ReplayAction(Enum):
 # ---------------------------------------------------------------------------------------------
 
 # Process-global, like upstream's `RouterReplay.router_instances`: every replay-enabled router built
-# in this process appends itself here, whichever model it belongs to, and nothing ever removes it.
+# in this process appends itself here, whichever model it belongs to. Upstream empties its registry only
+# in `apply_router_replay_patch`, which the engine calls when it is built with replay on; the course
+# never empties this one.
 ROUTER_REGISTRY: list[RouterReplay] = []
 
 
@@ -123,7 +125,8 @@ class RouterReplay:
         self.set_target(topk_indices, replay_mask)
 
     def clear(self) -> None:
-        """Forget recorded and target routes and the action (verl calls this after each step)."""
+        """Forget recorded and target routes and the action (verl clears them at the end of every
+        `forward_backward_batch` with replay on: after each log-prob pass and each mini-batch update)."""
         self.action = None
         self.recorded = None
         self.target = None
@@ -217,7 +220,11 @@ class MoELayer(nn.Module):
 
 
 class DenseLayer(nn.Module):
-    """x + x @ W: a decoder layer without a router (DeepSeek-style dense layers between MoE layers)."""
+    """x + x @ W: a decoder layer without a router, anywhere a per-layer `moe_layer_freq` list puts a 0.
+
+    (DeepSeek-V3's dense layers are its first k, `first_k_dense_replace`; the toy also allows one between
+    MoE layers.)
+    """
 
     def __init__(self, hidden: int, layer_number: int) -> None:
         super().__init__()

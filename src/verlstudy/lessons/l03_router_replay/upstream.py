@@ -10,7 +10,10 @@ rank), `FakePackedSeqParams`, identity sequence-parallel gather/scatter (TP = 1)
 inputs with an attention mask), and `device_name` is `"cpu"`; the packing that runs is upstream's BSHD
 `preprocess_packed_seqs` / `postprocess_packed_seqs`. The sorting, that packing, layer indexing and error
 checks are upstream's code as released. `megatron_config` builds the TransformerConfig fields they read.
-`compare_config_attr` and `compare_merge` are the generated-case comparisons of `verlstudy verify-upstream`.
+`replay_off_record_090` and `record_090` run verl 0.9.0's replay lifecycle on a registry holding a discarded
+decoder's routers (targets through the model's own routers since #7340; RECORD through the registry's
+positional slice). `compare_config_attr` and `compare_merge` are the generated-case comparisons of
+`verlstudy verify-upstream`.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from verlstudy.kit.params import positive_int
 from verlstudy.kit.upstream import Comparison, report_check
 from verlstudy.lessons.l03_router_replay.moe import ReplayAction, RouterReplay, TinyMoE, TopKRouter
 from verlstudy.lessons.l03_router_replay.pipeline import toy_global_routes
-from verlstudy.lessons.l03_router_replay.routes import local_stage_routes, model_routers
+from verlstudy.lessons.l03_router_replay.routes import local_stage_routes, model_routers, rerouted_tokens, routes_used
 from verlstudy.lessons.l03_router_replay.text_config import get_text_config_attr
 
 ROUTER_UTILS = "utils/megatron/router_replay_utils.py"
@@ -120,9 +123,27 @@ def _thd_not_used(*args: object, **kwargs: object) -> None:
     raise NotImplementedError("the lesson feeds BSHD inputs with an attention mask; the THD path is not run")
 
 
+# What the lesson runs of each release: verl 0.9.1's functions, and 0.9.0's lifecycle on a stale registry.
+_NAMES = {
+    None: (
+        "merge_router_topk_indices",
+        "set_router_replay_data",
+        "iter_model_routers",
+        "is_moe_layer",
+        "pp_gather",
+        "merge_nested_router_maps",
+        "RouterReplayHelper",
+    ),
+    "0.9.0": ("merge_router_topk_indices", "set_router_replay_data", "RouterReplayHelper"),
+}
+
+
 @functools.cache
-def _router_utils() -> tuple[dict, types.SimpleNamespace, FakeParallelState]:
-    # Loaded once per process (forked gloo ranks inherit it); the pipeline layout is set per call on `mpu`.
+def _router_utils(release: str | None = None) -> tuple[dict, types.SimpleNamespace, FakeParallelState]:
+    # Loaded once per process and release (forked gloo ranks inherit it); the pipeline layout is set per call
+    # on `mpu`. The BSHD packers are 0.9.1's for both releases: 0.9.0's are the same lines (a test checks).
+    if release not in _NAMES:
+        raise ValueError(f"release must be one of {sorted(_NAMES, key=str)}, got {release!r}")
     mpu = FakeParallelState()
     packing = upstream.load_upstream(
         "models/mcore/util.py",
@@ -147,28 +168,23 @@ def _router_utils() -> tuple[dict, types.SimpleNamespace, FakeParallelState]:
         "is_vp_last_stage": lambda vp_stage, vp_size: True,
         **packing,
     }
-    names = [
-        "merge_router_topk_indices",
-        "set_router_replay_data",
-        "iter_model_routers",
-        "is_moe_layer",
-        "pp_gather",
-        "merge_nested_router_maps",
-    ]
-    return upstream.load_upstream(ROUTER_UTILS, [*names, "RouterReplayHelper"], provided), replay_class, mpu
+    return upstream.load_upstream(ROUTER_UTILS, _NAMES[release], provided, release=release), replay_class, mpu
 
 
-def load_router_utils(registry: list[RouterReplay] | None = None, pp: int = 1, pp_rank: int = 0) -> dict:
+def load_router_utils(
+    registry: list[RouterReplay] | None = None, pp: int = 1, pp_rank: int = 0, release: str | None = None
+) -> dict:
     """verl's own router-replay functions, running on the toy model (`registry` is `RouterReplay.router_instances`).
 
-    Loaded from source once per process; each call sets the pipeline layout upstream's `mpu` answers with
-    (`pp` stages, this process is stage `pp_rank`) and points `RouterReplay.router_instances` at `registry`,
-    for the functions of every call alike.
+    Loaded from source once per process (`release=None`: the installed 0.9.1; `"0.9.0"`: the functions of
+    0.9.0's replay lifecycle); each call sets the pipeline layout upstream's `mpu` answers with (`pp`
+    stages, this process is stage `pp_rank`) and points `RouterReplay.router_instances` at `registry`, for
+    the functions of every call of that release alike.
     """
     layout = FakeParallelState(pp, pp_rank)  # validates both before anything changes
     if registry is not None and not isinstance(registry, list):
         raise TypeError(f"registry must be a list of RouterReplay, got {type(registry).__name__}")
-    functions, replay_class, mpu = _router_utils()
+    functions, replay_class, mpu = _router_utils(release)
     mpu.pp, mpu.pp_rank = layout.pp, layout.pp_rank
     replay_class.router_instances = [] if registry is None else registry
     return functions
@@ -257,6 +273,57 @@ def upstream_stage_outcome(model: nn.Module, batch: int, seq: int, topk: int) ->
         return "map", upstream_record_map(model, batch, seq, config)
     except RuntimeError as e:
         return "raises", f"RuntimeError: {str(e).split(':')[0]}"
+
+
+def _one_sequence(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 1:
+        raise TypeError("tokens must be a 1-D tensor of token ids")
+    input_ids = tokens.unsqueeze(0)  # one sequence holding every token, every position valid
+    return input_ids, torch.ones_like(input_ids, dtype=torch.bool)
+
+
+def replay_off_record_090(
+    model: nn.Module, tokens: torch.Tensor, routes: torch.Tensor, registry: list, tf_config: types.SimpleNamespace
+) -> int:
+    """verl 0.9.0's REPLAY of one micro-batch with `RouterReplay.router_instances = registry`, on `model`.
+
+    As 0.9.0's engine: every registered router is cleared and set to REPLAY_FORWARD (`clear_global_indices`,
+    `set_global_router_replay_action`); `forward_step` asks `is_replay_forward_action` (positional) and calls
+    `set_router_replay_data(..., model=model)` (#7340); one forward without grad. Returns the tokens whose
+    experts left `routes` (tokens, layers, topk), by `rerouted_tokens`.
+    """
+    fns = load_router_utils(registry, release="0.9.0")
+    for router in registry:
+        router.clear()
+        router.set_action(ReplayAction.REPLAY_FORWARD)
+    _, mask = _one_sequence(tokens)
+    if fns["RouterReplayHelper"].is_replay_forward_action(tf_config):
+        fns["set_router_replay_data"](routes.unsqueeze(0), mask, tf_config, model=model)
+    with torch.no_grad():
+        model(tokens)
+    return rerouted_tokens(routes, routes_used(model))
+
+
+def record_090(model: nn.Module, tokens: torch.Tensor, registry: list, tf_config: types.SimpleNamespace) -> list:
+    """verl 0.9.0's R2 RECORD with `RouterReplay.router_instances = registry`: what its merge makes of it.
+
+    As 0.9.0's engine: every registered router is cleared and set to RECORD (`clear_global_indices`,
+    `set_global_router_replay_action`), `model` runs one forward, and `forward_step` asks
+    `is_r2_record_action` and calls `merge_router_topk_indices`, both through the positional slice.
+    A full mask stands in for 0.9.0's THD inputs (the routers are read before any packing). Returns the
+    merged maps; upstream's own errors propagate.
+    """
+    fns = load_router_utils(registry, release="0.9.0")
+    for router in registry:
+        router.clear()
+        router.set_action(ReplayAction.RECORD)
+    with torch.no_grad():
+        model(tokens)
+    input_ids, mask = _one_sequence(tokens)
+    merged: list = []
+    if fns["RouterReplayHelper"].is_r2_record_action(tf_config):
+        fns["merge_router_topk_indices"](mask, input_ids, merged, tf_config)
+    return merged
 
 
 def upstream_decoder_layers(model: nn.Module) -> list[int]:
