@@ -80,6 +80,22 @@ def test_an_endless_loop_is_reported_not_waited_for(monkeypatch):
     assert "did not return within 0.2 s" in verdict(loops, edge_cases=[([1],)])
 
 
+def test_a_generated_input_that_hangs_is_waited_for_once_not_once_per_shrink_step(monkeypatch):
+    monkeypatch.setattr(properties, "CALL_TIMEOUT_S", 0.2)
+    hangs = []
+
+    def loops_on_long_lists(xs):
+        if len(xs) > 3:  # only generated inputs reach this: hypothesis would shrink it, re-running each step
+            hangs.append(list(xs))
+            while True:
+                time.sleep(0.01)
+        return reference_sum_of_squares(xs)
+
+    message = verdict(loops_on_long_lists)
+    assert "did not return within 0.2 s" in message
+    assert len(hangs) == 1 and repr(hangs[0]) in message  # the hung input itself, reported unshrunk
+
+
 def test_a_stub_propagates_as_not_attempted():
     def stub(xs):
         raise NotImplementedError("exercise 9.9")
@@ -235,6 +251,22 @@ def test_an_exercise_failure_inside_a_guard_is_not_read_as_the_guard_failing():
 
     with pytest.raises(ExerciseFailure, match="own verdict"):
         guard_verdict(guard, abs)
+
+
+def test_a_check_of_plain_python_does_not_import_torch():
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from hypothesis import strategies as st\n"
+        "from verlstudy.kit.properties import compare_on_inputs\n"
+        "compare_on_inputs(sorted, lambda xs: sorted(xs), inputs=st.tuples(st.lists(st.integers())))\n"
+        "print('torch' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "False"  # importing torch would cost a learner's first check seconds
 
 
 def test_a_check_runs_on_one_thread_and_gives_the_learner_their_setting_back():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -120,9 +121,12 @@ def storage_in_course_cache() -> Iterator[None]:
 @contextmanager
 def one_thread() -> Iterator[None]:
     """torch on one thread inside the block: a checker's tiny tensors run faster without the thread pool (on a busy
-    laptop it costs milliseconds per op), and the learner's thread setting is restored afterwards."""
-    import torch
-
+    laptop it costs milliseconds per op), and the learner's thread setting is restored afterwards. Where torch is not
+    imported yet (a checker of plain Python, called outside a notebook) it is left unimported: that costs seconds."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

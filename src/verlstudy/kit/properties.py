@@ -219,6 +219,7 @@ class PropertyCheck:
     show: Callable[[tuple[Any, ...], Mapping[str, Any]], str] | None = None
     may_change: Sequence[int] = ()  # positions of arguments the learner is asked to change (a model to load into)
     tried: int = 0
+    hung: _Mismatch | None = None  # the first input the learner's function did not return on
 
     def _show(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
         return self.show(args, kwargs) if self.show else describe_call(self.name, args, kwargs)
@@ -231,6 +232,12 @@ class PropertyCheck:
     def try_input(self, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None = None) -> None:
         """Call both functions on copies of one input; raise _Mismatch when the learner's is wrong there."""
         kwargs = dict(kwargs or {})
+        if self.hung is not None:
+            # hypothesis shrinks a failing input by re-running the test: after a hang each re-run would wait the
+            # whole time limit again (a minute, silent), so the hung input is reported as it is, unshrunk
+            if self._show(args, kwargs) == self.hung.call:
+                raise self.hung
+            return
         self.tried += 1
         want = self.reference(*copy.deepcopy(args), **copy.deepcopy(kwargs))
         given_args, given_kwargs = copy.deepcopy(args), copy.deepcopy(kwargs)
@@ -241,7 +248,8 @@ class PropertyCheck:
             raise
         except NoReturn:
             endless = f" did not return within {CALL_TIMEOUT_S:g} s (an endless loop?)"
-            raise self._mismatch(args, kwargs, endless) from None
+            self.hung = self._mismatch(args, kwargs, endless)
+            raise self.hung from None
         except Exception as e:
             raise self._mismatch(args, kwargs, f" raised {type(e).__name__}: {e}") from None
         kept = [i for i in range(len(args)) if i not in self.may_change]
