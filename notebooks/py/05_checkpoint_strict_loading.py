@@ -6,8 +6,9 @@
 # setting `actor_rollout_ref.actor.checkpoint.strict=False`: GLM-5.2's [MTP](00_start_here.ipynb#MTP) layers are
 # built neither for training nor for [rollout](00_start_here.ipynb#rollout), so the strict Hugging Face export
 # (written by Megatron-Bridge, which converts [Megatron](00_start_here.ipynb#Megatron) weights to Hugging Face's
-# format) could not write a complete checkpoint (with Megatron-Bridge v0.5.0 it silently leaves out every shard
-# that holds an MTP tensor). The flag fixes the recipe, and switches the check off for every other weight too.
+# format) could not write a complete checkpoint (with Megatron-Bridge v0.5.0 it leaves out every shard that holds
+# an MTP tensor, with warnings but no error). The flag fixes the recipe, and switches the check off for every
+# other weight too.
 #
 # **You will** read where verl hands `strict` to the export, watch a toy export drop whole shards (Megatron-Bridge
 # v0.5.0, the recipe's pin) and succeed (v0.6.0), see `strict=False` write an export that lost a real layer, and
@@ -81,43 +82,58 @@ claim("source tensors the trained model does not have", missing_count, expected=
 
 # %% [markdown]
 # ## verl's own save path hands `strict` to the export
-# First verl's own lines, read from the installed 0.9.1: the config field, the property that decides whether
-# a save exports HF weights, and the one call that reads `strict`.
+# First verl's own lines, read from the installed 0.9.1: the config field with its docstring line, the property
+# that decides whether a save exports HF weights, and the method that makes the export call.
 
 # %% tags=["upstream-source", "nbval-ignore-output"]
-upstream_source("trainer/config/config.py", "CheckpointConfig", contains="strict", context=2)
+upstream_source("trainer/config/config.py", "CheckpointConfig", contains="strict: bool", context=12)
 upstream_source("utils/checkpoint/megatron_checkpoint_manager.py", "MegatronCheckpointManager.should_save_hf_model")
 _ = upstream_source("utils/checkpoint/megatron_checkpoint_manager.py",
-                    "MegatronCheckpointManager._save_model_as_hf_via_bridge", contains="strict=", context=4)
+                    "MegatronCheckpointManager._save_model_as_hf_via_bridge")
 
 # %% [markdown]
-# Read them in order. `CheckpointConfig.strict` defaults to `True` ("Whether to perform strict validation during
-# weight export"); the recipe's override `actor_rollout_ref.actor.checkpoint.strict=False` lands there through
-# Hydra (see [Hydra](00_start_here.ipynb#Hydra)). `should_save_hf_model` is true when `"model"` is saved and
-# `use_dist_checkpointing` is off, which the recipe sets, so *every* checkpoint save exports HF weights (the
-# recipe ships with `trainer.save_freq=-1`, so only once saving is turned on). In `_save_model_as_hf_via_bridge`,
-# with no PEFT (parameter-efficient fine-tuning such as LoRA: small adapter weights trained instead of the model)
-# and `vanilla_mbridge=False`, the else-branch calls Megatron-Bridge's
-# `save_hf_weights(self.model, hf_ckpt_path, strict=self.checkpoint_config.strict)`: the only reader of the flag.
+# Read them in order. `CheckpointConfig.strict: bool = True`, "Whether to perform strict validation during weight
+# export"; the recipe's override `actor_rollout_ref.actor.checkpoint.strict=False` lands there through
+# Hydra (see [Hydra](00_start_here.ipynb#Hydra)). `should_save_hf_model` is true when `"hf_model"` is in
+# `save_contents`, or when `"model"` is and `use_dist_checkpointing` is off. That switch picks the format of the
+# `model` slot: on, Megatron's own sharded format (`megatron.core.dist_checkpointing`, under `model/dist_ckpt/`);
+# off, HF weights through the bridge (`MegatronCheckpointManager`'s docstring). The
+# recipe keeps the default `save_contents` (model, optimizer, extra) and sets `use_dist_checkpointing=False`, so
+# *every* checkpoint save exports HF weights (the recipe ships with `trainer.save_freq=-1`, so only once saving is
+# turned on). `_save_model_as_hf_via_bridge` has three branches. `self.vanilla_bridge` follows the config key
+# `vanilla_mbridge` (the deprecated legacy `mbridge` backend; the manager derives it as `self.provider is None`,
+# and the engine, `workers/engine/megatron/transformer_impl.py`, leaves the provider None exactly then): it calls
+# `save_weights`, without `strict`. Otherwise, with PEFT (parameter-efficient fine-tuning such as LoRA: small
+# adapter weights trained instead of the model), it calls `save_hf_adapter`, without `strict`. Only Megatron-Bridge
+# without PEFT, the recipe's case, calls `save_hf_weights(self.model, hf_ckpt_path, strict=self.checkpoint_config.strict)`:
+# the only reader of the flag.
 #
 # The next cell runs those two methods, cut out of verl's source, on a stand-in manager whose bridge is the
-# course's `CourseBridge` (its `save_hf_weights` runs the course's export below, as Megatron-Bridge v0.5.0).
+# course's `CourseBridge` (its `save_hf_weights` runs the course's export below, as Megatron-Bridge v0.5.0; its
+# other two exports are only recorded), with the recipe's settings and then with each thing changed once.
 
 # %%
 from verlstudy.kit.upstream import upstream_cell
-from verlstudy.lessons.l05_checkpoint.upstream import CourseBridge, verl_save
+from verlstudy.lessons.l05_checkpoint.upstream import (DEFAULT_SAVE_CONTENTS, CourseBridge, load_manager_methods,
+                                                       verl_save)
 
 
 def through_verl() -> None:
-    for strict, dist_ckpt in ((True, False), (False, False), (True, True)):
+    methods, calls = load_manager_methods(), {}
+    with_hf_model = (*DEFAULT_SAVE_CONTENTS, "hf_model")
+    settings = {"recipe (strict=True)": {}, "strict=False": {"strict": False},
+                "use_dist_checkpointing": {"use_dist_checkpointing": True},
+                "use_dist_checkpointing + hf_model": {"use_dist_checkpointing": True, "save_contents": with_hf_model},
+                "PEFT": {"peft": True}, "vanilla_mbridge": {"vanilla_bridge": True}}
+    for name, changed in settings.items():
         bridge = CourseBridge(index)
-        saved = verl_save(bridge, trained, strict=strict, use_dist_checkpointing=dist_ckpt)
-        outcome = type(bridge.calls[0]["outcome"]).__name__ if bridge.calls else "-"
-        print(f"strict={strict!s:<5} use_dist_checkpointing={dist_ckpt!s:<5} HF export: {saved!s:<5} "
-              f"calls: {[(c['method'], c['strict']) for c in bridge.calls]} -> {outcome}")
-        claim(f"verl runs the HF export with strict={strict}, dist ckpt {dist_ckpt}", saved == (not dist_ckpt)
-              and [c["strict"] for c in bridge.calls] == ([strict] if saved else []),
-              upstream="verl 0.9.1 megatron_checkpoint_manager.py::_save_model_as_hf_via_bridge")
+        verl_save(bridge, trained, methods=methods, **({"strict": True} | changed))
+        calls[name] = [(c["method"], c["strict"]) for c in bridge.calls]
+        print(f"{name:<34} calls: {calls[name]}")
+    claim("strict reaches the export only through save_hf_weights", list(calls.values()) == [
+        [("save_hf_weights", True)], [("save_hf_weights", False)], [], [("save_hf_weights", True)],
+        [("save_hf_adapter", None)], [("save_weights", None)]],
+        upstream="verl 0.9.1 megatron_checkpoint_manager.py: should_save_hf_model, _save_model_as_hf_via_bridge")
 
 
 _ = upstream_cell(through_verl)
@@ -127,8 +143,9 @@ _ = upstream_cell(through_verl)
 # `export_hf_weights` is the course's reconstruction of Megatron-Bridge's `save_generator` (see `export.py` for
 # the facts it carries). As v0.5.0 does (the recipe's pin), a strict export writes a shard only once every
 # tensor the source index puts in it has arrived. The MTP tensors never arrive, so every shard holding one is
-# not written at all, and the export only prints how many tensors it did not write. The count includes *real*
-# tensors that shared a shard with MTP tensors.
+# not written at all. The export raises nothing; its log (v0.5.0 prints the same facts in its own words) names
+# each incomplete shard and the MTP keys it never received, but of the *real* tensors that shared those shards
+# it gives only a count, then the total not written. The last line, the course's, names them.
 
 # %%
 pinned = export_hf_weights(trained.state_dict(), index, strict=True, bridge="v0.5.0")  # the recipe's pin
@@ -363,7 +380,13 @@ claim("guard fails on the renamed converter", not exports_faithfully(renamed))
 
 # %% [markdown]
 # ## The recipe's dependency refs
-# The same PR corrected the Megatron-LM and MegatronAdaptor refs in the recipe's header. NVIDIA Megatron-LM
+# The same PR corrected the Megatron-LM and MegatronAdaptor refs in the recipe's header, in two ways (#7788's copy
+# in yellowbee686/verl@89dad2d7 against #7836's in zhtmike/verl@946020d): Megatron-LM moved from the branch
+# `core_r0.18.0` (commit dc0ee41) to the tag `core_v0.18.0` (ba7b5eb); MegatronAdaptor kept its branch name
+# `core_r0.18.0` and only moved its commit (746fe27 to eb0e504). The naming question below is Megatron-LM's.
+# MindSpeed and MegatronAdaptor are the [Ascend](00_start_here.ipynb#Ascend) side of the stack: MindSpeed is
+# Huawei's Ascend acceleration library for Megatron, MegatronAdaptor its Ascend adaptation plugin for Megatron
+# (Huawei's MindSpeed documentation; lesson 06 shows how the adaptor is loaded). NVIDIA Megatron-LM
 # publishes releases as *tags* named `core_vX.Y.Z`; the recipe pins the Ascend repos (MindSpeed, MegatronAdaptor)
 # to *branches* named `core_rX.Y.Z` (its header; the Ascend Dockerfile after #7827 clones MindSpeed
 # `--branch core_r0.18.0`). Megatron-LM *also* has `core_rX.Y.Z` release branches
@@ -447,10 +470,12 @@ upstream_check()
 
 # %% [markdown]
 # ## Takeaways
-# - In verl 0.9.1 `checkpoint.strict` is passed to one call, Megatron-Bridge's `save_hf_weights`; with
-#   `use_dist_checkpointing=False` every checkpoint save runs it. The recipe ships with `save_freq=-1`.
+# - In verl 0.9.1 `checkpoint.strict` is passed to one call, Megatron-Bridge's `save_hf_weights`, which runs
+#   with Megatron-Bridge (`vanilla_mbridge=False`) and no PEFT when the save holds `"hf_model"`, or `"model"`
+#   with `use_dist_checkpointing=False`: in the recipe every checkpoint save. The recipe ships with `save_freq=-1`.
 # - A model built without MTP never yields the source's MTP tensors: strict leaves their shards unwritten
-#   (real tensors sharing them included) and only prints the count in Megatron-Bridge v0.5.x, the recipe's pin;
+#   (real tensors sharing them included) and raises nothing in Megatron-Bridge v0.5.x, the recipe's pin (its
+#   log names the missing MTP keys but only counts the real tensors lost);
 #   v0.6.0 (#4189) strips the MTP keys of an MTP-less model and exports it strictly, and (#4513) raises
 #   whenever tensors still stay unwritten. strict=False writes partial shards.
 # - strict is one bit for the whole index: strict=False also writes an export that lost a real layer, and a
@@ -469,13 +494,18 @@ upstream_check()
 #   fork zhtmike/verl at commit 946020d, a fork commit with #7836's content: `checkpoint.strict=False` with the
 #   comment "MTP layers are unused in both training/rollout and are omitted from exported HF weights",
 #   `use_mbridge=True`, `vanilla_mbridge=False`, `use_dist_checkpointing=False`, `trainer.save_freq=-1`,
-#   `rollout.load_format='dummy'`, and a header pinning NVIDIA-NeMo/Megatron-Bridge `v0.5.0` (fcbb603).
+#   `rollout.load_format='dummy'`, and a header pinning NVIDIA-NeMo/Megatron-Bridge `v0.5.0` (fcbb603). #7788's
+#   header, for the refs section, read in the fork yellowbee686/verl at commit 89dad2d7.
 # - `verl/trainer/config/config.py::CheckpointConfig.strict` (default `True`; `save_contents` defaults to model,
 #   optimizer, extra).
-# - `verl/utils/checkpoint/megatron_checkpoint_manager.py`: `should_save_hf_model`, `_save_model_as_hf_via_bridge`
-#   (the one reader of `strict`), `_load_model_as_hf_via_bridge` (resume: `load_hf_weights(self.model, ...)`).
+# - `verl/utils/checkpoint/megatron_checkpoint_manager.py`: the class docstring (`use_dist_checkpointing`),
+#   `vanilla_bridge = self.provider is None`, `should_save_hf_model`, `_save_model_as_hf_via_bridge` (the one reader
+#   of `strict`), `_load_model_as_hf_via_bridge` (resume: `load_hf_weights(self.model, ...)`);
+#   `verl/workers/engine/megatron/transformer_impl.py` (the provider stays None with `vanilla_mbridge`).
 # - Megatron-Bridge v0.5.0: `auto_bridge.py::save_hf_weights`, `hf_pretrained/state.py::SafeTensorsStateSource.
-#   save_generator` and `_ignore_source_key_prefixes`; `glm_moe_dsa/glm5_bridge.py` sets
+#   save_generator` (its printed report: each incomplete shard with its never-yielded keys, a count of the yielded
+#   tensors left unwritten, the count not written; no exception) and `_ignore_source_key_prefixes`;
+#   `glm_moe_dsa/glm5_bridge.py` sets
 #   `provider.mtp_num_layers = None` (its comment: the HF config has `num_nextn_predict_layers=1`, the bridge has no
 #   GLM-5 MTP mappings yet).
 # - Megatron-Bridge v0.6.0: #4189 (`auto_bridge.py::_model_omits_mtp`, `_mtp_source_key_prefixes`), #4513 (strict
@@ -483,6 +513,8 @@ upstream_check()
 #   `model.layers.{num_hidden_layers}.*`. v0.5.0's `models/deepseek/common.py` maps DeepSeek's MTP layers to HF
 #   `model.layers.{i + num_layers}.*` too; HF `mtp.*` names appear in the DeepSeek-V4 and Qwen3.5 bridges, and
 #   v0.6.0's `_mtp_source_key_prefixes` docstring calls `mtp.` "DeepSeek-style".
+# - Huawei's MindSpeed documentation (hiascend.com, the MindSpeed index page): MindSpeed Core, an Ascend
+#   acceleration library for Megatron; MegatronAdaptor, an Ascend adaptation plugin library for Megatron.
 # - huggingface/transformers `src/transformers/models/glm_moe_dsa/modular_glm_moe_dsa.py` (at 4c94ecd):
 #   `GlmMoeDsaPreTrainedModel._keys_to_ignore_on_load_unexpected` lists `model\.layers\.78.*`; the model builds
 #   no MTP layer.

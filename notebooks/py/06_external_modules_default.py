@@ -50,7 +50,11 @@ timeout_s = lesson_params(device, timeout_s, seed).timeout_s
 # because its test file imports `megatron.core` before anything imports verl, and `reward_model_vllm_ascend`
 # failed because, in the PR's words, vLLM's EngineCore/worker subprocesses started from Ray actors "never import
 # verl" (vLLM is the inference engine verl uses for [rollout](00_start_here.ipynb#rollout); a Ray actor is a
-# long-lived Python process Ray starts on some node and calls into). And in every other container process that did import verl, the adaptor's patches were applied silently.
+# long-lived Python process Ray starts on some node and calls into). vLLM runs in several processes: EngineCore,
+# its engine-core process, runs the scheduler, manages the KV cache and dispatches work to the worker processes,
+# one per device, which load the weights and run the model; a separate process takes the requests (vLLM's
+# `docs/design/arch_overview.md`, "V1 Process Architecture"). And in every other container process that did
+# import verl, the adaptor's patches were applied silently.
 
 # %% [markdown]
 # ### Predict first: exercise 6.1
@@ -303,7 +307,7 @@ claim("without the image default nothing is patched", not no_default.patched, up
 # extension class, read here from the installed source:
 
 # %% tags=["upstream-source", "nbval-ignore-output"]
-_ = upstream_source("workers/rollout/vllm_rollout/vllm_async_server.py", None, contains="worker_extension_cls",
+_ = upstream_source("workers/rollout/vllm_rollout/vllm_async_server.py", None, contains='"worker_extension_cls":',
                     context=1)
 _ = upstream_source("workers/rollout/vllm_rollout/vllm_async_server.py", "vLLMHttpServer._get_worker_extension_cls")
 
@@ -457,6 +461,8 @@ upstream_check()
 # - `tests/special_distributed/run_all.sh` runs `test_megatron_dynamic_cp_features.py`, which imports
 #   `megatron.core` before any verl import (#7886's first example).
 # - verl PR #7877 (closed, by #7886's author): the `reward_model_vllm_ascend` failure in the spawned EngineCore.
+# - vLLM `docs/design/arch_overview.md` ("V1 Process Architecture"): the API server, engine-core and worker
+#   processes.
 # - verl 0.9.1 `verl/models/mcore/model_forward_1f1b_overlap.py` links Megatron-LM `blob/core_r0.14.0`.
 
 # %%

@@ -197,7 +197,11 @@ with expect_error(ValueError, match="bad token"):
 # the 8 data-parallel ranks gets 16 sequences per [mini-batch](00_start_here.ipynb#mini-batch), run one per
 # [micro-batch](00_start_here.ipynb#micro-batch): 16 micro-batches, which is also what fills the 8-stage
 # pipeline. The [1F1B](00_start_here.ipynb#1F1B) schedule still idles
-# (pp - 1) / (m + pp - 1) = 7/23 of the time.
+# (pp - 1) / (m + pp - 1) = 7/23 of the time. That is the plain schedule, without VPP (virtual pipeline
+# parallelism: each device holds several non-adjacent chunks of layers and runs them interleaved, which shrinks
+# the idle time). Megatron takes the number of chunks per device from the layout string, its stages divided by
+# `pp` (`pipeline_parallel_layer_layout.py` at `core_v0.18.0`), and verl's `virtual_pipeline_model_parallel_size`
+# defaults to none; the recipe sets none.
 
 # %%
 from verlstudy.lessons.l07_grpo_recipe.parallel import BatchPlan, pipeline_bubble_fraction
@@ -212,6 +216,8 @@ claim("sequences per mini-batch", plan.sequences_per_mini_batch, 128)
 claim("optimizer steps per training step", plan.mini_batches_per_step, 4)
 claim("sequences per dp rank per mini-batch", plan.sequences_per_rank, 16)
 claim("micro-batches per rank per mini-batch", plan.micro_batches_per_mini_batch, 16)
+claim("layer chunks per device (layout stages / pp): no VPP", pipeline.num_stages // layout.pp, 1,
+      upstream="Megatron core_v0.18.0 pipeline_parallel_layer_layout.py: vpp size = layout stages // pp")
 claim("pipeline bubble fraction (1F1B, no VPP)", pipeline_bubble_fraction(layout.pp, plan.micro_batches_per_mini_batch), 7 / 23, rtol=1e-9, digits=3)
 claim("max tokens per step", plan.sequences_per_step * tokens_per_sequence, 512 * 8192)
 with expect_error(ValueError, match="does not split over dp=3"):
@@ -281,7 +287,8 @@ claim("#7788 rollout: host 14 B/param (grads freed)", mib["#7788"]["rollout host
 #
 # **7.2** Write `my_token_loss(ratio, advantage, clip_low, clip_high, clip_c)`: verl's per-token loss as
 # plain Python floats: PPO's pessimistic clipped loss, the ratio clipped to `[1 - clip_low, 1 + clip_high]`,
-# and verl's dual clip, which bounds the loss of a negative-advantage token by `clip_c`. It receives five
+# and verl's dual clip, which caps the loss of a negative-advantage token at `clip_c` times its negated advantage
+# (the unclipped loss it would have at ratio `clip_c`). It receives five
 # Python floats (`clip_c` > 1) and returns one number (a float; a one-element tensor passes too).
 
 # %% tags=["solution", "exercise-7.2"]
@@ -429,7 +436,9 @@ claim("c=10 dual-clips fewer tokens than c=3", recipe_loss.pg_clipfrac_lower < d
 # - `rollout_rs=token_k1`, threshold `0.6_1.6`: verl (`compute_rollout_rejection_mask`) drops a token from
 #   the response mask when pi_rollout / pi_train leaves [0.6, 1.6], i.e. when the inference engine and
 #   the trainer disagree too much about it.
-# - `rollout_is=token`, threshold 2.0, `rollout_is_batch_normalize=true`: each token's loss is weighted by
+# - `rollout_is=token`, threshold 2.0, `rollout_is_batch_normalize=true`: truncated importance sampling (IS:
+#   samples drawn from one distribution are weighted by a ratio of probabilities so that their average estimates
+#   an average under another; truncated: the weight is capped). Each token's loss is weighted by
 #   min(pi_old / pi_rollout, 2) (pi_old: the trainer's [old-log-prob](00_start_here.ipynb#old-log-prob) before the
 #   update, pi_rollout: the engine's), and every weight is divided by the mean of those weights over *all response
 #   tokens of the batch the function is given* (`compute_rollout_correction_weights`: `masked_mean`, or
@@ -441,12 +450,15 @@ claim("c=10 dual-clips fewer tokens than c=3", recipe_loss.pg_clipfrac_lower < d
 # - `use_kl_loss`, `kl_loss_coef=0.002`, `kl_loss_type` left at verl's default `low_var_kl`: plus
 #   0.002 x the token-mean k3 estimate of KL to the reference model (added as `losses.py::ppo_loss` adds the
 #   terms; the comparison below runs `compute_policy_loss_vanilla`, `kl_penalty` and `agg_loss`, not `ppo_loss`).
+#   k3 is Schulman's low-variance estimator (cited in `core_algos.py::kl_penalty_forward`): per token
+#   `r - log r - 1` with `log r = ref_logp - logp`, never negative and, averaged over tokens the policy sampled,
+#   an unbiased estimate of KL(policy || reference); verl clamps `log r` to ±20 and the result to ±10.
 #
 # verl's own lines for the batch normalisation, from the installed 0.9.1 (`rollout_corr_helper.py`):
 
 # %% tags=["upstream-source", "nbval-ignore-output"]
 _ = upstream_source("trainer/ppo/rollout_corr_helper.py", "compute_rollout_correction_weights",
-                    contains='elif rollout_is == "sequence"', context=15)
+                    contains="if rollout_is_batch_normalize:", context=28)
 
 # %% [markdown]
 # The weights are detached first: they rescale each token's loss but carry no gradient. With
@@ -636,7 +648,8 @@ upstream_check()
 # - verl's loss: clipped where the ratio leaves `[1 - low, 1 + high]` on the side the advantage pushes,
 #   dual-clipped at `-A c` for A < 0. Clip-higher frees rare positive tokens and keeps entropy up for
 #   longer at the same reward. The recipe then drops tokens the engine and trainer disagree on
-#   (token_k1), reweights the rest (truncated IS) and adds 0.002 x KL to the reference.
+#   (token_k1), reweights the rest by truncated importance sampling (IS, weight min(pi_old / pi_rollout, 2)) and
+#   adds 0.002 x KL to the reference.
 
 # %% [markdown]
 # ## Sources
@@ -651,6 +664,9 @@ upstream_check()
 # - `verl/workers/config/rollout.py`: with expert parallelism, rollout `ep == tp * dp`.
 # - `verl/trainer/ppo/ray_trainer.py`: `ppo_mini_batch_size` counts prompts and is multiplied by `rollout.n`;
 #   with rollout correction outside bypass mode, `compute_rollout_correction_and_add_to_batch` runs on the driver.
+# - Megatron-LM `megatron/core/transformer/pipeline_parallel_layer_layout.py` at `core_v0.18.0`: virtual pipeline
+#   size = layout stages // `pipeline_model_parallel_size`; verl's `trainer/config/engine/megatron.yaml`:
+#   `virtual_pipeline_model_parallel_size: null`.
 # - `verl/trainer/ppo/rollout_corr_helper.py::compute_rollout_correction_weights` (the batch normalisation,
 #   `masked_mean` or `verl/utils/torch_functional.py::distributed_masked_mean`) and
 #   `compute_rollout_rejection_mask`; `verl/trainer/ppo/core_algos.py::kl_penalty`; `verl/workers/utils/losses.py::ppo_loss`
@@ -664,7 +680,8 @@ upstream_check()
 # - The recipe itself: `examples/ascend_extras/grpo_trainer/run_glm5_2_megatron.sh`, a bash script outside the
 #   wheel, read from the fork yellowbee686/verl at commit `89dad2d7` (a fork's copy of the file #7788 added; no copy
 #   on verl-project/verl is stored; later fork copies, e.g. zhtmike/verl@946020df, add #7836's
-#   `checkpoint.strict=False` and change the header's Megatron-LM ref but set the same numbers);
+#   `checkpoint.strict=False` and change two header rows, Megatron-LM's ref and commit (`core_r0.18.0` dc0ee41 to
+#   `core_v0.18.0` ba7b5eb) and MegatronAdaptor's commit (746fe27 to eb0e504), but set the same numbers);
 #   `data/recipes/glm52_grpo_7788.yaml` is the course's transcription of its numbers.
 # - DAPO (Yu et al., 2025) named clip-higher.
 #

@@ -46,6 +46,33 @@ def test_verl_skips_the_hf_export_with_dist_checkpointing_or_without_model(bridg
 
 
 @needs_verl
+def test_hf_model_in_save_contents_exports_even_with_dist_checkpointing(bridge) -> None:
+    contents = (*upstream.DEFAULT_SAVE_CONTENTS, "hf_model")
+    assert upstream.verl_save(bridge, TinyLM(), strict=False, use_dist_checkpointing=True, save_contents=contents)
+    assert [(c["method"], c["strict"]) for c in bridge.calls] == [("save_hf_weights", False)]
+
+
+@needs_verl
+@pytest.mark.parametrize(
+    ("flags", "method"), [({"peft": True}, "save_hf_adapter"), ({"vanilla_bridge": True}, "save_weights")]
+)
+def test_peft_and_the_vanilla_bridge_export_without_strict(bridge, flags, method) -> None:
+    assert upstream.verl_save(bridge, TinyLM(), strict=True, **flags) is True
+    assert [(c["method"], c["strict"]) for c in bridge.calls] == [(method, None)]
+    peft_and_vanilla = upstream.CourseBridge(bridge.source)
+    assert upstream.verl_save(peft_and_vanilla, TinyLM(), strict=True, peft=True, vanilla_bridge=True)
+    assert [c["method"] for c in peft_and_vanilla.calls] == ["save_weights"]  # the vanilla test comes first
+
+
+@needs_verl
+def test_verl_save_reuses_methods_loaded_once(bridge, monkeypatch) -> None:
+    methods = upstream.load_manager_methods()
+    monkeypatch.setattr(upstream, "load_manager_methods", lambda release=None: pytest.fail("loaded again"))
+    assert upstream.verl_save(bridge, TinyLM(), strict=False, methods=methods)
+    assert [c["strict"] for c in bridge.calls] == [False]
+
+
+@needs_verl
 def test_load_manager_methods_says_when_verl_moved(monkeypatch) -> None:
     monkeypatch.setattr(upstream, "upstream_file", lambda rel, release=None: ("class Other: pass", "verl/x.py"))
     with pytest.raises(UpstreamMoved, match="no class MegatronCheckpointManager"):
@@ -61,3 +88,5 @@ def test_verl_save_rejects_bad_arguments(bridge) -> None:
         upstream.verl_save(object(), TinyLM(), strict=True)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="True or False"):
         upstream.verl_save(bridge, TinyLM(), strict="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="peft"):
+        upstream.verl_save(bridge, TinyLM(), strict=True, peft=1)  # type: ignore[arg-type]

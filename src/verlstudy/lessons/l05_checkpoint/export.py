@@ -18,8 +18,11 @@ module carries from Megatron-Bridge (written here in the course's own code, in m
 - A shard is written once all its expected tensors have arrived. At the end, shards still incomplete are
   written with what they hold only under strict=False ("partial shards"); the new index lists only
   the tensors written.
-- The count of expected tensors not written is printed; since #4513 (in v0.6.0) strict raises
-  RuntimeError with that count whenever tensors stay unwritten, while v0.5.x only printed it.
+- What v0.5.x prints (and raises nothing): each incomplete shard with the source keys that never arrived
+  (here the MTP keys), only the *count* of yielded tensors left unwritten because their shard was incomplete
+  (the real tensors, not named), and the count of expected tensors not written. Since #4513 (in v0.6.0)
+  strict raises RuntimeError with that count whenever tensors stay unwritten. The course's log says the same
+  in its own words.
 
 `export_hf_weights_audited` is the course's design on top: an allow-list of whole module names that may
 go unwritten, checked before any shard is written; anything else fails.
@@ -176,7 +179,7 @@ def _write(
             shards[file] = {k: buffered.pop(k) for k in sorted(pending[file]) if k in buffered}
             partial.append(file)
     if buffered:
-        log.append(f"warning: {len(buffered)} tensors arrived but were not written: {', '.join(sorted(buffered))}")
+        log.append(f"warning: {len(buffered)} tensors arrived but were not written: their shards were incomplete")
     return dict(sorted(shards.items())), partial, dropped, skipped
 
 
@@ -192,7 +195,8 @@ def export_hf_weights(
     """Write `weights` in the source checkpoint's shard layout, as Megatron-Bridge's `save_generator` does.
 
     `ignored_source_prefixes` are matched with plain `str.startswith`, as Megatron-Bridge does. With
-    `bridge="v0.5.0"` (the recipe's pin) a strict export drops incomplete shards and only logs the count.
+    `bridge="v0.5.0"` (the recipe's pin) a strict export drops incomplete shards and raises nothing: the log
+    names the keys each incomplete shard never received and counts, without naming, the tensors lost with it.
     With `bridge="v0.6.0"`, when the weights hold no MTP tensor (the built model omits MTP, #4189), the
     source keys under `mtp.` and `layers.{num_hidden_layers}.` (when given) are ignored too; a strict export
     that still leaves source tensors unwritten raises ExportIncomplete (#4513).

@@ -3,8 +3,10 @@
 `checkpoint.strict` has no pure function of its own in verl: verl 0.9.1 hands it to Megatron-Bridge's
 `save_hf_weights` (not part of verl). What verl decides, and what the body cell runs from verl's source,
 are two methods of `MegatronCheckpointManager` in `verl/utils/checkpoint/megatron_checkpoint_manager.py`:
-`should_save_hf_model` (HF weights are written whenever `"model"` is saved and `use_dist_checkpointing`
-is off) and `_save_model_as_hf_via_bridge` (which calls `bridge.save_hf_weights(..., strict=...)`).
+`should_save_hf_model` (HF weights are written when `"hf_model"` is saved, or `"model"` is saved and
+`use_dist_checkpointing` is off) and `_save_model_as_hf_via_bridge` (with Megatron-Bridge and no PEFT it calls
+`bridge.save_hf_weights(..., strict=...)`; with PEFT `save_hf_adapter`, with the vanilla mbridge `save_weights`,
+neither with `strict`).
 """
 
 from __future__ import annotations
@@ -81,7 +83,12 @@ class CourseBridge:
             outcome = e
         self.calls.append({"method": "save_hf_weights", "path": path, "strict": strict, "outcome": outcome})
 
+    def save_hf_adapter(self, model: object, path: str, peft_cls: object) -> None:
+        """Megatron-Bridge's PEFT adapter export: takes no `strict`; recorded only."""
+        self.calls.append({"method": "save_hf_adapter", "path": path, "strict": None, "outcome": None})
+
     def save_weights(self, model: object, path: str, **kwargs: object) -> None:
+        """The vanilla mbridge's export: takes no `strict`; recorded only."""
         self.calls.append({"method": "save_weights", "path": path, "strict": None, "outcome": None})
 
 
@@ -92,27 +99,34 @@ def verl_save(
     strict: bool,
     use_dist_checkpointing: bool = False,
     save_contents: tuple[str, ...] = DEFAULT_SAVE_CONTENTS,
+    vanilla_bridge: bool = False,
+    peft: bool = False,
     release: str | None = None,
+    methods: Mapping[str, Callable[..., object]] | None = None,
 ) -> bool:
     """Run verl's own save decision and HF save call on a stand-in manager; return whether HF weights were saved.
 
-    The stand-in has what the recipe sets: Megatron-Bridge (`vanilla_mbridge=False`, so the
-    Megatron-Bridge branch, `save_hf_weights`, runs), no PEFT. `bridge.calls` records what verl asked for.
+    By default the stand-in has what the recipe sets: Megatron-Bridge (`vanilla_mbridge=False`, which the
+    manager holds as `vanilla_bridge`), no PEFT, so the branch that calls `save_hf_weights` runs.
+    `vanilla_bridge=True` or `peft=True` take verl's other two branches. `bridge.calls` records what verl asked
+    for. `methods` are `load_manager_methods(release)`'s result, passed to load them once for several runs.
     """
     if not isinstance(bridge, CourseBridge):
         raise TypeError(f"bridge must be a CourseBridge, got {type(bridge).__name__}")
-    if not isinstance(strict, bool) or not isinstance(use_dist_checkpointing, bool):
-        raise TypeError("strict and use_dist_checkpointing must be True or False")
-    verl = load_manager_methods(release)
+    flags = (strict, use_dist_checkpointing, vanilla_bridge, peft)
+    if not all(isinstance(flag, bool) for flag in flags):
+        raise TypeError("strict, use_dist_checkpointing, vanilla_bridge and peft must be True or False")
+    verl = load_manager_methods(release) if methods is None else methods
     manager = SimpleNamespace(
         checkpoint_save_contents=list(save_contents),
         use_dist_checkpointing=use_dist_checkpointing,
-        vanilla_bridge=False,
-        peft_cls=None,
+        vanilla_bridge=vanilla_bridge,
+        peft_cls=SimpleNamespace(name="a PEFT config") if peft else None,
         bridge=bridge,
         model=nn.ModuleList([model]),
         checkpoint_config=SimpleNamespace(strict=strict),
         rank=0,
+        _get_bridge_extended_args=dict,  # verl's reads `mbridge_config` extras for `save_weights`: none here
     )
     if not verl["should_save_hf_model"](manager):
         return False
