@@ -52,6 +52,16 @@ def test_symbol_lines_finds_methods_with_decorators_assignments_and_a_window():
         symbol_lines(SOURCE, "Engine.run")
     with pytest.raises(LookupError, match="no line holding"):
         symbol_lines(SOURCE, "helper", contains="model_output")
+    with pytest.raises(LookupError, match=r"'y' is on 2 lines of Engine\.step \(9, 10\): give a text on one line"):
+        symbol_lines(SOURCE, "Engine.step", contains="y")  # `y = x + 1` and the store: which one was meant?
+
+
+def test_an_ambiguous_search_text_is_named_with_the_file_not_shown_at_its_first_match():
+    if not upstream.verl_available():
+        pytest.skip("verl 0.9.1 not installed")
+    with pytest.raises(upstream.UpstreamMoved, match=r"rollout_corr_helper\.py: .* is on 2 lines"):
+        weights = "compute_rollout_correction_weights"
+        show.upstream_view("trainer/ppo/rollout_corr_helper.py", weights, contains='rollout_is == "sequence"')
 
 
 def test_without_verl_each_helper_prints_one_skip_line(monkeypatch, capsys):

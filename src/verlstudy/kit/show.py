@@ -124,8 +124,9 @@ def symbol_lines(
     source: str, symbol: str | None, *, contains: str | None = None, context: int = 8
 ) -> tuple[int, list[str]]:
     """(first line number, lines) of `symbol` ('func', 'Class.method', a top-level name; None: the whole
-    file) in `source`, decorators included; with `contains`, only `context` lines around its first line
-    holding that text. Raises LookupError when the symbol or the text is not there."""
+    file) in `source`, decorators included; with `contains`, only `context` lines around the one line holding
+    that text. Raises LookupError when the symbol or the text is not there, or when the text is on more than one
+    line (the window would silently centre on the first: a cell would show code its prose does not describe)."""
     lines = source.splitlines()
     start, end = 1, len(lines)
     if symbol:
@@ -139,6 +140,9 @@ def symbol_lines(
         hits = [i for i in range(start, end + 1) if contains in lines[i - 1]]
         if not hits:
             raise LookupError(f"no line holding {contains!r} in {symbol or 'the file'}")
+        if len(hits) > 1:
+            where, name = ", ".join(str(i) for i in hits), symbol or "the file"
+            raise LookupError(f"{contains!r} is on {len(hits)} lines of {name} ({where}): give a text on one line only")
         start, end = max(start, hits[0] - context), min(end, hits[0] + context)
     return start, lines[start - 1 : end]
 
