@@ -1,19 +1,24 @@
 """What the lessons pay beyond the floor, and why: upstream machinery timed as ratios to the floor, in one run.
 
-The floor is `twins.FLOOR_SOURCE` (import torch and matplotlib as every set-up cell does). Each row is timed in a
-fresh Python process (IPython imported first, untimed, as a kernel has it), after the floor's source and an untimed
+The floor is `twins.FLOOR_SOURCE` (import torch and matplotlib as every set-up cell does). Rows a to f are each timed
+in a fresh Python process (IPython imported first, untimed, as a kernel has it), after the floor's source and an untimed
 set-up (the imports a lesson's set-up cell makes),
 so first-use import costs are real: a jagged tensor, a checkpointed block, a property check, a gloo launch, a
 figure, lesson 09's scan of two verl releases. Rows marked `+` are timed right after their row in the same
 process: the cost of the next one (a further check, figure or launch; a checkpoint after a jagged tensor).
+Row g runs no child: unless --no-notebook-floor, each repeat runs the floor notebook with papermill (as
+course_time.py does) and the floor notebook with --cells trivial code cells after its one cell (after one untimed
+warm-up run), and g is the difference of their medians per cell: the papermill + kernel round trip every executed
+cell pays.
 Then the course's own counts (from the notebooks) give the beyond-floor total these costs imply, as a ratio to
-floor x lessons: the lowest ratio reachable without removing them; and, unless --no-notebook-floor, the same
-against the floor notebook that course_time.py divides by (one papermill run). Not part of `make test`.
+floor x lessons: the lowest ratio reachable without removing them (with and without g); and, unless
+--no-notebook-floor, the same against the floor notebook that course_time.py divides by. Not part of `make test`.
 
-    .venv/bin/python benchmarks/beyond_floor.py [--repeat 5] [--rows abcdef] [--no-notebook-floor]
+    .venv/bin/python benchmarks/beyond_floor.py [--repeat 5] [--rows abcdefg] [--cells 100] [--no-notebook-floor]
 
-CPU seconds are the child's `time.process_time()` plus its reaped children's (the gloo ranks); wall seconds are
-`time.perf_counter()`. Each figure is the median over the repeats; the floor's is over every child.
+CPU seconds are the child's `time.process_time()` plus its reaped children's (the gloo ranks); for a notebook run,
+this process's (papermill, the kernel client) plus the reaped kernel's. Wall seconds are `time.perf_counter()`.
+Each figure is the median over the repeats; the floor cell's is over every child.
 """
 
 from __future__ import annotations
@@ -22,6 +27,10 @@ import os
 import resource
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import nbformat
 
 CHILD = "--child"
 
@@ -119,6 +128,10 @@ ROWS: dict[str, tuple[str, str, tuple[tuple[str, str, str], ...]]] = {
     ),
 }
 STEPS = [step for _, _, steps in ROWS.values() for step in steps]
+# Row g: timed by papermill runs of the floor notebook with and without `--cells` of these after its one cell.
+CELL_ROW, CELL_LABEL = "g", "an executed cell (papermill + kernel round trip)"
+TRIVIAL_CELL = "x{i} = {i}\nprint(x{i})"
+KEYS = "".join(ROWS) + CELL_ROW  # every row --rows may name
 
 # Lessons whose run makes a jagged tensor or checkpoints a block. Not found statically (verl's code or a
 # lesson helper makes them): listed by hand, each with where it comes from; `course_counts` checks the codes.
@@ -194,6 +207,12 @@ def _source(cell: dict) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
+def executed_cells(notebook: dict) -> int:
+    """How many code cells a run of `notebook` executes beyond the floor's one: all of them, the set-up and parameters
+    cells included, less one. Cells tagged gpu or npu count: without the device they still run (a skip line)."""
+    return max(0, sum(c.get("cell_type") == "code" for c in notebook.get("cells", [])) - 1)
+
+
 def _pngs(cells: list[dict]) -> int:
     return sum("image/png" in output.get("data", {}) for cell in cells for output in cell.get("outputs", []))
 
@@ -203,7 +222,8 @@ def course_counts(notebooks: dict[str, dict]) -> dict[str, dict[str, int]]:
 
     `notebooks` maps each lesson code ("00") to its notebook as JSON. Checks: `check_exercise(` calls; gloo
     launches: calls of `run_local(` or of lesson 03's `failed_outcomes(` (which wraps it); figures: the PNGs in
-    the stored outputs; scans: cells calling `scan_release(`; jagged tensors and checkpoints: the lists above.
+    the stored outputs; scans: cells calling `scan_release(`; jagged tensors and checkpoints: the lists above;
+    g: `executed_cells`.
     """
     import re
 
@@ -215,13 +235,14 @@ def course_counts(notebooks: dict[str, dict]) -> dict[str, dict[str, int]]:
         "d": r"\b(?:run_local|failed_outcomes)\(",
         "f": r"\bscan_release\(",
     }
-    counts: dict[str, dict[str, int]] = {k: {} for k in "abcdef"}
+    counts: dict[str, dict[str, int]] = {k: {} for k in KEYS}
     for code, notebook in sorted(notebooks.items()):
         cells = _cpu_cells(notebook)
         found = {k: sum(len(re.findall(p, _source(cell))) for cell in cells) for k, p in patterns.items()}
         found["f"] = min(found["f"], 1)  # one cell scans both releases; later scans reuse its cached parse
         found["e"] = _pngs(cells)
         found["a"], found["b"] = int(code in JAGGED_LESSONS), int(code in CHECKPOINT_LESSONS)
+        found[CELL_ROW] = executed_cells(notebook)
         for key, n in found.items():
             if n:
                 counts[key][code] = n
@@ -230,8 +251,8 @@ def course_counts(notebooks: dict[str, dict]) -> dict[str, dict[str, int]]:
 
 def occurrence_line(counts: dict[str, dict[str, int]]) -> str:
     parts = []
-    for key, (label, _, _) in ROWS.items():
-        lessons = counts[key]
+    for key, label in [(k, label) for k, (label, _, _) in ROWS.items()] + [(CELL_ROW, "executed cell")]:
+        lessons = counts.get(key, {})
         parts.append(f"{key} {label} {sum(lessons.values())}x in {len(lessons)} ({', '.join(sorted(lessons))})")
     return "occurs in the course: " + "; ".join(parts)
 
@@ -239,12 +260,12 @@ def occurrence_line(counts: dict[str, dict[str, int]]) -> str:
 def beyond_floor_total(counts: dict[str, dict[str, int]], seconds: dict[str, float]) -> float:
     """The course's beyond-floor seconds from these costs: per lesson, a first occurrence then the further ones.
 
-    A lesson with a jagged tensor and a checkpoint pays `a` then `a+b` (they import much the same modules).
-    Rows missing from `seconds` (not run, skipped) count 0.
+    A lesson with a jagged tensor and a checkpoint pays `a` then `a+b` (they import much the same modules); g is
+    paid once per executed cell. Rows missing from `seconds` (not run, skipped) or from `counts` count 0.
     """
     total = 0.0
-    for key in "abcdef":
-        for code, n in counts[key].items():
+    for key in KEYS:
+        for code, n in counts.get(key, {}).items():
             if key == "b" and code in counts["a"]:
                 total += seconds.get("a+b", seconds.get("b", 0.0))
                 continue
@@ -256,7 +277,7 @@ def beyond_floor_total(counts: dict[str, dict[str, int]], seconds: dict[str, flo
 
 
 def format_table(floor: tuple[float, float], medians: dict[str, tuple[float, float]], skipped: dict[str, str]) -> str:
-    """One line per step (in ROWS order): CPU and wall seconds added, each over the floor's."""
+    """One line per step (in ROWS order, then g): CPU and wall seconds added, each over the floor cell's."""
     lines = [f"{'row':<6}{'what':<50}{'cpu s':>8}{'/floor':>8}{'wall s':>8}{'/floor':>8}"]
     lines.append(f"{'floor':<6}{'import torch + matplotlib (FLOOR_SOURCE)':<50}" + _cells(floor, floor))
     for row, (_, _, steps) in ROWS.items():
@@ -266,11 +287,18 @@ def format_table(floor: tuple[float, float], medians: dict[str, tuple[float, flo
         for key, label, _ in steps:
             if key in medians:
                 lines.append(f"{key:<6}{label:<50}" + _cells(medians[key], floor))
+    if CELL_ROW in skipped:
+        lines.append(f"{CELL_ROW:<6}skipped: {skipped[CELL_ROW]}")
+    elif CELL_ROW in medians:
+        lines.append(f"{CELL_ROW:<6}{CELL_LABEL:<50}" + _cells(medians[CELL_ROW], floor, digits=4))  # a few ms
     return "\n".join(lines)
 
 
-def _cells(value: tuple[float, float], floor: tuple[float, float]) -> str:
-    return "".join(f"{v:>8.3f}{v / f if f > 0 else float('nan'):>8.2f}" for v, f in zip(value, floor, strict=True))
+def _cells(value: tuple[float, float], floor: tuple[float, float], digits: int = 3) -> str:
+    return "".join(
+        f"{v:>8.{digits}f}{v / f if f > 0 else float('nan'):>8.{digits - 1}f}"
+        for v, f in zip(value, floor, strict=True)
+    )
 
 
 # ---------------------------------------------------------------- main
@@ -287,55 +315,141 @@ def _skip_reason(row: str) -> str | None:
     return None
 
 
+def floor_notebook_with_cells(extra: int) -> nbformat.NotebookNode:
+    """The floor notebook (runner.floor_notebook: FLOOR_SOURCE in one cell) with `extra` trivial code cells after it."""
+    import nbformat
+
+    from verlstudy.course import runner
+    from verlstudy.course.twins import normalise
+
+    nb = runner.floor_notebook()
+    nb.cells += [nbformat.v4.new_code_cell(TRIVIAL_CELL.format(i=i)) for i in range(extra)]
+    return normalise(nb)
+
+
+def run_notebook(extra: int) -> tuple[float, float]:
+    """One papermill run of the floor notebook with `extra` trivial cells, as runner.run_one runs the floor:
+    (cpu, wall) seconds, cpu being this process's (papermill, the kernel client) plus the reaped kernel's."""
+    import tempfile
+    from pathlib import Path
+
+    import nbformat
+    import papermill  # noqa: F401  (imported before the clock starts: the course's runner has it loaded once)
+
+    from verlstudy.course import runner
+
+    with tempfile.TemporaryDirectory(prefix="verlstudy-floor-") as tmp:
+        source = Path(tmp) / "floor_input.ipynb"
+        nbformat.write(floor_notebook_with_cells(extra), source)
+        start = _clock()[0]
+        status, error, wall = runner.execute_with_papermill(source, Path(tmp) / "floor.ipynb", {}, Path(tmp))
+        cpu = _clock()[0] - start
+    if status != "passed":
+        raise RuntimeError(f"the floor notebook with {extra} extra cells failed: {error}")
+    return cpu, wall
+
+
+def per_cell(
+    plain: list[tuple[float, float]], with_cells: list[tuple[float, float]], extra: int
+) -> tuple[float, float]:
+    """Row g: the median run with `extra` cells less the median plain run, per cell (cpu, wall)."""
+    import statistics
+
+    cpu, wall = (
+        (statistics.median(w[i] for w in with_cells) - statistics.median(p[i] for p in plain)) / extra for i in (0, 1)
+    )
+    return cpu, wall
+
+
+def reachable_line(
+    totals: tuple[float, float], without_g: tuple[float, float] | None, floor: tuple[float, float], n: int, note: str
+) -> str:
+    """The lowest ratio these costs allow, 1 + total / (floor x lessons), cpu and wall; and without g when it ran."""
+    ratios = [1 + t / (f * n) for t, f in zip(totals, floor, strict=True)]
+    line = (
+        f"reachable{note}: {totals[0]:.2f} s cpu beyond floor x {n} lessons = {floor[0] * n:.2f} s: "
+        f"lowest ratio {ratios[0]:.2f} cpu, {ratios[1]:.2f} wall"
+    )
+    if without_g is not None:
+        rest = [1 + t / (f * n) for t, f in zip(without_g, floor, strict=True)]
+        line += f"; without g {rest[0]:.2f} cpu, {rest[1]:.2f} wall"
+    return line
+
+
 def main() -> int:
     import argparse
     import json
     import statistics
-    import tempfile
-    from pathlib import Path
 
-    from verlstudy.course import registry, runner
+    from verlstudy.course import registry
     from verlstudy.course.twins import FLOOR_SOURCE, quiet_kernel_env
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5, help="fresh processes per row; medians are reported")
-    parser.add_argument("--rows", default="".join(ROWS), help=f"which rows to time, a subset of {''.join(ROWS)}")
-    parser.add_argument("--no-notebook-floor", action="store_true", help="skip the floor notebook (papermill) run")
+    parser.add_argument("--repeat", type=int, default=5, help="fresh processes (and notebook runs) per row; medians")
+    parser.add_argument("--rows", default=KEYS, help=f"which rows to time, a subset of {KEYS}")
+    parser.add_argument("--cells", type=int, default=100, help="row g: trivial cells added to the floor notebook")
+    parser.add_argument("--no-notebook-floor", action="store_true", help="skip the papermill runs (and so row g)")
     args = parser.parse_args()
-    if args.repeat < 1 or not args.rows or set(args.rows) - set(ROWS):
-        parser.error(f"--repeat must be at least 1 and --rows letters from {''.join(ROWS)}")
+    if args.repeat < 1 or args.cells < 1 or not args.rows or set(args.rows) - set(KEYS):
+        parser.error(f"--repeat and --cells must be at least 1 and --rows letters from {KEYS}")
     rows = [r for r in ROWS if r in args.rows]
     quiet_kernel_env()  # the kernels' environment: one OpenMP thread, quiet logs, caches under build/cache
     skipped = {r: why for r in rows if (why := _skip_reason(r))}
+    if CELL_ROW in args.rows and args.no_notebook_floor:
+        skipped[CELL_ROW] = "--no-notebook-floor: it is timed by papermill runs of the floor notebook"
+    notebooks = not args.no_notebook_floor
     samples: dict[str, list[list[float]]] = {}
-    for _ in range(args.repeat):
+    plain: list[tuple[float, float]] = []
+    with_cells: list[tuple[float, float]] = []
+    if notebooks:
+        run_notebook(0)  # untimed: this process's first papermill run pays first-use costs (~0.1 s here) no other does
+    for i in range(args.repeat):
         for row in rows:  # rows interleaved, so a drift of the machine's load spreads over all of them
             if row not in skipped:
                 for key, value in run_child(row, FLOOR_SOURCE).items():
                     samples.setdefault(key, []).append(value)
+        if notebooks:  # the plain floor notebook and, for g, the one with cells; which goes first alternates
+            first_plain = i % 2 == 0 or CELL_ROW not in args.rows
+            if first_plain:
+                plain.append(run_notebook(0))
+            if CELL_ROW in args.rows:
+                with_cells.append(run_notebook(args.cells))
+            if not first_plain:
+                plain.append(run_notebook(0))
     medians = {
         k: (statistics.median(v[0] for v in vs), statistics.median(v[1] for v in vs)) for k, vs in samples.items()
     }
-    floor = medians.pop("floor")
+    floor = medians.pop("floor") if "floor" in medians else (float("nan"), float("nan"))
+    if with_cells:
+        medians[CELL_ROW] = per_cell(plain, with_cells, args.cells)
     lessons = list(registry.LESSONS)
     counts = course_counts({ls.code: json.loads(ls.notebook.read_text(encoding="utf-8")) for ls in lessons})
-    print(f"{args.repeat} fresh process(es) per row; medians; load average {os.getloadavg()[0]:.2f}")
+    runs = f"{args.repeat} fresh process(es) per row"
+    if with_cells:
+        runs += f", {args.repeat} papermill run(s) of the floor notebook with and without {args.cells} trivial cells"
+    print(f"{runs}; medians; load average {os.getloadavg()[0]:.2f}")
     print(format_table(floor, medians, skipped))
     print(occurrence_line(counts))
-    cpu = beyond_floor_total(counts, {k: v[0] for k, v in medians.items()})
-    wall = beyond_floor_total(counts, {k: v[1] for k, v in medians.items()})
-    missing = [r for r in ROWS if r not in rows or r in skipped]
-    note = f" (without rows {', '.join(missing)})" if missing else ""
-    print(
-        f"reachable{note}: {cpu:.2f} s cpu beyond floor x {len(lessons)} lessons = {floor[0] * len(lessons):.2f} s: "
-        f"lowest ratio {1 + cpu / (floor[0] * len(lessons)):.2f} cpu, {1 + wall / (floor[1] * len(lessons)):.2f} wall"
+    rest = {k: v for k, v in medians.items() if k != CELL_ROW}
+    totals, without_g = (
+        (
+            beyond_floor_total(counts, {k: v[0] for k, v in m.items()}),
+            beyond_floor_total(counts, {k: v[1] for k, v in m.items()}),
+        )
+        for m in (medians, rest)
     )
-    if not args.no_notebook_floor:
-        with tempfile.TemporaryDirectory() as tmp:
-            notebook = runner.run_one(None, Path(tmp) / "floor").seconds
+    missing = [r for r in KEYS if r not in args.rows or r in skipped]
+    note = f" (without rows {', '.join(missing)})" if missing else ""
+    n = len(lessons)
+    print(reachable_line(totals, without_g if with_cells else None, floor, n, note))
+    if plain:
+        notebook = statistics.median(p[1] for p in plain)
+        ratio = f"lowest ratio {1 + totals[1] / (notebook * n):.2f}"
+        if with_cells:
+            ratio += f", without g {1 + without_g[1] / (notebook * n):.2f}"
         print(
             f"against the floor notebook as course_time.py measures it ({notebook:.2f} s wall, kernel start "
-            f"included): lowest ratio {1 + wall / (notebook * len(lessons)):.2f}"
+            f"included, median of {len(plain)}): {ratio}"
         )
     return 0
 
