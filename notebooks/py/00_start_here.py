@@ -62,10 +62,11 @@ claim("minutes in the whole course", sum(minutes.values()), expected=400)
 
 # %% [markdown]
 # ## verl in brief
-# verl trains a language model with reinforcement learning. One **training step** (`verl/trainer/ppo/ray_trainer.py`,
-# `fit`) runs these phases on one batch of prompts:
+# verl trains a language model with reinforcement learning. One **training step** runs these phases on one batch of
+# prompts (verl 0.9.1's default trainer, `trainer.use_v1: true`: `_step_once` in `verl/trainer/ppo/v1/trainer_base.py`;
+# the deprecated legacy trainer, `RayPPOTrainer.fit` in `verl/trainer/ppo/ray_trainer.py`, runs them in the same order):
 # 1. [rollout](#rollout): an inference engine (vLLM, SGLang or TensorRT-LLM: `rollout.name`) samples `rollout.n`
-#    responses per prompt;
+#    responses per prompt (the default trainer's step takes them from a replay buffer the rollout fills);
 # 2. reward: each response gets a score;
 # 3. [old log-prob](#old-log-prob): the [actor](#actor) (the policy being trained) recomputes the log-probability
 #    of every response token, forward only;
@@ -100,7 +101,7 @@ claim("micro-batches per mini-batch on each rank", split.micro_per_mini, expecte
 #
 # #### old-log-prob
 # The log-probability of each response token under the weights that sampled it, recomputed by the actor's
-# training engine before the update (`_compute_old_log_prob` in `verl/trainer/ppo/ray_trainer.py`); the PPO ratio
+# training engine before the update (`_compute_old_log_prob` in `verl/trainer/ppo/v1/trainer_base.py`); the PPO ratio
 # divides the new probability by it. The rollout engine's own numbers for the same tokens (`rollout_log_probs`)
 # can differ, and `algorithm.rollout_correction.bypass_mode` uses those instead of recomputing.
 #
@@ -110,7 +111,8 @@ claim("micro-batches per mini-batch on each rank", split.micro_per_mini, expecte
 #
 # #### mini-batch
 # The slice of a step's batch that makes one optimizer step: `actor.ppo_mini_batch_size` prompts, multiplied by
-# `rollout.n` responses (`verl/trainer/ppo/ray_trainer.py`; `verl/trainer/config/actor/actor.yaml`).
+# `rollout.n` responses (`_update_actor` in `verl/trainer/ppo/v1/trainer_base.py`;
+# `verl/trainer/config/actor/actor.yaml`).
 #
 # #### micro-batch
 # The slice of a mini-batch that one forward and backward pass handles on one rank
@@ -136,6 +138,12 @@ claim("micro-batches per mini-batch on each rank", split.micro_per_mini, expecte
 # Megatron's pipeline schedule "one forward, one backward": after a warm-up, each stage alternates a forward of
 # a new micro-batch with a backward of an old one, so at most about as many micro-batches as stages are in flight
 # (`megatron/core/pipeline_parallel/schedules.py`; verl calls it from `verl/workers/engine/megatron/`).
+#
+# #### P2P
+# Point-to-point communication: one rank sends a tensor to one other rank (`send`/`recv`), where a collective
+# (all-reduce, all-gather) involves a whole group. Under [PP](#PP) neighbouring stages pass activations forward and
+# their gradients back this way; Megatron's receives allocate their buffers in
+# `megatron/core/pipeline_parallel/p2p_communication.py` (lesson 01 follows one of them).
 #
 # #### CP
 # Context parallelism: one long sequence is split along its tokens across ranks, and attention exchanges keys and
@@ -184,6 +192,19 @@ claim("micro-batches per mini-batch on each rank", split.micro_per_mini, expecte
 # PyTorch's Fully Sharded Data Parallel: DP where parameters, gradients and optimizer state are sharded and
 # gathered layer by layer. One of verl's engines (`verl/workers/engine/fsdp/`).
 #
+# #### PEFT
+# Hugging Face's Parameter-Efficient Fine-Tuning library: the base model stays frozen and only small added weights
+# train, such as [LoRA](#LoRA) adapters. verl's FSDP engine wraps the model with PEFT's `get_peft_model` when
+# `model.lora_rank` > 0, after calling `enable_input_require_grads()`, which makes the frozen embedding's output
+# require grad (Hugging Face's way to train adapters while the model's own weights stay fixed; `_build_lora_module`
+# in `verl/workers/engine/fsdp/transformer_impl.py`). That output, saved by gradient checkpointing, is what the leak
+# of lessons 01 and 02 kept under FSDP (#6699).
+#
+# #### LoRA
+# Low-rank adaptation: a weight matrix W stays frozen and training learns a low-rank update B x A beside it (rank
+# `lora_rank`, scaled by `lora_alpha`, in `verl/trainer/config/model/hf_model.yaml`), so only a small share of the
+# parameters gets gradients and optimizer state.
+#
 # #### Megatron
 # NVIDIA's Megatron-LM (its library, Megatron-Core): TP, PP with 1F1B, CP and EP. verl's other main engine
 # (`verl/workers/engine/megatron/`; `verl/trainer/config/engine/megatron.yaml`).
@@ -208,6 +229,12 @@ claim("micro-batches per mini-batch on each rank", split.micro_per_mini, expecte
 # A neural processing unit; in verl, Huawei's Ascend accelerators, reached through `torch_npu`
 # (`is_npu_available` in `verl/utils/device.py`).
 #
+# #### gloo
+# The `torch.distributed` communication backend that runs on CPUs (NCCL is the GPU one, HCCL Ascend's). verl's
+# process groups use gloo for CPU tensors beside the device's backend (`cpu:gloo,...` in
+# `verl/utils/distributed.py`); the course runs real gloo ranks on one machine's loopback, so a laptop can run
+# distributed code (`verlstudy.common.dist.run_local`).
+#
 # #### Ascend
 # Huawei's NPU family (the 910B-based "A2" and the "A3" machines), programmed with the CANN toolkit; verl builds
 # Ascend images in `docker/ascend/` of its repository and runs Megatron there through MindSpeed.
@@ -220,7 +247,7 @@ claim("micro-batches per mini-batch on each rank", split.micro_per_mini, expecte
 
 # %% [markdown]
 # ## The arc each lesson follows
-# Each lesson after this one takes one upstream change: a merged verl PR and, in 01-03, 05, 06, 08 and 09, the PRs
+# Each lesson after this one takes one upstream change: a merged verl PR and, in 01-06, 08 and 09, the PRs
 # around it (a precursor, a sibling, a revert and redo, a follow-up fix), and walks as much of this arc as its story
 # has: the **symptom** a user saw, **reproduce** it on a CPU, find the **cause**, apply the **fix**, add the
 # **guard** (a test that would have caught it); every lesson then ends with **exercises**, a check against

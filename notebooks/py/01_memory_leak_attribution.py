@@ -2,7 +2,8 @@
 # # 01 · Attributing a per-micro-batch memory leak to its allocation site
 #
 # Upstream: [verl PR #7874](https://github.com/verl-project/verl/pull/7874) (the same leak under
-# [FSDP](00_start_here.ipynb#FSDP) with PEFT: [#6699](https://github.com/verl-project/verl/pull/6699)).
+# [FSDP](00_start_here.ipynb#FSDP) with [PEFT](00_start_here.ipynb#PEFT):
+# [#6699](https://github.com/verl-project/verl/pull/6699)).
 #
 # **What happened.** Under [Megatron](00_start_here.ipynb#Megatron) pipeline parallelism
 # ([PP](00_start_here.ipynb#PP)) with the [1F1B](00_start_here.ipynb#1F1B) schedule, the last stage's memory
@@ -93,7 +94,8 @@ _ = show_source(pl.store_output)
 # with **per-token** log-probs (S values, in a dict like verl's `model_output`); the schedule appends that dict
 # to `forward_data_store` once per micro-batch and only consumes the store when the mini-batch ends.
 # `AllocationTracker` (the course's tool) records every storage created while it is active; we read its live
-# bytes after each micro-batch, without and with the fix.
+# bytes after each micro-batch, without and with the fix. It is a `TorchDispatchMode`: while one is active, PyTorch
+# calls its `__torch_dispatch__` for every operator that runs, so the tracker sees each new storage and its stack.
 
 # %% [markdown]
 # ### Predict first: exercise 1.1
@@ -196,9 +198,10 @@ check_exercise("1.2", find_growth_site)
 # ## 2. Root cause, step 1: which allocation site holds the memory?
 # The PR names the site; the part of its description we could read does not say how it was found (the
 # course's [digest](00_start_here.ipynb#digest) says upstream read `torch.cuda.memory._record_memory_history`
-# snapshots). The course's tool for the same job on CPU is `AllocationTracker`: each live storage with the
-# Python stack that created it (torch's own frames trimmed). Here are the sites of what the **last**
-# micro-batch allocated and is still alive after it finished, then the full stack of the biggest one.
+# snapshots; for the FSDP precursor, #6699's commit message does cite "memory-history profiling in #6698"). The
+# course's tool for the same job on CPU is `AllocationTracker`: each live storage with the Python stack that
+# created it (torch's own frames trimmed). Here are the sites of what the **last** micro-batch allocated and is
+# still alive after it finished, then the full stack of the biggest one.
 
 # %%
 last_mb = leak_run.marks[-1]
@@ -235,9 +238,9 @@ del stored, buffers
 
 # %% [markdown]
 # ### 3b. The PR's figure is the buffer alone
-# PR #7874 sizes the retained bytes as the P2P receive buffer, `seq_len_per_cp_rank x hidden x 2B` per
-# micro-batch (2 bytes: bfloat16), independent of layer count. The toy measures that buffer and two
-# more parts, for reasons of its own:
+# PR #7874 sizes the retained bytes as the [P2P](00_start_here.ipynb#P2P) receive buffer,
+# `seq_len_per_cp_rank x hidden x 2B` per micro-batch (2 bytes: bfloat16), independent of layer count. The toy
+# measures that buffer and two more parts, for reasons of its own:
 # - **the buffer's gradient**: backward fills the buffer's `.grad`, and the toy's `backward_step` reads
 #   it to send it back without clearing it. Megatron's `schedules.py::backward_step` also collects
 #   `x.grad` of each input tensor without resetting it (the course's reading of Megatron-LM's source),
@@ -276,11 +279,12 @@ claim("mini-batch end: live bytes once the merged store is dropped", tracker.liv
 # The course runs its own controls, measuring bytes per micro-batch:
 # - **forward only** (how verl computes [old log-probs](00_start_here.ipynb#old-log-prob): `infer_batch` runs under `torch.no_grad()`):
 #   no graph is built, so nothing but the outputs can be pinned. verl 0.9.1's old-log-prob pass also
-#   asks for entropy (`ray_trainer.py::_compute_old_log_prob` sets `calculate_entropy=True`), so we run
+#   asks for entropy (`_compute_old_log_prob` in the default trainer, `verl/trainer/ppo/v1/trainer_base.py`,
+#   sets `"calculate_entropy": True`; the legacy `ray_trainer.py` does the same), so we run
 #   it both with log-probs only and with log-probs + entropy;
 # - **PP=1**: no receive buffer; the graph's leaves are the parameters, which exist anyway. Training
-#   computes entropy only when `entropy_coeff != 0` or `actor.calculate_entropy` is set (`ray_trainer.py`),
-#   so this run stores log-probs only;
+#   computes entropy only when `entropy_coeff != 0` or `actor.calculate_entropy` is set (`_update_actor`, same
+#   file), so this run stores log-probs only;
 # - **more layers per stage**: backward frees the saved activations, so depth must not matter.
 
 # %%
@@ -366,8 +370,8 @@ print(f"receive buffer S x H x 2 B: {S * H * 2 / 2**20:.0f} MiB; unread entropy 
 
 # %% [markdown]
 # ## 5. The asymmetry: two real ranks, only the last stage grows
-# Now the same stages run as two `torch.distributed` gloo processes on loopback (one stage per rank,
-# 1F1B order, `send`/`recv` into a fresh receive buffer), launched by `verlstudy.common.dist.run_local`
+# Now the same stages run as two `torch.distributed` [gloo](00_start_here.ipynb#gloo) processes on loopback (one
+# stage per rank, 1F1B order, `send`/`recv` into a fresh receive buffer), launched by `verlstudy.common.dist.run_local`
 # (forked ranks, short timeouts, always reaped). Each rank measures its live bytes at the end of
 # mini-batches of 1, 2 and 3 micro-batches. Only the last stage stores outputs (in Megatron, the
 # `is_last_stage` guard in `schedules.py`, as the PR points out), so only it should grow; stage 0 holds
@@ -496,8 +500,8 @@ with expect_error(measure.ResidencyError, match="create_tensor_recv_prev"):
 
 # %% [markdown]
 # ## 8. Reading upstream's own numbers with the same tool
-# In #6699 (FSDP + PEFT), `memory_allocated` read 24.8, 37.9, ~50 and 64 GiB at micro-batch 250, 300,
-# 350 and 400, then OOM; upstream estimated ~0.27 GiB per micro-batch (the docstring of #6699's test). These
+# In #6699 (FSDP + PEFT, a LoRA run), `memory_allocated` read 24.8, 37.9, ~50 and 64 GiB at micro-batch 250,
+# 300, 350 and 400, then OOM; upstream estimated ~0.27 GiB per micro-batch (the docstring of #6699's test). These
 # are upstream's figures,
 # quoted, not measured here; the least-squares slope of them agrees with their estimate.
 
@@ -595,8 +599,9 @@ upstream_check()
 # - verl 0.9.1 (installed; 0.9.0 for the diffs): `verl/workers/engine/utils.py::detach_tree` and
 #   `postprocess_batch_func`; `verl/workers/engine/megatron/transformer_impl.py` (the store line);
 #   `verl/workers/engine/base.py::infer_batch` (forward only under `torch.no_grad()`);
-#   `verl/utils/torch_functional.py::entropy_from_logits`; `verl/trainer/ppo/ray_trainer.py` (when entropy is
-#   computed); `verl/workers/utils/losses.py::ppo_loss`; `verl/trainer/config/actor/actor.yaml`.
+#   `verl/utils/torch_functional.py::entropy_from_logits`; `verl/trainer/ppo/v1/trainer_base.py`, the default
+#   trainer (when entropy is computed; the legacy `ray_trainer.py` alike); `verl/workers/utils/losses.py::ppo_loss`;
+#   `verl/trainer/config/actor/actor.yaml`.
 # - Megatron-LM (NVIDIA/Megatron-LM, read at commit 00c2c0ad): `megatron/core/pipeline_parallel/p2p_communication.py`,
 #   where `_communicate` defines `create_tensor_recv_prev()`, a `torch.empty(recv_prev_shape,
 #   requires_grad=True, ...)` made for every receive; `schedules.py` (`forward_data_store`, `backward_step`).

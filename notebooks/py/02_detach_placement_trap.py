@@ -8,7 +8,8 @@
 # [micro-batch](00_start_here.ipynb#micro-batch) until the [mini-batch](00_start_here.ipynb#mini-batch) ends, and a
 # tensor in `model_output` that still has a `grad_fn` pins that micro-batch's
 # [autograd graph](00_start_here.ipynb#autograd-graph). #7874's fix is one small function, `detach_tree`; by
-# verl 0.9.1 it is called where each of verl's four engines stores `"model_output"`.
+# verl 0.9.1 it wraps all four places verl's engines store `"model_output"` (fsdp, megatron, automodel and
+# torchtitan; the veomni and mindspeed engines inherit FSDP's and Megatron's).
 #
 # **What you will do.** Write `detach_tree` and check its five properties against verl's own; detach in the
 # wrong place and watch the loss stay normal while the gradient dies (silently when a live loss term sits
@@ -173,7 +174,8 @@ claim(
 # %% [markdown]
 # **The cost.** Every micro-batch's outputs go through `detach_tree`. Many of them (masks, advantages,
 # anything computed under `no_grad`) are already detached. A naive version that calls `.detach()` on
-# every tensor makes one new tensor object per leaf per micro-batch; the identity rule makes none.
+# every tensor makes one new tensor object per leaf per micro-batch; the identity rule makes none. (The PR calls
+# that object a `TensorImpl`, the C++ object behind every Python tensor; its words are in the claim below.)
 # (`benchmarks/detach_tree.py` times the two; timings do not belong in a checked notebook.)
 
 # %%
@@ -362,14 +364,16 @@ with expect_error(trees.ContractError, match="all-zero gradient"):
 
 # %% [markdown]
 # ## 4 · #6699's regression test: a weakref on the checkpoint-saved input
-# CI cannot assert GPU memory, and the real leak needs pipeline parallelism. The FSDP precursor
-# #6699 (commit dbbf0853f) pinned the *mechanism* instead, on CPU, in
-# `tests/workers/test_engine_forward_step_detach_on_cpu.py`: a tiny model with a frozen embedding
-# whose output is forced to require grad (as PEFT's `enable_input_require_grads` does) and a
-# `torch.utils.checkpoint` block; a weakref to the checkpoint-saved input must be alive while the
-# loss exists and dead after `del loss; gc.collect()` while the output is still held. The checkpoint
-# keeps its input for recomputation, so that input lives exactly as long as the graph. The cell
-# below is the course's miniature of that test, not upstream's file.
+# #6699's leak needed no pipeline, only a large run to show: Qwen3-8B with [LoRA](00_start_here.ipynb#LoRA) on
+# FSDP2, about 400 micro-batches per update, `memory_allocated` from 24.8 to 64 GiB and then out of memory (commit
+# dbbf0853f; only the Megatron variant of #7874, whose retained receive buffer exists only between pipeline stages,
+# needs PP >= 2). Its regression test pins the *mechanism* instead, on CPU (it runs in `cpu_unit_tests`), in
+# `tests/workers/test_engine_forward_step_detach_on_cpu.py`: a tiny model with a frozen embedding whose output is
+# forced to require grad (as [PEFT](00_start_here.ipynb#PEFT)'s `enable_input_require_grads` does) and a
+# `torch.utils.checkpoint` block; a weakref to the checkpoint-saved input
+# must be alive while the loss exists and dead after `del loss; gc.collect()` while the output is still held. The
+# checkpoint keeps its input for recomputation, so that input lives exactly as long as the graph. The cell below is
+# the course's miniature of that test, not upstream's file.
 
 # %%
 gc.freeze()  # speed only: torch's lazy imports left a large heap; gc.collect() below then scans just new objects
@@ -465,9 +469,10 @@ claim("the AST check passes the trap's engine (only the contract catches it)",
       astcheck.stored_outputs_without("detach_tree", trap_source) == [])
 
 # %% [markdown]
-# ### Upstream's four engines in 0.9.0 and 0.9.1
-# Here are the four store lines as verl changed them between 0.9.0 (before #7874) and 0.9.1, read at run time
-# from the installed releases. The part of #7874's description we could read covers the Megatron engine only,
+# ### Upstream's four store sites in 0.9.0 and 0.9.1
+# Here are the four store lines (one per `transformer_impl.py` of fsdp, automodel, torchtitan and megatron; veomni
+# and mindspeed define none of their own) as verl changed them between 0.9.0 (before #7874) and 0.9.1, read at run
+# time from the installed releases. The part of #7874's description we could read covers the Megatron engine only,
 # so the other three changes are dated to that interval, not credited to the PR:
 
 # %% tags=["upstream-source", "nbval-ignore-output"]
@@ -509,8 +514,8 @@ upstream_cell(engines_before_and_after, releases=["0.9.0"])
 # %% [markdown]
 # **Reading it.** In 0.9.0 the check flags megatron's `output["model_output"] = model_output` in
 # `postprocess_micro_batch_func`, and automodel's and torchtitan's `"model_output": model_output`
-# entries in `forward_step`: the true positives, all three wrapped between 0.9.0 and 0.9.1 (#7874). Two kinds of line
-# are where a name-based rule misjudges:
+# entries in `forward_step`: the true positives, all three wrapped between 0.9.0 and 0.9.1 (megatron's by #7874).
+# Two kinds of line are where a name-based rule misjudges:
 #
 # - **FSDP in 0.9.0 is flagged, but it was not leaking.** #6699 had already detached FSDP's output,
 #   with an inline dict comprehension rather than a call named `detach_tree`; a rule that looks for

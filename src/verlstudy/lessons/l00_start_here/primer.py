@@ -1,10 +1,11 @@
 """verl in brief: the RL step every lesson sits in, as data, and drawn once.
 
-`RL_STEP` lists the phases of one PPO/GRPO training step in verl 0.9.1's order
-(`verl/trainer/ppo/ray_trainer.py`): generate responses, score them, compute the old and the reference
-log-probabilities, advantages, then update the actor (and critic) mini-batch by mini-batch, each mini-batch in
-micro-batches. `batch_split` is the arithmetic of that last part; `draw_rl_step` draws the whole step and
-prints what it draws, so nbval checks the text while the picture is for the reader.
+`RL_STEP` lists the phases of one PPO/GRPO training step in verl 0.9.1's order (the default trainer's
+`_step_once` in `verl/trainer/ppo/v1/trainer_base.py`; the legacy `ray_trainer.py` keeps the same order):
+generate responses, score them, compute the old and the reference log-probabilities, advantages, then update
+the actor (and critic) mini-batch by mini-batch, each mini-batch in micro-batches. `batch_split` is the
+arithmetic of that last part; `draw_rl_step` draws the whole step and prints what it draws, so nbval checks the
+text while the picture is for the reader.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def draw_rl_step(split: BatchSplit) -> None:
     ax.annotate("", (0.3, 2.0), (len(RL_STEP) * 1.1 - 0.5, 2.18), arrowprops={"arrowstyle": "->", "color": "grey"})
     ax.text(0.1, 0.55, split.describe(), fontsize=7)
     ax.text(0.1, 0.2, "red: builds an autograd graph and steps an optimizer; blue: forward only", fontsize=7)
-    ax.set_title("One RL step in verl (ray_trainer.py), and its update opened")
+    ax.set_title("One RL step in verl (v1/trainer_base.py), and its update opened")
     fit_layout(fig)  # the figure is shown untrimmed: lay the drawing out over all of it
     plt.show()
     for i, phase in enumerate(RL_STEP, start=1):

@@ -125,7 +125,7 @@ def compare_detach_tree(cases: int = 300, seed: int = 0, ours: Callable[[object]
 
 
 def check_engine_call_sites(cases: int = 0, seed: int = 0) -> Comparison:
-    """Every `model_output` store in upstream's four engines wraps detach_tree (cases and seed unused).
+    """Every `model_output` store in upstream's four engine files that store it wraps detach_tree (cases, seed unused).
 
     Writes into the stored dict are cleared only by REVIEWED_WRITES (megatron's routing indices).
     """
