@@ -1,10 +1,12 @@
 """Who holds the memory: a CPU allocation tracker, the slope of a leak, and a CUDA snapshot reader.
 
-Upstream (verl #7874) found its per-micro-batch leak with `torch.cuda.memory._record_memory_history`
-and snapshots, whose allocation stacks pointed at Megatron's `create_tensor_recv_prev`. That API
-exists only for CUDA. `AllocationTracker` is the CPU analogue used in lesson 01: a
-`TorchDispatchMode` that sees every aten op, records each *new* storage an op returns together with
-the Python stack that created it (frames inside torch trimmed), and forgets it when the storage is
+On CUDA a leak like lesson 01's is found with `torch.cuda.memory._record_memory_history` and snapshots,
+whose allocation stacks name the creating call (Megatron's `create_tensor_recv_prev` in #7874's case:
+that #7874 was found this way is the course's digest's account; #6699's commit message cites
+memory-history profiling for its FSDP precursor). That API exists only for CUDA. `AllocationTracker`
+is the CPU analogue used in lesson 01: a `TorchDispatchMode` that sees every aten op, records each
+*new* storage an op returns together with the Python stack that created it (frames inside torch
+trimmed), and forgets it when the storage is
 freed. It holds only weak references, so it never keeps a storage alive itself.
 
 The same `Site` view (bytes grouped by creating function and line) is produced from a CUDA snapshot
