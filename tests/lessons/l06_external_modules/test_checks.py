@@ -155,6 +155,27 @@ def parse_squeezing_blanks(value):  # the adversary's 6.1 W7: "megatron adaptor"
     return [p for p in re.sub(r"\s", "", value).split(",") if p]
 
 
+def parse_lower_cased(value):  # the tester's 6.1 "normalises" the names: module names are case-sensitive
+    return [p.strip().lower() for p in value.split(",") if p.strip()]
+
+
+def predict_adaptor_in_value(imports, env):  # the tester's 6.2: the adaptor's name found anywhere in the value
+    for module in imports:
+        if module == ADAPTOR or (module == HOOK_PACKAGE and env is not None and ADAPTOR in env):
+            return True
+        if module == LIBRARY:
+            return False
+    return False
+
+
+def predict_variable_alone(imports, env):  # the tester's 6.2: the variable patches, whether or not toyverl comes
+    return ADAPTOR in (env or "").split(",") or own_predict(imports, env)
+
+
+def predict_library_needed(imports, env):  # the tester's 6.2: never patched when toylib.model is never imported
+    return LIBRARY in imports and own_predict(imports, env)
+
+
 def parse_splitting_on_blanks(value):  # the adversary's 6.1 W10: "megatron adaptor" becomes two names
     return re.split(r"[,\s]+", value.strip(", \t")) if value.strip(", \t") else []
 
@@ -173,18 +194,23 @@ WRONG = {
         Wrong(parse_squeezing_blanks, "only a comma separates", why="every blank removed, inside a name too"),
         Wrong(parse_splitting_on_blanks, "only a comma separates", why="blanks split names as commas do"),
         Wrong(lambda value: list(dict.fromkeys(own_parse(value))), "written twice", why="repeated names dropped"),
+        Wrong(parse_lower_cased, "case of the letters", why="names lower-cased"),
+        Wrong(lambda value: [p.strip().upper() for p in value.split(",") if p.strip()], "case", why="upper-cased"),
     ],
     "6.2": [
-        Wrong(predict_order_ignored, "too late", why="import order ignored"),
+        Wrong(predict_order_ignored, "ignores the order", why="import order ignored"),
         Wrong(predict_exact_value, "comma-separated list", why="the variable read as one name"),
-        Wrong(predict_ops_too_late, "not the module that binds", why="toylib.ops thought to bind"),
-        Wrong(predict_substring, "does not name toylib_adaptor", why="substring of the variable"),
+        Wrong(predict_ops_too_late, "stops at toylib.ops", why="toylib.ops thought to bind"),
+        Wrong(predict_substring, "part of a name", why="substring of the variable"),
         Wrong(predict_hook_alone, "does not name toylib_adaptor", why="the variable ignored"),
         Wrong(predict_first_only, "yet you said unpatched", why="first import only"),
         Wrong(predict_pops, "changed its input", why="input mutated"),
         Wrong(lambda imports, env: int(own_predict(imports, env)), "bool", why="an int where a bool is asked"),
         Wrong(lambda imports, env: env == ADAPTOR and imports[0] == HOOK_PACKAGE, "yet you said", why="example-shaped"),
         Wrong(predict_env_without_hook, "nothing here imports toyverl", why="the variable counted without the hook"),
+        Wrong(predict_adaptor_in_value, "part of a name", why="the adaptor's name as a substring of the value"),
+        Wrong(predict_variable_alone, "without toyverl", why="the variable patches whatever the imports"),
+        Wrong(predict_library_needed, "never imports toylib.model", why="unpatched when the library is not imported"),
     ],
 }
 RIGHT = {
@@ -200,7 +226,7 @@ def test_predict_patched_checker():
     def env_is_enough(imports: Sequence[str], env: str | None) -> bool:
         return bool(env) or ADAPTOR in imports
 
-    with pytest.raises(ExerciseFailure, match="too late"):
+    with pytest.raises(ExerciseFailure, match="act without toyverl"):  # it ignores the order too; a worker shows it
         check_predict_patched(env_is_enough)
     with pytest.raises(ExerciseFailure, match="bool"):
         check_predict_patched(lambda imports, env: "yes")
@@ -234,12 +260,46 @@ def test_6_1_rejects_plausible_wrong_parsers(assert_wrong, answer, mentions):
 
 
 def test_6_2_rejects_ignoring_the_import_order(assert_wrong):
-    assert_wrong("6.2", lambda imports, env: env is not None and ADAPTOR in env, mentions="too late")
+    assert_wrong(
+        "6.2", lambda imports, env: HOOK_PACKAGE in imports and ADAPTOR in (env or ""), mentions="ignores the order"
+    )
+    assert_wrong("6.2", lambda imports, env: env is not None and ADAPTOR in env, mentions="act without toyverl")
 
 
 def test_6_2_messages_do_not_state_the_rule(assert_wrong):
     verdict_text = assert_wrong("6.2", lambda imports, env: False, mentions="yet you said unpatched")
     assert "iff" not in verdict_text and "before the library" not in verdict_text
+
+
+@pytest.mark.parametrize(
+    ("answer", "mentions"),
+    [
+        (predict_order_ignored, "ignores the order"),
+        (predict_ops_too_late, "stops at toylib.ops"),
+        (predict_first_only, "stops at toylib.ops"),
+        (predict_variable_alone, "without toyverl"),
+        (predict_library_needed, "never imports toylib.model"),
+    ],
+    ids=["order ignored", "toylib.ops decides", "first import only", "variable alone", "library needed"],
+)
+def test_6_2_first_tries_name_the_slip_not_the_rule(assert_wrong, answer, mentions):
+    """A first wrong try shows the input, both answers and the kind of slip; why it is one is the method's job."""
+    verdict_text = assert_wrong("6.2", answer, mentions=mentions)
+    for rule in ("too late", "binds", "in place for a later import", "hook never runs", "imports nothing"):
+        assert rule not in verdict_text, verdict_text
+
+
+def test_6_2_the_variable_without_toyverl_is_named_as_such_not_as_the_order(assert_wrong):
+    """The report's misnamed message: this answer kept the order; its slip is the variable acting on its own."""
+    verdict_text = assert_wrong("6.2", predict_variable_alone, mentions="nothing here imports toyverl")
+    assert "order" not in verdict_text
+
+
+def test_6_2_an_ambiguous_input_gets_the_plain_line():
+    """Where more than one slip gives the learner's answer, no mistake is named: the two values say it."""
+    imports, env = ["toylib.ops", ADAPTOR], None
+    assert checks._patch_names((imports, env), False, True) is None
+    assert checks._patch_names((["toylib.ops", HOOK_PACKAGE, LIBRARY], f"json,{ADAPTOR}"), False, True) is None
 
 
 def test_the_mechanisms_own_parser_and_predictor_are_refused(assert_wrong):
@@ -255,7 +315,9 @@ def test_no_mechanism_function_passes(assert_mechanism_does_not_pass, exercise_i
 def test_6_2_reference_agrees_with_real_processes_running_the_lessons_hook(tmp_path):
     """The checker's named cases, run as the lesson runs them: the toy packages with the hook the notebook uses."""
     folder = write_toy_packages(tmp_path, toy_hook_source()[0])
+    (folder / f"{checks.LOOK_ALIKE}.py").write_text('"""Another module: its name only contains the adaptor\'s."""\n')
     cases = [case.args for case in checks._PATCH_CASES]
+    assert any(env == checks.LOOK_ALIKE for _imports, env in cases)
     outcomes = run_experiments([Experiment(f"case{i}", tuple(im), env) for i, (im, env) in enumerate(cases)], folder)
     assert [o.patched for o in outcomes] == [predict_patched(im, env) for im, env in cases]
 

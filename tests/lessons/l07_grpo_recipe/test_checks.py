@@ -198,6 +198,22 @@ def adv_eps_after_division(rewards):  # the adversary's 7.3 W11: (r - m) / s + e
     return [(r - mean) / std + 1e-6 if std else 0.0 for r in rewards]
 
 
+def adv_clamped(rewards):  # the tester's 7.3: epsilon as a floor under the std
+    mean = sum(rewards) / len(rewards)
+    std = (sum((r - mean) ** 2 for r in rewards) / (len(rewards) - 1)) ** 0.5
+    return [(r - mean) / max(std, 1e-6) for r in rewards]
+
+
+def adv_by_range(rewards):  # the tester's 7.3: the range for the spread
+    mean = sum(rewards) / len(rewards)
+    return [(r - mean) / (max(rewards) - min(rewards) + 1e-6) for r in rewards]
+
+
+def adv_zero_d_tensors(rewards):  # the tester's 7.3 extra: right values, each a 0-d tensor, in a list
+    t = torch.tensor(rewards, dtype=torch.float64)
+    return [(r - t.mean()) / (t.std() + 1e-6) for r in t]
+
+
 def adv_numpy(rewards):
     x = np.asarray(rewards, dtype=np.float64)
     return (x - x.mean()) / (x.std(ddof=1) + 1e-6)
@@ -210,12 +226,12 @@ def adv_torch(rewards):
 
 WRONG = {
     "7.1": [
-        Wrong(dp_cp_in_experts, "cp does not enter", why="cp in the expert grid"),
+        Wrong(dp_cp_in_experts, "edp is cp times too small", why="cp in the expert grid"),
         Wrong(dp_never_raises, "raise ValueError", why="never raises"),
         Wrong(dp_swapped, "swapped", why="dp and edp swapped"),
         Wrong(dp_floats, "int", why="floats where ints are asked"),
-        Wrong(dp_no_cp, "leaves cp out", why="cp ignored"),
-        Wrong(dp_etp_ignored, "etp is ignored", why="etp ignored"),
+        Wrong(dp_no_cp, "dp is cp times too large", why="cp ignored"),
+        Wrong(dp_etp_ignored, "edp is etp times too large", why="etp ignored"),
         Wrong(dp_hard_coded, "read its arguments", why="the recipe's answer hard-coded"),
         Wrong(dp_same_grid, "raised ValueError", why="requires equal grids"),
         Wrong(dp_dense_only_check, "raise ValueError", why="checks only the dense grid"),
@@ -227,16 +243,16 @@ WRONG = {
         Wrong(loss_no_dual, "dual clip is missing", why="no dual clip"),
         Wrong(loss_dual_always, "only when A < 0", why="dual clip for every sign"),
         Wrong(loss_symmetric, "not 1 + clip_low", why="clip_high ignored"),
-        Wrong(loss_min, ("not the min", "unclipped"), why="min instead of max"),
+        Wrong(loss_min, ("optimistic", "unclipped"), why="min instead of max"),
         Wrong(loss_objective, "sign is flipped", why="returns the objective"),
-        Wrong(lambda r, a, lo, hi, c: -a * r, ("unclipped", "not the min"), why="no clip"),
+        Wrong(lambda r, a, lo, hi, c: -a * r, ("unclipped", "optimistic"), why="no clip"),
         Wrong(loss_zero, "nothing clips", why="hard-coded"),
         Wrong(lambda r, a, lo, hi, c: "0.0", "number", why="a string"),
         Wrong(loss_cap_at_c, "clip_c itself", why="the cap not scaled by the advantage"),
     ],
     "7.3": [
         Wrong(advantages_with(1e-6, ddof=0), "population", why="population std"),
-        Wrong(adv_in_variance, "not to the variance", why="epsilon in the square root"),
+        Wrong(adv_in_variance, "inside the square root", why="epsilon in the square root"),
         Wrong(advantages_with(1e-8), "matches epsilon=1e-08", why="epsilon 1e-8"),
         Wrong(advantages_with(0.0, guard=True), "matches epsilon=0", why="no epsilon, guarded"),
         Wrong(adv_zero_division, "ZeroDivisionError", why="divides by a zero spread"),
@@ -249,6 +265,9 @@ WRONG = {
         Wrong(adv_eps_after_division, "after the division", why="epsilon added after dividing"),
         Wrong(lambda rewards: [round(a, 3) for a in reference_advantages(rewards)], "rounded", why="3 decimals"),
         Wrong(lambda rewards: [round(a, 4) for a in reference_advantages(rewards)], "rounded", why="4 decimals"),
+        Wrong(adv_clamped, "a floor", why="the std clamped at 1e-6 (the tester's), not padded"),
+        Wrong(adv_by_range, "not scaled", why="the range (max - min) for the std: 1 on a 0/1 group"),
+        Wrong(adv_zero_d_tensors, "numbers are right", why="a list of 0-d tensors, a container the text does not list"),
     ],
 }
 RIGHT = {
@@ -300,3 +319,39 @@ def test_the_mechanisms_own_functions_are_refused(assert_wrong):
 @pytest.mark.parametrize("exercise_id", ["7.1", "7.2", "7.3"])
 def test_no_mechanism_function_passes(assert_mechanism_does_not_pass, exercise_id):
     assert_mechanism_does_not_pass(exercise_id, "verlstudy.lessons.l07_grpo_recipe", exclude=["train_clip_bandit"])
+
+
+@pytest.mark.parametrize(
+    ("exercise_id", "answer", "mentions", "rule"),
+    [
+        ("7.1", dp_cp_in_experts, "edp is cp times too small", ("does not enter", "expert grid")),
+        ("7.1", dp_no_cp, "dp is cp times too large", ("split by cp", "dense weights")),
+        ("7.1", dp_etp_ignored, "edp is etp times too large", ("etp is ignored", "only when etp is 1")),
+        ("7.2", loss_min, "optimistic", ("take the max",)),
+        ("7.3", adv_in_variance, "inside the square root", ("to the std", "not to the variance")),
+        ("7.3", adv_eps_after_division, "after the division", ("belongs in the divisor",)),
+    ],
+    ids=["7.1 cp in edp", "7.1 cp out of dp", "7.1 etp ignored", "7.2 min", "7.3 eps in sqrt", "7.3 eps after"],
+)
+def test_first_tries_name_the_slip_not_the_rule(assert_wrong, exercise_id, answer, mentions, rule):
+    """Which sizes shard what, and where epsilon goes, is what the exercise asks: a first try shows the slip only."""
+    verdict_text = assert_wrong(exercise_id, answer, mentions=mentions)
+    assert not any(r in verdict_text for r in rule), verdict_text
+
+
+def test_7_3_right_numbers_in_an_unlisted_container_are_not_called_a_formula_slip(assert_wrong):
+    """The report's misnamed message: sqrt(var + 1e-6) is within 1e-6 of the right values on an ordinary group."""
+    verdict_text = assert_wrong("7.3", adv_zero_d_tensors, mentions="numbers are right")
+    assert "epsilon" not in verdict_text and "Tensor" in verdict_text
+
+
+def test_7_3_wrong_numbers_near_no_slip_get_the_plain_line():
+    from verlstudy.lessons.l07_grpo_recipe import checks
+
+    rewards = [1.0, 0.0, 0.0, 1.0]
+    want = checks._reference_advantages(rewards)
+    assert checks._advantage_mistake((rewards,), [w * 1.001 for w in want], want) is None
+    # epsilon inside the square root gives numbers within the checker's tolerance on this group: never named here
+    near_sqrt = [(r - 0.5) / math.sqrt(1 / 3 + 1e-6) for r in rewards]
+    named = checks._advantage_mistake((rewards,), [torch.tensor(v) for v in near_sqrt], want)
+    assert named is not None and "square root" not in named

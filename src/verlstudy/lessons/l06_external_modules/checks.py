@@ -47,6 +47,13 @@ def _parse_mistake(value: str, got: object) -> str:
     return "your list does not hold the names between the commas"
 
 
+def _case_changed(got: Any, want: list[str]) -> bool:
+    """The right names with other capitals (lower-cased, upper-cased ...)."""
+    if not isinstance(got, list | tuple) or len(got) != len(want) or not all(isinstance(g, str) for g in got):
+        return False
+    return list(got) != want and [g.casefold() for g in got] == [w.casefold() for w in want]
+
+
 def _reference_parse(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
@@ -73,12 +80,19 @@ _PARSE_CASES = [
     Case(("\tjson ,megatron_adaptor",), "a tab is a blank too"),
     Case(("megatron adaptor,json",), "a blank inside an entry: one (bad) name, which the import will name"),
     Case((" megatron\tadaptor ",), "a tab inside an entry, blanks around it"),
+    Case(("Megatron_Adaptor, json",), "capital letters: Python's import tells Megatron_Adaptor from megatron_adaptor"),
 ]
 
 
 def _parse_names(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     if isinstance(got, list | tuple) and len(got) < len(want) and list(got) == list(dict.fromkeys(want)):
         return "your list drops a name written twice: keep every entry, in the order written"
+    if _case_changed(got, want):
+        changed = next(g for g, w in zip(got, want, strict=True) if g != w)
+        return (
+            f"your list changes the case of the letters ({changed!r}): module names are case-sensitive, so "
+            "the import would name another module"
+        )
     return _parse_mistake(args[0], got)
 
 
@@ -103,27 +117,67 @@ def check_parse_modules(fn: Callable[[str], list[str]]) -> str:
     )
 
 
-def _patch_mistake(imports: Sequence[str], env: str | None, got: bool) -> str:
-    """The mistake a wrong prediction shows, named without the rule."""
-    if got and imports[0] == LIBRARY:
-        return "toylib.model is imported first here, so the adaptor would come too late: your answer ignores the order"
-    names_adaptor = env is not None and ADAPTOR in env.split(",")
-    if got and ADAPTOR not in imports and not names_adaptor:
-        return "the variable does not name toylib_adaptor here, yet you said patched"
-    if got and ADAPTOR not in imports and HOOK_PACKAGE not in imports:
+# A module whose name only contains the adaptor's: the hook imports the names between the commas, whole
+LOOK_ALIKE = f"{ADAPTOR}_v2"
+
+
+def _names_adaptor(env: str | None) -> bool:
+    return env is not None and ADAPTOR in env.split(",")
+
+
+def _first_patcher(imports: Sequence[str], env: str | None) -> int | None:
+    """The position of the first import that patches (the adaptor, or toyverl with the variable naming it)."""
+    for i, module in enumerate(imports):
+        if module == ADAPTOR or (module == HOOK_PACKAGE and _names_adaptor(env)):
+            return i
+    return None
+
+
+def _patch_mistake(imports: Sequence[str], env: str | None, got: bool) -> str | None:
+    """The mistake a wrong prediction shows, named by its kind, never the rule (None: the two values say it all).
+
+    Only a mistake the input makes unambiguous is named: the message then shows the input, both answers and
+    the kind of slip (the order, a part of a name, the variable without toyverl ...), not why it matters.
+    """
+    first = _first_patcher(imports, env)
+    if got:  # said patched: nothing patches here, or toylib.model comes before what does
+        if first is not None:
+            placed = "the first import" if imports[0] == LIBRARY else f"imported before {imports[first]}"
+            return f"toylib.model is {placed} here, yet you said patched: your answer ignores the order of the imports"
+        if _names_adaptor(env):
+            return (
+                "the variable names the adaptor, but nothing here imports toyverl, yet you said patched: your answer "
+                "lets the variable act without toyverl"
+            )
+        if env is not None and ADAPTOR in env:
+            other = next(name for name in env.split(",") if ADAPTOR in name)
+            return (
+                f"the variable names {other!r} here, another module whose name only contains {ADAPTOR!r}, yet you "
+                "said patched: your answer matches a part of a name"
+            )
+        unset = " (it is unset)" if env is None else ""
         return (
-            "the variable names the adaptor, but nothing here imports toyverl, so its hook never runs and never "
-            "reads the variable: the variable alone imports nothing"
+            f"the variable does not name toylib_adaptor here{unset}, nor is the adaptor imported, yet you said patched"
         )
-    if got:
-        return "toylib.model is imported before anything patches it here, yet you said patched"
-    if env is not None and "," in env:
-        return "the variable holds a comma-separated list here: your answer does not read every name in it"
-    if imports[0] == "toylib.ops":
-        return "toylib.ops comes first here; it is not the module that binds `attention`, yet you said unpatched"
-    if imports[0] == ADAPTOR:
-        return "the process imports the adaptor itself first, yet you said unpatched"
-    return "toyverl comes first here, with the variable naming the adaptor, yet you said unpatched"
+    if first is None:
+        return None
+    if first == 0:
+        if imports[0] == ADAPTOR:
+            return "the process imports the adaptor itself first, yet you said unpatched"
+        if env is not None and "," in env:
+            return "the variable holds a comma-separated list here: your answer does not read every name in it"
+        return "toyverl comes first here, with the variable naming the adaptor, yet you said unpatched"
+    if LIBRARY not in imports or (imports[first] == HOOK_PACKAGE and env is not None and "," in env):
+        return None  # more than one slip gives this answer here: the two values say it
+    before = list(imports[:first])
+    if len(before) == 1:
+        return (
+            f"{before[0]} comes before {imports[first]} here, yet you said unpatched: your answer stops at {before[0]}"
+        )
+    return (
+        f"{' and '.join(before)} come before {imports[first]} here, yet you said unpatched: your answer stops before "
+        f"{imports[first]}"
+    )
 
 
 _MODULES = (HOOK_PACKAGE, ADAPTOR, "toylib.ops", LIBRARY)
@@ -132,18 +186,20 @@ _MODULES = (HOOK_PACKAGE, ADAPTOR, "toylib.ops", LIBRARY)
 @st.composite
 def _process(draw: Any) -> tuple[list[str], str | None]:
     imports = draw(st.permutations(_MODULES))[: draw(st.integers(1, len(_MODULES)))]
-    env = draw(st.none() | st.lists(st.sampled_from((ADAPTOR, "toylib.ops", "json")), min_size=1, max_size=3))
+    names = st.sampled_from((ADAPTOR, "toylib.ops", "json", LOOK_ALIKE))
+    env = draw(st.none() | st.lists(names, min_size=1, max_size=3))
     return list(imports), None if env is None else ",".join(env)
 
 
 _PATCH_CASES = [
     Case(([HOOK_PACKAGE, LIBRARY], ADAPTOR), "the image default, verl imported first"),
+    Case(([LIBRARY], ADAPTOR), "a worker that never imports verl"),
     Case(([LIBRARY, HOOK_PACKAGE], ADAPTOR), "the image default, the library imported first"),
     Case(([HOOK_PACKAGE, LIBRARY], None), "no variable"),
-    Case(([LIBRARY], ADAPTOR), "a worker that never imports verl"),
     Case(([ADAPTOR, LIBRARY], None), "an explicit import at the entry point"),
     Case(([LIBRARY, ADAPTOR], None), "the adaptor imported after the library"),
     Case(([HOOK_PACKAGE, LIBRARY], f"toylib.ops,{ADAPTOR}"), "the adaptor is the last name of a list"),
+    Case(([HOOK_PACKAGE, LIBRARY], LOOK_ALIKE), "the variable names another module with a longer name"),
     Case((["toylib.ops", HOOK_PACKAGE, LIBRARY], ADAPTOR), "toylib.ops imported first"),
     Case(([HOOK_PACKAGE, "toylib.ops", LIBRARY], "toylib.ops"), "the variable names another module"),
     Case(([HOOK_PACKAGE], ADAPTOR), "the library is never imported"),
@@ -154,8 +210,11 @@ def _patch_names(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     imports, env = args
     if not isinstance(got, bool):
         return "return True or False"
-    if LIBRARY not in imports and not got and want:
-        return "the library is never imported here, but the adaptor is: its patch is in place for a later import"
+    if LIBRARY not in imports and not got and want and _first_patcher(imports, env) == 0:
+        return (
+            "the process never imports toylib.model here: the question is then whether an import of it after "
+            "these would be patched, and you said unpatched"
+        )
     return _patch_mistake(imports, env, got)
 
 

@@ -100,12 +100,13 @@ def _layout_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
         return "(8, 1) is the recipe's answer, not this layout's: does your function read its arguments?"
     if pair == want[::-1]:
         return "the two are swapped"
+    # the kind of slip, by the factor it is off by; which sizes belong where is the exercise (the method's job)
     if pair[0] == want[0] and pair[1] * cp == want[1] and cp > 1:
-        return "your edp is divided by cp too, but cp does not enter the expert grid"
+        return f"your dp is right; your edp is cp times too small here (cp={cp})"
     if pair[1] == want[1] and pair[0] == world // (tp * pp) and cp > 1:
-        return "your dp leaves cp out, but the dense weights are split by cp too"
+        return f"your edp is right; your dp is cp times too large here (cp={cp})"
     if pair[1] == want[1] * etp and etp > 1 and pair[0] == want[0]:
-        return "your edp is right only when etp is 1: etp is ignored"
+        return f"your dp is right; your edp is etp times too large here (etp={etp})"
     if pair[0] == want[0]:
         return "your dp is right, your edp is not"
     if pair[1] == want[1]:
@@ -161,17 +162,17 @@ def _token_loss_variants(ratio: float, adv: float, low: float, high: float, c: f
     unclipped = -adv * ratio
     pessimistic = max(unclipped, -adv * min(max(ratio, 1 - low), 1 + high))
     symmetric = max(unclipped, -adv * min(max(ratio, 1 - low), 1 + low))
+    optimistic = min(unclipped, -adv * min(max(ratio, 1 - low), 1 + high))
     right = min(pessimistic, -adv * c) if adv < 0 else pessimistic
+    cap_at_c = min(pessimistic, c) if adv < 0 else pessimistic
     return {
         "the dual clip is missing: a negative advantage's loss is not capped": pessimistic,
         "the dual clip applies only when A < 0": min(pessimistic, -adv * c),
         "the upper bound is 1 + clip_high, not 1 + clip_low": min(symmetric, -adv * c) if adv < 0 else symmetric,
-        "your cap for a negative advantage is clip_c itself: the dual clip's cap grows with the size of the "
-        "advantage, as the loss does": min(pessimistic, c) if adv < 0 else pessimistic,
-        "take the max (the pessimistic term), not the min": min(unclipped, -adv * min(max(ratio, 1 - low), 1 + high)),
+        "your cap for a negative advantage is clip_c itself, whatever the size of the advantage": cap_at_c,
+        "your loss keeps the optimistic term here (the smaller of the clipped and the unclipped one)": optimistic,
         "the sign is flipped: return the loss (what is minimised), not the objective": -right,
-        "the ratio is used here as it is, unclipped: hold it inside its band, and keep the pessimistic (larger) "
-        "term, not the smaller": unclipped,
+        "your loss is the unclipped one here (the ratio as it is), where the clipped loss differs": unclipped,
     }
 
 
@@ -260,6 +261,7 @@ def _reference_advantages(rewards: list[float]) -> list[float]:
 
 
 _OTHER_EPSILONS = (0.0, 1e-8, 1e-7, 1e-5, 1e-4, 1e-3, 1e-2)
+_ADVANTAGE_RTOL, _ADVANTAGE_ATOL = 1e-5, 1e-6  # what the checker forgives (a float32 answer passes)
 
 
 def _advantage_variants(rewards: list[float]) -> dict[str, list[float]]:
@@ -272,21 +274,30 @@ def _advantage_variants(rewards: list[float]) -> dict[str, list[float]]:
         out["your std is the population one (divided by n): verl uses the unbiased std, torch's default"] = [
             (r - mean) / (population + GRPO_EPSILON) for r in rewards
         ]
-    out["your epsilon sits inside the square root: add epsilon to the std, not to the variance"] = [
+    out["your epsilon sits inside the square root, added to the variance"] = [
         (r - mean) / (var + GRPO_EPSILON) ** 0.5 for r in rewards
     ]
-    out["your advantages are not scaled by the group's spread"] = [r - mean for r in rewards]
+    if 0 < var**0.5 < GRPO_EPSILON:
+        floor = f"your answer holds the spread at {GRPO_EPSILON} or above (a floor): that is not how epsilon enters"
+        out[floor] = [(r - mean) / GRPO_EPSILON for r in rewards]
+    # true of a spread of 1 too (the range of 0/1 rewards): on such a group the values cannot tell them apart
+    out["your advantages are not scaled by the group's std here: they are the deviations from the mean as they are"] = [
+        r - mean for r in rewards
+    ]
     if var > 0:
-        out[
-            "your epsilon is added to each advantage after the division: it pads the spread, so it belongs in "
-            "the divisor"
-        ] = [(r - mean) / var**0.5 + GRPO_EPSILON for r in rewards]
+        out["your epsilon is added to each advantage after the division"] = [
+            (r - mean) / var**0.5 + GRPO_EPSILON for r in rewards
+        ]
     for eps in _OTHER_EPSILONS:
         if var > 0 or eps > 0:
             out[f"epsilon must be {GRPO_EPSILON} (verl's default); your answer matches epsilon={eps:g}"] = [
                 (r - mean) / (var**0.5 + eps) for r in rewards
             ]
     return out
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=_ADVANTAGE_RTOL, abs_tol=_ADVANTAGE_ATOL)
 
 
 def _advantage_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
@@ -300,15 +311,21 @@ def _advantage_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None
     if any(math.isnan(v) for v in values):
         return "every reward is equal here, so the group's spread is 0: your division gives NaN"
     wanted = [float(w) for w in want]
-    in_order = all(math.isclose(v, w, rel_tol=1e-5, abs_tol=1e-6) for v, w in zip(values, wanted, strict=True))
-    if not in_order and all(
-        math.isclose(v, w, rel_tol=1e-5, abs_tol=1e-6) for v, w in zip(sorted(values), sorted(wanted), strict=True)
-    ):
+    in_order = all(_close(v, w) for v, w in zip(values, wanted, strict=True))
+    if in_order:  # the numbers are right: what is wrong is what holds them
+        kinds = sorted({type(g).__name__ for g in got})
+        return (
+            f"your numbers are right, but each is a {' or a '.join(kinds)} inside a {type(got).__name__}: return "
+            "floats, in a list, a tuple, a numpy array or one tensor"
+        )
+    if all(_close(v, w) for v, w in zip(sorted(values), sorted(wanted), strict=True)):
         return "your advantages are the right numbers in another order: the i-th advantage belongs to the i-th reward"
     for digits in range(1, 7):
         if all(math.isclose(v, round(w, digits), abs_tol=1e-12) for v, w in zip(values, wanted, strict=True)):
             return "your advantages are rounded: return them at full precision"
     for mistake, alt in _advantage_variants(list(rewards)).items():
+        if all(_close(a, w) for a, w in zip(alt, wanted, strict=True)):
+            continue  # on this group the slip gives the right numbers: it cannot be what went wrong
         if all(math.isclose(a, v, rel_tol=1e-6, abs_tol=1e-9) for a, v in zip(alt, values, strict=True)):
             return mistake
     if abs(sum(values)) > 1e-6 * len(values):
@@ -335,6 +352,7 @@ _ADVANTAGE_CASES = [
     Case(([1.0, 1.0, 1.0, 1.0],), "every reward equal: advantage 0, not NaN"),
     Case(([0.2, 0.9, 0.4],), "an odd group size"),
     Case(([0.0, 1.0],), "the smallest group, two responses"),
+    Case(([0.0, 0.0, 0.0, 1e-6],), "std 5e-7, below epsilon"),
     Case(([0.0, 0.0, 0.0, 4e-6],), "std 2e-6: where epsilon 1e-6 moves the answer"),
 ]
 
@@ -373,6 +391,6 @@ def check_advantages(fn: Callable[[list[float]], list[float]]) -> str:
         edge_cases=_ADVANTAGE_CASES,
         mistakes=_advantage_mistake,
         name="my_advantages",
-        rtol=1e-5,
-        atol=1e-6,
+        rtol=_ADVANTAGE_RTOL,
+        atol=_ADVANTAGE_ATOL,
     )
