@@ -179,6 +179,47 @@ def _versions_unpinned(m):
     return "pip install " + " ".join(c.repo[5:] if c.is_pypi else f"git+{c.repo}@{c.ref}" for c in m.components)
 
 
+def _clone_branch(m):
+    """Clones each repository with `git clone --branch <ref>` (git refuses a commit hash there), installs the folder."""
+    steps, words = [], []
+    for c in m.components:
+        if c.is_pypi:
+            words.append(f"{c.repo[5:]}=={c.ref}")
+        else:
+            steps.append(f"git clone --depth 1 --branch {c.ref} {c.repo}")
+            words.append("./" + c.repo.rstrip("/").split("/")[-1].removesuffix(".git"))
+    return " && ".join([*steps, "pip install " + " ".join(words)])
+
+
+def _clone_checkout(m):
+    """Clones, checks the ref out and installs the folder: it works, but the pins are not in the install command."""
+    steps, words = [], []
+    for c in m.components:
+        if c.is_pypi:
+            words.append(f"{c.repo[5:]}=={c.ref}")
+        else:
+            folder = c.repo.rstrip("/").split("/")[-1].removesuffix(".git")
+            steps.append(f"git clone {c.repo} && git -C {folder} checkout {c.ref}")
+            words.append(f"./{folder}")
+    return " && ".join([*steps, "pip install " + " ".join(words)])
+
+
+def _requirements_text(m):
+    return "\n".join(pip_line(m)[len("pip install ") :].split())
+
+
+def _commas(m):
+    return "pip install " + ", ".join(pip_line(m)[len("pip install ") :].split())
+
+
+def _one_quoted_word(m):
+    return f'pip install "{pip_line(m)[len("pip install ") :]}"'
+
+
+def _sudo(m):
+    return "sudo " + pip_line(m)
+
+
 WRONG = {
     "8.1": [
         Wrong(_naming_rule, "letters of the name", "decides by the core_r/core_v naming rule"),
@@ -206,6 +247,10 @@ WRONG = {
             ("upper-case", "not hex digits"),
             "isalnum as the hash test",
         ),
+        Wrong(
+            _hash_rule(lambda r: re.match(r"^[0-9a-f]{7,40}$", r)), "newline", "'$' also matches before a final newline"
+        ),
+        Wrong(_hash_rule(lambda r: HEX.fullmatch(r.strip())), "newline", "the ref stripped before the hash test"),
     ],
     "8.2": [
         Wrong(_only_pypi, "git repositories are not pinned", "PyPI only"),
@@ -220,6 +265,12 @@ WRONG = {
         Wrong(_versions_unpinned, "not pinned to their version", "versions dropped"),
         Wrong(lambda m: pip_line(m).split(), "one string", "a list of words"),
         Wrong(_strip_letters, "lost letters", "str.strip('pypi:') strips letters, not the prefix"),
+        Wrong((_clone_branch, MANIFESTS), "outside the install command", "git clone --branch <ref> (fails for a hash)"),
+        Wrong((_clone_checkout, MANIFESTS), "outside the install command", "git clone and checkout, then the folder"),
+        Wrong(_requirements_text, "no install command", "requirements-file lines, no pip install"),
+        Wrong(_commas, "comma", "pins separated by commas"),
+        Wrong(_one_quoted_word, "one argument", "every pin inside one pair of quotes"),
+        Wrong(_sudo, "starts with 'sudo'", "an install that does not start with pip"),
     ],
 }
 
@@ -253,3 +304,25 @@ def test_8_2_refuses_the_install_script_generator(assert_wrong):
 )
 def test_no_mechanism_function_passes(assert_mechanism_does_not_pass, exercise_id, answer):
     assert_mechanism_does_not_pass(exercise_id, "verlstudy.lessons.l08_dependency_stack", answer=answer)
+
+
+@pytest.mark.parametrize(
+    ("answer", "not_said"),
+    [
+        (_component_names, "lost letters"),  # 'fla' is inside 'flash-linear-attention': not a cut name
+        (_requirements_text, "not pinned to their version"),
+        (_commas, "not pinned to their version"),
+        (_one_quoted_word, "not pinned to their version"),
+        (_sudo, "not pinned to their version"),
+    ],
+)
+def test_8_2_messages_name_the_mistake_made_not_another(assert_wrong, answer, not_said):
+    assert not_said not in assert_wrong("8.2", answer, MANIFESTS, mentions="")
+
+
+def test_8_2_a_clone_with_branch_is_refused_and_told_git_refuses_a_commit_hash_there(assert_wrong):
+    # the lesson's own manifests pin repositories to commits: this command would fail on them
+    hashes = [c.ref for m in MANIFESTS for c in m.components if c.kind == "commit"]
+    assert hashes and all(f"--branch {h} " in _clone_branch(m) for m in MANIFESTS for h in hashes if h in str(m))
+    message = assert_wrong("8.2", _clone_branch, MANIFESTS, mentions="outside the install command")
+    assert "refuses the commit hash" in message

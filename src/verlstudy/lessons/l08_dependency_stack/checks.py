@@ -7,11 +7,13 @@ manifest. A wrong answer's message names the mistake; where to look and the meth
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection
 from typing import Any
 
 from verlstudy.common.pins import parse_pins
-from verlstudy.common.refs import COMMIT_HASH
+from verlstudy.common.refs import COMMIT_HASH, repo_key
+from verlstudy.common.shell_pins import logical_lines, shell_tokens
 from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.kit.properties import Case, compare_on_inputs
 from verlstudy.lessons.l08_dependency_stack.manifests import (
@@ -56,6 +58,7 @@ def _policy_inputs() -> Any:
         hexes.map(lambda r: r[:4] + "_" + r[4:]),
         st.tuples(hexes, st.text("ghxyz", min_size=1, max_size=3)).map(lambda t: t[0][:38] + t[1]),
         st.text("0123456789abcdefghijklmnopqrstuvwxyz", min_size=7, max_size=12),
+        hexes.map(lambda r: r + "\n"),  # a hash read from a file with its line end
     )
     ref = st.one_of(st.sampled_from(_NAMES), hexes, near, st.sampled_from([None, ""]))
 
@@ -92,6 +95,7 @@ POLICY_CASES = [
     Case(("0xabcdef1", [], ["main"]), "hex written with a 0x in front"),
     Case(("dead_beef", [], ["main"]), "hex digits with an underscore"),
     Case(("release1", [], ["main"]), "letters and digits, not all hex"),
+    Case(("deadbeef\n", [], ["main"]), "a hash read from a file, its newline kept"),
 ]
 
 
@@ -131,6 +135,11 @@ def _not_a_hash(ref: str) -> str:
     if ref != ref.lower() and all(ch in "0123456789abcdef" for ch in ref.lower()):
         return f"{ref!r} has upper-case letters: git writes a hash in lower-case hex digits, as the text asks"
     odd = sorted({ch for ch in ref if ch not in "0123456789abcdef"})
+    if odd == ["\n"] and ref.endswith("\n") and ref.count("\n") == 1:
+        return (
+            f"{ref!r} ends with a newline, and your hash test let it through: the newline is a character of the "
+            "ref too (a regex's `$` also matches just before a final newline)"
+        )
     if odd:
         return (
             f"{ref!r} holds characters that are not hex digits ({', '.join(map(repr, odd))}): every character of "
@@ -216,11 +225,19 @@ def _manifest_inputs() -> Any:
 
 PIP_CASES = [
     Case((_manifest([_PYPI[0]], "one package"),), "a manifest of one PyPI package"),
+    Case((_manifest([_GIT_REPOS[4]], "one commit"),), "a repository pinned to a commit hash"),
     Case((_manifest([_GIT_REPOS[0]], "one repository"),), "a manifest of one git repository"),
     Case((_manifest([_PYPI[2], _GIT_REPOS[4]], "names differ"),), "a component whose name is not its package name"),
     Case((_manifest([*_GIT_REPOS[:3], *_PYPI[:2]], "mixed"),), "tags, a branch and packages together"),
     Case((_manifest([_PYPI[5], _PYPI[6]], "p, y, i"),), "package names that begin or end with p, y or i"),
 ]
+
+
+# Only pins the install command itself makes count: a `git clone --branch X` (or a checkout) before it pins outside
+# pip, and `--branch` refuses a commit hash, so such a command fails on a manifest with a commit pin.
+_PIP_VIAS = ("pip ==", "pip git+")
+_OPERATORS = {";", "&&", "||", "|", "&", "(", ")", ";;"}
+_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*", re.S)
 
 
 def _pins_of(fn: Callable[[StackManifest], object]) -> Callable[[StackManifest], object]:
@@ -231,12 +248,64 @@ def _pins_of(fn: Callable[[StackManifest], object]) -> Callable[[StackManifest],
         if not isinstance(text, str):
             return text
         try:
-            return {(p.repo, p.ref) for p in parse_pins(text, "shell", "pip_line")}
+            return {(p.repo, p.ref) for p in parse_pins(text, "shell", "pip_line") if p.via in _PIP_VIAS}
         except ValueError as e:
             return f"unparsable: {e}"
 
     read.__name__ = "pip_line"
     return read
+
+
+def _install_words(text: str) -> tuple[list[str], list[str]] | None:
+    """(the words before `pip install`, the install's arguments) of the first command holding one; None if none."""
+    for _, line in logical_lines(text):
+        command: list[str] = []
+        for token in [*shell_tokens(line), ";"]:
+            if token not in _OPERATORS:
+                command.append(token)
+                continue
+            for i, word in enumerate(command):
+                if re.fullmatch(r"pip3?(\.\d+)?", word) and command[i + 1 : i + 2] == ["install"]:
+                    return command[:i], command[i + 2 :]
+                if re.fullmatch(r"python[\d.]*", word) and command[i + 1 : i + 4] == ["-m", "pip", "install"]:
+                    return command[:i], command[i + 4 :]
+            command = []
+    return None
+
+
+def _shape_mistake(text: str, got: set[tuple[str, str]], missing: set[tuple[str, str]]) -> str | None:
+    """A mistake in the command's shape (pins outside the install, no install, glued or merged arguments)."""
+    pins = parse_pins(text, "shell", "pip_line")
+    outside = [p for p in pins if p.via not in _PIP_VIAS and (p.repo, p.ref) in missing]
+    if outside:
+        hashes = [p.ref for p in outside if p.via == "git clone --branch" and COMMIT_HASH.fullmatch(p.ref)]
+        refuse = (
+            f"; and git refuses the commit hash {hashes[0][:12]!r}... after `--branch`, which takes a branch or a tag"
+            if hashes
+            else " (and `git clone --branch` takes only a branch or a tag: a commit pin would fail there)"
+        )
+        return (
+            f"your command pins {sorted(p.repo for p in outside)} with `{outside[0].via}` and installs what was "
+            f"cloned: that pin is outside the install command, where the exercise asks for every pin{refuse}"
+        )
+    found = _install_words(text)
+    if found is None:
+        return "your text has no install command (pip install, pip3 install or python -m pip install) to read pins from"
+    before, args = found
+    stray = [w for w in before if not _ASSIGNMENT.fullmatch(w)]
+    if stray and stray != ["uv"] and not got:  # the reader took no pin from it: it does not start with pip
+        return (
+            f"your install starts with {' '.join(stray)!r}: the checker reads a command that starts with pip, pip3 or "
+            "python -m pip, the forms the exercise lists"
+        )
+    merged = [a for a in args if any(ch.isspace() for ch in a.strip()) and a.count("==") + a.count("git+") > 1]
+    if merged:
+        word = merged[0] if len(merged[0]) <= 60 else merged[0][:60] + "..."
+        return f"the quotes make {word!r} one argument: several pins reach pip as a single word"
+    glued = [a for a in args if a.endswith(",") or a.startswith(",")]
+    if glued:
+        return f"a comma is glued to {glued[0]!r}: the shell splits arguments at blanks only, so it is part of the pin"
+    return None
 
 
 def _pip_mistake(fn: Callable[[StackManifest], object]) -> Callable[[tuple[Any, ...], Any, Any], str | None]:
@@ -248,18 +317,25 @@ def _pip_mistake(fn: Callable[[StackManifest], object]) -> Callable[[tuple[Any, 
             return "return the command as one string"
         text = fn(manifest)
         missing, extra = want - got, got - want
+        shape = _shape_mistake(text, got, missing) if missing else None
+        if shape:
+            return shape
         comps = {c.key: c for c in manifest.components}
+        # a component's own name where its package's name differs (FLA for flash-linear-attention)
+        named = {c.name.lower(): c for c in manifest.components if c.is_pypi and repo_key(f"pypi:{c.name}") != c.key}
+        if extra and all(r.startswith("pypi:") and r[5:] in named for r, _ in extra):
+            wrote = named[sorted(extra)[0][0][5:]]
+            return (
+                f"you wrote the component's name {wrote.name!r} where pip needs the package name "
+                f"{wrote.key[5:]!r}: a component is named in the manifest, a package on PyPI"
+            )
         cut = [(r[5:], e[5:]) for r, _ in missing for e, _ in extra
                if r.startswith("pypi:") and e.startswith("pypi:") and e[5:] != r[5:] and e[5:] in r[5:]]  # fmt: skip
         if cut:
             return (
-                f"the package {cut[0][0]!r} came out as {cut[0][1]!r}: your command lost letters of its name; take "
-                "off the prefix 'pypi:' as a whole, not every p, y, i and colon at its ends"
+                f"the package {cut[0][0]!r} came out as {cut[0][1]!r}: your command lost letters of its name along "
+                "with the prefix 'pypi:'"
             )
-        if extra and all(repo.startswith("pypi:") and repo[5:] in {c.name.lower() for c in manifest.components}
-                         for repo, _ in extra) and any(not c.is_pypi or c.name.lower() != c.key[5:]
-                                                       for c in manifest.components):  # fmt: skip
-            return "pip installs a package by its package name (after 'pypi:'), not the component's name"
         if missing and all(comps[r].is_pypi for r, _ in missing if r in comps):
             return f"the PyPI packages {sorted(r[5:] for r, _ in missing)} are not pinned to their version"
         if missing and all(not comps[r].is_pypi for r, _ in missing if r in comps):

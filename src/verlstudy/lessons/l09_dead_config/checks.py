@@ -51,6 +51,15 @@ def _read_to_store(source: str) -> set[str]:
     return {n.attr for t in targets for n in ast.walk(t) if isinstance(n, ast.Attribute)}
 
 
+def _called_attributes(source: str) -> set[str]:
+    """Attributes that are called: `offload` in `self.engine.offload(x)`."""
+    return {
+        n.func.attr
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+    }
+
+
 def _plain_names(source: str) -> set[str]:
     return {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
 
@@ -72,6 +81,8 @@ _STATEMENTS = (
     "class Box:\n    size = defaults.{0}",
     "with self.{0} as handle:\n    pass",
     "callback = lambda c: c.{0}",
+    "self.{0}.{1}(x)",
+    "if cfg.{0}():\n    pass",
 )
 
 
@@ -95,6 +106,7 @@ ATTRIBUTE_READ_CASES = [
     Case(("",), "an empty module"),
     Case(("self.cfg.grad_offload = True\n",), "a store into an attribute of an attribute reads the outer one"),
     Case(("if cfg.mode:\n    use(cfg.mode)\n",), "the same attribute read twice: each name once"),
+    Case(("self.engine.offload(cfg.mode)\n",), "a method called on an attribute"),
 ]
 
 
@@ -118,6 +130,10 @@ def _reads_mistake(args: tuple[Any, ...], got: object, want: set[str]) -> str | 
         return (
             f"you missed {missing}: in a store such as `a.b.c = v` only the last name is assigned; the names before "
             "it are read to find the object that is stored into"
+        )
+    if missing and set(missing) <= _called_attributes(source):
+        return (
+            f"you missed {missing}, which the code calls: to call `x.{missing[0]}(...)` it reads `{missing[0]}` first"
         )
     if missing:
         return (
@@ -259,6 +275,7 @@ YAML_ONLY_CASES = [
         "a nested typo under `from __future__ import annotations`",
     ),
     Case((_ExEngine, {"zeta": 1, "alpha": 2}), "two extras: sorted"),
+    Case((_ExEngine, {"zeta": 1, "router_replay": {"record_fle": 1}}), "a top-level key that sorts after a nested one"),
     Case(
         (_ExActor, {"engine": {"router_replay": {"record_fle": "r", TARGET_KEY: "x.R"}, "grad_offload": True}}),
         "three levels deep",
@@ -273,6 +290,10 @@ YAML_ONLY_CASES = [
 ]
 
 
+def _in_order(keys: list[str]) -> bool:
+    return keys == sorted(keys)
+
+
 def _yaml_only_mistake(args: tuple[Any, ...], got: object, want: list[str]) -> str | None:
     """The mistake a wrong list of YAML-only keys shows, named without the method."""
     cls, data = args
@@ -281,6 +302,9 @@ def _yaml_only_mistake(args: tuple[Any, ...], got: object, want: list[str]) -> s
     if any(k == TARGET_KEY or k.endswith("." + TARGET_KEY) for k in got):
         return "you reported '_target_': it is not a field, but every block may have it"
     if sorted(got) == sorted(want):
+        blocks = {k.rpartition(".")[0] for k in got}
+        if all(_in_order([k for k in got if k.rpartition(".")[0] == b]) for b in blocks):
+            return "the right keys, each block's keys in order, but the list as a whole is not sorted"
         return "sort the keys"
     missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
     leaves = {k.rpartition(".")[2] for k in missing if "." in k}
