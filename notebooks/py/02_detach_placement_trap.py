@@ -218,10 +218,11 @@ upstream_cell(compare_with_verl)
 # **2.2** Write `forward_step(policy, micro_batch, loss_function)` that computes per-action log-probs
 # (`log_softmax` of `policy(micro_batch["states"])`, gathered at `micro_batch["actions"]`), calls
 # `loss, metrics = loss_function({"log_probs": ...}, micro_batch)` and returns
-# `(loss, {"model_output": ..., "metrics": metrics})`. The engine keeps that output until the mini-batch
-# ends (lesson 01), and the loss must still train the policy: the checker runs one step on a tiny policy
-# and checks that the returned loss requires grad, that nothing stored under `"model_output"` requires
-# grad, and that every parameter gets a non-zero gradient. Your function receives a `torch.nn.Module`, a
+# `(loss, {"model_output": {"log_probs": ...}, "metrics": metrics})`. The engine keeps that output (and the
+# micro-batch) until the mini-batch ends (lesson 01), and the loss must still train the policy: the checker
+# runs one step on a tiny policy and checks that the returned loss requires grad, that nothing stored under
+# `"model_output"` requires grad, that `micro_batch` is left as it was, and that every parameter gets a
+# non-zero gradient. Your function receives a `torch.nn.Module`, a
 # dict of tensors (`"states"`, `"actions"`, and `"advantages"` the loss may read) and the loss function; it
 # must return a **tuple** `(loss, dict)`, with the log-probs as a tensor of shape `(B,)` (also for B = 1). The
 # checker tries several policy sizes and batch sizes, with a loss that reads only the log-probs and one that

@@ -101,6 +101,28 @@ def _generator_kept(seed, n):
     return torch.randn(n, generator=_KEPT["g"])
 
 
+def _hex_bounded(text):  # an upper bound on the digits cuts a 16-digit address
+    forms = [r"0x[0-9a-fA-F]{6,12}", *FORMS[1:]]
+    return [m.group(0) for f in forms for m in re.finditer(f, text)]
+
+
+def _pid_digits(text):  # a group: the digits without the word "pid"
+    return [m.group(0) for f in FORMS[:4] + FORMS[5:] for m in re.finditer(f, text)] + re.findall(r"\bpid (\d+)", text)
+
+
+def _numpy_as_a_tensor(seed, n):
+    return torch.from_numpy(np.random.default_rng(seed).standard_normal(n))
+
+
+_CACHED = {}
+
+
+def _reseeded_on_a_new_seed(seed, n):  # one generator, made again only when the seed changes
+    if _CACHED.get("seed") != seed:
+        _CACHED.update(seed=seed, generator=torch.Generator().manual_seed(seed))
+    return torch.randn(n, generator=_CACHED["generator"])
+
+
 def _with_context(text):
     return [m.group(0) for m in re.finditer(r"(?:took|at|on|to) \S+", text)]
 
@@ -122,6 +144,8 @@ WRONG = {
         Wrong(lambda seed, n: seeded_sample(seed + 1, n), "which seed", "seed off by one"),
         Wrong(_shared_generator, "different numbers", "one generator shared by every call"),
         Wrong(_generator_kept, "kept from an earlier call", "a generator made on the first call, kept for later"),
+        Wrong(_numpy_as_a_tensor, "numpy's draws", "numpy's RNG, wrapped with torch.from_numpy"),
+        Wrong(_reseeded_on_a_new_seed, "the same seed gave different numbers", "reseeded only on a new seed"),
     ],
     "0.2": [
         Wrong(_every_number, "stable text", "flags every number"),
@@ -135,6 +159,8 @@ WRONG = {
         Wrong(_with_context, "not exactly", "the word before included"),
         Wrong(lambda t: set(find_unstable(t)) or None, "list", "None for stable text"),
         Wrong(_lowercase_hex, "uppercase", "addresses in lowercase hex only"),
+        Wrong(_hex_bounded, "only part of the changing fragment '0x00007f3a2b1c9d40'", "at most 12 hex digits"),
+        Wrong(_pid_digits, "'4242' is only part of the changing fragment 'pid 4242'", "the pid's digits only"),
     ],
 }
 
@@ -166,3 +192,13 @@ def test_0_2_refuses_a_wrapper_around_the_kits_own_detector(assert_wrong):
 )
 def test_no_course_function_passes(assert_mechanism_does_not_pass, exercise_id, answer):
     assert assert_mechanism_does_not_pass(exercise_id, "verlstudy.lessons.l00_start_here", answer=answer) > 5
+
+
+def test_0_2_a_pids_digits_are_not_called_stable_text(assert_wrong):
+    verdict = assert_wrong("0.2", _pid_digits, mentions="only part of")
+    assert "stable text" not in verdict, verdict
+
+
+def test_0_1_numpys_draws_in_a_tensor_are_not_called_a_dtype_mistake(assert_wrong):
+    verdict = assert_wrong("0.1", _numpy_as_a_tensor, mentions="numpy")
+    assert "float32 is asked" not in verdict, verdict

@@ -20,6 +20,13 @@ def find_growth_site(tracker, run_micro_batch):
     return tracker.top_sites(1, since=mark)[0].function
 
 
+def _rounded_to_allocator_blocks(s, h, i):  # the CUDA caching allocator's 512-byte rounding
+    def block(n):
+        return -(-n // 512) * 512
+
+    return 2 * block(s * h * i) + block(s * i)
+
+
 def stub(*args):
     raise NotImplementedError("exercise")
 
@@ -62,6 +69,19 @@ def test_1_1_the_nudge_never_states_the_formula_and_the_method_is_words(assert_w
     assert "*" not in exercise_method("1.1") and "16640" in exercise_reveals("1.1")
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda s, h, i: 2 * (s + 1) * h * i + (s + 1) * i,  # one token too many
+        _rounded_to_allocator_blocks,
+        lambda s, h, i: 2 * s * h * i + s * i + 7,  # no mistake recognised: only the numbers
+    ],
+)
+def test_1_1_an_over_count_is_blamed_on_saved_activations_only_when_it_is_one(assert_wrong, answer):
+    verdict = assert_wrong("1.1", answer, mentions="expected 1088 there")
+    assert "saved activations" not in verdict, verdict
+
+
 def test_1_1_refuses_a_wrapper_around_the_library_answer(assert_wrong):
     dtypes = {4: "float32", 2: "bfloat16"}
 
@@ -84,9 +104,9 @@ def test_1_1_refuses_measuring_instead_of_predicting(assert_wrong):
 
 
 def test_1_2_accepts_the_largest_site_after_a_mark():
-    assert find_checker("1.2")(find_growth_site).startswith("right on 5 named cases and ")
+    assert find_checker("1.2")(find_growth_site).startswith("right on 6 named cases and ")
     assert pl._ACTIVATION_LOG == [] and pl._SCORE_CACHE == []
-    assert l01_checks._STEP_COUNTERS == []
+    assert l01_checks._STEP_COUNTERS == [] and l01_checks._SNAPSHOTS == []
 
 
 def test_1_2_a_first_wrong_try_names_the_one_off_mistake_and_only_the_method_says_how(assert_wrong):
@@ -141,6 +161,13 @@ def _right_two_marks(tracker, run_micro_batch):
     return str(best[0].function)
 
 
+def _largest_single_allocation(tracker, run_micro_batch):  # the biggest tensor's site, not the most bytes per site
+    run_micro_batch()
+    mark = tracker.mark()
+    run_micro_batch()
+    return max(tracker.live(since=mark), key=lambda a: a.nbytes).site.function
+
+
 WRONG = {
     "1.1": [
         Wrong(lambda s, h, i: s * h * i, mentions="receive buffer alone", why="buffer only"),
@@ -157,6 +184,13 @@ WRONG = {
         Wrong(lambda s, h, i: f"{2 * s * h * i + s * i} bytes", mentions="number of bytes", why="a string"),
         Wrong(lambda s, h, i: 2 * s * h * i + s * 4, mentions="fixed size per value", why="output float32 assumed"),
         Wrong(lambda s, h, i: 8 * (2 * s * h * i + s * i), mentions="in bits", why="bits instead of bytes"),
+        Wrong(
+            lambda s, h, i: 2 * (s + 1) * h * i + (s + 1) * i,
+            mentions="one token too many",
+            why="S + 1 tokens (the micro-batch's token ids)",
+        ),
+        Wrong(lambda s, h, i: 4 * s * h * i + s * i, mentions="2 more tensors of the buffer's size", why="two more"),
+        Wrong(_rounded_to_allocator_blocks, mentions="512-byte block", why="allocator rounding"),
     ],
     "1.2": [
         Wrong(
@@ -178,6 +212,7 @@ WRONG = {
             why="largest by count, not bytes",
         ),
         Wrong(lambda t, r: _after_one(t, r, lambda s: s[0].file), mentions="file name", why="file, not function"),
+        Wrong(_largest_single_allocation, mentions="single largest tensor", why="largest single allocation"),
     ],
 }
 

@@ -295,6 +295,36 @@ def right_by_indexing(policy, micro_batch, loss_function):
     return loss, dict(model_output=kept, metrics=metrics)
 
 
+def tensor_to_the_loss(policy, micro_batch, loss_function):  # the bare tensor, not the dict the exercise writes
+    log_probs = _true_log_probs(policy(micro_batch["states"]), micro_batch["actions"])
+    loss, metrics = loss_function(log_probs, micro_batch)
+    return loss, {"model_output": {"log_probs": log_probs.detach()}, "metrics": metrics}
+
+
+def stores_the_bare_tensor(policy, micro_batch, loss_function):  # lesson 01's consume_store raises on it
+    model_output = {"log_probs": _true_log_probs(policy(micro_batch["states"]), micro_batch["actions"])}
+    loss, metrics = loss_function(model_output, micro_batch)
+    return loss, {"model_output": model_output["log_probs"].detach(), "metrics": metrics}
+
+
+def live_log_probs_into_the_micro_batch(policy, micro_batch, loss_function):  # the leak, through another object
+    micro_batch["old_log_probs"] = _true_log_probs(policy(micro_batch["states"]), micro_batch["actions"])
+    model_output = {"log_probs": micro_batch["old_log_probs"]}
+    loss, metrics = loss_function(model_output, micro_batch)
+    return loss, {"model_output": detach_tree(model_output), "metrics": metrics}
+
+
+def detached_copy_into_the_micro_batch(policy, micro_batch, loss_function):  # no graph kept, still the caller's dict
+    loss, output = step("after")(policy, micro_batch, loss_function)
+    micro_batch["log_probs"] = output["model_output"]["log_probs"]
+    return loss, output
+
+
+def scales_the_advantages_in_place(policy, micro_batch, loss_function):
+    micro_batch["advantages"].add_(0.5)  # written into the caller's tensor
+    return step("after")(policy, micro_batch, loss_function)
+
+
 def _metrics_dropped(policy, micro_batch, loss_function):
     loss, output = step("after")(policy, micro_batch, loss_function)
     return loss, {"model_output": output["model_output"]}
@@ -382,6 +412,15 @@ WRONG = {
         Wrong(ignores_the_micro_batch, mentions="micro-batch you were given", why="micro_batch not passed to the loss"),
         Wrong(stores_zeros, mentions="the stored log_probs", why="stores something else"),
         Wrong(_metrics_dropped, mentions="metrics", why="metrics dropped"),
+        Wrong(tensor_to_the_loss, mentions="loss_function was handed a Tensor", why="bare tensor to the loss"),
+        Wrong(stores_the_bare_tensor, mentions="stored a Tensor under 'model_output'", why="bare tensor stored"),
+        Wrong(
+            live_log_probs_into_the_micro_batch,
+            mentions="into the caller's micro_batch",
+            why="live log-probs written into the micro-batch (the leak through another object)",
+        ),
+        Wrong(detached_copy_into_the_micro_batch, mentions="changed the caller's micro_batch", why="adds a key"),
+        Wrong(scales_the_advantages_in_place, mentions="changed the caller's micro_batch", why="in-place change"),
     ],
 }
 
@@ -391,3 +430,25 @@ RIGHT = {
 }
 
 test_wrong_answers_fail_naming_the_mistake, test_right_answers_written_differently_pass = checker_tests(WRONG, RIGHT)
+
+
+@pytest.mark.parametrize(
+    ("exercise_id", "answer"),
+    [("2.1", tuples_untouched), ("2.1", one_level), ("2.2", step("after", squeeze_all)), ("2.2", step("never"))],
+)
+def test_a_message_shows_what_was_returned_not_the_checkers_bookkeeping(assert_wrong, exercise_id, answer):
+    verdict = assert_wrong(exercise_id, answer, mentions=" returned ")
+    assert "where a list is asked" not in verdict and "(at key" not in verdict, verdict
+    assert "breaks the contract" not in verdict and "keeps it there" not in verdict, verdict
+
+
+def test_2_2_a_message_shows_the_part_of_the_step_that_differs(assert_wrong):
+    verdict = assert_wrong(
+        "2.2",
+        step("after", lambda z, a: torch.softmax(z, -1).gather(-1, a[:, None]).squeeze(-1)),
+        mentions="probabilities",
+    )
+    assert "returned a step that hands loss_function the log_probs [" in verdict and "; expected [-" in verdict
+    verdict = assert_wrong("2.2", live_log_probs_into_the_micro_batch, mentions="micro_batch")
+    assert "with 'old_log_probs' added, holding a tensor that requires grad" in verdict
+    assert "expected as it was there" in verdict

@@ -35,6 +35,7 @@ def _sample_inputs() -> Any:
 
 SAMPLE_CASES = [
     Case((7, 5), "the notebook's own example"),
+    Case((7, 5), "the same call again: the same seed must give the same numbers"),
     Case((0, 1), "one draw, seed 0"),
     Case((123456, 17), "a longer sample: 17 draws"),
     Case((2**32 - 1, 3), "the largest seed"),
@@ -52,6 +53,11 @@ def _sample_mistake(fn: Callable[[int, int], object]) -> Callable[[tuple[Any, ..
             return "return a torch tensor"
         if got.dim() != 1 or got.shape[0] != n:
             return f"the sample has shape {tuple(got.shape)}: is the parameter n (here {n}) used?"
+        if _numpy_draws(seed, n, got):
+            return (
+                "those are numpy's draws for this seed, wrapped in a tensor: the exercise asks for the draws torch "
+                "makes from this seed"
+            )
         if got.dtype != want.dtype:
             return f"the draws are {got.dtype}: torch's default float32 is asked"
         if torch.equal(got, torch.rand(n, generator=_generator(seed))):
@@ -70,6 +76,19 @@ def _sample_mistake(fn: Callable[[int, int], object]) -> Callable[[tuple[Any, ..
         return "other numbers than torch's generator seeded with this seed draws: which seed, which generator?"
 
     return name
+
+
+def _numpy_draws(seed: int, n: int, got: torch.Tensor) -> bool:
+    """Whether `got` holds numpy's standard-normal draws for `seed` (its new Generator or its legacy RandomState)."""
+    import numpy as np
+
+    if not got.is_floating_point():
+        return False
+    values = got.detach().double()
+    for draws in (np.random.default_rng(seed).standard_normal(n), np.random.RandomState(seed).standard_normal(n)):
+        if torch.allclose(values, torch.from_numpy(draws), rtol=1e-5, atol=1e-6):
+            return True
+    return False
 
 
 @checker(
@@ -163,7 +182,7 @@ def _fragments() -> Any:
     from hypothesis import strategies as st
 
     digits = st.integers(0, 99999).map(str)
-    hexes = st.text("0123456789abcdefABCDEF", min_size=6, max_size=12)
+    hexes = st.text("0123456789abcdefABCDEF", min_size=6, max_size=16)
     path = st.lists(st.text("abcxyz019_", min_size=1, max_size=5), min_size=1, max_size=3).map("/".join)
     return st.one_of(
         hexes.map(lambda h: "0x" + h),
@@ -192,6 +211,7 @@ UNSTABLE_CASES = [
     Case(("retained 4096 bytes per micro-batch",), "more stable numbers"),
     Case(("<Tensor at 0x7f3a2b1c9d40>",), "a memory address"),
     Case(("buffer at 0x7F00DEADBEEF",), "a memory address in uppercase hex"),
+    Case(("tensor at 0x00007f3a2b1c9d40",), "a 16-digit address, as some platforms print it"),
     Case(("epoch 3 took 1.25 s",), "a timing after a stable number"),
     Case(("step 1 took 12 ms, step 2 took 9 ms, step 3 took 700 us",), "three timings in one line: every match"),
     Case(("saved to /tmp/tmpab12cd/model.pt at 2026-12-02T18:31",), "a path and a date with a time"),
@@ -218,6 +238,9 @@ def _unstable_mistake(args: tuple[Any, ...], got: object, want: list[str]) -> st
         return "return each fragment as one string (the whole match), not a group or a match object"
     extra = [g for g in got if g not in want]
     missing = [w for w in want if w not in got]
+    part = [(g, w) for g in extra for w in missing if g in w]
+    if part:
+        return f"{part[0][0]!r} is only part of the changing fragment {part[0][1]!r}: match the whole fragment"
     if extra and not sanitize(" ".join(extra)).count("<"):
         return f"{extra} is stable text (the same every run), not something that changes"
     if extra:

@@ -81,12 +81,28 @@ def _leak_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
             "the buffer and its gradient are right, but your stored-output term uses a fixed size per value: "
             "the output has the itemsize you are given too"
         )
-    if got > want:
+    for tokens, how in ((s + 1, "one token too many"), (s - 1, "one token too few")):
+        if tokens >= 1 and got == _reference_leak(tokens, h, isz):
+            return f"that is the count for {tokens} tokens, {how}: S is the number of tokens you are given"
+    if got == 2 * _allocator_block(buffer) + _allocator_block(output) != want:
         return (
-            f"you count {got - want:g} bytes too many: backward has already freed the graph's saved "
-            "activations, so they do not stay"
+            "you rounded each tensor up to a 512-byte block, as the CUDA caching allocator does: the tracker counts "
+            "the bytes each tensor's storage holds"
         )
-    return f"you are {want - got:g} bytes short of what the tracker measures"
+    extra = got - want
+    if extra > 0 and extra % buffer == 0 and extra // buffer <= 4:
+        many = "one more tensor" if extra == buffer else f"{extra // buffer} more tensors"
+        return (
+            f"you count {many} of the buffer's size: backward has already freed the graph's saved activations, "
+            "so they do not stay"
+        )
+    if extra > 0:
+        return f"you count {extra:g} bytes more than the tracker measures"
+    return f"you are {-extra:g} bytes short of what the tracker measures"
+
+
+def _allocator_block(nbytes: int, block: int = 512) -> int:
+    return -(-nbytes // block) * block
 
 
 @checker(
@@ -132,6 +148,7 @@ PLANTED_SITES = {
     "activation_log": "record_activation_stats",
     None: "loss_func",
     "score_cache+counters": "cache_scores",
+    "activation_log+snapshot": "record_activation_stats",
 }
 # Beside the planted cache, a site that keeps several tiny tensors per micro-batch: the most allocations, few bytes
 COUNTER_SITE = "keep_step_counters"
@@ -144,12 +161,24 @@ def keep_step_counters() -> None:
         _STEP_COUNTERS.append(torch.zeros(2))
 
 
+# Beside the planted activation log, a site that keeps one tensor a little larger than one activation per
+# micro-batch: the largest single allocation, while the log's several activations add up to more bytes
+SNAPSHOT_SITE = "keep_debug_snapshot"
+_SNAPSHOTS: list[Any] = []
+
+
+def keep_debug_snapshot(seq_len: int, hidden: int) -> None:
+    """A growing site: one tensor of (S + 1) x H float32 values kept per micro-batch (one larger allocation)."""
+    _SNAPSHOTS.append(torch.zeros(seq_len + 1, hidden))
+
+
 ONE_OFF_SITES = ("backward_step", "stage_forward", "p2p_copy")
 WHAT_IS_PLANTED = {
     "score_cache": "score cache planted",
     "activation_log": "activation log planted",
     None: "nothing planted",
     "score_cache+counters": "score cache planted, and a site keeping three tiny tensors per micro-batch",
+    "activation_log+snapshot": "activation log planted, and a site keeping one larger tensor per micro-batch",
 }
 
 
@@ -167,7 +196,7 @@ def _growth_inputs() -> Any:
     from hypothesis import strategies as st
 
     spec = st.tuples(
-        st.sampled_from(["score_cache", "activation_log", None]),
+        st.sampled_from(["score_cache", "activation_log", None, "activation_log+snapshot"]),
         st.integers(4, 48),
         st.integers(4, 48),
         st.integers(8, 64),
@@ -185,6 +214,11 @@ GROWTH_CASES = (
         (("score_cache+counters", 16, 8, 32, 1),),
         "the site that grows the most in bytes makes one allocation per micro-batch; another makes three",
     ),
+    Case(
+        (("activation_log+snapshot", 16, 8, 32, 3),),
+        "the site that grows the most in bytes makes six smaller allocations per micro-batch; another makes "
+        "the single largest one",
+    ),
 )
 
 
@@ -196,29 +230,38 @@ class _GrowthRun:
 
     def __call__(self, spec: tuple[Any, ...]) -> Any:
         self.returned_object = None
-        clear_planted_leaks()
-        _STEP_COUNTERS.clear()
-        planted = spec[0]
-        runner: Callable[[], None] = MicroBatchRunner(_spec_config(spec), planted)
+        _clear_helpers()
+        planted, seq_len, hidden = spec[:3]
+        config = _spec_config(spec)
+        runner: Callable[[], None] = MicroBatchRunner(config, planted)
         if planted == "score_cache+counters":
-            runner = _with_counters(MicroBatchRunner(_spec_config(spec), "score_cache"))
+            runner = _with_helper(MicroBatchRunner(config, "score_cache"), keep_step_counters)
+        if planted == "activation_log+snapshot":
+            runner = _with_helper(
+                MicroBatchRunner(config, "activation_log"), lambda: keep_debug_snapshot(seq_len, hidden)
+            )
         tracker = AllocationTracker()
         try:
             with tracker:
                 got = self.find(tracker, runner)
         finally:
-            clear_planted_leaks()
-            _STEP_COUNTERS.clear()
+            _clear_helpers()
         if not isinstance(got, str):
             self.returned_object = got
             return f"a {type(got).__name__}"
         return got
 
 
-def _with_counters(runner: Callable[[], None]) -> Callable[[], None]:
+def _clear_helpers() -> None:
+    clear_planted_leaks()
+    _STEP_COUNTERS.clear()
+    _SNAPSHOTS.clear()
+
+
+def _with_helper(runner: Callable[[], None], helper: Callable[[], None]) -> Callable[[], None]:
     def run_micro_batch() -> None:
         runner()
-        keep_step_counters()
+        helper()
 
     return run_micro_batch
 
@@ -244,6 +287,11 @@ def _growth_mistake(run: _GrowthRun) -> Callable[[tuple[Any, ...], Any, Any], st
             return (
                 "that site makes the most allocations per micro-batch, but they are tiny: growth is measured in "
                 "bytes kept, not in how many tensors"
+            )
+        if got == SNAPSHOT_SITE:
+            return (
+                "that site keeps the single largest tensor per micro-batch, but another site keeps more bytes in "
+                "all, spread over several smaller tensors"
             )
         if got == "create_tensor_recv_prev":
             return "that was the unfixed pipeline's leak; these pipelines have the fix applied"

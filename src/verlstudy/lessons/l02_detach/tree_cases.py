@@ -15,7 +15,33 @@ from typing import Any
 import torch
 
 from verlstudy.common.trees import grad_attached_paths
-from verlstudy.kit.properties import Case
+from verlstudy.kit.properties import Case, difference
+
+
+class _Summary:
+    """What a run made of one input, compared as a whole: `compare_on_inputs` shows it by its repr.
+
+    A bare dict or list would be compared by the kit part by part, and its message would add the
+    summary's own wording in brackets ("at key 'pair': a str where a list is asked"), which describes
+    the checker's bookkeeping, not what the learner returned. Wrapped, two summaries are equal when the
+    kit's `difference` finds none between them, and a mismatch reads "returned X; expected Y there".
+    """
+
+    def __init__(self, value: Any, *, strict_types: bool = True, rtol: float = 1e-6, atol: float = 1e-9) -> None:
+        self.value = value
+        self._options = {"strict_types": strict_types, "rtol": rtol, "atol": atol}
+        self.other: _Summary | None = None  # the summary it was last compared with (a message shows both)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Summary):
+            return NotImplemented
+        self.other, other.other = other, self
+        return difference(self.value, other.value, **self._options) is None
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self.value)
 
 
 @dataclass(frozen=True)
@@ -125,8 +151,8 @@ class _TreeRun:
             ) from None
         after = _snapshot(tree)
         if after != before:
-            return _DETACHED_INPUT if _same_containers(after, before) else _CHANGED_INPUT
-        return _summary(got, tree)
+            return _Summary(_DETACHED_INPUT if _same_containers(after, before) else _CHANGED_INPUT)
+        return _Summary(_summary(got, tree))
 
 
 def _same_containers(after: Any, before: Any) -> bool:
@@ -212,6 +238,7 @@ def _first_difference(got: Any, want: Any, trail: tuple[str, ...] = ()) -> tuple
 
 
 def _tree_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
+    got, want = (s.value if isinstance(s, _Summary) else s for s in (got, want))
     if got == _CHANGED_INPUT:
         return "the input was mutated: your function assigned into the caller's containers; build new ones"
     if got == _DETACHED_INPUT:
