@@ -352,6 +352,72 @@ def every_sub_config(node):
     return [k for k, v in vars(node).items() if hasattr(v, "__dict__")]
 
 
+def instance_dict_walk(config, name):  # reads vars(node): misses what the class serves (HF attribute_map, a property)
+    def read(node):
+        return vars(node).get(name) if hasattr(node, "__dict__") else None
+
+    def text_of(node):
+        get = getattr(node, "get_text_config", None)
+        text = get() if callable(get) else None
+        return text if text is not None else getattr(node, "text_config", None)
+
+    first = text_of(config)
+    if first is not None and read(first) is not None:
+        return read(first)
+    seen: set[int] = set()
+
+    def walk(node):
+        if node is None or id(node) in seen:
+            return
+        seen.add(id(node))
+        text = text_of(node)
+        if text is not node:
+            yield from walk(text)
+        for branch in BRANCHES:
+            yield from walk(getattr(node, branch, None))
+        yield node
+
+    for node in walk(config):
+        if read(node) is not None:
+            return read(node)
+    raise AttributeError(name)
+
+
+def text_config_attribute_only(config, name):  # never calls get_text_config(), at the root or below
+    text = getattr(config, "text_config", None)
+    if text is not None and getattr(text, name, None) is not None:
+        return getattr(text, name)
+    seen: set[int] = set()
+
+    def walk(node):
+        if node is None or id(node) in seen:
+            return
+        seen.add(id(node))
+        for branch in BRANCHES:
+            yield from walk(getattr(node, branch, None))
+        yield node
+
+    for node in walk(config):
+        if getattr(node, name, None) is not None:
+            return getattr(node, name)
+    raise AttributeError(name)
+
+
+def from_wire_swapped_bytes(payload, layer_count):  # reads each route high byte first
+    q = payload[:, :, :layer_count].to(torch.int32).unflatten(-1, (-1, 2))
+    return (q[..., 0] * 256 + q[..., 1]).to(torch.int16)
+
+
+def from_wire_off_by_one(payload, layer_count):  # a mistake no message names: the plain line
+    return ref_from_wire(payload, layer_count) + 1
+
+
+def to_wire_high_byte_set(routes, max_layers):  # a mistake no message names: the plain line
+    payload = ref_to_wire(routes, max_layers)
+    payload[:, :, : routes.shape[2], 1::2] |= 0x40
+    return payload
+
+
 WRONG = {
     "3.1": [
         Wrong(walk_order, mentions="not the layer numbers", why="columns in walk order"),
@@ -377,6 +443,7 @@ WRONG = {
         Wrong((view_without_contiguous, ref_from_wire), mentions="not contiguous", why="no contiguous copy first"),
         Wrong((big_endian_to_wire, big_endian_from_wire), mentions="other order", why="big-endian bytes"),
         Wrong((front_padded, ref_from_wire), mentions="must come first", why="padding before the routes"),
+        Wrong((ref_to_wire, from_wire_swapped_bytes), mentions="high byte first", why="from_wire: bytes swapped"),
     ],
     "3.3": [
         Wrong(bfs, mentions=("root before its text branch", "sibling"), why="root-first BFS over every sub-config"),
@@ -397,7 +464,19 @@ WRONG = {
             why="thinker_config never descended",
         ),
         Wrong(_walker(root=False), mentions=("missed a text branch", "sibling"), why="never reads the config itself"),
-        Wrong(_walker(getter=False), mentions="get_text_config", why="get_text_config() ignored"),
+        Wrong(
+            _walker(getter=False),
+            mentions="ignores what the config's get_text_config() returns",
+            why="get_text_config() ignored",
+        ),
+        Wrong(
+            text_config_attribute_only,
+            mentions="ignores what the config's get_text_config() returns",
+            why="only the text_config attribute read, never get_text_config() (not a root-first walk)",
+        ),
+        Wrong(
+            instance_dict_walk, mentions="instance __dict__", why="vars(): misses a Hugging Face attribute_map alias"
+        ),
         Wrong(_walker(branches=every_sub_config), mentions="sibling", why="reads the audio sibling"),
         Wrong(_walker(cycle_safe=False), mentions="revisits configs", why="no cycle guard"),
         Wrong(key_error, mentions=("KeyError", "raise AttributeError"), why="raises KeyError for a missing attribute"),
@@ -415,6 +494,30 @@ RIGHT = {
 }
 
 test_wrong_answers_fail_naming_the_mistake, test_right_answers_written_differently_pass = checker_tests(WRONG, RIGHT)
+
+
+def test_3_2_messages_name_the_byte_order_or_nothing_not_the_method(assert_wrong) -> None:
+    """A first wrong try names the mistake (or shows only the values), never the method: reinterpret the memory."""
+    for answer, mentions in (
+        ((big_endian_to_wire, big_endian_from_wire), "low byte first"),
+        ((ref_to_wire, from_wire_swapped_bytes), "high byte first"),
+        ((ref_to_wire, from_wire_off_by_one), "expected"),
+        ((to_wire_high_byte_set, ref_from_wire), "expected"),
+    ):
+        verdict = assert_wrong("3.2", *answer, mentions=mentions)
+        assert "reinterpret" not in verdict and "view" not in verdict, verdict
+    for answer in ((ref_to_wire, from_wire_off_by_one), (to_wire_high_byte_set, ref_from_wire)):
+        verdict = assert_wrong("3.2", *answer, mentions="expected")  # no mistake recognised: no guess either
+        assert "(a tensor with other values than expected) [" in verdict, verdict  # nothing named after the values
+        assert "value cast" not in verdict and "converted" not in verdict, verdict
+
+
+def test_3_3_get_text_config_is_named_only_when_a_probe_shows_it_ignored(assert_wrong) -> None:
+    """The composite case gives 1024 both to a walk that ignores get_text_config() and to one reading the root
+    first: the message names get_text_config() only for the first (the tester's report: the root-first text
+    shadowed it)."""
+    verdict = assert_wrong("3.3", text_config_attribute_only, mentions="get_text_config() returns")
+    assert "root before its text branch" not in verdict, verdict
 
 
 def test_references_pass_and_stubs_are_not_attempted(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,11 +1,12 @@
 """Lesson 04's checkers: the references pass; plausible wrong answers fail, each with a message naming the mistake."""
 
+import math
 import time
 
 import pytest
 import torch
 
-from conftest import Wrong, checker_tests
+from conftest import Wrong, checker_tests, verdict_of
 from verlstudy.kit.exercises import check_exercise, exercise_results, find_checker
 
 
@@ -120,6 +121,11 @@ def sorts_input(lengths, tp, cp):
     return reference_packed_length(lengths, tp, cp)
 
 
+def least_alignment(lengths, tp, cp):  # section 3's lcm(2*cp, tp*cp), not the product verl pads to
+    align = math.lcm(2 * cp, tp * cp) if cp > 1 else tp
+    return sum(up_to(n, align) for n in lengths)
+
+
 # ---------------------------------------------------------------- 4.2 a guard for the CP split
 
 
@@ -193,6 +199,25 @@ def skips_cp_one(split_fn, seq_len, cp):
         reference_split_guard(split_fn, seq_len, cp)
 
 
+def own_length(split_fn, seq_len, cp):  # seq_len ignored: always 4*cp rows, where every split it knows is right
+    reference_split_guard(split_fn, 4 * cp, cp)
+
+
+def returns_false(split_fn, seq_len, cp):  # the right comparison, but a bad split only makes it return False
+    try:
+        reference_split_guard(split_fn, seq_len, cp)
+    except AssertionError:
+        return False
+    return True
+
+
+def prints_problem(split_fn, seq_len, cp):  # the right comparison, but a bad split is only printed
+    try:
+        reference_split_guard(split_fn, seq_len, cp)
+    except AssertionError as e:
+        print(f"split problem: {e}")
+
+
 def _zig(rows, cp, rank):
     if cp == 1:
         return rows
@@ -262,6 +287,33 @@ def never_passes_none(pad_fn):
     return None
 
 
+def pad_guard_returns_false(pad_fn):  # the right checks, but a bad padding is only printed, then False returned
+    try:
+        reference_padding_guard(pad_fn)
+    except AssertionError as e:
+        print("padding problem:", e)
+        return False
+    return None
+
+
+def pad_guard_prints(pad_fn):  # the right checks, but a bad padding is only printed
+    try:
+        reference_padding_guard(pad_fn)
+    except AssertionError as e:
+        print("padding problem:", e)
+
+
+def chatty_no_cp(pad_fn):  # prints on every call, right or wrong: its mistake is the missing CP case, not the print
+    print("checking a padding")
+    reference_padding_guard(pad_fn, cases=(([7, 4, 9], 2, 1), ([5], 4, 1)))
+
+
+def chatty_padding_guard(pad_fn):  # right: the reference's checks, with a progress line per case
+    for case in (([7, 4, 9], 2, 1), ([7, 4, 9], 2, 2), ([5, 13], 4, 2), ([3], 3, 3)):
+        print("checking", case)
+        reference_padding_guard(pad_fn, cases=(case,))
+
+
 WRONG = {
     "4.1": [
         Wrong(rectangle, mentions="[B, L] rectangle", why="the VLM rectangle"),
@@ -288,7 +340,8 @@ WRONG = {
         Wrong(extra_block, mentions="already aligned stays", why="an aligned length gets one more block"),
         Wrong(lambda lengths, tp, cp: 32, mentions="worked case's answer", why="the worked case hard-coded"),
         Wrong(swapped, mentions="swapped tp and cp", why="tp and cp swapped"),
-        Wrong(first_padded_rest_raw, mentions="only the first sequence was padded", why="first sequence padded only"),
+        Wrong(first_padded_rest_raw, mentions="counted as they are", why="first sequence padded only"),
+        Wrong(least_alignment, mentions="least alignment", why="section 3's least alignment, not verl's product"),
     ],
     "4.2": [
         Wrong(never_fails, mentions="let", why="never fails"),
@@ -303,6 +356,9 @@ WRONG = {
         Wrong(bare_assert, mentions="bare AssertionError", why="an assertion without a message"),
         Wrong(fixed_rows, mentions="seq_len=", why="seq_len ignored: the split's own error"),
         Wrong(skips_cp_one, mentions="when cp == 1", why="nothing checked when cp == 1"),
+        Wrong(own_length, mentions="not the 24 it was given", why="seq_len ignored: rows of its own"),
+        Wrong(returns_false, mentions="returned False instead of raising", why="returns False instead of raising"),
+        Wrong(prints_problem, mentions="printed 'split problem", why="prints instead of raising"),
     ],
     "4.3": [
         Wrong(never_passes_none, mentions="pre-#7702 padding", why="never fails"),
@@ -314,16 +370,42 @@ WRONG = {
         Wrong(mask_counts_only, mentions="moves the real tokens", why="alignment but not token placement"),
         Wrong(even_tp_only, mentions="odd tp", why="never an odd tp"),
         Wrong(first_row_tokens_only, mentions="later rows", why="token placement checked on the first row only"),
+        Wrong(pad_guard_returns_false, mentions="returned False instead of raising", why="prints, returns False"),
+        Wrong(pad_guard_prints, mentions="printed 'padding problem", why="prints instead of raising"),
+        Wrong(chatty_no_cp, mentions="ignores cp", why="a print on every call is not named as the mistake"),
     ],
 }
 
 RIGHT = {
     "4.1": [packed_with_ceil, packed_with_loop],
     "4.2": [split_guard_by_chunks, reference_split_guard],
-    "4.3": [padding_guard_loop, reference_padding_guard],
+    "4.3": [padding_guard_loop, reference_padding_guard, chatty_padding_guard],
 }
 
 test_wrong_answers_fail_naming_the_mistake, test_right_answers_written_differently_pass = checker_tests(WRONG, RIGHT)
+
+
+def test_4_1_no_first_try_prints_the_worked_case_or_its_answer():
+    """The notebook asks the learner to work [7, 5, 9] at TP=2, CP=2 by hand (32): no first wrong try shows it."""
+    for wrong in WRONG["4.1"]:
+        verdict = verdict_of("4.1", *wrong.answer)
+        assert "[7, 5, 9]" not in verdict and "expected 32 there" not in verdict, verdict
+
+
+def sets_and_skips_cp_one(split_fn, seq_len, cp):  # two mistakes; the order one lets the first wrong split through
+    if cp > 1:
+        sets_only(split_fn, seq_len, cp)
+
+
+def test_4_2_a_call_that_could_not_catch_the_split_is_not_blamed(assert_wrong):
+    """Skipping cp == 1 is not why a split wrong only for cp > 1 got through: the message names no call."""
+    verdict = assert_wrong("4.2", sets_and_skips_cp_one, mentions="wrong order")
+    assert "never called" not in verdict and "it was given" not in verdict, verdict
+
+
+def test_4_3_a_guard_that_prints_on_every_call_is_not_told_it_printed(assert_wrong):
+    verdict = assert_wrong("4.3", chatty_no_cp, mentions="ignores cp")
+    assert "printed" not in verdict and "instead of raising" not in verdict, verdict
 
 
 @pytest.mark.parametrize("exercise_id", ["4.1", "4.2", "4.3"])

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import permutations
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 
@@ -45,8 +45,22 @@ def _outcome(fn: Callable[[object, str], Any]) -> Callable[[object, str], Any]:
     return call
 
 
+class _AliasedText(ToyConfig):
+    """A text config as Hugging Face writes GPT-2's: `hidden_size` is served from `n_embd` through the class's
+    `attribute_map` (as `PretrainedConfig.__getattribute__` does), so it is in no instance `__dict__`."""
+
+    attribute_map: ClassVar[dict[str, str]] = {"hidden_size": "n_embd"}
+
+    def __getattribute__(self, key: str) -> Any:
+        aliases = type(self).attribute_map
+        return super().__getattribute__(aliases.get(key, key))
+
+
+ALIASED = "Omni(text_config=GPT2Text(n_embd=768; hidden_size read through its attribute_map))"
+
+
 def _named_configs() -> dict[str, Callable[[], object]]:
-    """Configs a plain nested dict cannot describe: a namespace, a composite, a cycle."""
+    """Configs a plain nested dict cannot describe: a namespace, a composite, a cycle, an attribute alias."""
 
     def loop() -> object:
         config = ToyConfig("Loop", hidden_size=None)
@@ -65,6 +79,7 @@ def _named_configs() -> dict[str, Callable[[], object]]:
             decoder_config=ToyConfig("Dec", hidden_size=2048),
         ),
         "Loop(hidden_size=None, model_config=<itself>)": loop,
+        ALIASED: lambda: ToyConfig("Omni", text_config=_AliasedText("GPT2Text", n_embd=768)),
     }
 
 
@@ -134,12 +149,18 @@ def _text_attr_cases() -> list[tuple[str, object, str, Any]]:
             "hidden_size",
             _Raised("AttributeError"),
         ),
+        ("hidden_size served through a Hugging Face attribute_map alias, in no __dict__", ALIASED, "hidden_size", 768),
     ]
 
 
 _ROOT_FIRST = (
     "your walk answered with the root's own value: it read the root before its text branch, "
     "or missed the branch that has it"
+)
+_IGNORES_GETTER = "your walk ignores what the config's get_text_config() returns"
+_DICT_ONLY = (
+    "your walk reads each config's instance __dict__ (vars), which misses an attribute the class serves: "
+    "Hugging Face's attribute_map aliases, a property"
 )
 
 
@@ -166,20 +187,28 @@ def _walk_variants(config: object, name: str) -> dict[str, Any]:
     getter = getattr(config, "get_text_config", None)
     via_getter = getter() if callable(getter) else None
     own = getattr(config, name, None)
+    # get_text_config() finds a config no attribute holds (a plain ToyConfig without text_config returns itself)
+    composite = via_getter is not None and via_getter is not text and via_getter is not config
     return {
         _ROOT_FIRST: own,
-        "your walk ignores what the config's get_text_config() returns": first(branch_only(config, set()))
-        if via_getter is not None and via_getter is not text
-        else None,
+        _IGNORES_GETTER: first(branch_only(config, set())) if composite else None,
         "your walk reads only the text_config attribute": first([text, config]) if text is not None else None,
     }
 
 
-def _variant_lookup(config: object, name: str, *, falsy_absent: bool = False, order: tuple[str, ...]) -> Any:
-    """The text-branch lookup with one thing changed (what counts as absent, the branch order): a wrong walk."""
+def _variant_lookup(
+    config: object, name: str, *, falsy_absent: bool = False, order: tuple[str, ...], dict_only: bool = False
+) -> Any:
+    """The text-branch lookup with one thing changed (what counts as absent, the branch order, reading only the
+    instance __dict__): a wrong walk."""
+
+    def value_of(node: object) -> Any:
+        if dict_only:
+            return vars(node).get(name) if hasattr(node, "__dict__") else None
+        return getattr(node, name, None)
 
     def present(node: object) -> bool:
-        value = getattr(node, name, None)
+        value = value_of(node)
         return bool(value) if falsy_absent else value is not None
 
     def text_of(node: object) -> object | None:
@@ -204,7 +233,7 @@ def _variant_lookup(config: object, name: str, *, falsy_absent: bool = False, or
 
     head = text_of(config)
     node = head if head is not None and present(head) else visit(config)
-    return _Raised("AttributeError") if node is None else getattr(node, name)
+    return _Raised("AttributeError") if node is None else value_of(node)
 
 
 def _same_outcome(a: Any, b: Any) -> bool:
@@ -227,9 +256,24 @@ def _text_attr_mistake_for(find_attr: Callable[[object, str], Any]) -> Callable[
                 "your lookup returned None, a value that counts as absent: a config whose attribute is None does "
                 "not have it (is the test whether the attribute exists, rather than whether its value is None?)"
             )
-        return _text_attr_mistake(args, got, want, skips_falsy=lambda: _skips_falsy(find_attr))
+        return _text_attr_mistake(
+            args,
+            got,
+            want,
+            skips_falsy=lambda: _skips_falsy(find_attr),
+            ignores_getter=lambda: _ignores_getter(find_attr),
+        )
 
     return name_it
+
+
+def _ignores_getter(find_attr: Callable[[object, str], Any]) -> bool:
+    """Whether a lookup misses the value of a text config that only get_text_config() returns (a probe)."""
+    probe = ComposedConfig("Composite", ToyConfig("Decoder", hidden_size=8192))
+    try:
+        return not _same_outcome(find_attr(probe, "hidden_size"), 8192)
+    except Exception:
+        return True
 
 
 def _skips_falsy(find_attr: Callable[[object, str], Any]) -> bool:
@@ -243,7 +287,11 @@ def _skips_falsy(find_attr: Callable[[object, str], Any]) -> bool:
 
 
 def _text_attr_mistake(
-    args: tuple[Any, ...], got: Any, want: Any, skips_falsy: Callable[[], bool] = lambda: True
+    args: tuple[Any, ...],
+    got: Any,
+    want: Any,
+    skips_falsy: Callable[[], bool] = lambda: True,
+    ignores_getter: Callable[[], bool] = lambda: True,
 ) -> str | None:
     spec, name = args
     if isinstance(got, _Raised) and "Recursion" in got.kind:
@@ -253,6 +301,9 @@ def _text_attr_mistake(
             f"when nothing on the text branch has it, raise AttributeError (the exercise asks for it), not {got.kind}"
         )
     config = _build(spec)
+    dict_only = _variant_lookup(config, name, order=TEXT_BRANCHES, dict_only=True)
+    if _same_outcome(got, dict_only) and not _same_outcome(want, dict_only):
+        return _DICT_ONLY
     if _same_outcome(got, _variant_lookup(config, name, falsy_absent=True, order=TEXT_BRANCHES)) and skips_falsy():
         return "your walk takes a falsy value (0, False) for a missing one"
     for order in permutations(TEXT_BRANCHES):
@@ -265,7 +316,14 @@ def _text_attr_mistake(
         return "your walk missed a text branch that has it (language_config, thinker_config's own text config, ...)"
     if isinstance(want, _Raised) and not isinstance(got, _Raised):
         return "nothing on the text branch has it, and your walk returned a value: it read a sibling sub-config"
-    for mistake, value in _walk_variants(_build(spec), name).items():
+    variants = _walk_variants(_build(spec), name)
+    # get_text_config() ignored and the root read first can give one value: a probe tells them apart
+    ignoring = variants[_IGNORES_GETTER]
+    if ignoring is not None and _same_outcome(got, ignoring) and ignores_getter():
+        return _IGNORES_GETTER
+    for mistake, value in variants.items():
+        if mistake == _IGNORES_GETTER:
+            continue
         if value is not None and not isinstance(value, _Raised) and value == got and type(value) is type(got):
             return mistake
     if isinstance(spec, dict) and isinstance(spec.get("text_config"), dict) and got != want:

@@ -145,10 +145,13 @@ def _to_wire_mistake(args: tuple[Any, ...], got: Any, want: torch.Tensor) -> str
     swapped = want[:, :, :layers].unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
     if layers and torch.equal(got[:, :, :layers], swapped):
         return (
-            "the two bytes of each route are in the other order: the payload must be the int16 tensor's own "
-            "memory (little-endian on every machine torch runs on), reinterpreted, not bytes you assemble"
+            "the two bytes of each route are in the other order: high byte first, where the receiver reads the "
+            "low byte first (int16 is little-endian on every machine torch runs on)"
         )
-    return "the bytes of the real layers differ: a value cast to uint8 keeps only the low byte of an expert id"
+    real, expected = got[:, :, :layers], want[:, :, :layers]
+    if layers and torch.equal(real[..., 0::2], expected[..., 0::2]) and not int(real[..., 1::2].count_nonzero()):
+        return "each route kept only its low byte: a value cast to uint8 keeps only the low byte of an expert id"
+    return None  # no mistake recognised: the plain "returned X; expected Y there" line
 
 
 def _from_wire_mistake(args: tuple[Any, ...], got: Any, want: torch.Tensor) -> str | None:
@@ -164,7 +167,13 @@ def _from_wire_mistake(args: tuple[Any, ...], got: Any, want: torch.Tensor) -> s
         )
     if got.shape != want.shape:
         return "your from_wire made one route of each byte, but a route is two bytes on the wire"
-    return "routes changed on the round trip: the bytes must be reinterpreted, not converted value by value"
+    if got.dim() == 4 and torch.equal(got, _from_wire_reference(_byte_swapped(args[0]), layer_count)):
+        return "your from_wire reads the two bytes of each route in the other order (high byte first)"
+    return None  # no mistake recognised: the plain "returned X; expected Y there" line
+
+
+def _byte_swapped(payload: torch.Tensor) -> torch.Tensor:
+    return payload.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
 
 
 @st.composite
