@@ -590,8 +590,8 @@ upstream_check()
 # - Megatron-LM `megatron/core/tensor_parallel/mappings.py`: `scatter_to_sequence_parallel_region` ->
 #   `_split_along_first_dim`, which asserts "First dimension of the tensor should be divisible by tensor parallel
 #   size".
-# - PRs: #7702 (the fix), #7372 (the NPU mask, also first released in 0.9.1), #7358 (`pad_to_length_bucket`),
-#   #7948 (the bucketed THD length against the dense conversion).
+# - PRs: #7702 (the fix), #7372 (the NPU mask, also first released in 0.9.1), #7358 (`pad_to_length_bucket`)
+#   and #7948 (the bucketed THD length against the dense conversion).
 #
 # The padding, splits, pictures and toy model are the course's own (`verlstudy.lessons.l04_thd`); the cells marked
 # "upstream" run verl's own functions from its source with stand-ins for Megatron (`upstream.py`).
