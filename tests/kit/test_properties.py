@@ -151,7 +151,7 @@ def test_not_a_function_is_named():
         ({}, {"a": 1}, "missing keys ['a']"),
         (2.0, 2, "a float where an int is asked"),
         (True, 1, "a bool where an int is asked"),
-        (1, True, "a int where a bool"),
+        (1, True, "an int where a bool"),
         (0.1 + 0.2, 0.3, None),
         ("a", "b", "'a' where 'b'"),
         (torch.ones(2, dtype=torch.float64), torch.ones(2), "dtype torch.float64"),
@@ -394,3 +394,12 @@ def test_a_storage_folder_the_learner_chose_is_kept(tmp_path, monkeypatch, hypot
     hypothesis_home_kept.set_hypothesis_home_dir(None)
     with check_conditions.storage_in_course_cache():
         assert hypothesis_home_kept.storage_directory().path == tmp_path / "by_env"
+
+
+def test_a_message_names_a_kind_with_its_article_and_an_outcome_value_as_it_describes_itself():
+    class Raised:
+        described_as = "a raised KeyError"
+
+    assert difference(Raised(), 3) == "a raised KeyError where an int is asked"
+    assert difference(3, ["x"]) == "an int where a list is asked"
+    assert difference([1], {"a": 1}).startswith("a list where a mapping")

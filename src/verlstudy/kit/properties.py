@@ -61,6 +61,16 @@ def _is_tensor(value: object) -> bool:
     return type(value).__module__.startswith("torch") and hasattr(value, "dtype") and hasattr(value, "shape")
 
 
+def _a(value: object) -> str:
+    """How a value's kind reads in a message, with its article: "a list", "an int". A value a checker made to stand
+    for an outcome (a raise compared like a result) says itself how it reads, through `described_as`."""
+    described = getattr(value, "described_as", None)
+    if isinstance(described, str):
+        return described
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
 def difference(
     got: object, want: object, *, strict_types: bool = False, rtol: float = 1e-6, atol: float = 1e-9
 ) -> str | None:
@@ -71,15 +81,15 @@ def difference(
         got = got.tolist()
     if isinstance(want, bool):
         if not isinstance(got, bool) and type(got).__name__ != "bool_":
-            return f"a {type(got).__name__} where a bool (True or False) is asked"
+            return f"{_a(got)} where a bool (True or False) is asked"
         return None if bool(got) == want else f"{got!r} where {want!r} was expected"
     if isinstance(want, numbers.Integral):
         if isinstance(got, bool) or not isinstance(got, numbers.Integral):
-            return f"a {type(got).__name__} where an int is asked"
+            return f"{_a(got)} where an int is asked"
         return None if int(got) == int(want) else f"{got!r} where {want!r} was expected"
     if isinstance(want, numbers.Real):
         if isinstance(got, bool) or not isinstance(got, numbers.Real):
-            return f"a {type(got).__name__} where a number is asked"
+            return f"{_a(got)} where a number is asked"
         close = math.isclose(float(got), float(want), rel_tol=rtol, abs_tol=atol)
         both_nan = math.isnan(float(got)) and math.isnan(float(want))
         return None if close or both_nan else f"{got!r} where {want!r} was expected"
@@ -96,7 +106,7 @@ def difference(
 
 def _tensor_difference(got: object, want: Any, *, rtol: float, atol: float) -> str | None:
     if not _is_tensor(got):
-        return f"a {type(got).__name__} where a tensor is asked"
+        return f"{_a(got)} where a tensor is asked"
     if tuple(got.shape) != tuple(want.shape):
         return f"a tensor of shape {tuple(got.shape)} where shape {tuple(want.shape)} was expected"
     if got.dtype != want.dtype:
@@ -112,9 +122,9 @@ def _tensor_difference(got: object, want: Any, *, rtol: float, atol: float) -> s
 
 def _mapping_difference(got: object, want: Mapping, **options: Any) -> str | None:
     if not isinstance(got, Mapping):
-        return f"a {type(got).__name__} where a mapping (a dict) is asked"
+        return f"{_a(got)} where a mapping (a dict) is asked"
     if options["strict_types"] and type(got) is not type(want):
-        return f"a {type(got).__name__} where a {type(want).__name__} is asked"
+        return f"{_a(got)} where {_a(want)} is asked"
     missing, extra = [k for k in want if k not in got], [k for k in got if k not in want]
     if missing or extra:
         parts = [f"missing keys {missing!r}"] * bool(missing) + [f"unexpected keys {extra!r}"] * bool(extra)
@@ -128,7 +138,7 @@ def _mapping_difference(got: object, want: Mapping, **options: Any) -> str | Non
 
 def _set_difference(got: object, want: Set, *, strict_types: bool) -> str | None:
     if strict_types and type(got) is not type(want):
-        return f"a {type(got).__name__} where a {type(want).__name__} is asked"
+        return f"{_a(got)} where {_a(want)} is asked"
     if _is_array(got):
         got = got.tolist()
     if isinstance(got, (list, tuple)):
@@ -136,7 +146,7 @@ def _set_difference(got: object, want: Set, *, strict_types: bool) -> str | None
             return "a collection with repeated items where a set (each item once) is asked"
         got = set(got)
     if not isinstance(got, Set):
-        return f"a {type(got).__name__} where a set is asked"
+        return f"{_a(got)} where a set is asked"
     missing, extra = sorted(map(repr, set(want) - set(got))), sorted(map(repr, set(got) - set(want)))
     if missing or extra:
         parts = [f"missing {', '.join(missing)}"] * bool(missing) + [f"unexpected {', '.join(extra)}"] * bool(extra)
@@ -148,9 +158,9 @@ def _sequence_difference(got: object, want: Sequence, **options: Any) -> str | N
     if _is_tensor(got) and not options["strict_types"]:
         got = got.tolist()
     if not isinstance(got, (list, tuple)):
-        return f"a {type(got).__name__} where a list is asked"
+        return f"{_a(got)} where a list is asked"
     if options["strict_types"] and type(got) is not type(want):
-        return f"a {type(got).__name__} where a {type(want).__name__} is asked"
+        return f"{_a(got)} where {_a(want)} is asked"
     if len(got) != len(want):
         return f"{len(got)} items where {len(want)} were expected"
     for i, (g, w) in enumerate(zip(got, want, strict=True)):

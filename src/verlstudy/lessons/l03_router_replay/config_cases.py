@@ -28,6 +28,10 @@ class _Raised:
     def __repr__(self) -> str:
         return f"<raised {self.kind}>"
 
+    @property
+    def described_as(self) -> str:  # how kit.properties names it in a message: never the class's own name
+        return f"a raised {self.kind.split(' (')[0]}"
+
 
 def _outcome(fn: Callable[[object, str], Any]) -> Callable[[object, str], Any]:
     """fn called on the config a spec describes; a raise becomes a `_Raised` value to compare."""
