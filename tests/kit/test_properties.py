@@ -376,6 +376,9 @@ def test_a_check_writes_nothing_into_the_working_folder(tmp_path, monkeypatch, h
     work.mkdir()
     monkeypatch.chdir(work)
     monkeypatch.delenv("HYPOTHESIS_STORAGE_DIRECTORY", raising=False)
+    # as in a kernel started in the learner's folder: hypothesis, imported by the first check, defaults to it
+    monkeypatch.setattr(hypothesis_home_kept, "__hypothesis_home_directory_default", work / ".hypothesis")
+    monkeypatch.setattr(hypothesis_home_kept, "__hypothesis_home_directory", None)
     monkeypatch.setattr(check_conditions, "cache_root", lambda: tmp_path / "cache")
     monkeypatch.setattr(charmap, "_charmap", None)  # as in a fresh kernel: the Unicode table is read or written
     before = getattr(hypothesis_home_kept, "__hypothesis_home_directory", None)
