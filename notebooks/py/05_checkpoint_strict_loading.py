@@ -114,12 +114,11 @@ _ = upstream_source("utils/checkpoint/megatron_checkpoint_manager.py",
 
 # %%
 from verlstudy.kit.upstream import upstream_cell
-from verlstudy.lessons.l05_checkpoint.upstream import (DEFAULT_SAVE_CONTENTS, CourseBridge, load_manager_methods,
-                                                       verl_save)
+from verlstudy.lessons.l05_checkpoint.upstream import DEFAULT_SAVE_CONTENTS, CourseBridge, verl_save
 
 
 def through_verl() -> None:
-    methods, calls = load_manager_methods(), {}
+    calls = {}
     with_hf_model = (*DEFAULT_SAVE_CONTENTS, "hf_model")
     settings = {"recipe (strict=True)": {}, "strict=False": {"strict": False},
                 "use_dist_checkpointing": {"use_dist_checkpointing": True},
@@ -127,7 +126,7 @@ def through_verl() -> None:
                 "PEFT": {"peft": True}, "vanilla_mbridge": {"vanilla_bridge": True}}
     for name, changed in settings.items():
         bridge = CourseBridge(index)
-        verl_save(bridge, trained, methods=methods, **({"strict": True} | changed))
+        verl_save(bridge, trained, **({"strict": True} | changed))
         calls[name] = [(c["method"], c["strict"]) for c in bridge.calls]
         print(f"{name:<34} calls: {calls[name]}")
     claim("strict reaches the export only through save_hf_weights", list(calls.values()) == [

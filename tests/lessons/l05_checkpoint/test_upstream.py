@@ -64,16 +64,28 @@ def test_peft_and_the_vanilla_bridge_export_without_strict(bridge, flags, method
     assert [c["method"] for c in peft_and_vanilla.calls] == ["save_weights"]  # the vanilla test comes first
 
 
+@pytest.fixture
+def fresh_manager_methods():
+    """An empty cache of verl's manager methods, before and after: for a test that changes what it would read."""
+    upstream._manager_methods.cache_clear()
+    yield
+    upstream._manager_methods.cache_clear()
+
+
 @needs_verl
-def test_verl_save_reuses_methods_loaded_once(bridge, monkeypatch) -> None:
+def test_verl_save_reads_verls_source_once(bridge, monkeypatch, fresh_manager_methods) -> None:
     methods = upstream.load_manager_methods()
-    monkeypatch.setattr(upstream, "load_manager_methods", lambda release=None: pytest.fail("loaded again"))
-    assert upstream.verl_save(bridge, TinyLM(), strict=False, methods=methods)
-    assert [c["strict"] for c in bridge.calls] == [False]
+    assert upstream.load_manager_methods() is methods
+    with pytest.raises(TypeError):
+        methods["should_save_hf_model"] = lambda self: False  # type: ignore[index]  # shared: read-only
+    monkeypatch.setattr(upstream, "upstream_file", lambda rel, release=None: pytest.fail("read verl's source again"))
+    assert upstream.verl_save(bridge, TinyLM(), strict=False)
+    assert upstream.verl_save(bridge, TinyLM(), strict=True)
+    assert [c["strict"] for c in bridge.calls] == [False, True]
 
 
 @needs_verl
-def test_load_manager_methods_says_when_verl_moved(monkeypatch) -> None:
+def test_load_manager_methods_says_when_verl_moved(monkeypatch, fresh_manager_methods) -> None:
     monkeypatch.setattr(upstream, "upstream_file", lambda rel, release=None: ("class Other: pass", "verl/x.py"))
     with pytest.raises(UpstreamMoved, match="no class MegatronCheckpointManager"):
         upstream.load_manager_methods()

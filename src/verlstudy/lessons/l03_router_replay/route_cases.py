@@ -119,6 +119,10 @@ def _route_map(batch: int, seq: int, layers: int, topk: int, seed: int, zero_lay
     return routes
 
 
+def _byte_swapped(payload: torch.Tensor) -> torch.Tensor:
+    return payload.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
+
+
 def _to_wire_mistake(args: tuple[Any, ...], got: Any, want: torch.Tensor) -> str | None:
     routes, max_layers = args
     if not isinstance(got, torch.Tensor) or got.dtype != torch.uint8:
@@ -132,23 +136,22 @@ def _to_wire_mistake(args: tuple[Any, ...], got: Any, want: torch.Tensor) -> str
             return "each route became one byte: a value cast to uint8 keeps only the low byte of an expert id"
         return "the padding went onto another dim than the layers, or bytes are missing"
     layers = routes.shape[2]
+    real, expected = got[:, :, :layers], want[:, :, :layers]
     front = got[:, :, : max_layers - layers]
     if (
         layers
         and max_layers > layers
-        and torch.equal(got[:, :, max_layers - layers :], want[:, :, :layers])
+        and torch.equal(got[:, :, max_layers - layers :], expected)
         and not int(front.count_nonzero())
     ):
         return "the real layers sit at the end of the layer dim, after the padding: they must come first"
     if int(got[:, :, layers:].count_nonzero()):
         return "the padding layers hold nonzero bytes, so the padding carries routes that do not exist"
-    swapped = want[:, :, :layers].unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
-    if layers and torch.equal(got[:, :, :layers], swapped):
+    if layers and torch.equal(real, _byte_swapped(expected)):
         return (
             "the two bytes of each route are in the other order: high byte first, where the receiver reads the "
             "low byte first (int16 is little-endian on every machine torch runs on)"
         )
-    real, expected = got[:, :, :layers], want[:, :, :layers]
     if layers and torch.equal(real[..., 0::2], expected[..., 0::2]) and not int(real[..., 1::2].count_nonzero()):
         return "each route kept only its low byte: a value cast to uint8 keeps only the low byte of an expert id"
     return None  # no mistake recognised: the plain "returned X; expected Y there" line
@@ -170,10 +173,6 @@ def _from_wire_mistake(args: tuple[Any, ...], got: Any, want: torch.Tensor) -> s
     if got.dim() == 4 and torch.equal(got, _from_wire_reference(_byte_swapped(args[0]), layer_count)):
         return "your from_wire reads the two bytes of each route in the other order (high byte first)"
     return None  # no mistake recognised: the plain "returned X; expected Y there" line
-
-
-def _byte_swapped(payload: torch.Tensor) -> torch.Tensor:
-    return payload.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
 
 
 @st.composite

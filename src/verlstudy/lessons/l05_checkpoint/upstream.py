@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import SimpleNamespace
+from types import MappingProxyType, SimpleNamespace
 
 from torch import nn
 
@@ -41,12 +42,18 @@ NOT_COMPARABLE = NotComparable(
 COMPARISONS = ()
 
 
-def load_manager_methods(release: str | None = None) -> dict[str, Callable[..., object]]:
+def load_manager_methods(release: str | None = None) -> Mapping[str, Callable[..., object]]:
     """verl's `MegatronCheckpointManager.should_save_hf_model` and `._save_model_as_hf_via_bridge`, as functions.
 
     The methods are cut out of the class with `ast` (the class needs Megatron to import) and take a
-    stand-in `self`. Raises UpstreamMoved when the class or a method is no longer there.
+    stand-in `self`. Raises UpstreamMoved when the class or a method is no longer there. Loaded once per
+    process and release (the methods hold no state of their own), so the mapping is read-only.
     """
+    return _manager_methods(release)  # one cache key per release: `functools.cache` tells f() from f(None)
+
+
+@functools.cache
+def _manager_methods(release: str | None) -> Mapping[str, Callable[..., object]]:
     source, filename = upstream_file(MANAGER_FILE, release)
     tree = ast.parse(source, filename=filename)
     cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == MANAGER_CLASS), None)
@@ -63,7 +70,7 @@ def load_manager_methods(release: str | None = None) -> dict[str, Callable[..., 
         nodes.append(node)
     text = ast.unparse(ast.Module(body=nodes, type_ignores=[]))
     provided = {"os": __import__("os"), "log_with_rank": lambda *a, **k: None, "logger": None}
-    return load_from_source(text, MANAGER_METHODS, provided, f"{filename}::{MANAGER_CLASS}")
+    return MappingProxyType(load_from_source(text, MANAGER_METHODS, provided, f"{filename}::{MANAGER_CLASS}"))
 
 
 @dataclass
@@ -102,21 +109,20 @@ def verl_save(
     vanilla_bridge: bool = False,
     peft: bool = False,
     release: str | None = None,
-    methods: Mapping[str, Callable[..., object]] | None = None,
 ) -> bool:
     """Run verl's own save decision and HF save call on a stand-in manager; return whether HF weights were saved.
 
     By default the stand-in has what the recipe sets: Megatron-Bridge (`vanilla_mbridge=False`, which the
     manager holds as `vanilla_bridge`), no PEFT, so the branch that calls `save_hf_weights` runs.
     `vanilla_bridge=True` or `peft=True` take verl's other two branches. `bridge.calls` records what verl asked
-    for. `methods` are `load_manager_methods(release)`'s result, passed to load them once for several runs.
+    for. verl's methods are loaded once per release (`load_manager_methods` caches them).
     """
     if not isinstance(bridge, CourseBridge):
         raise TypeError(f"bridge must be a CourseBridge, got {type(bridge).__name__}")
     flags = (strict, use_dist_checkpointing, vanilla_bridge, peft)
     if not all(isinstance(flag, bool) for flag in flags):
         raise TypeError("strict, use_dist_checkpointing, vanilla_bridge and peft must be True or False")
-    verl = load_manager_methods(release) if methods is None else methods
+    verl = load_manager_methods(release)
     manager = SimpleNamespace(
         checkpoint_save_contents=list(save_contents),
         use_dist_checkpointing=use_dist_checkpointing,
