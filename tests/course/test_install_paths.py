@@ -1,6 +1,6 @@
 """A checkout and an installed package each get what fits them: where caches go, the run's "Next:" lines, refresh.
 
-The installed case is simulated here (registry's and kit.resources' checkout_root -> None);
+The installed case is simulated here (kit.resources.checkout_root -> None);
 tests/course/test_installed_wheel.py runs the real wheel from an empty folder.
 """
 
@@ -23,7 +23,6 @@ BLOB = "https://github.com/verlstudy/verlstudy/blob/main/"
 @pytest.fixture
 def installed(monkeypatch, tmp_path):
     """An installed package (no checkout) whose user cache folder is tmp_path/xdg, run from tmp_path/empty."""
-    monkeypatch.setattr(registry, "checkout_root", lambda: None)
     monkeypatch.setattr(resources, "checkout_root", lambda: None)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     empty = tmp_path / "empty"
@@ -33,7 +32,7 @@ def installed(monkeypatch, tmp_path):
 
 
 def test_in_a_checkout_the_build_and_cache_folders_are_its_build_folder():
-    root = registry.checkout_root()
+    root = resources.checkout_root()
     if root is None:
         pytest.skip("an installed package has no checkout")
     assert resources.build_root() == root / "build" and resources.cache_root() == root / "build" / "cache"

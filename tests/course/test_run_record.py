@@ -8,6 +8,7 @@ import pytest
 
 from verlstudy.course import cli, registry, run_record
 from verlstudy.course.runner import RunResult
+from verlstudy.kit import resources
 
 L00, L08 = registry.get_lesson(0), registry.get_lesson(8)
 PASSED_FLOOR = RunResult(None, "passed", 1.0)
@@ -75,7 +76,7 @@ def test_a_failed_floor_makes_the_run_stale(tmp_path):
 
 
 def test_make_course_and_site_skip_a_fresh_run_and_make_test_always_runs():
-    makefile = (registry.checkout_root() or pytest.skip("no checkout")) / "Makefile"
+    makefile = (resources.checkout_root() or pytest.skip("no checkout")) / "Makefile"
     text = makefile.read_text()
 
     def recipe(target):

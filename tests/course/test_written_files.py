@@ -14,6 +14,7 @@ import nbformat
 import pytest
 
 from verlstudy.course import cli, files, progress, registry, reports, runner
+from verlstudy.kit import resources
 
 LESSON0 = registry.get_lesson(0)
 
@@ -152,7 +153,7 @@ def test_a_site_build_leaves_a_users_own_page_alone_and_rebuilds_its_own(tmp_pat
 def _forbidden_cases():
     notebooks, data = registry.notebooks_dir(), registry.data_dir()
     package = Path(files.__file__).resolve().parents[1]
-    src = registry.checkout_root() / "src" if registry.checkout_root() else package
+    src = resources.checkout_root() / "src" if resources.checkout_root() else package
     return [
         (["run", "00", "--out", str(notebooks)], "course's own notebooks/ folder"),
         (["run", "00", "--out", str(data / "x")], "course's own data/ folder"),
@@ -195,7 +196,7 @@ def test_every_writing_command_refuses_every_forbidden_target_in_one_line(argv, 
 
 def test_the_checkout_root_is_refused_as_an_output_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    root = registry.checkout_root()
+    root = resources.checkout_root()
     if root is None:
         pytest.skip("an installed package has no checkout")
     with pytest.raises(ValueError, match="is the course checkout itself"):
@@ -203,7 +204,7 @@ def test_the_checkout_root_is_refused_as_an_output_folder(tmp_path, monkeypatch)
 
 
 def test_refresh_refuses_to_rewrite_an_installed_packages_notebooks(monkeypatch, capsys):
-    monkeypatch.setattr(registry, "checkout_root", lambda: None)
+    monkeypatch.setattr(resources, "checkout_root", lambda: None)
     monkeypatch.setattr("verlstudy.course.twins.refresh", lambda *a, **k: pytest.fail("nothing may be rewritten"))
     assert cli.main(["refresh", "00"]) == 2
     assert "works in a checkout only" in capsys.readouterr().err

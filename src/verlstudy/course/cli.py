@@ -85,7 +85,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from e
     if not args.lessons:
         raise UsageError("name the lessons to refresh, e.g. `verlstudy refresh 01` (refreshing rewrites outputs)")
-    if registry.checkout_root() is None:  # the installed package's own notebooks are never rewritten
+    if resources.checkout_root() is None:  # the installed package's own notebooks are never rewritten
         raise UsageError(
             "refresh rewrites the course's own notebooks and works in a checkout only: "
             "use `verlstudy init DIR` for a copy of your own"

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from verlstudy.kit.resources import checkout_root as checkout_root  # re-exported: the CLI asks the registry
 from verlstudy.kit.resources import course_root, data_dir, notebooks_dir
 
 UPSTREAM_REPO = "https://github.com/verl-project/verl"

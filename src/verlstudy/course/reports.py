@@ -13,6 +13,7 @@ from pathlib import Path
 
 from verlstudy.course import registry
 from verlstudy.course.runner import RunResult
+from verlstudy.kit import resources
 
 FLOOR_TEXT = (
     "The **floor** is a notebook that only imports torch and matplotlib, run in the same pool: what any "
@@ -65,7 +66,7 @@ def report_markdown(
 def next_steps(checkout: bool | None = None) -> list[str]:
     """Where a learner goes after a run: `make` targets in a checkout, `verlstudy init` for an installed package."""
     if checkout is None:
-        checkout = registry.checkout_root() is not None
+        checkout = resources.checkout_root() is not None
     if checkout:
         return [
             "- start with `make lab`: JupyterLab on the student edition (`student/`), lesson 00 first",
