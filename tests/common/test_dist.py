@@ -53,7 +53,8 @@ def test_a_hanging_rank_is_killed_after_timeout_and_reported() -> None:
     with pytest.raises(DistributedRunError) as info:
         run_local(dist.hang_on_rank, 2, 1, 60.0, timeout_s=1.5)
     elapsed = time.monotonic() - start
-    assert elapsed < 10, f"run_local took {elapsed:.1f} s; the hanging rank must be killed at timeout_s"
+    # well under the rank's 60 s hang, with room for a loaded machine: it was killed, not waited for
+    assert elapsed < 30, f"run_local took {elapsed:.1f} s; the hanging rank must be killed at timeout_s"
     assert str(info.value) == "rank 1: TimeoutError: did not finish within timeout_s=1.5 s (killed)"
     assert info.value.outcomes[0] == RankOutcome(0, True, 0)
     assert not mp.active_children(), "no child process may be left behind"

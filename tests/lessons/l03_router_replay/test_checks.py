@@ -536,9 +536,9 @@ def test_references_pass_and_stubs_are_not_attempted(capsys: pytest.CaptureFixtu
 )
 def test_each_checker_call_takes_under_a_second(exercise_id, answer) -> None:
     find_checker(exercise_id)(*answer)  # warm (hypothesis imports)
-    start = time.perf_counter()
+    start = time.process_time()  # CPU, not wall: a loaded machine slows the clock, not the checker's work
     find_checker(exercise_id)(*answer)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
 
 
 def test_the_mechanism_functions_are_refused(assert_wrong) -> None:
