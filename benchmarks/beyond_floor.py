@@ -132,6 +132,7 @@ STEPS = [step for _, _, steps in ROWS.values() for step in steps]
 CELL_ROW, CELL_LABEL = "g", "an executed cell (papermill + kernel round trip)"
 TRIVIAL_CELL = "x{i} = {i}\nprint(x{i})"
 KEYS = "".join(ROWS) + CELL_ROW  # every row --rows may name
+FLOOR_ONLY = "floor"  # a child that times the floor alone, when no row selected needs a child of its own
 
 # Lessons whose run makes a jagged tensor or checkpoints a block. Not found statically (verl's code or a
 # lesson helper makes them): listed by hand, each with where it comes from; `course_counts` checks the codes.
@@ -162,7 +163,7 @@ def child(row: str, floor_source: str, out: str) -> int:
     exec(floor_source, namespace)
     end = _clock()
     times["floor"] = [end[0] - start[0], end[1] - start[1]]
-    _, setup, steps = ROWS[row]
+    _, setup, steps = ROWS.get(row, ("", "", ()))  # FLOOR_ONLY: the floor and nothing after it
     exec(setup, namespace)
     for key, _, code in steps:
         start = _clock()
@@ -403,11 +404,11 @@ def main() -> int:
     with_cells: list[tuple[float, float]] = []
     if notebooks:
         run_notebook(0)  # untimed: this process's first papermill run pays first-use costs (~0.1 s here) no other does
+    timed = [row for row in rows if row not in skipped] or [FLOOR_ONLY]  # every child times the floor first
     for i in range(args.repeat):
-        for row in rows:  # rows interleaved, so a drift of the machine's load spreads over all of them
-            if row not in skipped:
-                for key, value in run_child(row, FLOOR_SOURCE).items():
-                    samples.setdefault(key, []).append(value)
+        for row in timed:  # rows interleaved, so a drift of the machine's load spreads over all of them
+            for key, value in run_child(row, FLOOR_SOURCE).items():
+                samples.setdefault(key, []).append(value)
         if notebooks:  # the plain floor notebook and, for g, the one with cells; which goes first alternates
             first_plain = i % 2 == 0 or CELL_ROW not in args.rows
             if first_plain:

@@ -121,3 +121,20 @@ def test_one_cheap_row_runs_in_a_fresh_process() -> None:
     assert lines[6].startswith("occurs in the course: a jagged tensor ")
     assert lines[7].startswith("reachable (without rows a, b, c, d, f, g): ") and "without g" not in lines[7]
     assert len(lines) == 8
+
+
+@pytest.mark.slow
+def test_row_g_alone_times_the_floor_too_and_compares_with_the_floor_notebook() -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--repeat", "1", "--rows", "g", "--cells", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("1 fresh process(es) per row, 1 papermill run(s) of the floor notebook")
+    assert [line.split()[0] for line in lines[1:4]] == ["row", "floor", "g"]
+    assert "nan" not in lines[2]  # the floor is timed even when no other row needs a fresh process
+    assert lines[-1].startswith("against the floor notebook as course_time.py measures it (")
