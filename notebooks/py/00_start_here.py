@@ -29,19 +29,18 @@ n_draws = 4
 import gc; gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
 
 from verlstudy.kit.exercises import check_exercise, exercise_hint
-from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
+from verlstudy.kit.claims import claim, claims_table, expect_error
 from verlstudy.kit.devices import pick_device, skip_unless
 from verlstudy.kit.hygiene import sanitize, unstable_fragments
+from verlstudy.kit.lesson_start import start_lesson
 from verlstudy.kit.params import check_int
 from verlstudy.kit.plots import bar_plot
 from verlstudy.kit.seeding import seed_everything
 
 gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
 dev = pick_device(device)
-seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
 n_draws = check_int("n_draws", n_draws, minimum=1, maximum=1000)
-reset_claims()
-print(f"running on {dev.type}")
+dev, seed = start_lesson(dev, seed)  # the seed last: a bad n_draws is named before anything is reset or seeded
 
 # %% [markdown]
 # ## The course map

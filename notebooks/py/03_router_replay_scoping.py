@@ -39,17 +39,16 @@ seed = 0
 # %%
 import gc; gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
 
-from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
+from verlstudy.kit.claims import claim, claims_table, expect_error
 from verlstudy.kit.devices import pick_device
-from verlstudy.kit.seeding import seed_everything
+from verlstudy.kit.lesson_start import start_lesson
 from verlstudy.lessons.l03_router_replay.setup import check_parameters
 
 dev = pick_device(device)
-p = check_parameters(n_tokens, hidden, num_experts, topk, lr, pp_layer_counts, collective_timeout_s, seed)
+p = check_parameters(n_tokens, hidden, num_experts, topk, lr, pp_layer_counts, collective_timeout_s)
 n_tokens, hidden, num_experts, topk, lr = p["n_tokens"], p["hidden"], p["num_experts"], p["topk"], p["lr"]
-pp_layer_counts, collective_timeout_s, seed = p["pp_layer_counts"], p["collective_timeout_s"], p["seed"]
-seed_everything(seed)
-reset_claims()
+pp_layer_counts, collective_timeout_s = p["pp_layer_counts"], p["collective_timeout_s"]
+dev, seed = start_lesson(dev, seed, announce=False)  # the seed last; the line below says the device
 sizes = dict(hidden=hidden, num_experts=num_experts, topk=topk)
 print(f"running on {dev.type}; {n_tokens} tokens, {num_experts} experts, top-{topk}, 3 MoE layers")
 

@@ -35,16 +35,15 @@ vocab_size = 32
 # %%
 import gc; gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
 
-from verlstudy.kit.claims import claim, claims_table, expect_error, reset_claims
+from verlstudy.kit.claims import claim, claims_table, expect_error
 from verlstudy.kit.devices import pick_device
-from verlstudy.kit.seeding import seed_everything
+from verlstudy.kit.lesson_start import start_lesson
 from verlstudy.lessons.l04_thd.setup import check_parameters
 
 dev = pick_device(device)
-p = check_parameters(seed, tp, cp, hidden, vocab_size)
-seed, tp, cp, hidden, vocab_size = p["seed"], p["tp"], p["cp"], p["hidden"], p["vocab_size"]
-seed_everything(seed)
-reset_claims()
+p = check_parameters(tp, cp, hidden, vocab_size)
+tp, cp, hidden, vocab_size = p["tp"], p["cp"], p["hidden"], p["vocab_size"]
+dev, seed = start_lesson(dev, seed, announce=False)  # the seed last: a bad size is named before a bad seed
 
 # %% [markdown]
 # The lesson's tools: the course's padding, splitting and toy model, verl's own functions loaded beside them

@@ -34,23 +34,19 @@ from collections import Counter
 
 from verlstudy.common.pins import pins_in_files, pins_table, read_files, ref_drift, ref_findings, unpinned_installs
 from verlstudy.common.refs import ref_finding
-from verlstudy.kit.claims import claim, claims_table, reset_claims
-from verlstudy.kit.devices import pick_device, skip_unless
+from verlstudy.kit.claims import claim, claims_table
+from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise
-from verlstudy.kit.params import check_int
+from verlstudy.kit.lesson_start import start_lesson
 from verlstudy.kit.resources import data_dir
-from verlstudy.kit.seeding import seed_everything
 from verlstudy.lessons.l08_dependency_stack import manifests as mf
 from verlstudy.lessons.l08_dependency_stack.layers import draw_layers
 from verlstudy.lessons.l08_dependency_stack.real_files import component_drift, side_by_side, split_drift
 from verlstudy.lessons.l08_dependency_stack.real_files import unpinned_clones
 
 gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
-dev = pick_device(device)
-seed_everything(check_int("seed", seed, minimum=0, maximum=2**32 - 1))
-reset_claims()
+start_lesson(device, seed)  # the lesson's only parameters: the device, then the seed
 stacks = data_dir() / "stacks"  # the upgrade itself is fixed, not a parameter: every claim is about it
-print(f"running on {dev.type}")
 
 # %% [markdown]
 # ## The stack as data

@@ -51,5 +51,5 @@ def test_lesson_03_refuses_the_corners_where_a_claim_did_not_hold(n_tokens, hidd
     from verlstudy.lessons.l03_router_replay.setup import check_parameters
 
     with pytest.raises(ValueError, match=refused):
-        check_parameters(n_tokens, hidden, num_experts, topk, 1.0, [2, 0, 1], 1.0, 0)
-    check_parameters(16, hidden, num_experts, 2 if num_experts > 32 else topk, 1.0, [2, 0, 1], 1.0, 0)
+        check_parameters(n_tokens, hidden, num_experts, topk, 1.0, [2, 0, 1], 1.0)
+    check_parameters(16, hidden, num_experts, 2 if num_experts > 32 else topk, 1.0, [2, 0, 1], 1.0)

@@ -72,9 +72,12 @@ def test_a_bad_seed_gives_the_parameters_message_and_changes_nothing(seed, error
     claims.reset_claims()
 
 
-def test_the_device_is_checked_before_the_seed():
-    with pytest.raises(ValueError, match=r"^device='tpu'"):
-        start_lesson("tpu", -1)
+@pytest.mark.parametrize("device", ["tpu", torch.device("meta")])
+def test_the_device_is_checked_before_the_seed(device):
+    # every lesson's one placement: pick_device first, then its other parameters, start_lesson(dev, seed) last;
+    # a device handed over as a string or already picked is still checked before the seed
+    with pytest.raises(ValueError, match=r"^device='(tpu|meta)' is not allowed"):
+        start_lesson(device, -1)
 
 
 def test_the_largest_seed_is_allowed():

@@ -68,3 +68,17 @@ def test_lesson_params_validates_and_reports(capsys):
             lesson_params("cpu", *bad)
     with pytest.raises(TypeError):
         lesson_params("cpu", 0, 40.0, 64, 1)
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("cpu", -1, 39, 64, 1), "bandit_steps"),  # the seed is checked last, after every size
+        (("cpu", -1, 40, 64, 9), "robustness_seeds"),
+        (("tpu", -1, 39, 64, 1), "device"),  # the device first
+    ],
+)
+def test_a_bad_size_beside_a_bad_seed_is_named_and_nothing_is_said(args, named, capsys):
+    with pytest.raises(ValueError, match=f"^(parameter )?{named}\\b"):
+        lesson_params(*args)
+    assert capsys.readouterr() == ("", "")  # not even "running on cpu"

@@ -28,8 +28,10 @@ def test_good_values_come_back_checked_and_the_device_is_said(capsys):
         (("cpu", "16", 1, 0), "hidden"),
         (("tpu", 16, 1, 0), "device"),
         (("cpu", 0, 1, -1), "hidden"),  # the seed is checked last
+        (("cpu", 16, 11, -1), "diff_context"),
+        (("tpu", 0, 1, -1), "device"),  # the device first
     ],
 )
 def test_a_bad_value_is_named(args, named):
-    with pytest.raises((ValueError, TypeError), match=named):
+    with pytest.raises((ValueError, TypeError), match=f"^(parameter )?{named}\\b"):
         lesson_params(*args)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from verlstudy.kit.devices import pick_device
 from verlstudy.kit.lesson_start import start_lesson
 from verlstudy.kit.params import check_choice, check_int
 from verlstudy.lessons.l01_memory_leak.pipeline import PipelineConfig
@@ -18,12 +19,14 @@ def lesson_setup(
 
     Returns (device, seed, the pipeline's config, num_micro_batches).
     """
-    dev, seed = start_lesson(device, seed, announce=False)  # the notebook prints the config instead
+    dev = pick_device(device)
     cfg = PipelineConfig(
         seq_len=check_int("seq_len", seq_len, minimum=1, maximum=1024),
         hidden=check_int("hidden", hidden, minimum=1, maximum=256),
         dtype=check_choice("dtype", dtype, ("float32", "bfloat16")),
     )
     n = check_int("num_micro_batches", num_micro_batches, minimum=3, maximum=16)
+    # the seed last: a bad lesson parameter is named before a bad seed, and before anything is reset or seeded
+    dev, seed = start_lesson(dev, seed, announce=False)  # the notebook prints the config instead
     torch.set_num_threads(1)
     return dev, seed, cfg, n

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from verlstudy.kit.devices import pick_device
 from verlstudy.kit.lesson_start import start_lesson
 from verlstudy.kit.params import check_float, check_int
 
@@ -18,11 +19,13 @@ def lesson_setup(
     The ranges are the ones over which every claim of the lesson holds (tools/extremes.py runs both
     corners): fewer steps or smaller groups leave too few non-zero advantages to show the trap.
     """
-    return (
-        *start_lesson(device, seed, announce=False),  # the notebook says the device itself
+    dev = pick_device(device)
+    checked = (
         check_int("n_leaves", n_leaves, minimum=1, maximum=100_000),
         check_int("steps", steps, minimum=8, maximum=200),
         check_int("group_size", group_size, minimum=4, maximum=64),
         check_float("lr", lr, minimum=0.5, maximum=10.0),
         check_float("kl_coef", kl_coef, minimum=1e-6, maximum=0.005),
     )
+    # the seed last: a bad lesson parameter is named before a bad seed, and before anything is reset or seeded
+    return (*start_lesson(dev, seed, announce=False), *checked)  # the notebook says the device itself

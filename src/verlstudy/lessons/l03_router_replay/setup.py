@@ -15,9 +15,12 @@ def check_parameters(
     lr: object,
     pp_layer_counts: object,
     collective_timeout_s: object,
-    seed: object,
 ) -> dict[str, Any]:
-    """The lesson's parameters, checked; a bad value raises ValueError/TypeError naming it and what is allowed."""
+    """The lesson's parameters, checked; a bad value raises ValueError/TypeError naming it and what is allowed.
+
+    The device and the seed are not among them: the set-up cell picks the device before this and passes the seed
+    to `kit.lesson_start.start_lesson` after it, as every lesson does.
+    """
     experts = check_int("num_experts", num_experts, minimum=2, maximum=64)
     if not isinstance(pp_layer_counts, list) or not 2 <= len(pp_layer_counts) <= 4:
         raise ValueError(f"parameter pp_layer_counts={pp_layer_counts!r} must be a list of 2 to 4 stage layer counts")
@@ -35,5 +38,4 @@ def check_parameters(
         "lr": check_float("lr", lr, minimum=1.0, maximum=10.0),
         "pp_layer_counts": counts,
         "collective_timeout_s": check_float("collective_timeout_s", collective_timeout_s, minimum=0.5, maximum=5.0),
-        "seed": check_int("seed", seed, minimum=0, maximum=2**32 - 1),
     }

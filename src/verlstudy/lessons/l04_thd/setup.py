@@ -5,10 +5,13 @@ from __future__ import annotations
 from verlstudy.kit.params import check_int
 
 
-def check_parameters(seed: object, tp: object, cp: object, hidden: object, vocab_size: object) -> dict[str, int]:
-    """The lesson's parameters, checked; a bad value raises ValueError/TypeError naming it and what is allowed."""
+def check_parameters(tp: object, cp: object, hidden: object, vocab_size: object) -> dict[str, int]:
+    """The lesson's parameters, checked; a bad value raises ValueError/TypeError naming it and what is allowed.
+
+    The device and the seed are not among them: the set-up cell picks the device before this and passes the seed
+    to `kit.lesson_start.start_lesson` after it, as every lesson does.
+    """
     return {
-        "seed": check_int("seed", seed, minimum=0, maximum=2**32 - 1),
         "tp": check_int("tp", tp, minimum=1, maximum=8),
         "cp": check_int("cp", cp, minimum=1, maximum=4),
         "hidden": check_int("hidden", hidden, minimum=1, maximum=1024),
