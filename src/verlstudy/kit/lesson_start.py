@@ -15,7 +15,9 @@ SEED_MAXIMUM = 2**32 - 1  # numpy's seed is an unsigned 32-bit integer
 def start_lesson(device: str | torch.device, seed: object, *, announce: bool = True) -> tuple[torch.device, int]:
     """Pick the device, check and apply the seed, reset the claims, and (if `announce`) print `running on <type>`.
 
-    The device is checked before the seed, each with kit's own message (`device='tpu' is not allowed; ...`,
+    Lessons call it last in their set-up: `pick_device` first, their own parameters next, then this, so a bad
+    value is named before anything is reset, seeded or printed. The device is checked before the seed, each with
+    kit's own message (`device='tpu' is not allowed; ...`,
     `parameter seed=-1 is out of range; ...`). A lesson that checks other parameters between the two passes the
     device it already picked with `pick_device`; it is checked again, so asking for a missing GPU still fails.
 
