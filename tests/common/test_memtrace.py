@@ -14,9 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from verlstudy.common.memtrace import (
+    ALLOCATOR_GRANULARITY,
     AllocationTracker,
     Frame,
     Site,
+    allocator_block,
     bytes_per_step,
     group_sites,
     load_snapshot,
@@ -233,10 +235,25 @@ def test_constructed_snapshot_has_the_cuda_snapshot_shape() -> None:
     assert {"address", "total_size", "allocated_size", "active_size", "stream", "segment_type", "blocks"} <= set(seg)
     block = seg["blocks"][0]
     assert block["state"] == "active_allocated"
-    assert block["size"] % 512 == 0 and block["requested_size"] == 1200
+    assert block["size"] == 1536 and block["requested_size"] == 1200  # 1200 B rounded up to 3 blocks of 512
     assert set(block["frames"][0]) == {"filename", "line", "name"}
     assert [e["action"] for e in snap["device_traces"][0]] == ["alloc"] * 3
     del kept
+
+
+@pytest.mark.parametrize(("nbytes", "block"), [(0, 0), (1, 512), (511, 512), (512, 512), (513, 1024), (1200, 1536)])
+def test_the_allocator_rounds_a_request_up_to_whole_512_byte_blocks(nbytes: int, block: int) -> None:
+    assert ALLOCATOR_GRANULARITY == 512
+    assert allocator_block(nbytes) == block
+
+
+@pytest.mark.parametrize(
+    ("nbytes", "exc", "match"),
+    [(-1, ValueError, "nbytes must be >= 0, got -1"), (1.5, TypeError, "got float"), (True, TypeError, "got bool")],
+)
+def test_allocator_block_bad_input(nbytes: object, exc: type, match: str) -> None:
+    with pytest.raises(exc, match=match):
+        allocator_block(nbytes)  # type: ignore[arg-type]
 
 
 def test_snapshot_top_sites_matches_the_tracker_view() -> None:

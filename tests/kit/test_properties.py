@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from verlstudy.kit import check_conditions, properties
 from verlstudy.kit.exercises import ExerciseFailure
-from verlstudy.kit.properties import Case, check_guard, compare_on_inputs, difference
+from verlstudy.kit.properties import Case, GuardLetThrough, a_kind, check_guard, compare_on_inputs, difference
 
 
 def reference_sum_of_squares(xs):
@@ -189,6 +189,27 @@ def test_a_guard_must_pass_the_good_and_catch_every_bad():
         check_guard(lambda fn: (_ for _ in ()).throw(AssertionError("no")), good=good, bad=bad)
 
 
+def test_a_wrong_implementation_let_through_is_carried_with_the_calls_it_passed_on():
+    square, signed = (lambda x: x * x), (lambda x: x * abs(x))
+    with pytest.raises(GuardLetThrough) as let:
+        check_guard(positive_only_guard, good=[(square, "the square")], bad=[(signed, "the signed square")])
+    assert let.value.impl is signed and let.value.what == "the signed square"
+    assert let.value.passed == ((signed,),)  # the guard picks its own cases: its one call
+    assert isinstance(let.value, ExerciseFailure) and str(let.value) == "your guard let the signed square through"
+
+    def guard(fn, x):
+        assert fn(x) == x * x, f"wrong at {x}"
+
+    with pytest.raises(GuardLetThrough) as let:  # caught on none of its calls: all of them
+        check_guard(guard, good=[], bad=[(signed, "s")], calls=lambda impl: [(impl, 2), (impl, 0)])
+    assert let.value.passed == ((signed, 2), (signed, 0))
+    calls = lambda impl: [(impl, 2), (impl, -3), (impl, 0), (impl, -1)]  # noqa: E731
+    with pytest.raises(GuardLetThrough) as let:  # every call is a case where it is wrong: those it passed
+        check_guard(guard, good=[], bad=[(signed, "s")], calls=calls, every_call=True)
+    assert let.value.passed == ((signed, 2), (signed, 0))
+    assert str(let.value) == "your guard let s through (e.g. on guard(2))"
+
+
 def test_a_guard_that_crashes_is_told_a_guard_fails_with_assertion_error():
     with pytest.raises(ExerciseFailure, match="a guard fails with AssertionError"):
         check_guard(lambda fn: 1 / 0, good=[(abs, "abs")], bad=[])
@@ -241,6 +262,44 @@ def test_the_why_in_brackets_is_left_out_where_the_two_values_already_say_it():
     assert str(wrong.value) == "f(-1) returned [-1]; expected 'raises ValueError' there".replace("f(", "fn(")
     with pytest.raises(ExerciseFailure, match=r"\(a float where an int is asked\)"):
         compare_on_inputs(lambda n: float(n), lambda n: n, edge_cases=[(2,)])
+
+
+def step_summary(n):
+    """A checker's summary of a run: what the learner's step did, part by part (the reference is right on n)."""
+    return {"returns": "a pair", "calls": 1, "loss": round(n / 3, 3)}
+
+
+def first_part_that_differs(got, want):
+    key = next(k for k in want if difference(got[k], want[k], rtol=1e-3) is not None)
+    return f"a step whose {key} is {got[key]!r}", repr(want[key])
+
+
+def test_a_summary_is_shown_as_describe_writes_it_without_the_bracketed_why():
+    def calls_twice(n):
+        return {**step_summary(n), "calls": "twice"}
+
+    shown = []
+
+    def describe(got, want):
+        shown.append(got)
+        return first_part_that_differs(got, want)
+
+    options = {"edge_cases": [Case((2,), "two")], "rtol": 1e-3, "describe": describe, "name": "step"}
+    assert compare_on_inputs(lambda n: step_summary(n + 1e-4), step_summary, **options).startswith("right")
+    assert shown == []  # a right result is never described
+    with pytest.raises(ExerciseFailure) as wrong:
+        compare_on_inputs(calls_twice, step_summary, mistakes=lambda a, g, w: "call it once", **options)
+    assert str(wrong.value) == "step(2) returned a step whose calls is 'twice'; expected 1 there: call it once [two]"
+    with pytest.raises(ExerciseFailure) as without:  # the default shows both reprs and why they differ
+        compare_on_inputs(calls_twice, step_summary, edge_cases=[Case((2,), "two")])
+    assert "there (at key 'calls': a str where an int is asked) [two]" in str(without.value)
+
+
+def test_a_described_value_is_clipped_like_a_repr():
+    long = lambda got, want: ("x" * 300, "y")  # noqa: E731
+    with pytest.raises(ExerciseFailure) as wrong:
+        compare_on_inputs(lambda n: n + 1, lambda n: n, edge_cases=[(1,)], describe=long)
+    assert str(wrong.value) == f"fn(1) returned {'x' * 155} ...); expected y there"
 
 
 def test_an_exercise_failure_inside_a_guard_is_not_read_as_the_guard_failing():
@@ -406,3 +465,22 @@ def test_a_message_names_a_kind_with_its_article_and_an_outcome_value_as_it_desc
     assert difference(Raised(), 3) == "a raised KeyError where an int is asked"
     assert difference(3, ["x"]) == "an int where a list is asked"
     assert difference([1], {"a": 1}).startswith("a list where a mapping")
+
+
+@pytest.mark.parametrize(
+    ("value", "read"),
+    [(3, "an int"), ([], "a list"), (object(), "an object"), (None, "a NoneType"), (torch.ones(1), "a Tensor")],
+)
+def test_a_kind_reads_with_its_article(value, read):
+    assert a_kind(value) == read
+
+
+def test_a_kind_of_a_value_that_describes_itself_is_its_description():
+    class Raised:
+        described_as = "a raised KeyError"
+
+    class NotAText:
+        described_as = 3  # only a text describes a value
+
+    assert a_kind(Raised()) == "a raised KeyError"
+    assert a_kind(NotAText()) == "a NotAText"

@@ -345,13 +345,26 @@ def snapshot_top_sites(snapshot: str | Path | Mapping[str, Any], n: int = 5) -> 
     return group_sites(snapshot_blocks(load_snapshot(snapshot)), n)
 
 
+# The CUDA caching allocator hands out blocks in multiples of this many bytes
+ALLOCATOR_GRANULARITY = 512
+
+
+def allocator_block(nbytes: int) -> int:
+    """The bytes of the block the CUDA caching allocator gives a request of `nbytes`: rounded up to its granularity."""
+    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral):
+        raise TypeError(f"nbytes must be an int, got {type(nbytes).__name__}")
+    if nbytes < 0:
+        raise ValueError(f"nbytes must be >= 0, got {nbytes}")
+    return -(-int(nbytes) // ALLOCATOR_GRANULARITY) * ALLOCATOR_GRANULARITY
+
+
 def snapshot_from_tracker(
     tracker: AllocationTracker, since: int | None = None, base_address: int = 0x7F0000000000
 ) -> dict[str, Any]:
     """Write a tracker's live allocations in the CUDA snapshot format (segments / blocks / frames).
 
-    Constructed, not recorded: one segment per allocation, sizes rounded up to the CUDA caching
-    allocator's 512-byte granularity, synthetic addresses in allocation order.
+    Constructed, not recorded: one segment per allocation, sizes rounded up as the CUDA caching
+    allocator rounds them (`allocator_block`), synthetic addresses in allocation order.
     """
     if not isinstance(tracker, AllocationTracker):
         raise TypeError(f"tracker must be an AllocationTracker, got {type(tracker).__name__}")
@@ -359,7 +372,7 @@ def snapshot_from_tracker(
     trace = []
     address = base_address
     for alloc in tracker.live(since):
-        size = -(-alloc.nbytes // 512) * 512
+        size = allocator_block(alloc.nbytes)
         frames = [{"filename": f.file, "line": f.line, "name": f.function} for f in alloc.frames]
         block = {
             "address": address,

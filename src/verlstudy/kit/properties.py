@@ -33,7 +33,17 @@ from verlstudy.kit.check_conditions import (
 )
 from verlstudy.kit.exercises import ExerciseFailure
 
-__all__ = ["Case", "PropertyCheck", "check_guard", "compare_on_inputs", "difference", "guard_verdict", "one_thread"]
+__all__ = [
+    "Case",
+    "GuardLetThrough",
+    "PropertyCheck",
+    "a_kind",
+    "check_guard",
+    "compare_on_inputs",
+    "difference",
+    "guard_verdict",
+    "one_thread",
+]
 
 # Each checker tries this many generated inputs (after its named cases); small enough to stay under 1 s.
 DEFAULT_EXAMPLES = 60
@@ -61,9 +71,10 @@ def _is_tensor(value: object) -> bool:
     return type(value).__module__.startswith("torch") and hasattr(value, "dtype") and hasattr(value, "shape")
 
 
-def _a(value: object) -> str:
+def a_kind(value: object) -> str:
     """How a value's kind reads in a message, with its article: "a list", "an int". A value a checker made to stand
-    for an outcome (a raise compared like a result) says itself how it reads, through `described_as`."""
+    for an outcome (a raise compared like a result) says itself how it reads, through `described_as`. Lessons use it
+    too wherever a message names what the learner returned."""
     described = getattr(value, "described_as", None)
     if isinstance(described, str):
         return described
@@ -81,15 +92,15 @@ def difference(
         got = got.tolist()
     if isinstance(want, bool):
         if not isinstance(got, bool) and type(got).__name__ != "bool_":
-            return f"{_a(got)} where a bool (True or False) is asked"
+            return f"{a_kind(got)} where a bool (True or False) is asked"
         return None if bool(got) == want else f"{got!r} where {want!r} was expected"
     if isinstance(want, numbers.Integral):
         if isinstance(got, bool) or not isinstance(got, numbers.Integral):
-            return f"{_a(got)} where an int is asked"
+            return f"{a_kind(got)} where an int is asked"
         return None if int(got) == int(want) else f"{got!r} where {want!r} was expected"
     if isinstance(want, numbers.Real):
         if isinstance(got, bool) or not isinstance(got, numbers.Real):
-            return f"{_a(got)} where a number is asked"
+            return f"{a_kind(got)} where a number is asked"
         close = math.isclose(float(got), float(want), rel_tol=rtol, abs_tol=atol)
         both_nan = math.isnan(float(got)) and math.isnan(float(want))
         return None if close or both_nan else f"{got!r} where {want!r} was expected"
@@ -106,7 +117,7 @@ def difference(
 
 def _tensor_difference(got: object, want: Any, *, rtol: float, atol: float) -> str | None:
     if not _is_tensor(got):
-        return f"{_a(got)} where a tensor is asked"
+        return f"{a_kind(got)} where a tensor is asked"
     if tuple(got.shape) != tuple(want.shape):
         return f"a tensor of shape {tuple(got.shape)} where shape {tuple(want.shape)} was expected"
     if got.dtype != want.dtype:
@@ -122,9 +133,9 @@ def _tensor_difference(got: object, want: Any, *, rtol: float, atol: float) -> s
 
 def _mapping_difference(got: object, want: Mapping, **options: Any) -> str | None:
     if not isinstance(got, Mapping):
-        return f"{_a(got)} where a mapping (a dict) is asked"
+        return f"{a_kind(got)} where a mapping (a dict) is asked"
     if options["strict_types"] and type(got) is not type(want):
-        return f"{_a(got)} where {_a(want)} is asked"
+        return f"{a_kind(got)} where {a_kind(want)} is asked"
     missing, extra = [k for k in want if k not in got], [k for k in got if k not in want]
     if missing or extra:
         parts = [f"missing keys {missing!r}"] * bool(missing) + [f"unexpected keys {extra!r}"] * bool(extra)
@@ -138,7 +149,7 @@ def _mapping_difference(got: object, want: Mapping, **options: Any) -> str | Non
 
 def _set_difference(got: object, want: Set, *, strict_types: bool) -> str | None:
     if strict_types and type(got) is not type(want):
-        return f"{_a(got)} where {_a(want)} is asked"
+        return f"{a_kind(got)} where {a_kind(want)} is asked"
     if _is_array(got):
         got = got.tolist()
     if isinstance(got, (list, tuple)):
@@ -146,7 +157,7 @@ def _set_difference(got: object, want: Set, *, strict_types: bool) -> str | None
             return "a collection with repeated items where a set (each item once) is asked"
         got = set(got)
     if not isinstance(got, Set):
-        return f"{_a(got)} where a set is asked"
+        return f"{a_kind(got)} where a set is asked"
     missing, extra = sorted(map(repr, set(want) - set(got))), sorted(map(repr, set(got) - set(want)))
     if missing or extra:
         parts = [f"missing {', '.join(missing)}"] * bool(missing) + [f"unexpected {', '.join(extra)}"] * bool(extra)
@@ -158,9 +169,9 @@ def _sequence_difference(got: object, want: Sequence, **options: Any) -> str | N
     if _is_tensor(got) and not options["strict_types"]:
         got = got.tolist()
     if not isinstance(got, (list, tuple)):
-        return f"{_a(got)} where a list is asked"
+        return f"{a_kind(got)} where a list is asked"
     if options["strict_types"] and type(got) is not type(want):
-        return f"{_a(got)} where {_a(want)} is asked"
+        return f"{a_kind(got)} where {a_kind(want)} is asked"
     if len(got) != len(want):
         return f"{len(got)} items where {len(want)} were expected"
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
@@ -181,9 +192,12 @@ class _Mismatch(Exception):
         self.call, self.message = call, message
 
 
-def _short(value: object, limit: int = 160) -> str:
-    text = repr(value)
+def _clip(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 5] + " ...)"
+
+
+def _short(value: object, limit: int = 160) -> str:
+    return _clip(repr(value), limit)
 
 
 def describe_call(name: str, args: Sequence[Any], kwargs: Mapping[str, Any] | None = None) -> str:
@@ -213,6 +227,10 @@ class PropertyCheck:
     none); `judge(args, got, want)` states any further property of a result that equals the
     reference's (the same container object returned, a grad-free leaf not the same object ...), as a
     message or None. `show(args, kwargs)` formats an input for the learner.
+
+    A wrong result reads "returned <got>; expected <want> there" (reprs), with the why in brackets where
+    the two values do not say it. For a result that is the checker's summary of a run, `describe(got, want)`
+    gives the two texts to show instead, and no why is added (it would describe the summary's bookkeeping).
     """
 
     answer: Callable[..., Any]
@@ -227,6 +245,7 @@ class PropertyCheck:
     atol: float = 1e-9
     max_examples: int = DEFAULT_EXAMPLES
     show: Callable[[tuple[Any, ...], Mapping[str, Any]], str] | None = None
+    describe: Callable[[Any, Any], tuple[str, str]] | None = None  # how a wrong result and the expected one read
     may_change: Sequence[int] = ()  # positions of arguments the learner is asked to change (a model to load into)
     tried: int = 0
     hung: _Mismatch | None = None  # the first input the learner's function did not return on
@@ -275,13 +294,19 @@ class PropertyCheck:
             return
         if wrong is not None:
             call = self._show(args, kwargs)  # before `mistakes` sees the input
+            if self.describe is not None:
+                shown_got, shown_want = (_clip(text) for text in self.describe(got, want))
+                why = ""
+            else:
+                shown_got, shown_want = _short(got), _short(want)
+                # the why in brackets only where it adds to the two values (not "a str where a list is asked")
+                described = isinstance(want, str) or (
+                    isinstance(got, str) and isinstance(want, (list, tuple, Mapping, Set))
+                )
+                plain = wrong.endswith("was expected") or described  # e.g. an outcome written out, 'raises ValueError'
+                why = "" if plain else f" ({wrong})"
             named = self.mistakes(args, got, want) if self.mistakes else None
-            # the why in brackets only where it adds to the two values (not "a str where a list is asked")
-            described = isinstance(want, str) or (
-                isinstance(got, str) and isinstance(want, (list, tuple, Mapping, Set))
-            )
-            plain = wrong.endswith("was expected") or described  # e.g. an outcome written out, 'raises ValueError'
-            shown = f"{call} returned {_short(got)}; expected {_short(want)} there" + ("" if plain else f" ({wrong})")
+            shown = f"{call} returned {shown_got}; expected {shown_want} there{why}"
             raise _Mismatch(call, shown + (f": {named}" if named else ""))
 
     def run(self) -> str:
@@ -358,6 +383,16 @@ def guard_verdict(guard: Callable[..., object], *args: object) -> str | None:
     return None
 
 
+class GuardLetThrough(ExerciseFailure):
+    """check_guard's verdict when the guard let a wrong implementation through: which one (`impl`, and `what`
+    describes it) and the argument tuples of the calls the guard passed it on (`passed`, in call order), so a
+    checker can name what the guard did wrong there without reading the message."""
+
+    def __init__(self, message: str, *, impl: Callable[..., Any], what: str, passed: Sequence[tuple[Any, ...]]) -> None:
+        super().__init__(message)
+        self.impl, self.what, self.passed = impl, what, tuple(passed)
+
+
 def check_guard(
     guard: Callable[..., object],
     *,
@@ -371,7 +406,8 @@ def check_guard(
     `calls(impl)` gives the argument tuples the guard is called with for one implementation (by
     default just `(impl,)`, for a guard that picks its own cases). A bad implementation must be
     caught on at least one of its calls, or on every one with `every_call` (each call is a case
-    where it is wrong). Messages name the implementation by its description, never the check.
+    where it is wrong). Messages name the implementation by its description, never the check; a
+    wrong implementation let through raises `GuardLetThrough`, which also carries it and the calls passed.
     """
     if not callable(guard):
         raise ExerciseFailure(f"the answer should be a function, got {type(guard).__name__}")
@@ -387,5 +423,5 @@ def check_guard(
         if (every_call and passed) or (not every_call and len(passed) == len(verdicts)):
             # with every_call each call is a case where the implementation is wrong: name one it let through
             where = f" (e.g. on {describe_call('guard', passed[0][1:])})" if every_call and len(passed[0]) > 1 else ""
-            raise ExerciseFailure(f"your guard let {what} through{where}")
+            raise GuardLetThrough(f"your guard let {what} through{where}", impl=impl, what=what, passed=passed)
     return f"passes {len(good)} right implementation(s) and catches all {len(bad)} wrong ones"

@@ -233,3 +233,37 @@ test_wrong_answers_fail_naming_the_mistake, test_right_answers_written_different
 @pytest.mark.parametrize("exercise_id", ["1.1", "1.2"])
 def test_no_course_function_passes(assert_mechanism_does_not_pass, exercise_id):
     assert assert_mechanism_does_not_pass(exercise_id, "verlstudy.lessons.l01_memory_leak", answer=lambda fn: (fn,)) > 5
+
+
+def test_1_2_a_returned_object_is_named_by_its_kind_with_its_article(assert_wrong):
+    verdict = assert_wrong("1.2", lambda tracker, run_micro_batch: 3, mentions="as a string")
+    assert "returned 'an int'; expected 'cache_scores' there" in verdict, verdict
+
+
+# each spec: the leak planted in the pipeline, and how many tensors the site beside it keeps per micro-batch
+PIPELINES = {
+    "score_cache": ("score_cache", 0),
+    "activation_log": ("activation_log", 0),
+    None: (None, 0),
+    "score_cache+counters": ("score_cache", 3),
+    "activation_log+snapshot": ("activation_log", 1),
+}
+
+
+@pytest.mark.parametrize("planted", list(PIPELINES))
+def test_1_2_each_pipeline_is_built_once_with_its_leak_and_the_site_beside_it(monkeypatch, planted):
+    built = []
+    real = l01_checks.MicroBatchRunner
+
+    def counted(config, leak):
+        built.append(leak)
+        return real(config, leak)
+
+    def kept_beside(tracker, run_micro_batch):
+        run_micro_batch()
+        return str(len(l01_checks._STEP_COUNTERS) + len(l01_checks._SNAPSHOTS))
+
+    monkeypatch.setattr(l01_checks, "MicroBatchRunner", counted)
+    leak, beside = PIPELINES[planted]
+    assert l01_checks._GrowthRun(kept_beside)((planted, 8, 4, 16, 1)) == str(beside)
+    assert built == [leak]

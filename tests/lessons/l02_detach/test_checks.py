@@ -452,3 +452,24 @@ def test_2_2_a_message_shows_the_part_of_the_step_that_differs(assert_wrong):
     verdict = assert_wrong("2.2", live_log_probs_into_the_micro_batch, mentions="micro_batch")
     assert "with 'old_log_probs' added, holding a tensor that requires grad" in verdict
     assert "expected as it was there" in verdict
+
+
+def test_a_kind_reads_with_its_article(assert_wrong):
+    verdict = assert_wrong("2.2", lambda policy, micro_batch, loss_function: 3, mentions="not a pair")
+    assert "returned an int, not a pair (loss, output dict); expected a pair (loss, output dict) there" in verdict
+    verdict = assert_wrong("2.1", lambda obj: 3, mentions=" returned ")
+    assert "returned 'an int'; expected {" in verdict, verdict
+
+
+def test_the_summaries_compared_are_plain_values_shown_by_the_kits_describe_hook():
+    from verlstudy.lessons.l02_detach.step_cases import _reference_forward_step, _show_steps, _StepRun
+    from verlstudy.lessons.l02_detach.tree_cases import _T, _reference_detach_tree, _show_summaries, _TreeRun
+
+    spec = (3, 4, 5, 2, 0, 0)
+    want = _StepRun(_reference_forward_step)(spec)
+    got = _StepRun(lambda policy, micro_batch, loss_function: 3)(spec)
+    assert type(want) is dict and type(got) is dict
+    # the first part that differs, each side as the message writes it
+    assert _show_steps(got, want) == ("an int, not a pair (loss, output dict)", "a pair (loss, output dict)")
+    summary = _TreeRun(_reference_detach_tree)({"x": _T("live")})
+    assert summary == {"x": "detached"} and _show_summaries(3, summary) == ("3", "{'x': 'detached'}")

@@ -453,3 +453,54 @@ def test_the_library_answers_are_refused(assert_wrong):
 @pytest.mark.parametrize("exercise_id", ["4.1", "4.2", "4.3"])
 def test_no_course_function_passes(assert_mechanism_does_not_pass, exercise_id):
     assert assert_mechanism_does_not_pass(exercise_id, "verlstudy.lessons.l04_thd", answer=lambda fn: (fn,)) > 5
+
+
+# ---------------------------------------------------------------- what a guard did wrong, named from check_guard's data
+
+
+def returns_a_verdict(pad_fn):  # returns False where it should raise
+    ids = batch([7, 4, 9])
+    padded, _ = pad_fn(ids, 0, 2, 2)
+    return padded.shape[1] % 8 == 0
+
+
+def split_verdict(split_fn, seq_len, cp):  # returns False where it should raise
+    try:
+        reference_split_guard(split_fn, seq_len, cp)
+    except AssertionError:
+        return False
+    return None
+
+
+def test_4_3_the_guards_mistake_is_named_on_the_implementation_check_guard_let_through():
+    from verlstudy.lessons.l04_thd.guard_cases import BUGGY_PADS, GOOD_PADS, WatchedGuard
+
+    run = WatchedGuard(returns_a_verdict, good=GOOD_PADS, impl_name="pad_fn")
+    wrong, right = BUGGY_PADS[0][0], GOOD_PADS[0][0]
+    run(wrong)
+    run(right)  # called after the wrong one: what was let through is told, not read off the last call
+    assert run.why_let_through(wrong, [(wrong,)]).startswith("on guard(pad_fn) your guard returned False instead")
+    assert run.why_let_through(wrong, []) is None  # on no call it passed: nothing to name
+
+
+@pytest.mark.parametrize(("exercise_id", "guard"), [("4.2", split_verdict), ("4.3", returns_a_verdict)])
+def test_a_reworded_let_through_message_still_names_the_guards_mistake(monkeypatch, exercise_id, guard):
+    from verlstudy.kit.properties import GuardLetThrough
+    from verlstudy.lessons.l04_thd import checks
+
+    real = checks.check_guard
+
+    def reworded(*args, **kwargs):
+        try:
+            return real(*args, **kwargs)
+        except GuardLetThrough as e:
+            raise GuardLetThrough(f"{e.what} got past your guard", impl=e.impl, what=e.what, passed=e.passed) from None
+
+    monkeypatch.setattr(checks, "check_guard", reworded)
+    verdict = verdict_of(exercise_id, guard)
+    assert " got past your guard: on guard(" in verdict and "returned False instead of raising" in verdict, verdict
+
+
+@pytest.mark.parametrize("exercise_id", ["4.2", "4.3"])
+def test_an_answer_that_is_not_a_function_is_named(exercise_id):
+    assert verdict_of(exercise_id, 3) == "not yet right: the answer should be a function, got int"

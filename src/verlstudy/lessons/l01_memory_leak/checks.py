@@ -15,9 +15,9 @@ from typing import Any
 
 import torch
 
-from verlstudy.common.memtrace import AllocationTracker
+from verlstudy.common.memtrace import ALLOCATOR_GRANULARITY, AllocationTracker, allocator_block
 from verlstudy.kit.exercises import ExerciseFailure, checker
-from verlstudy.kit.properties import Case, compare_on_inputs, one_thread
+from verlstudy.kit.properties import Case, a_kind, compare_on_inputs, one_thread
 from verlstudy.lessons.l01_memory_leak.measure import measure_slope
 from verlstudy.lessons.l01_memory_leak.pipeline import (
     MicroBatchRunner,
@@ -84,10 +84,10 @@ def _leak_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     for tokens, how in ((s + 1, "one token too many"), (s - 1, "one token too few")):
         if tokens >= 1 and got == _reference_leak(tokens, h, isz):
             return f"that is the count for {tokens} tokens, {how}: S is the number of tokens you are given"
-    if got == 2 * _allocator_block(buffer) + _allocator_block(output) != want:
+    if got == 2 * allocator_block(buffer) + allocator_block(output) != want:
         return (
-            "you rounded each tensor up to a 512-byte block, as the CUDA caching allocator does: the tracker counts "
-            "the bytes each tensor's storage holds"
+            f"you rounded each tensor up to a {ALLOCATOR_GRANULARITY}-byte block, as the CUDA caching allocator does: "
+            "the tracker counts the bytes each tensor's storage holds"
         )
     extra = got - want
     if extra > 0 and extra % buffer == 0 and extra // buffer <= 4:
@@ -99,10 +99,6 @@ def _leak_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     if extra > 0:
         return f"you count {extra:g} bytes more than the tracker measures"
     return f"you are {-extra:g} bytes short of what the tracker measures"
-
-
-def _allocator_block(nbytes: int, block: int = 512) -> int:
-    return -(-nbytes // block) * block
 
 
 @checker(
@@ -182,6 +178,14 @@ WHAT_IS_PLANTED = {
 }
 
 
+# A compound spec: the leak planted in the pipeline, and the site that grows beside it, called after each
+# micro-batch with (seq_len, hidden)
+_GROWS_BESIDE: dict[str, tuple[str, Callable[[int, int], None]]] = {
+    "score_cache+counters": ("score_cache", lambda seq_len, hidden: keep_step_counters()),
+    "activation_log+snapshot": ("activation_log", keep_debug_snapshot),
+}
+
+
 def _spec_config(spec: tuple[Any, ...]) -> PipelineConfig:
     _, seq_len, hidden, vocab, layers = spec
     return PipelineConfig(seq_len=seq_len, hidden=hidden, vocab=vocab, layers_per_stage=layers)
@@ -232,14 +236,10 @@ class _GrowthRun:
         self.returned_object = None
         _clear_helpers()
         planted, seq_len, hidden = spec[:3]
-        config = _spec_config(spec)
-        runner: Callable[[], None] = MicroBatchRunner(config, planted)
-        if planted == "score_cache+counters":
-            runner = _with_helper(MicroBatchRunner(config, "score_cache"), keep_step_counters)
-        if planted == "activation_log+snapshot":
-            runner = _with_helper(
-                MicroBatchRunner(config, "activation_log"), lambda: keep_debug_snapshot(seq_len, hidden)
-            )
+        leak, beside = _GROWS_BESIDE.get(planted, (planted, None))
+        runner: Callable[[], None] = MicroBatchRunner(_spec_config(spec), leak)
+        if beside is not None:
+            runner = _with_helper(runner, lambda: beside(seq_len, hidden))
         tracker = AllocationTracker()
         try:
             with tracker:
@@ -248,7 +248,7 @@ class _GrowthRun:
             _clear_helpers()
         if not isinstance(got, str):
             self.returned_object = got
-            return f"a {type(got).__name__}"
+            return a_kind(got)
         return got
 
 

@@ -18,9 +18,11 @@ from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.kit.properties import compare_on_inputs, one_thread
 from verlstudy.lessons.l02_detach.step_cases import (
     _STEP_CASES,
+    _STEP_TOLERANCE,
     _from_example_engines,
     _reference_forward_step,
     _show_step,
+    _show_steps,
     _step_inputs,
     _step_mistake,
     _StepRun,
@@ -28,6 +30,7 @@ from verlstudy.lessons.l02_detach.step_cases import (
 from verlstudy.lessons.l02_detach.tree_cases import (
     _TREE_CASES,
     _reference_detach_tree,
+    _show_summaries,
     _show_tree,
     _tree_inputs,
     _tree_mistake,
@@ -69,6 +72,7 @@ def check_detach_tree(fn: Any) -> str:
         mistakes=_tree_mistake,
         name="my_detach_tree",
         show=_show_tree,
+        describe=_show_summaries,
         strict_types=True,
         max_examples=60,
     )
@@ -113,12 +117,14 @@ def check_forward_step(fn: Any) -> str:
 
 def _compare_steps(fn: Any) -> str:
     return compare_on_inputs(
-        _StepRun(fn, learner=True),
-        _StepRun(_reference_forward_step, learner=False),
+        _StepRun(fn),
+        _StepRun(_reference_forward_step),
         inputs=_step_inputs(),
         edge_cases=_STEP_CASES,
         mistakes=_step_mistake,
         name="forward_step",
         show=_show_step,
+        describe=_show_steps,
+        **_STEP_TOLERANCE,
         max_examples=30,
     )

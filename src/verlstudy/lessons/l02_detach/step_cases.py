@@ -4,7 +4,7 @@ An input is a tiny policy's sizes and seed (`_step_world` builds it); `_StepRun`
 and summarises what the contract looks at (a dict handed to the loss and a dict stored, the log-probs in
 each, the loss requiring grad, nothing stored requiring grad, the caller's micro_batch left as it was, the
 metrics, every parameter's gradient). A message shows the first part where the learner's step and the
-reference's differ; `_step_mistake` names what it shows.
+reference's differ (`_show_steps`); `_step_mistake` names what it shows.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import torch
 from torch import nn
 
 from verlstudy.common.trees import grad_attached_paths
-from verlstudy.kit.properties import Case, difference
+from verlstudy.kit.properties import Case, a_kind, difference
 from verlstudy.kit.resources import data_dir
-from verlstudy.lessons.l02_detach.tree_cases import _reference_detach_tree, _Summary
+from verlstudy.lessons.l02_detach.tree_cases import _reference_detach_tree
 
 
 def _from_example_engines(fn: Any) -> bool:
@@ -49,12 +49,14 @@ def _step_world(spec: tuple[int, ...]) -> tuple[nn.Module, dict[str, torch.Tenso
 
 def _log_probs_summary(value: Any, batch: int) -> Any:
     if not isinstance(value, torch.Tensor):
-        return f"a {type(value).__name__}, not a tensor"
+        return f"{a_kind(value)}, not a tensor"
     if tuple(value.shape) != (batch,):
         return f"a tensor of shape {tuple(value.shape)}"
     return [round(float(v), 5) for v in value.detach().float()]
 
 
+# Two steps agree on a part when the kit finds no difference with these tolerances (log-probs rounded to 5 places)
+_STEP_TOLERANCE = {"rtol": 1e-4, "atol": 1e-4}
 _NOT_REACHED = "not reached"
 _AS_IT_WAS = "as it was"
 _A_DICT = "a dict"
@@ -120,31 +122,25 @@ _SHOWN: dict[str, tuple[Callable[[Any], str], Callable[[Any], str]]] = {
 }
 
 
-class _StepSummary(_Summary):
-    """What the contract looks at in one step. A message shows the first part where two steps differ."""
+def _first_difference(got: Mapping[str, Any], want: Mapping[str, Any]) -> str | None:
+    """The first part of the contract where the learner's step (`got`) and the reference's differ."""
+    for key in _STEP_KEYS:
+        if difference(got.get(key), want.get(key), **_STEP_TOLERANCE) is not None:
+            return key
+    return None
 
-    learner = False
 
-    def first_difference(self) -> str | None:
-        """The first part of the contract where the learner's step and the reference's differ."""
-        if self.other is None:
-            return None
-        got, want = (self, self.other) if self.learner else (self.other, self)
-        for key in _STEP_KEYS:
-            if difference(got.value.get(key), want.value.get(key), **self._options) is not None:
-                return key
-        return None
-
-    def __repr__(self) -> str:
-        key = self.first_difference()
-        if key is None:
-            return "a step that keeps the contract"
-        learners, references = _SHOWN[key]
-        return (learners if self.learner else references)(self.value.get(key))
+def _show_steps(got: Mapping[str, Any], want: Mapping[str, Any]) -> tuple[str, str]:
+    """How a message shows two steps: the first part where they differ, each as `_SHOWN` writes it."""
+    key = _first_difference(got, want)
+    if key is None:
+        return "a step that keeps the contract", "a step that keeps the contract"
+    learners, references = _SHOWN[key]
+    return learners(got.get(key)), references(want.get(key))
 
 
 def _kind_of_output(value: Any) -> str:
-    return _A_DICT if isinstance(value, Mapping) else f"a {type(value).__name__}"
+    return _A_DICT if isinstance(value, Mapping) else a_kind(value)
 
 
 def _snapshot_batch(micro_batch: Mapping[str, Any]) -> dict[str, tuple[int, Any]]:
@@ -158,7 +154,7 @@ def _keys(keys: list[str]) -> str:
 def _batch_change(micro_batch: Any, before: dict[str, tuple[int, Any]]) -> str:
     """How the step left the caller's micro_batch: 'as it was', or what it added, replaced or changed."""
     if not isinstance(micro_batch, Mapping):
-        return f"replaced by a {type(micro_batch).__name__}"
+        return f"replaced by {a_kind(micro_batch)}"
     live = grad_attached_paths(dict(micro_batch), "micro_batch")
     added = [k for k in micro_batch if k not in before]
     removed = [k for k in before if k not in micro_batch]
@@ -183,13 +179,12 @@ def _batch_change(micro_batch: Any, before: dict[str, tuple[int, Any]]) -> str:
 class _StepRun:
     """Runs a forward_step on the world a spec describes; returns what the contract looks at."""
 
-    def __init__(self, fn: Callable[..., Any], *, learner: bool) -> None:
-        self.fn, self.learner = fn, learner
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
 
-    def __call__(self, spec: tuple[int, ...]) -> _StepSummary:
-        summary = _StepSummary(dict.fromkeys(_STEP_KEYS, _NOT_REACHED), strict_types=False, rtol=1e-4, atol=1e-4)
-        summary.learner = self.learner
-        self._run(spec, summary.value)
+    def __call__(self, spec: tuple[int, ...]) -> dict[str, Any]:
+        summary = dict.fromkeys(_STEP_KEYS, _NOT_REACHED)
+        self._run(spec, summary)
         return summary
 
     def _run(self, spec: tuple[int, ...], summary: dict[str, Any]) -> None:
@@ -213,7 +208,7 @@ class _StepRun:
         before = _snapshot_batch(micro_batch)
         result = self.fn(policy, micro_batch, loss_function)
         if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], Mapping)):
-            summary["returns"] = f"a {type(result).__name__}, not a pair (loss, output dict)"
+            summary["returns"] = f"{a_kind(result)}, not a pair (loss, output dict)"
             return
         loss, output = result
         has_output = "model_output" in output
@@ -310,13 +305,10 @@ def _log_probs_mistake(spec: tuple[int, ...], got: Any) -> str:
 
 def _step_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     spec = args[0]
-    if not isinstance(got, _StepSummary) or not isinstance(want, _StepSummary):
-        return None
-    got.other, want.other = want, got
-    key = got.first_difference()
+    key = _first_difference(got, want)
     if key is None:
         return None
-    g = got.value[key]
+    g = got[key]
     if key == "returns":
         return "return a pair (loss, output) where output is a dict holding 'model_output'"
     if key == "loss_function calls":

@@ -3,7 +3,8 @@
 Tensors with a `grad_fn` cannot be deep-copied, so an input is drawn as a *description* (a tree of tensor
 kinds and plain values); `_TreeRun` builds fresh tensors from it for every call and summarises what a
 detach_tree made of them (which leaf came back detached, the same object, a copy ...), which the checker
-compares with the reference's summary. `_tree_mistake` names what a wrong summary shows.
+compares with the reference's summary, as a whole (`_show_summaries`). `_tree_mistake` names what a wrong summary
+shows.
 """
 
 from __future__ import annotations
@@ -15,33 +16,13 @@ from typing import Any
 import torch
 
 from verlstudy.common.trees import grad_attached_paths
-from verlstudy.kit.properties import Case, difference
+from verlstudy.kit.properties import Case, a_kind
 
 
-class _Summary:
-    """What a run made of one input, compared as a whole: `compare_on_inputs` shows it by its repr.
-
-    A bare dict or list would be compared by the kit part by part, and its message would add the
-    summary's own wording in brackets ("at key 'pair': a str where a list is asked"), which describes
-    the checker's bookkeeping, not what the learner returned. Wrapped, two summaries are equal when the
-    kit's `difference` finds none between them, and a mismatch reads "returned X; expected Y there".
-    """
-
-    def __init__(self, value: Any, *, strict_types: bool = True, rtol: float = 1e-6, atol: float = 1e-9) -> None:
-        self.value = value
-        self._options = {"strict_types": strict_types, "rtol": rtol, "atol": atol}
-        self.other: _Summary | None = None  # the summary it was last compared with (a message shows both)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, _Summary):
-            return NotImplemented
-        self.other, other.other = other, self
-        return difference(self.value, other.value, **self._options) is None
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return repr(self.value)
+def _show_summaries(got: Any, want: Any) -> tuple[str, str]:
+    """A summary is shown whole, as it reads ("returned X; expected Y there"): the kit's why in brackets would
+    describe the summary's own bookkeeping ("at key 'pair': a str where a list is asked"), not what came back."""
+    return repr(got), repr(want)
 
 
 @dataclass(frozen=True)
@@ -97,7 +78,7 @@ def _summary(got: Any, orig: Any) -> Any:
     """What `got` is, leaf by leaf, relative to the input `orig` it was made from."""
     if isinstance(orig, torch.Tensor):
         if not isinstance(got, torch.Tensor):
-            return f"a {type(got).__name__}, not a tensor"
+            return f"{a_kind(got)}, not a tensor"
         if got is orig:
             if not orig.requires_grad:
                 return "same object"
@@ -115,20 +96,20 @@ def _summary(got: Any, orig: Any) -> Any:
         if got is orig:
             return "the input dict itself"
         if not isinstance(got, Mapping):
-            return f"a {type(got).__name__}"
+            return a_kind(got)
         return {k: (_summary(v, orig[k]) if k in orig else "an unexpected key") for k, v in got.items()}
     if isinstance(orig, list | tuple):
         if got is orig and (isinstance(orig, list) or _requires_grad_inside(orig)):
             return f"the input {type(orig).__name__} itself"
         if not isinstance(got, list | tuple):
-            return f"a {type(got).__name__}"
+            return a_kind(got)
         return type(got)(_summary(g, o) for g, o in zip(got, orig, strict=False)) + type(got)(
             ["an extra item"] * (len(got) - len(orig))
         )
     if type(got) is type(orig) and got == orig:
         return orig
     shown = repr(got)
-    return f"changed to {shown if ' at 0x' not in shown else 'a ' + type(got).__name__}"
+    return f"changed to {shown if ' at 0x' not in shown else a_kind(got)}"
 
 
 class _TreeRun:
@@ -151,8 +132,8 @@ class _TreeRun:
             ) from None
         after = _snapshot(tree)
         if after != before:
-            return _Summary(_DETACHED_INPUT if _same_containers(after, before) else _CHANGED_INPUT)
-        return _Summary(_summary(got, tree))
+            return _DETACHED_INPUT if _same_containers(after, before) else _CHANGED_INPUT
+        return _summary(got, tree)
 
 
 def _same_containers(after: Any, before: Any) -> bool:
@@ -238,7 +219,6 @@ def _first_difference(got: Any, want: Any, trail: tuple[str, ...] = ()) -> tuple
 
 
 def _tree_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
-    got, want = (s.value if isinstance(s, _Summary) else s for s in (got, want))
     if got == _CHANGED_INPUT:
         return "the input was mutated: your function assigned into the caller's containers; build new ones"
     if got == _DETACHED_INPUT:
@@ -255,7 +235,7 @@ def _tree_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
         return "every key must come back, and no other: a dict comes back as a new dict with the same keys"
     if isinstance(w, list | tuple) and isinstance(g, list | tuple):
         if type(g) is not type(w):
-            return f"a {type(w).__name__} came back as a {type(g).__name__}: lists must stay lists and tuples tuples"
+            return f"{a_kind(w)} came back as {a_kind(g)}: lists must stay lists and tuples tuples"
         return "a container came back with another number of elements: every element must come back"
     if g == "the input dict itself":
         return "you handed back the input dict itself: a new dict must come back"

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from typing import Any
 
 from hypothesis import strategies as st
 
 from verlstudy.kit.exercises import ExerciseFailure, checker
-from verlstudy.kit.properties import Case, check_guard, compare_on_inputs
+from verlstudy.kit.properties import Case, GuardLetThrough, check_guard, compare_on_inputs
 from verlstudy.lessons.l04_thd.guard_cases import (
     BUGGY_PADS,
     BUGGY_SPLITS,
@@ -26,6 +27,7 @@ from verlstudy.lessons.l04_thd.guard_cases import (
     GOOD_SPLITS,
     SPLIT_CASES,
     GuardProblem,
+    Implementations,
     PadFn,
     SplitFn,
     SplitGuardRun,
@@ -209,31 +211,21 @@ def check_split_guard(guard: Callable[[SplitFn, int, int], object]) -> str:
     Its AssertionError must carry a message (the exercise asks which rank holds what); an error the split
     function itself raised, on rows the guard chose, is reported as that, not as the guard's own.
     """
-    if not callable(guard):
-        raise ExerciseFailure(f"the answer should be a function, got {type(guard).__name__}")
-    run = SplitGuardRun(guard)
+    run = SplitGuardRun(guard, good=GOOD_SPLITS, impl_name="split_fn")
     return _named_guard_verdict(
-        run,
-        GOOD_SPLITS,
-        lambda: check_guard(
-            run,
-            good=GOOD_SPLITS,
-            bad=BUGGY_SPLITS,
-            calls=lambda impl: [(impl, seq_len, cp) for seq_len, cp in SPLIT_CASES],
-        ),
+        run, bad=BUGGY_SPLITS, calls=lambda impl: [(impl, seq_len, cp) for seq_len, cp in SPLIT_CASES]
     )
 
 
-def _named_guard_verdict(
-    run: WatchedGuard, good: Sequence[tuple[Callable[..., object], str]], check: Callable[[], str]
-) -> str:
-    """check_guard's verdict, with what the guard did wrong named where it is recognised (`WatchedGuard`)."""
+def _named_guard_verdict(run: WatchedGuard, *, bad: Implementations, **options: Any) -> str:
+    """check_guard's verdict on the watched guard (`options`: how it is called), with what the guard did wrong
+    named where it is recognised (`WatchedGuard.why_let_through`)."""
     try:
-        return check()
+        return check_guard(run, good=run.good, bad=bad, **options)
     except GuardProblem as problem:
         raise ExerciseFailure(str(problem)) from None
-    except ExerciseFailure as failure:
-        why = run.why_let_through(good) if str(failure).startswith("your guard let ") else None
+    except GuardLetThrough as failure:
+        why = run.why_let_through(failure.impl, failure.passed)
         if why is None:
             raise
         raise ExerciseFailure(f"{failure}: {why}") from None
@@ -261,7 +253,4 @@ def _named_guard_verdict(
 )
 def check_padding_guard(guard: Callable[[PadFn], object]) -> str:
     """Exercise 4.3: guard(pad_fn) raises AssertionError unless pad_fn's output survives SP and zigzag CP."""
-    if not callable(guard):
-        raise ExerciseFailure(f"the answer should be a function, got {type(guard).__name__}")
-    run = WatchedGuard(guard)
-    return _named_guard_verdict(run, GOOD_PADS, lambda: check_guard(run, good=GOOD_PADS, bad=BUGGY_PADS))
+    return _named_guard_verdict(WatchedGuard(guard, good=GOOD_PADS, impl_name="pad_fn"), bad=BUGGY_PADS)

@@ -3,8 +3,9 @@
 A guard is handed right and wrong implementations (`GOOD_SPLITS`/`BUGGY_SPLITS` for 4.2's CP split,
 `GOOD_PADS`/`BUGGY_PADS` for 4.3's padding). `WatchedGuard` calls the learner's guard and records what each
 call did (what it returned or printed, how many rows it handed the split), so that when a wrong implementation
-gets through, the message can name what the guard did wrong where it is recognised: it returned False or
-printed instead of raising, or it never tested the seq_len it was given.
+gets through (check_guard's `GuardLetThrough` says which, and on which calls), the message can name what the
+guard did wrong where it is recognised: it returned False or printed instead of raising, or it never tested the
+seq_len it was given.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from verlstudy.kit.exercises import ExerciseFailure
 from verlstudy.lessons.l04_thd.thd import aligned_length, pad_nested, pad_nested_unaligned, zigzag_split
 
 # ---------------------------------------------------------------- 4.2 the CP splits a guard is handed
@@ -226,11 +228,20 @@ class _Tee(io.StringIO):
         return super().write(text)
 
 
-class WatchedGuard:
-    """Calls the learner's guard as check_guard asks and records each call (`_GuardCall`)."""
+Implementations = Sequence[tuple[Callable[..., object], str]]
 
-    def __init__(self, guard: Callable[..., object]) -> None:
-        self.guard = guard
+
+class WatchedGuard:
+    """Calls the learner's guard as check_guard asks and records each call (`_GuardCall`).
+
+    `good` are the right implementations check_guard hands it (what the guard does on them is its habit, not a
+    sign of a wrong one); `impl_name` is how a message writes the implementation argument ("pad_fn").
+    """
+
+    def __init__(self, guard: Callable[..., object], *, good: Implementations, impl_name: str) -> None:
+        if not callable(guard):
+            raise ExerciseFailure(f"the answer should be a function, got {type(guard).__name__}")
+        self.guard, self.good, self.impl_name = guard, tuple(good), impl_name
         self.calls: list[_GuardCall] = []
 
     def __call__(self, impl: Callable[..., object], *args: object) -> None:
@@ -251,16 +262,16 @@ class WatchedGuard:
         return impl
 
     def describe(self, call: _GuardCall) -> str:
-        return "guard(" + ", ".join(["pad_fn", *map(repr, call.args)]) + ")"
+        return "guard(" + ", ".join([self.impl_name, *map(repr, call.args)]) + ")"
 
-    def why_let_through(self, good: Sequence[tuple[Callable[..., object], str]]) -> str | None:
-        """What the guard did wrong on the wrong implementation it let through last (None: nothing recognised)."""
-        if not self.calls:
-            return None
-        last = self.calls[-1].impl
-        passed = [c for c in self.calls if c.impl is last and not c.raised]
-        on_good = [c for c in self.calls if any(c.impl is impl for impl, _ in good)]
-        for call in passed:
+    def passed_calls(self, impl: Callable[..., object], passed: Sequence[tuple[object, ...]]) -> list[_GuardCall]:
+        """The recorded calls of the guard on `impl` among `passed` (check_guard's argument tuples), in call order."""
+        return [c for c in self.calls if c.impl is impl and not c.raised and (impl, *c.args) in passed]
+
+    def why_let_through(self, impl: Callable[..., object], passed: Sequence[tuple[object, ...]]) -> str | None:
+        """What the guard did wrong on the calls it passed the wrong `impl` on (None: nothing recognised)."""
+        on_good = [c for c in self.calls if any(c.impl is right for right, _ in self.good)]
+        for call in self.passed_calls(impl, passed):
             # only what the guard did differently from its calls on the right implementations: a signal, not a habit
             printed = call.printed.strip() and not any(c.printed.strip() for c in on_good)
             returned = call.returned is not None and all(repr(c.returned) != repr(call.returned) for c in on_good)
@@ -293,17 +304,14 @@ class SplitGuardRun(WatchedGuard):
 
         return watched
 
-    def describe(self, call: _GuardCall) -> str:
-        return "guard(" + ", ".join(["split_fn", *map(repr, call.args)]) + ")"
-
     def __call__(self, impl: Callable[..., object], *args: object) -> None:
         seq_len, cp = args
         try:
             super().__call__(impl, *args)
         except AssertionError as e:
-            if not str(e).strip() and all(impl is not good for good, _ in GOOD_SPLITS):
+            if not str(e).strip() and all(impl is not right for right, _ in self.good):
                 raise GuardProblem(
-                    f"your guard failed with a bare AssertionError on guard(split_fn, {seq_len}, {cp}): give the "
+                    f"your guard failed with a bare AssertionError on {self.describe(self.calls[-1])}: give the "
                     "assertion a message that says which rank holds what (the exercise asks for one)"
                 ) from None
             raise
@@ -317,17 +325,16 @@ class SplitGuardRun(WatchedGuard):
                     ) from None
             raise
 
-    def why_let_through(self, good: Sequence[tuple[Callable[..., object], str]]) -> str | None:
-        why = super().why_let_through(good)
+    def why_let_through(self, impl: Callable[..., object], passed: Sequence[tuple[object, ...]]) -> str | None:
+        why = super().why_let_through(impl, passed)
         if why is not None:
             return why
-        last = self.calls[-1].impl
-        for call in (c for c in self.calls if c.impl is last and not c.raised):
+        for call in self.passed_calls(impl, passed):
             seq_len, cp = call.args
-            if not _split_wrong_at(last, seq_len, cp):
+            if not _split_wrong_at(impl, seq_len, cp):
                 continue  # nothing to catch on this call: what the guard did here is not why the split got through
             if not call.rows:
-                return f"on {self.describe(call)} your guard never called split_fn"
+                return f"on {self.describe(call)} your guard never called {self.impl_name}"
             if seq_len not in call.rows:
                 counts = sorted(set(call.rows))
                 shown = counts[0] if len(counts) == 1 else counts
