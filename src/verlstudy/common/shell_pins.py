@@ -1,6 +1,7 @@
 """A small shell reader: the pins that `git clone`, `git checkout` and `pip install` lines make.
 
-Used by `verlstudy.common.pins` for shell scripts, Dockerfile RUN lines and workflow `run:` steps.
+Used by `verlstudy.common.pins` for shell scripts, Dockerfile RUN lines and workflow `run:` steps, and
+(`pip_installs`) by lesson 08's checker, which names an install command that does not start with pip.
 It follows `cd`, variables (`$X`, `${X:-default}`), `export`, `&&`/`;` chains and line
 continuations; it never runs anything.
 """
@@ -206,6 +207,35 @@ def _pip_args(cmd: list[str]) -> list[str] | None:
     return None
 
 
+def _skip_keywords(cmd: list[str]) -> list[str]:
+    """The command after the keywords that open or continue a compound one (`if ...; then pip install ...`)."""
+    while cmd and cmd[0] in _KEYWORDS:
+        cmd = cmd[1:]
+    return cmd
+
+
+def pip_installs(text: str) -> list[tuple[list[str], list[str]]]:
+    """Each install command in `text`, in order: (the words before it, its arguments after `install`).
+
+    An install is pip, pip3, python -m pip or uv pip followed by `install`, read as `_pip_args` reads it. Keywords
+    (`then`, `do`) and `NAME=value` words at the command's head are skipped, as `run_shell_line` skips them, so the
+    words before are what else the command runs first (`sudo`, `echo`): where there are any, `run_shell_line`
+    reads no pins from that command. Variables are not expanded.
+    """
+    found: list[tuple[list[str], list[str]]] = []
+    for _, logical in logical_lines(text):
+        for cmd in _commands(shell_tokens(logical)):
+            cmd = _skip_keywords(cmd)
+            while cmd and _ASSIGN.match(cmd[0]):
+                cmd = cmd[1:]
+            for i in range(len(cmd)):
+                args = _pip_args(cmd[i:])
+                if args is not None:
+                    found.append((cmd[:i], args))
+                    break
+    return found
+
+
 def run_shell(text: str, state: ShellState, first_line: int = 1, drop_comment_lines: bool = False) -> None:
     for line, logical in logical_lines(text, drop_comment_lines):
         run_shell_line(logical, state, first_line + line - 1)
@@ -213,8 +243,7 @@ def run_shell(text: str, state: ShellState, first_line: int = 1, drop_comment_li
 
 def run_shell_line(logical: str, state: ShellState, line: int) -> None:
     for cmd in _commands(shell_tokens(logical)):
-        while cmd and cmd[0] in _KEYWORDS:  # `if ...; then \` joins onto the next line: skip to the command
-            cmd = cmd[1:]
+        cmd = _skip_keywords(cmd)  # `if ...; then \` joins onto the next line: skip to the command
         if not cmd:
             continue
         cmd = [expand_vars(tok, state.env) for tok in cmd]

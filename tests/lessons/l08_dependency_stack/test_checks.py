@@ -276,7 +276,13 @@ WRONG = {
 
 RIGHT = {
     "8.1": [_by_table, _by_set_ops],
-    "8.2": [_python_m, _pip3_two_commands, lambda m: pip_line(m).replace("pip install", "python3 -m pip install")],
+    "8.2": [
+        _python_m,
+        _pip3_two_commands,
+        lambda m: pip_line(m).replace("pip install", "python3 -m pip install"),
+        lambda m: "uv " + pip_line(m),  # uv's own pip: the reader takes its pins, so no word before it is stray
+        lambda m: "if true; then " + pip_line(m) + "; fi",
+    ],
 }
 
 test_wrong_answers_fail_naming_the_mistake, test_right_answers_written_differently_pass = checker_tests(WRONG, RIGHT)
@@ -314,6 +320,9 @@ def test_no_mechanism_function_passes(assert_mechanism_does_not_pass, exercise_i
         (_commas, "not pinned to their version"),
         (_one_quoted_word, "not pinned to their version"),
         (_sudo, "not pinned to their version"),
+        # `uv pip install` and `then pip install` start with an install the reader reads: neither word is stray
+        (lambda m: "uv " + _versions_unpinned(m), "starts with"),
+        (lambda m: "if true; then " + _versions_unpinned(m) + "; fi", "starts with"),
     ],
 )
 def test_8_2_messages_name_the_mistake_made_not_another(assert_wrong, answer, not_said):

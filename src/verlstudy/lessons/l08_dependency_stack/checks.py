@@ -7,13 +7,12 @@ manifest. A wrong answer's message names the mistake; where to look and the meth
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection
 from typing import Any
 
 from verlstudy.common.pins import parse_pins
 from verlstudy.common.refs import COMMIT_HASH, repo_key
-from verlstudy.common.shell_pins import logical_lines, shell_tokens
+from verlstudy.common.shell_pins import pip_installs
 from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.kit.properties import Case, compare_on_inputs
 from verlstudy.lessons.l08_dependency_stack.manifests import (
@@ -236,8 +235,6 @@ PIP_CASES = [
 # Only pins the install command itself makes count: a `git clone --branch X` (or a checkout) before it pins outside
 # pip, and `--branch` refuses a commit hash, so such a command fails on a manifest with a commit pin.
 _PIP_VIAS = ("pip ==", "pip git+")
-_OPERATORS = {";", "&&", "||", "|", "&", "(", ")", ";;"}
-_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*", re.S)
 
 
 def _pins_of(fn: Callable[[StackManifest], object]) -> Callable[[StackManifest], object]:
@@ -256,23 +253,6 @@ def _pins_of(fn: Callable[[StackManifest], object]) -> Callable[[StackManifest],
     return read
 
 
-def _install_words(text: str) -> tuple[list[str], list[str]] | None:
-    """(the words before `pip install`, the install's arguments) of the first command holding one; None if none."""
-    for _, line in logical_lines(text):
-        command: list[str] = []
-        for token in [*shell_tokens(line), ";"]:
-            if token not in _OPERATORS:
-                command.append(token)
-                continue
-            for i, word in enumerate(command):
-                if re.fullmatch(r"pip3?(\.\d+)?", word) and command[i + 1 : i + 2] == ["install"]:
-                    return command[:i], command[i + 2 :]
-                if re.fullmatch(r"python[\d.]*", word) and command[i + 1 : i + 4] == ["-m", "pip", "install"]:
-                    return command[:i], command[i + 4 :]
-            command = []
-    return None
-
-
 def _shape_mistake(text: str, got: set[tuple[str, str]], missing: set[tuple[str, str]]) -> str | None:
     """A mistake in the command's shape (pins outside the install, no install, glued or merged arguments)."""
     pins = parse_pins(text, "shell", "pip_line")
@@ -288,14 +268,13 @@ def _shape_mistake(text: str, got: set[tuple[str, str]], missing: set[tuple[str,
             f"your command pins {sorted(p.repo for p in outside)} with `{outside[0].via}` and installs what was "
             f"cloned: that pin is outside the install command, where the exercise asks for every pin{refuse}"
         )
-    found = _install_words(text)
-    if found is None:
+    installs = pip_installs(text)
+    if not installs:
         return "your text has no install command (pip install, pip3 install or python -m pip install) to read pins from"
-    before, args = found
-    stray = [w for w in before if not _ASSIGNMENT.fullmatch(w)]
-    if stray and stray != ["uv"] and not got:  # the reader took no pin from it: it does not start with pip
+    before, args = installs[0]
+    if before and not got:  # the reader took no pin from it: it does not start with pip
         return (
-            f"your install starts with {' '.join(stray)!r}: the checker reads a command that starts with pip, pip3 or "
+            f"your install starts with {' '.join(before)!r}: the checker reads a command that starts with pip, pip3 or "
             "python -m pip, the forms the exercise lists"
         )
     merged = [a for a in args if any(ch.isspace() for ch in a.strip()) and a.count("==") + a.count("git+") > 1]
