@@ -20,6 +20,7 @@ from verlstudy.lessons.l06_external_modules.modules_env import (
     LIBRARY,
     parse_module_list,
     predict_patched,
+    split_like_verl_091,
 )
 
 
@@ -121,16 +122,12 @@ def check_parse_modules(fn: Callable[[str], list[str]]) -> str:
 LOOK_ALIKE = f"{ADAPTOR}_v2"
 
 
-def _names_adaptor(env: str | None) -> bool:
-    return env is not None and ADAPTOR in env.split(",")
-
-
 def _first_patcher(imports: Sequence[str], env: str | None) -> int | None:
-    """The position of the first import that patches (the adaptor, or toyverl with the variable naming it)."""
-    for i, module in enumerate(imports):
-        if module == ADAPTOR or (module == HOOK_PACKAGE and _names_adaptor(env)):
-            return i
-    return None
+    """The position of the first import that patches (the adaptor, or toyverl with the variable naming it).
+
+    An import patches when a process of that import alone is patched: the mechanism's own walk decides it.
+    """
+    return next((i for i, module in enumerate(imports) if predict_patched([module], env)), None)
 
 
 def _patch_mistake(imports: Sequence[str], env: str | None, got: bool) -> str | None:
@@ -144,13 +141,14 @@ def _patch_mistake(imports: Sequence[str], env: str | None, got: bool) -> str | 
         if first is not None:
             placed = "the first import" if imports[0] == LIBRARY else f"imported before {imports[first]}"
             return f"toylib.model is {placed} here, yet you said patched: your answer ignores the order of the imports"
-        if _names_adaptor(env):
+        names = split_like_verl_091(env)  # the variable's names, split as verl splits it
+        if ADAPTOR in names:
             return (
                 "the variable names the adaptor, but nothing here imports toyverl, yet you said patched: your answer "
                 "lets the variable act without toyverl"
             )
         if env is not None and ADAPTOR in env:
-            other = next(name for name in env.split(",") if ADAPTOR in name)
+            other = next(name for name in names if ADAPTOR in name)
             return (
                 f"the variable names {other!r} here, another module whose name only contains {ADAPTOR!r}, yet you "
                 "said patched: your answer matches a part of a name"
