@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import Wrong, checker_tests
+from conftest import Wrong, checker_tests, verdict_of
 from verlstudy.kit.exercises import check_exercise, exercise_results
 from verlstudy.lessons.l07_grpo_recipe.grpo import clipped_token_loss, group_advantages
 from verlstudy.lessons.l07_grpo_recipe.parallel import ParallelLayout
@@ -321,22 +321,61 @@ def test_no_mechanism_function_passes(assert_mechanism_does_not_pass, exercise_i
     assert_mechanism_does_not_pass(exercise_id, "verlstudy.lessons.l07_grpo_recipe", exclude=["train_clip_bandit"])
 
 
+# The rule's wording, which no first try may print, in its message or in the named case's label the kit appends
+# ("[cp enters dp, not edp]" once gave 7.1 away): which sizes shard which grid (so which product must divide the
+# world), which loss term is kept and for which sign the dual clip applies, and where epsilon goes
+RULE_WORDS = {
+    "7.1": (
+        "enters dp", "not edp", "enters edp", "does not enter", "expert grid", "dense grid", "dense weights",
+        "split by cp", "etp is ignored", "only when etp is 1", "experts do not divide", "the experts do not",
+        "not a multiple of", "no whole dp", "(dp 12)",
+    ),
+    "7.2": ("take the max", "never applies"),
+    "7.3": ("to the std", "not to the variance", "belongs in the divisor"),
+}  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("exercise_id", "answer", "mentions", "rule"),
     [
-        ("7.1", dp_cp_in_experts, "edp is cp times too small", ("does not enter", "expert grid")),
-        ("7.1", dp_no_cp, "dp is cp times too large", ("split by cp", "dense weights")),
-        ("7.1", dp_etp_ignored, "edp is etp times too large", ("etp is ignored", "only when etp is 1")),
-        ("7.2", loss_min, "optimistic", ("take the max",)),
-        ("7.3", adv_in_variance, "inside the square root", ("to the std", "not to the variance")),
-        ("7.3", adv_eps_after_division, "after the division", ("belongs in the divisor",)),
+        ("7.1", dp_cp_in_experts, "edp is cp times too small", ()),
+        ("7.1", dp_no_cp, "dp is cp times too large", ()),
+        ("7.1", dp_etp_ignored, "edp is etp times too large", ()),
+        ("7.1", dp_dense_only_check, "does not divide", ()),
+        ("7.2", loss_min, "optimistic", ("pessimistic", "the larger")),
+        ("7.3", adv_in_variance, "inside the square root", ()),
+        ("7.3", adv_eps_after_division, "after the division", ()),
     ],
-    ids=["7.1 cp in edp", "7.1 cp out of dp", "7.1 etp ignored", "7.2 min", "7.3 eps in sqrt", "7.3 eps after"],
-)
+    ids=[
+        "7.1 cp in edp", "7.1 cp out of dp", "7.1 etp ignored", "7.1 dense grid only", "7.2 min", "7.3 eps in sqrt",
+        "7.3 eps after",
+    ],
+)  # fmt: skip
 def test_first_tries_name_the_slip_not_the_rule(assert_wrong, exercise_id, answer, mentions, rule):
     """Which sizes shard what, and where epsilon goes, is what the exercise asks: a first try shows the slip only."""
     verdict_text = assert_wrong(exercise_id, answer, mentions=mentions)
-    assert not any(r in verdict_text for r in rule), verdict_text
+    said = [r for r in (*RULE_WORDS[exercise_id], *rule) if r in verdict_text]
+    assert not said, verdict_text
+
+
+@pytest.mark.parametrize(
+    ("exercise_id", "case"), [pytest.param(i, w, id=f"{i}-{w!r}") for i, ws in WRONG.items() for w in ws]
+)
+def test_no_wrong_answers_first_try_states_the_rule(exercise_id, case):
+    """Every listed wrong answer's first message, the named case's label included, keeps the rule's wording out."""
+    verdict_text = verdict_of(exercise_id, *case.answer)
+    said = [r for r in RULE_WORDS[exercise_id] if r in verdict_text]
+    assert not said, verdict_text
+
+
+def test_named_cases_are_labelled_by_their_input_not_by_the_rule():
+    """The kit appends a failing named case's label to a first try's message: no label may state the rule."""
+    from verlstudy.lessons.l07_grpo_recipe import checks
+
+    labels = [c.name for c in (*checks._LAYOUT_CASES, *checks._LOSS_CASES, *checks._ADVANTAGE_CASES)]
+    for exercise_id, words in RULE_WORDS.items():
+        said = [(label, w) for label in labels for w in words if w in label]
+        assert not said, f"{exercise_id}: {said}"
 
 
 def test_7_3_right_numbers_in_an_unlisted_container_are_not_called_a_formula_slip(assert_wrong):

@@ -72,14 +72,15 @@ def _layout(draw: Any) -> tuple[int, ...]:
     return world, tp, pp, cp, ep, etp
 
 
+# Each case is named by its input: which sizes belong to which grid, and so which product divides, is the exercise
 _LAYOUT_CASES = [
     Case((512, 8, 8, 1, 64, 1), "the #7788 recipe"),
     Case((512, 8, 4, 1, 16, 2), "expert tensor parallel 2"),
-    Case((512, 8, 4, 2, 8, 1), "cp enters dp, not edp"),
-    Case((512, 8, 8, 1, 128, 1), "the experts do not divide 512"),
-    Case((384, 8, 4, 1, 64, 1), "the dense weights divide (dp 12), the experts do not"),
-    Case((480, 8, 8, 1, 8, 1), "480 is not a multiple of 64: no whole dp"),
-    Case((512, 8, 6, 1, 8, 1), "512 is not a multiple of 48"),
+    Case((512, 8, 4, 2, 8, 1), "cp 2 with ep 8"),
+    Case((512, 8, 8, 1, 128, 1), "ep 128 on 512 devices"),
+    Case((384, 8, 4, 1, 64, 1), "384 devices, ep 64"),
+    Case((480, 8, 8, 1, 8, 1), "480 devices"),
+    Case((512, 8, 6, 1, 8, 1), "pp 6 on 512 devices"),
     Case((8, 1, 1, 1, 1, 1), "one device per replica"),
     Case((64, 2, 2, 4, 2, 1), "cp 4 on a small grid"),
 ]
@@ -210,7 +211,7 @@ _LOSS_CASES = [
     Case((2.0, -1.0, 0.2, 0.28, 10.0), "A < 0 above 1 + clip_high: unclipped, under the dual cap"),
     Case((20.0, -1.0, 0.2, 0.28, 10.0), "A < 0 past clip_c: the dual clip caps it"),
     Case((20.0, -1.0, 0.2, 0.28, 3.0), "another clip_c"),
-    Case((20.0, 2.0, 0.2, 0.28, 3.0), "A > 0: the dual clip never applies"),
+    Case((20.0, 2.0, 0.2, 0.28, 3.0), "A > 0 with the ratio past clip_c"),
     Case((20.0, -2.0, 0.1, 0.5, 3.0), "another clip_low and clip_high"),
     Case((1.0471975, 0.6180339, 0.2, 0.28, 10.0), "values with many digits: nothing clips, no rounding"),
     Case((1.4142136, -0.7071068, 0.2, 0.28, 10.0), "many digits, A < 0 above the band"),
