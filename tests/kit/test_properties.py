@@ -7,9 +7,9 @@ import pytest
 import torch
 from hypothesis import strategies as st
 
-from verlstudy.kit import check_conditions, properties
+from verlstudy.kit import check_conditions
 from verlstudy.kit.exercises import ExerciseFailure
-from verlstudy.kit.properties import Case, GuardLetThrough, a_kind, check_guard, compare_on_inputs, difference
+from verlstudy.kit.properties import Case, a_kind, compare_on_inputs, difference
 
 
 def reference_sum_of_squares(xs):
@@ -71,7 +71,7 @@ def test_changing_the_input_is_reported_as_a_mistake():
 
 
 def test_an_endless_loop_is_reported_not_waited_for(monkeypatch):
-    monkeypatch.setattr(properties, "CALL_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(check_conditions, "CALL_TIMEOUT_S", 0.2)
 
     def loops(xs):
         while True:
@@ -81,7 +81,7 @@ def test_an_endless_loop_is_reported_not_waited_for(monkeypatch):
 
 
 def test_a_generated_input_that_hangs_is_waited_for_once_not_once_per_shrink_step(monkeypatch):
-    monkeypatch.setattr(properties, "CALL_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(check_conditions, "CALL_TIMEOUT_S", 0.2)
     hangs = []
 
     def loops_on_long_lists(xs):
@@ -166,53 +166,6 @@ def test_difference_accepts_other_reasonable_containers_and_names_what_differs(g
 
 def test_strict_types_asks_for_the_container_the_exercise_names():
     assert difference((1, 2), [1, 2], strict_types=True) == "a tuple where a list is asked"
-
-
-# ---------------------------------------------------------------- guards
-
-
-def right_guard(fn):
-    assert fn(2) == 4 and fn(-3) == 9, "not a square"
-
-
-def positive_only_guard(fn):
-    assert fn(2) == 4 and fn(3) == 9, "not a square"
-
-
-def test_a_guard_must_pass_the_good_and_catch_every_bad():
-    good = [(lambda x: x * x, "the square")]
-    bad = [(lambda x: 2 * x, "doubling"), (lambda x: x * abs(x), "the signed square")]
-    assert check_guard(right_guard, good=good, bad=bad).startswith("passes 1 right")
-    with pytest.raises(ExerciseFailure, match="let the signed square through"):
-        check_guard(positive_only_guard, good=good, bad=bad)
-    with pytest.raises(ExerciseFailure, match="rejected the square, which is right"):
-        check_guard(lambda fn: (_ for _ in ()).throw(AssertionError("no")), good=good, bad=bad)
-
-
-def test_a_wrong_implementation_let_through_is_carried_with_the_calls_it_passed_on():
-    square, signed = (lambda x: x * x), (lambda x: x * abs(x))
-    with pytest.raises(GuardLetThrough) as let:
-        check_guard(positive_only_guard, good=[(square, "the square")], bad=[(signed, "the signed square")])
-    assert let.value.impl is signed and let.value.what == "the signed square"
-    assert let.value.passed == ((signed,),)  # the guard picks its own cases: its one call
-    assert isinstance(let.value, ExerciseFailure) and str(let.value) == "your guard let the signed square through"
-
-    def guard(fn, x):
-        assert fn(x) == x * x, f"wrong at {x}"
-
-    with pytest.raises(GuardLetThrough) as let:  # caught on none of its calls: all of them
-        check_guard(guard, good=[], bad=[(signed, "s")], calls=lambda impl: [(impl, 2), (impl, 0)])
-    assert let.value.passed == ((signed, 2), (signed, 0))
-    calls = lambda impl: [(impl, 2), (impl, -3), (impl, 0), (impl, -1)]  # noqa: E731
-    with pytest.raises(GuardLetThrough) as let:  # every call is a case where it is wrong: those it passed
-        check_guard(guard, good=[], bad=[(signed, "s")], calls=calls, every_call=True)
-    assert let.value.passed == ((signed, 2), (signed, 0))
-    assert str(let.value) == "your guard let s through (e.g. on guard(2))"
-
-
-def test_a_guard_that_crashes_is_told_a_guard_fails_with_assertion_error():
-    with pytest.raises(ExerciseFailure, match="a guard fails with AssertionError"):
-        check_guard(lambda fn: 1 / 0, good=[(abs, "abs")], bad=[])
 
 
 def test_a_module_handed_over_is_compared_by_its_tensors_and_may_be_declared_changeable():
@@ -300,16 +253,6 @@ def test_a_described_value_is_clipped_like_a_repr():
     with pytest.raises(ExerciseFailure) as wrong:
         compare_on_inputs(lambda n: n + 1, lambda n: n, edge_cases=[(1,)], describe=long)
     assert str(wrong.value) == f"fn(1) returned {'x' * 155} ...); expected y there"
-
-
-def test_an_exercise_failure_inside_a_guard_is_not_read_as_the_guard_failing():
-    from verlstudy.kit.properties import guard_verdict
-
-    def guard(impl):
-        raise ExerciseFailure("the checker's own verdict")
-
-    with pytest.raises(ExerciseFailure, match="own verdict"):
-        guard_verdict(guard, abs)
 
 
 def test_a_check_of_plain_python_does_not_import_torch():

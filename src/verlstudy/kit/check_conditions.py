@@ -14,6 +14,9 @@ from contextlib import contextmanager
 
 from verlstudy.kit.resources import cache_root
 
+# A learner's function that has not returned after this long is reported as not returning (an endless loop?)
+CALL_TIMEOUT_S = 5.0
+
 
 class NoReturn(Exception):
     """The learner's function did not return within the time limit."""

@@ -19,10 +19,11 @@ from __future__ import annotations
 import copy
 import math
 import numbers
-from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
+from verlstudy.kit import check_conditions
 from verlstudy.kit.check_conditions import (
     NoReturn,
     fixed_constant_pool,
@@ -35,20 +36,15 @@ from verlstudy.kit.exercises import ExerciseFailure
 
 __all__ = [
     "Case",
-    "GuardLetThrough",
     "PropertyCheck",
     "a_kind",
-    "check_guard",
     "compare_on_inputs",
     "difference",
-    "guard_verdict",
     "one_thread",
 ]
 
 # Each checker tries this many generated inputs (after its named cases); small enough to stay under 1 s.
 DEFAULT_EXAMPLES = 60
-# A learner's function that has not returned after this long is reported as not returning (an endless loop?)
-CALL_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -271,12 +267,12 @@ class PropertyCheck:
         want = self.reference(*copy.deepcopy(args), **copy.deepcopy(kwargs))
         given_args, given_kwargs = copy.deepcopy(args), copy.deepcopy(kwargs)
         try:
-            with time_limit(CALL_TIMEOUT_S):
+            with time_limit(check_conditions.CALL_TIMEOUT_S):
                 got = self.answer(*given_args, **given_kwargs)
         except (ExerciseFailure, NotImplementedError):
             raise
         except NoReturn:
-            endless = f" did not return within {CALL_TIMEOUT_S:g} s (an endless loop?)"
+            endless = f" did not return within {check_conditions.CALL_TIMEOUT_S:g} s (an endless loop?)"
             self.hung = self._mismatch(args, kwargs, endless)
             raise self.hung from None
         except Exception as e:
@@ -358,70 +354,3 @@ def compare_on_inputs(answer: Callable[..., Any], reference: Callable[..., Any],
     if not callable(answer):
         raise ExerciseFailure(f"the answer should be a function, got {type(answer).__name__}")
     return PropertyCheck(answer=answer, reference=reference, **options).run()
-
-
-# ---------------------------------------------------------------- guards: accept the good, reject the bad
-
-
-def guard_verdict(guard: Callable[..., object], *args: object) -> str | None:
-    """None when the learner's guard passes, its AssertionError text when it fails.
-
-    Any other exception is the guard's own bug (a guard fails with AssertionError), reported as such;
-    NotImplementedError (a student-edition stub) propagates as "not attempted".
-    """
-    try:
-        with time_limit(CALL_TIMEOUT_S):
-            guard(*args)
-    except (NotImplementedError, ExerciseFailure):  # first: ExerciseFailure is an AssertionError too
-        raise
-    except AssertionError as e:
-        return str(e) or "AssertionError"
-    except NoReturn:
-        raise ExerciseFailure(f"your guard did not return within {CALL_TIMEOUT_S:g} s (an endless loop?)") from None
-    except Exception as e:
-        raise ExerciseFailure(f"your guard raised {type(e).__name__}: {e} (a guard fails with AssertionError)") from e
-    return None
-
-
-class GuardLetThrough(ExerciseFailure):
-    """check_guard's verdict when the guard let a wrong implementation through: which one (`impl`, and `what`
-    describes it) and the argument tuples of the calls the guard passed it on (`passed`, in call order), so a
-    checker can name what the guard did wrong there without reading the message."""
-
-    def __init__(self, message: str, *, impl: Callable[..., Any], what: str, passed: Sequence[tuple[Any, ...]]) -> None:
-        super().__init__(message)
-        self.impl, self.what, self.passed = impl, what, tuple(passed)
-
-
-def check_guard(
-    guard: Callable[..., object],
-    *,
-    good: Iterable[tuple[Callable[..., Any], str]],
-    bad: Iterable[tuple[Callable[..., Any], str]],
-    calls: Callable[[Callable[..., Any]], Iterable[tuple[Any, ...]]] = lambda impl: [(impl,)],
-    every_call: bool = False,
-) -> str:
-    """The learner's guard must pass every good implementation and fail every bad one.
-
-    `calls(impl)` gives the argument tuples the guard is called with for one implementation (by
-    default just `(impl,)`, for a guard that picks its own cases). A bad implementation must be
-    caught on at least one of its calls, or on every one with `every_call` (each call is a case
-    where it is wrong). Messages name the implementation by its description, never the check; a
-    wrong implementation let through raises `GuardLetThrough`, which also carries it and the calls passed.
-    """
-    if not callable(guard):
-        raise ExerciseFailure(f"the answer should be a function, got {type(guard).__name__}")
-    good, bad = list(good), list(bad)
-    for impl, what in good:
-        for args in calls(impl):
-            failed = guard_verdict(guard, *args)
-            if failed is not None:
-                raise ExerciseFailure(f"your guard rejected {what}, which is right: {failed}")
-    for impl, what in bad:
-        verdicts = [(args, guard_verdict(guard, *args)) for args in calls(impl)]
-        passed = [args for args, v in verdicts if v is None]
-        if (every_call and passed) or (not every_call and len(passed) == len(verdicts)):
-            # with every_call each call is a case where the implementation is wrong: name one it let through
-            where = f" (e.g. on {describe_call('guard', passed[0][1:])})" if every_call and len(passed[0]) > 1 else ""
-            raise GuardLetThrough(f"your guard let {what} through{where}", impl=impl, what=what, passed=passed)
-    return f"passes {len(good)} right implementation(s) and catches all {len(bad)} wrong ones"

@@ -485,7 +485,7 @@ def test_4_3_the_guards_mistake_is_named_on_the_implementation_check_guard_let_t
 
 @pytest.mark.parametrize(("exercise_id", "guard"), [("4.2", split_verdict), ("4.3", returns_a_verdict)])
 def test_a_reworded_let_through_message_still_names_the_guards_mistake(monkeypatch, exercise_id, guard):
-    from verlstudy.kit.properties import GuardLetThrough
+    from verlstudy.kit.guards import GuardLetThrough
     from verlstudy.lessons.l04_thd import checks
 
     real = checks.check_guard

@@ -19,7 +19,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 from verlstudy.kit.exercises import ExerciseFailure, checker
-from verlstudy.kit.properties import Case, GuardLetThrough, check_guard, compare_on_inputs
+from verlstudy.kit.guards import GuardLetThrough, check_guard
+from verlstudy.kit.properties import Case, compare_on_inputs
 from verlstudy.lessons.l04_thd.guard_cases import (
     BUGGY_PADS,
     BUGGY_SPLITS,
