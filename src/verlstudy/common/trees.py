@@ -29,6 +29,8 @@ from typing import TypeVar
 
 import torch
 
+from verlstudy.kit.params import a_kind
+
 T = TypeVar("T")
 
 
@@ -104,7 +106,7 @@ def _walk(obj: object, path: str) -> Iterator[tuple[str, object]]:
     elif isinstance(obj, Iterator):
         # a generator (or any iterator) cannot be checked without using it up: refuse it by name
         raise TypeError(
-            f"{path} is a {type(obj).__name__}, which cannot be checked without consuming it: pass a list (list(...))"
+            f"{path} is {a_kind(obj)}, which cannot be checked without consuming it: pass a list (list(...))"
         )
     else:
         yield path, obj

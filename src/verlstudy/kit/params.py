@@ -66,3 +66,14 @@ def positive_int(name: str, value: object) -> int:
     if int(value) < 1:
         raise ValueError(f"argument {name} must be a positive integer (>= 1), got {value}")
     return int(value)
+
+
+def a_kind(value: object) -> str:
+    """How a value's kind reads in a message, with its article: "a list", "an int". A value a checker made to stand
+    for an outcome (a raise compared like a result) says itself how it reads, through `described_as`. Lessons use it
+    too wherever a message names what the learner returned or passed."""
+    described = getattr(value, "described_as", None)
+    if isinstance(described, str):
+        return described
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"

@@ -33,6 +33,7 @@ from verlstudy.kit.check_conditions import (
     time_limit,
 )
 from verlstudy.kit.exercises import ExerciseFailure
+from verlstudy.kit.params import a_kind
 
 __all__ = [
     "Case",
@@ -65,17 +66,6 @@ def _is_array(value: object) -> bool:
 
 def _is_tensor(value: object) -> bool:
     return type(value).__module__.startswith("torch") and hasattr(value, "dtype") and hasattr(value, "shape")
-
-
-def a_kind(value: object) -> str:
-    """How a value's kind reads in a message, with its article: "a list", "an int". A value a checker made to stand
-    for an outcome (a raise compared like a result) says itself how it reads, through `described_as`. Lessons use it
-    too wherever a message names what the learner returned."""
-    described = getattr(value, "described_as", None)
-    if isinstance(described, str):
-        return described
-    name = type(value).__name__
-    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def difference(

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from verlstudy.kit.params import a_kind
+
 MTP_PREFIX = "mtp."
 
 
@@ -145,7 +147,7 @@ def audit_state_dict(
         if not_tensors:  # e.g. a numpy array: torch would refuse it half-way through copying
             first = not_tensors[0]
             raise TypeError(
-                f"{label}[{first!r}] is a {type(mapping[first]).__name__}, not a torch.Tensor "
+                f"{label}[{first!r}] is {a_kind(mapping[first])}, not a torch.Tensor "
                 f"({len(not_tensors)} such value(s)); convert with torch.from_numpy first"
             )
     shapes_given = {k: tuple(v.shape) for k, v in given.items()}

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import torch
 
-from verlstudy.kit.params import check_choice, positive_int
+from verlstudy.kit.params import a_kind, check_choice, positive_int
 from verlstudy.lessons.l05_checkpoint.checkpoint import check_patterns, matches_prefix
 
 BRIDGE_RELEASES = ("v0.5.0", "v0.6.0")  # v0.5.0: the recipe's pin; v0.6.0: #4189 strips MTP keys, #4513 raises
@@ -146,7 +146,7 @@ def _pairs(weights: object) -> list[tuple[str, torch.Tensor]]:
         if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
             raise TypeError(f"every weight must be a (name, tensor) pair, got {pair!r}")
         if not isinstance(pair[1], torch.Tensor):
-            raise TypeError(f"weight {pair[0]!r} is a {type(pair[1]).__name__}, not a torch.Tensor")
+            raise TypeError(f"weight {pair[0]!r} is {a_kind(pair[1])}, not a torch.Tensor")
     return pairs
 
 

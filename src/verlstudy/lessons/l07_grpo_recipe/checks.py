@@ -18,6 +18,7 @@ import torch
 from hypothesis import strategies as st
 
 from verlstudy.kit.exercises import ExerciseFailure, checker
+from verlstudy.kit.params import a_kind
 from verlstudy.kit.properties import Case, compare_on_inputs, describe_call
 from verlstudy.lessons.l07_grpo_recipe.grpo import GRPO_EPSILON, clipped_token_loss, group_advantages, policy_loss
 
@@ -314,9 +315,9 @@ def _advantage_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None
     wanted = [float(w) for w in want]
     in_order = all(_close(v, w) for v, w in zip(values, wanted, strict=True))
     if in_order:  # the numbers are right: what is wrong is what holds them
-        kinds = sorted({type(g).__name__ for g in got})
+        kinds = sorted({a_kind(g) for g in got})
         return (
-            f"your numbers are right, but each is a {' or a '.join(kinds)} inside a {type(got).__name__}: return "
+            f"your numbers are right, but each is {' or '.join(kinds)} inside {a_kind(got)}: return "
             "floats, in a list, a tuple, a numpy array or one tensor"
         )
     if all(_close(v, w) for v, w in zip(sorted(values), sorted(wanted), strict=True)):
