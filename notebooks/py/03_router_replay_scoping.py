@@ -193,7 +193,9 @@ claim(f"stuck in REPLAY_FORWARD, the recompute silently moves {stuck_moved}/{n_t
 # What is established is #7805's remedy, in verl's own diff 0.9.0 -> 0.9.1: every hook is gated by the mode,
 # through two flags. `forward_step`'s REPLAY hooks check the engine's `self.enable_routing_replay` (set once from
 # `router_replay.mode` when the engine is built); the rest check the batch's `enable_routing_replay` flag (which
-# the worker sets from its own mode) or `record_r2_routes`, computed from it once per batch. The positional
+# the worker sets per call, with its mode on: True for the actor's `compute_log_prob` and `update_actor`, False
+# for the reference's log-probs; `verl/workers/engine_workers.py`) or `record_r2_routes`, computed from it once
+# per batch. The positional
 # helper returns `[]` on an empty registry before any layer-info code:
 
 # %% tags=["upstream-source", "nbval-ignore-output"]
@@ -275,8 +277,8 @@ claim("model-scoped replay: tokens off the record", moved["model-scoped"], 0)
 # %% [markdown]
 # **What verl 0.9.0 does with this registry.** 0.9.0 already holds #7340: its `forward_step` passes
 # `model=unwrapped_model` to `set_router_replay_data` and switches actions with
-# `set_model_router_replay_action(unwrapped_model, ...)` (`verl/workers/engine/megatron/transformer_impl.py`), so
-# the targets reach the live routers. Its action queries and its R2 RECORD merge still take the registry's
+# `set_model_router_replay_action(unwrapped_model, ...)` as well as on the registry's positional slice
+# (`verl/workers/engine/megatron/transformer_impl.py`), so the targets reach the live routers. Its action queries and its R2 RECORD merge still take the registry's
 # positional slice, here the orphans: their `recorded_topk_idx` is `None`, and the merge's
 # `.to(torch.uint8)` fails, loudly. 0.9.0's own functions on the same registry, then 0.9.1's positional helper,
 # which refuses a registry of neither layout (0.9.1's engine passes the model to RECORD and the queries too):

@@ -7,7 +7,7 @@
 # built neither for training nor for [rollout](00_start_here.ipynb#rollout), so the strict Hugging Face export
 # (written by Megatron-Bridge, which converts [Megatron](00_start_here.ipynb#Megatron) weights to Hugging Face's
 # format) could not write a complete checkpoint (with Megatron-Bridge v0.5.0 it leaves out every shard that holds
-# an MTP tensor, with warnings but no error). The flag fixes the recipe, and switches the check off for every
+# an MTP tensor, and reports it in printed lines, one of them starting `Error:`, but raises nothing). The flag fixes the recipe, and switches the check off for every
 # other weight too.
 #
 # **You will** read where verl hands `strict` to the export, watch a toy export drop whole shards (Megatron-Bridge

@@ -150,7 +150,7 @@ def _to_wire_mistake(args: tuple[Any, ...], got: Any, want: torch.Tensor) -> str
     if layers and torch.equal(real, _byte_swapped(expected)):
         return (
             "the two bytes of each route are in the other order: high byte first, where the receiver reads the "
-            "low byte first (int16 is little-endian on every machine torch runs on)"
+            "low byte first (int16 is little-endian on x86-64 and ARM, the machines verl runs on)"
         )
     if layers and torch.equal(real[..., 0::2], expected[..., 0::2]) and not int(real[..., 1::2].count_nonzero()):
         return "each route kept only its low byte: a value cast to uint8 keeps only the low byte of an expert id"
