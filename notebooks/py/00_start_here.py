@@ -194,7 +194,8 @@ claim("micro-batches per mini-batch on each rank", split.micro_per_mini, expecte
 # #### PEFT
 # Hugging Face's Parameter-Efficient Fine-Tuning library: the base model stays frozen and only small added weights
 # train, such as [LoRA](#LoRA) adapters. verl's FSDP engine wraps the model with PEFT's `get_peft_model` when
-# `model.lora_rank` > 0, after calling `enable_input_require_grads()`, which makes the frozen embedding's output
+# `model.lora_rank` > 0 (or loads saved adapters with `PeftModel.from_pretrained` when `lora_adapter_path` is
+# given), after calling `enable_input_require_grads()` on either path, which makes the frozen embedding's output
 # require grad (Hugging Face's way to train adapters while the model's own weights stay fixed; `_build_lora_module`
 # in `verl/workers/engine/fsdp/transformer_impl.py`). That output, saved by gradient checkpointing, is what the leak
 # of lessons 01 and 02 kept under FSDP (#6699).

@@ -218,8 +218,9 @@ upstream_cell(compare_with_verl)
 # **2.2** Write `forward_step(policy, micro_batch, loss_function)` that computes per-action log-probs
 # (`log_softmax` of `policy(micro_batch["states"])`, gathered at `micro_batch["actions"]`), calls
 # `loss, metrics = loss_function({"log_probs": ...}, micro_batch)` and returns
-# `(loss, {"model_output": {"log_probs": ...}, "metrics": metrics})`. The engine keeps that output (and the
-# micro-batch) until the mini-batch ends (lesson 01), and the loss must still train the policy: the checker
+# `(loss, {"model_output": {"log_probs": ...}, "metrics": metrics})`. The engine keeps the micro-batch, and
+# Megatron's engine that output, until the mini-batch ends (lesson 01; verl's FSDP engine drops `model_output`
+# after each training backward unless `return_model_output` is set), and the loss must still train the policy: the checker
 # runs one step on a tiny policy and checks that the returned loss requires grad, that nothing stored under
 # `"model_output"` requires grad, that `micro_batch` is left as it was, and that every parameter gets a
 # non-zero gradient. Your function receives a `torch.nn.Module`, a
@@ -471,8 +472,9 @@ claim("the AST check passes the trap's engine (only the contract catches it)",
 
 # %% [markdown]
 # ### Upstream's four store sites in 0.9.0 and 0.9.1
-# Here are the four store lines (one per `transformer_impl.py` of fsdp, automodel, torchtitan and megatron; veomni
-# and mindspeed define none of their own) as verl changed them between 0.9.0 (before #7874) and 0.9.1, read at run
+# Here are the four store lines (one per `transformer_impl.py` of fsdp, automodel, torchtitan and megatron; in
+# 0.9.1 veomni and mindspeed define none of their own, and 0.9.0's veomni wrote only its grad-free routing indices
+# into `model_output`, the kind of write megatron's routing line is) as verl changed them between 0.9.0 (before #7874) and 0.9.1, read at run
 # time from the installed releases. The part of #7874's description we could read covers the Megatron engine only,
 # so the other three changes are dated to that interval, not credited to the PR:
 

@@ -378,7 +378,7 @@ upstream_check()
 #   Megatron 0.18.0". [#7827](https://github.com/verl-project/verl/pull/7827), titled "[megatron, ci] fix:
 #   configure Megatron integration in Ascend images and tests": its description first loads `megatron_adaptor` by
 #   default in the A2/A3 images and NPU unit tests through `VERL_USE_EXTERNAL_MODULES` (lesson 06; the post-#7827
-#   image ends with `ENV VERL_USE_EXTERNAL_MODULES=megatron_adaptor`), then, in its second paragraph, says
+#   image sets `ENV VERL_USE_EXTERNAL_MODULES=megatron_adaptor` before its final `CMD`), then, in its second paragraph, says
 #   "Correct the `Megatron-LM` ref to `core_v0.18.0`".
 # - Before #7604: `docker/ascend/Dockerfile.ascend_9.1.0_a2` at verl ead7f6c51 (#7338) and
 #   `scripts/install_vllm_mcore_npu.sh` at verl 5ba5f2f51 (#7404). The image's transformers commit

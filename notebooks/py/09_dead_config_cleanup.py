@@ -608,8 +608,8 @@ upstream_check()
 #   ("whether to offload grad") beside `param_offload` and `optimizer_offload`; 0.9.1 has no such field.
 # - `verl/workers/engine/megatron/transformer_impl.py`: in 0.9.0, `MegatronEngine.__init__` sets
 #   `self._is_offload_grad = self.engine_config.grad_offload`, the only occurrence of `_is_offload_grad`
-#   in the package. `__init__` ends with one offload call: `grad=False` on its forward-only path, and
-#   `model=self._is_offload_param` with `grad=self._is_offload_param` on its training path. But
+#   in the package. `MegatronEngine.initialize()` then makes one offload call on either path: `grad=False` on its
+#   forward-only path, and `model=self._is_offload_param` with `grad=self._is_offload_param` on its training path. But
 #   `MegatronEngine.to` with `device="cpu"` ignores `grad`: when `model` is true it calls
 #   `offload_megatron_model_to_cpu`, which frees the gradient buffers too. So they follow `param_offload` through
 #   `model=`, whatever `grad=` says.
