@@ -181,9 +181,9 @@ def positional_router_list(config: ToyTransformerConfig, registry: list[RouterRe
 
     The rank's layer range and `layer_is_moe` of every layer before and inside it are computed on
     every call, before anything looks at the registry (which may be empty), as on #7106's branch (verl 0.8.0
-    and 0.9.0 compute the layer info of the rank's own layers only, without VPP). The slice is #7106's (head 33a1928c1): from the MoE layers before this rank's, or from
-    0 when the registry holds only this rank's routers; 0.8.0 and 0.9.0 slice from the front without
-    VPP, the same slice at PP = 1.
+    and 0.9.0 compute the layer info of the rank's own layers only, without VPP). The slice is #7106's (head
+    33a1928c1): from the MoE layers before this rank's, or from 0 when the registry holds only this rank's
+    routers; 0.8.0 and 0.9.0 slice from the front without VPP, the same slice at PP = 1.
     """
     start, end = stage_layer_range(config)
     offset = sum(layer_is_moe(config, i) for i in range(start))
