@@ -105,16 +105,17 @@ def test_total_counts_first_and_further_occurrences_and_the_table_keeps_its_shap
     assert last == "g     skipped: --no-notebook-floor"
 
 
-def test_one_cheap_row_runs_in_a_fresh_process() -> None:
+def run_script(*args: str) -> list[str]:
+    """The benchmark run in a fresh process with `args`: its output lines (it must exit 0)."""
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--repeat", "1", "--rows", "eg", "--no-notebook-floor"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.splitlines()
+    return done.stdout.splitlines()
+
+
+def test_one_cheap_row_runs_in_a_fresh_process() -> None:
+    lines = run_script("--repeat", "1", "--rows", "eg", "--no-notebook-floor")
     assert lines[0].startswith("1 fresh process(es) per row; medians; load average ")
     assert [line.split()[0] for line in lines[1:6]] == ["row", "floor", "e", "e+", "g"]
     assert lines[5].startswith("g     skipped: --no-notebook-floor")  # row g needs the papermill runs
@@ -125,15 +126,7 @@ def test_one_cheap_row_runs_in_a_fresh_process() -> None:
 
 @pytest.mark.slow
 def test_row_g_alone_times_the_floor_too_and_compares_with_the_floor_notebook() -> None:
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--repeat", "1", "--rows", "g", "--cells", "2"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.splitlines()
+    lines = run_script("--repeat", "1", "--rows", "g", "--cells", "2")
     assert lines[0].startswith("1 fresh process(es) per row, 1 papermill run(s) of the floor notebook")
     assert [line.split()[0] for line in lines[1:4]] == ["row", "floor", "g"]
     assert "nan" not in lines[2]  # the floor is timed even when no other row needs a fresh process

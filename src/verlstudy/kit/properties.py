@@ -234,7 +234,7 @@ class PropertyCheck:
     describe: Callable[[Any, Any], tuple[str, str]] | None = None  # how a wrong result and the expected one read
     may_change: Sequence[int] = ()  # positions of arguments the learner is asked to change (a model to load into)
     tried: int = 0
-    hung: _Mismatch | None = None  # the first input the learner's function did not return on
+    hung: _Mismatch | None = field(default=None, init=False)  # the first input the function did not return on
 
     def _show(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
         return self.show(args, kwargs) if self.show else describe_call(self.name, args, kwargs)
