@@ -9,7 +9,8 @@ import pytest
 
 from verlstudy.course.hint_shapes import leaked_fragments
 from verlstudy.course.twins import quiet_kernel_env
-from verlstudy.kit.exercises import ExerciseFailure, exercise_method, find_checker, solution_source
+from verlstudy.kit.exercises import ExerciseFailure, exercise_method, find_checker
+from verlstudy.kit.exercises import _solution_text as solution_source  # reads without marking the exercise
 
 # Kernels started by nbval and papermill inherit this process's environment: make it quiet and deterministic.
 quiet_kernel_env()

@@ -8,10 +8,10 @@
 # **What happened.** Under [Megatron](00_start_here.ipynb#Megatron) pipeline parallelism
 # ([PP](00_start_here.ipynb#PP)) with the [1F1B](00_start_here.ipynb#1F1B) schedule, the last stage's memory
 # grew with every [micro-batch](00_start_here.ipynb#micro-batch) of a [mini-batch](00_start_here.ipynb#mini-batch):
-# +45 GiB on the last-stage rank, +2.4 GiB elsewhere. The PR names the cause: each stored `model_output` still
+# upstream reported +45 GiB on the last-stage rank and +2.4 GiB elsewhere (#7874, "on our runs"). The PR names the cause: each stored `model_output` still
 # had a `grad_fn`, so it pinned its [autograd graph](00_start_here.ipynb#autograd-graph), whose input is a
 # receive buffer Megatron allocates fresh for every micro-batch (`create_tensor_recv_prev`), about
-# `seq_len x hidden x 2 B` each. The fix, `detach_tree`, detaches what is stored.
+# `seq_len_per_cp_rank x hidden x 2 B` each (the PR's formula; section 3b derives it). The fix, `detach_tree`, detaches what is stored.
 #
 # **What you will do.** Watch memory grow on a CPU toy pipeline, find the allocation site with a tracker of
 # the course's own, predict the bytes exactly, run controls and two real ranks, then apply the fix and read
@@ -19,13 +19,6 @@
 #
 # **Time:** 60 minutes. **Assumes:** PyTorch autograd (`requires_grad`, `grad_fn`, `.backward()`).
 # Sources are listed at the end. Facts checked against verl 0.9.1
-
-# %%
-# On Colab this installs the course (a minute); anywhere else it does nothing and prints nothing.
-import importlib.util, subprocess, sys
-if "google.colab" in sys.modules and importlib.util.find_spec("verlstudy") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "verlstudy @ git+https://github.com/verlstudy/verlstudy"], check=True)
-    importlib.invalidate_caches()
 
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda"; the tracker runs on CPU, the optional CUDA cell on a GPU
@@ -36,10 +29,23 @@ dtype = "float32"  # "float32" | "bfloat16"
 num_micro_batches = 8  # micro-batches in one mini-batch
 
 # %%
-import gc; gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+import importlib.util, subprocess, sys
+if "google.colab" in sys.modules and not importlib.util.find_spec("verlstudy"):  # Colab only: this release of the course
+    subprocess.run(f"{sys.executable} -m pip install -q --no-deps git+https://github.com/verlstudy/verlstudy@v0.1.0 && {sys.executable} -m verlstudy.kit.colab || echo 'The course did not install: Runtime > Restart session, then run this cell again.'", shell=True)
 
-import matplotlib.pyplot as plt
 import torch
+
+from verlstudy.lessons.l01_memory_leak.setup import lesson_setup
+
+dev, seed, cfg, num_micro_batches = lesson_setup(device, seed, seq_len, hidden, dtype, num_micro_batches)
+print(cfg)
+
+# %% [markdown]
+# The lesson's tools: the course's tracker and toy pipeline, verl's own functions loaded beside them (`up`), and the
+# kit's helpers that show code.
+
+# %%
+import matplotlib.pyplot as plt
 
 from verlstudy.common.dist import run_local
 from verlstudy.common.memtrace import AllocationTracker, bytes_per_step, snapshot_top_sites
@@ -48,17 +54,15 @@ from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise
 from verlstudy.kit.plots import bar_plot, fit_layout, line_plot
 from verlstudy.kit.resources import data_dir
-from verlstudy.kit.show import show_source, upstream_diff, upstream_source
+from verlstudy.kit.show import show_change, show_source, upstream_diff, upstream_source
 from verlstudy.kit.upstream import upstream_cell, verl_version
+from verlstudy.kit.tables import show_table
 from verlstudy.lessons.l01_memory_leak import measure, pipeline as pl, upstream as up
 from verlstudy.lessons.l01_memory_leak.gloo_ranks import gloo_pipeline_runs, levels_after
 from verlstudy.lessons.l01_memory_leak.schedule import plot_schedule
-from verlstudy.lessons.l01_memory_leak.setup import lesson_setup
-from verlstudy.lessons.l01_memory_leak.store import consume_store, graph_leaves
-
-gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
-dev, seed, cfg, num_micro_batches = lesson_setup(device, seed, seq_len, hidden, dtype, num_micro_batches)
-print(cfg)
+from verlstudy.lessons.l01_memory_leak.store import (
+    consume_store, graph_leaves, store_for, store_output, store_output_as_is,
+)
 
 # %% [markdown]
 # ## 0. The schedule, and where the outputs pile up
@@ -80,12 +84,14 @@ claim("last stage, store keeps graphs: one per micro-batch at the end",
 # The toy this lesson runs has two stages in one process. Its whole mechanism is the loop below, in the
 # course's own code: every stage after the first reads its input from a fresh buffer that requires grad (as
 # Megatron's `create_tensor_recv_prev` does), the last stage's `loss_func` returns the loss and a
-# `{"model_output": ...}` dict, and `store_output` appends that dict to the store, detached only with the fix.
+# `{"model_output": ...}` dict, and `store_for` picks the store: `store_output_as_is` appends that dict as it is
+# (section 6 shows the fix as a change of it).
 
 # %%
 show_source(pl.create_tensor_recv_prev)
 show_source(pl._run_micro_batch)
-_ = show_source(pl.store_output)
+show_source(store_for)
+_ = show_source(store_output_as_is)
 
 # %% [markdown]
 # ## 1. Symptom: live memory grows with every micro-batch
@@ -93,6 +99,8 @@ _ = show_source(pl.store_output)
 # with `requires_grad=True`; the last stage's `loss_func` returns `(loss, {"model_output": {"log_probs": ...}})`
 # with **per-token** log-probs (S values, in a dict like verl's `model_output`); the schedule appends that dict
 # to `forward_data_store` once per micro-batch and only consumes the store when the mini-batch ends.
+
+# %% [markdown]
 # `AllocationTracker` (the course's tool) records every storage created while it is active; we read its live
 # bytes after each micro-batch, without and with the fix. It is a `TorchDispatchMode`: while one is active, PyTorch
 # calls its `__torch_dispatch__` for every operator that runs, so the tracker sees each new storage and its stack.
@@ -102,17 +110,22 @@ _ = show_source(pl.store_output)
 # Before the next cell measures it: how many bytes does one leaking micro-batch leave alive on the last
 # stage? You know the mechanism from the PR (the stored output still has a `grad_fn`, and the last
 # stage's input is a fresh receive buffer that requires grad) and the toy's shapes from above.
+
+# %% [markdown]
 # **1.1** Write `predict_leak(seq_len, hidden, itemsize)`: the bytes one leaking micro-batch leaves alive
 # on the last stage. It receives three ints: S (tokens per micro-batch), H (hidden size) and the bytes per
-# element of the dtype (4 for float32, 2 for bfloat16; the checker also tries 1 and 8). Return an **int**
-# (a float is refused, even a whole one). The checker compares your number with the bytes the tracker
+# element of the dtype (4 for float32, 2 for bfloat16; the checker also tries 1 and 8, and sizes of real models
+# up to S = 32768 and H = 16384).
+
+# %% [markdown]
+# Return the number of bytes (a whole number). The checker compares your number with the bytes the tracker
 # measures per micro-batch, on named cases and then on generated sizes. A wrong answer's message names the
-# mistake; the second wrong try adds where to look, the third the method in words; `exercise_hint("1.1")`
-# shows both whenever you ask.
+# mistake; the second wrong try adds where to look, the third a question, the fourth the method in words;
+# `exercise_hint("1.1")` shows all three whenever you ask.
 
 # %% tags=["solution", "exercise-1.1"]
 def predict_leak(seq_len: int, hidden: int, itemsize: int) -> int:
-    """Return the bytes one leaking micro-batch leaves alive on the last pipeline stage, as an int.
+    """Return the bytes one leaking micro-batch leaves alive on the last pipeline stage (a whole number).
 
     `seq_len` is S (tokens per micro-batch), `hidden` is H, `itemsize` the bytes per element of the dtype.
     """
@@ -160,11 +173,15 @@ claim("the fixed run grows more slowly", fix_slope < leak_slope)
 # created it: `tracker.mark()` returns a marker, and `tracker.top_sites(n, since=marker)` groups what was
 # allocated after that marker and is still alive by allocation site, largest first (each site has
 # `.function`, `.bytes`, `.count` and `.label()`).
-#
+
+# %% [markdown]
 # **1.2 Find a planted leak.** With the fix applied, a pipeline can still grow: someone added a "debug"
 # helper that keeps something per micro-batch. Write `find_growth_site(tracker, run_micro_batch)`: each
 # call of `run_micro_batch` runs one more micro-batch inside the active `tracker`; return the *function
-# name* that allocates what keeps growing the most, counted in bytes. Careful: the first micro-batch also makes one-off
+# name* that allocates what keeps growing the most, counted in bytes.
+
+# %% [markdown]
+# Careful: the first micro-batch also makes one-off
 # allocations (parameter gradients) that are not growth. Your function receives an active
 # `AllocationTracker` and a function of no arguments; return the name as a **str** (for example
 # `"loss_func"`), not a `Site` and not its label. The checker tries pipelines with a score cache, an
@@ -198,7 +215,10 @@ check_exercise("1.2", find_growth_site)
 # ## 2. Root cause, step 1: which allocation site holds the memory?
 # The PR names the site; the part of its description we could read does not say how it was found (the
 # course's [digest](00_start_here.ipynb#digest) says upstream read `torch.cuda.memory._record_memory_history`
-# snapshots; for the FSDP precursor, #6699's commit message does cite "memory-history profiling in #6698"). The
+# snapshots; for the FSDP precursor, #6699's commit message does cite "memory-history profiling in #6698").
+
+# %% [markdown]
+# The
 # course's tool for the same job on CPU is `AllocationTracker`: each live storage with the Python stack that
 # created it (torch's own frames trimmed). Here are the sites of what the **last** micro-batch allocated and is
 # still alive after it finished, then the full stack of the biggest one.
@@ -219,7 +239,10 @@ claim("top site of what survives a micro-batch", leak_sites[0].function, expecte
 # Why would a receive buffer outlive its micro-batch? The stored `model_output` has a `grad_fn`.
 # Backward frees the graph's *saved activations*, but the graph's nodes stay as long as something
 # references them, and each leaf's `AccumulateGrad` node holds its leaf tensor. The last stage's leaf is
-# the receive buffer, whose `.grad` was just filled by backward. So per micro-batch we predict:
+# the receive buffer, whose `.grad` was just filled by backward.
+
+# %% [markdown]
+# So per micro-batch we predict:
 # the buffer (S x H x itemsize), its gradient (the same), and the stored per-token output itself
 # (S x itemsize). This three-part prediction is the course's; section 3b sets it beside the PR's own
 # figure. Walking the graph of the stored output shows exactly that leaf:
@@ -239,15 +262,21 @@ del stored, buffers
 # %% [markdown]
 # ### 3b. The PR's figure is the buffer alone
 # PR #7874 sizes the retained bytes as the [P2P](00_start_here.ipynb#P2P) receive buffer,
-# `seq_len_per_cp_rank x hidden x 2B` per micro-batch (2 bytes: bfloat16), independent of layer count. The toy
+# `seq_len_per_cp_rank x hidden x 2B` per micro-batch (2 bytes: bfloat16), independent of layer count.
+
+# %% [markdown]
+# The toy
 # measures that buffer and two more parts, for reasons of its own:
 # - **the buffer's gradient**: backward fills the buffer's `.grad`, and the toy's `backward_step` reads
 #   it to send it back without clearing it. Megatron's `schedules.py::backward_step` also collects
 #   `x.grad` of each input tensor without resetting it (the course's reading of Megatron-LM's source),
 #   so by the same mechanism the gradient would stay with the buffer there; the part of the PR we could
 #   read does not say whether its figure counts it, and the toy cannot measure Megatron.
+
+# %% [markdown]
 # - **the stored output itself** (S values): it is meant to be kept, and it is all the fix leaves.
-#
+
+# %% [markdown]
 # Run in bfloat16, as upstream's figure assumes, the toy's buffer term is the PR's formula exactly:
 
 # %%
@@ -276,12 +305,16 @@ claim("mini-batch end: live bytes once the merged store is dropped", tracker.liv
 # ## 4. Controls: when does it *not* leak?
 # The course's digest of #7874 says upstream ran control runs (forward only, PP=1); the part of the PR
 # description we could read does not.
+
+# %% [markdown]
 # The course runs its own controls, measuring bytes per micro-batch:
 # - **forward only** (how verl computes [old log-probs](00_start_here.ipynb#old-log-prob): `infer_batch` runs under `torch.no_grad()`):
 #   no graph is built, so nothing but the outputs can be pinned. verl 0.9.1's old-log-prob pass also
 #   asks for entropy (`_compute_old_log_prob` in the default trainer, `verl/trainer/ppo/v1/trainer_base.py`,
 #   sets `"calculate_entropy": True`; the legacy `ray_trainer.py` does the same), so we run
 #   it both with log-probs only and with log-probs + entropy;
+
+# %% [markdown]
 # - **PP=1**: no receive buffer; the graph's leaves are the parameters, which exist anyway. Training
 #   computes entropy only when `entropy_coeff != 0` or `actor.calculate_entropy` is set (`_update_actor`, same
 #   file), so this run stores log-probs only;
@@ -295,7 +328,7 @@ fig.axes[0].set_ylim(bottom=100)
 fig.axes[0].tick_params(axis="x", labelrotation=30, labelsize=8)
 fit_layout(fig)  # laid out again for the turned labels, then shown in one draw
 plt.show()
-print(measure.controls_table(controls))
+show_table(measure.controls_table(controls))
 own = cfg.seq_len * cfg.itemsize
 claim("forward only keeps only the outputs", controls["forward only"], expected=own, unit="B")
 claim("forward only + entropy keeps two per-token outputs", controls["forward only + entropy"], expected=2 * own,
@@ -306,11 +339,17 @@ claim("retained bytes do not depend on depth", controls["2 layers/stage"] == con
 # %% [markdown]
 # **What the toy shows, and what it cannot.** The course's digest gives two control figures, forward only about
 # 0.76 MiB and PP=1 about 0.31 MiB per micro-batch; they are not in the part of the PR description we could
-# read, they are shown in the table's last column for reference only, and no claim here rests on them. In the
+# read, they are shown in the table's last column for reference only, and no claim here rests on them.
+
+# %% [markdown]
+# In the
 # toy both controls keep only their stored outputs. With verl 0.9.1's settings (entropy in the forward-only
 # pass; none in training at the default `entropy_coeff: 0` of `trainer/config/actor/actor.yaml`), forward only
 # stores two per-token tensors and PP=1 one: that is what the toy measures, not an explanation of the digest's
-# figures. What the controls do establish: with no graph (forward only) or no fresh leaf (PP=1), nothing beyond
+# figures.
+
+# %% [markdown]
+# What the controls do establish: with no graph (forward only) or no fresh leaf (PP=1), nothing beyond
 # the outputs stays; and the leak does not grow with depth.
 
 # %% [markdown]
@@ -319,15 +358,21 @@ claim("retained bytes do not depend on depth", controls["2 layers/stage"] == con
 # part of the graph backward *visits*: outputs the loss uses. verl #7166 (FSDP engine) reports the
 # general case: for a loss that does not backward through every tensor stored in `model_output`, the
 # untraversed entries keep their autograd graphs, and the tensors saved for backward, alive for the
-# whole mini-batch. A report in a Megatron-LM fork is one such case (ISEEKYAN/Megatron-LM#177, in that
+# whole mini-batch.
+
+# %% [markdown]
+# A report in a Megatron-LM fork is one such case (ISEEKYAN/Megatron-LM#177, in that
 # fork's `lite` runtime, a port of verl-project/Megatron-LM#32): under [CP](00_start_here.ipynb#CP)>1,
 # log-probs gathered through a differentiable all-gather are off the loss's backward path, and the cp=0
 # last-stage rank grew by about 0.5 GB per micro-batch.
-#
+
+# %% [markdown]
 # The toy's last stage can also compute per-token entropy with the formula of verl's
 # `entropy_from_logits` (logsumexp(z) - sum(softmax(z) * z)) and store it in `model_output`:
 # - **entropy in the loss**: `loss - 0.0 * mean(entropy)`, the shape of verl 0.9.1's `ppo_loss`
 #   (`policy_loss -= entropy_coeff * entropy_loss`): backward visits the entropy graph and frees it;
+
+# %% [markdown]
 # - **entropy stored, the loss ignores it** (#7166's condition, built here by the course): backward
 #   never reaches that graph, so it keeps what it saved, the logits and the softmax, S x V each.
 
@@ -373,7 +418,10 @@ print(f"receive buffer S x H x 2 B: {S * H * 2 / 2**20:.0f} MiB; unread entropy 
 # Now the same stages run as two `torch.distributed` [gloo](00_start_here.ipynb#gloo) processes on loopback (one
 # stage per rank, 1F1B order, `send`/`recv` into a fresh receive buffer), launched by `verlstudy.common.dist.run_local`
 # (forked ranks, short timeouts, always reaped). Each rank measures its live bytes at the end of
-# mini-batches of 1, 2 and 3 micro-batches. Only the last stage stores outputs (in Megatron, the
+# mini-batches of 1, 2 and 3 micro-batches.
+
+# %% [markdown]
+# Only the last stage stores outputs (in Megatron, the
 # `is_last_stage` guard in `schedules.py`, as the PR points out), so only it should grow; stage 0 holds
 # at most its in-flight micro-batches: O(pipeline depth), not O(micro-batches). The same launch then runs the
 # stages once more on a fresh model, storing with `detach_tree`, for the timeline after this one.
@@ -398,7 +446,10 @@ claim("gloo: same losses as the single-process schedule", ranks[1]["losses"] == 
 # %% [markdown]
 # **Inside one mini-batch.** Each rank also records its live bytes after every step of a 1F1B
 # mini-batch of 6 micro-batches (gradient buffers already exist, so only the schedule's own bytes
-# move). Stage 0 rises with each forward and falls with each backward, a **sawtooth** bounded by the
+# move).
+
+# %% [markdown]
+# Stage 0 rises with each forward and falls with each backward, a **sawtooth** bounded by the
 # micro-batches in flight; the last stage's backward frees the saved activations but its store keeps
 # each graph's leaf, a **staircase** (read its low points, right after each backward); with `detach_tree` the steps shrink to the stored outputs (from
 # the second backward on: the first also holds gradient sends still on their way to stage 0, a cost
@@ -438,16 +489,29 @@ upstream_source("workers/engine/megatron/transformer_impl.py", contains='["route
 # upstream's own words: every backend keeps one output entry per micro-batch until
 # `postprocess_batch_func` consumes it, and under Megatron 1F1B the pinned graph's input is a fresh P2P
 # receive buffer, `p2p_communication.py::create_tensor_recv_prev`. It also says why gradients do not change:
-# backward runs on the separately returned live loss. In the Megatron engine, the line that put
+# backward runs on the separately returned live loss.
+
+# %% [markdown]
+# In the Megatron engine, the line that put
 # `model_output` into the per-micro-batch output (what reaches `forward_data_store`) now wraps it in
-# `detach_tree`, with a comment pointing there. The last excerpt is from elsewhere in the same file, outside
+# `detach_tree`, with a comment pointing there.
+
+# %% [markdown]
+# The last excerpt is from elsewhere in the same file, outside
 # that diff (the write itself is the same in 0.9.0): a second `model_output` line,
 # `output["model_output"]["routed_experts"] = layers_topk_idx`, writes routing indices into the *merged*
 # output that `postprocess_batch_func` returned, after the schedule; lesson 02 reads it.
-#
-# The toy's fix uses the course's `verlstudy.common.trees.detach_tree` (lesson 02); the cell after the next
-# stores upstream's own. The stored outputs keep their own S x itemsize bytes per micro-batch and nothing
-# else; the loss and every gradient are bit-identical.
+
+# %% [markdown]
+# The toy's fix is the same one-line change of its store, with the course's `verlstudy.common.trees.detach_tree`
+# (lesson 02); `store_for(detach_outputs=True)` picks the new function:
+
+# %%
+show_change(store_output_as_is, store_output)
+
+# %% [markdown]
+# The cell after the next stores upstream's own `detach_tree` instead. The stored outputs keep their own
+# S x itemsize bytes per micro-batch and nothing else; the loss and every gradient are bit-identical.
 
 # %%
 fix_sites = fix_tracker.top_sites(5, since=fix_run.marks[-1])
@@ -487,11 +551,15 @@ upstream_cell(fix_with_upstream_detach_tree)
 # ## 7. The guard: a test that would have caught it
 # CI cannot assert absolute GPU memory, but it can assert the *shape* of residency on CPU: per
 # micro-batch, only the stored outputs' own bytes may stay alive. The guard passes with the fix and,
-# without it, fails naming the site. This guard is the course's. Upstream's regression test for this leak is
+# without it, fails naming the site.
+
+# %% [markdown]
+# This guard is the course's. Upstream's regression test for this leak is
 # #6699's weakref test (`tests/workers/test_engine_forward_step_detach_on_cpu.py`, commit dbbf0853f), which
-# lesson 02 rebuilds; the course's digest of #7874 also mentions a static check of the four engine call
-# sites, but we found none: verl's 0.9.1 release has no test of these call sites, and the stored upstream test
-# files hold no such check (lesson 02 builds the course's own).
+# lesson 02 rebuilds. The static check of the four engine call sites the course's digest of #7874 mentions is in
+# a verl fork, not in verl: [zhiyu-zhao-ucas/verl_meta_token](https://github.com/zhiyu-zhao-ucas/verl_meta_token) (commit 9ac85640) holds
+# `tests/workers/test_engine_detach_tree_on_cpu.py`, which verl's repository as we can read it does not (lesson 02
+# runs its rule and builds the course's own).
 
 # %%
 print("with the fix:", measure.assert_flat_residency(cfg, 3), "bytes per micro-batch")
@@ -537,7 +605,10 @@ claim("snapshot fixture: top site", snap_sites[0].function, expected="create_ten
 # same pipeline (leaking, 4 micro-batches, after one warm-up micro-batch so that the parameter
 # gradients exist before recording starts) and reads it with the same reader. On a CPU it prints one
 # skip line; where it runs, it checks that the snapshot holds exactly one receive buffer per stored
-# micro-batch. One difference from the CPU tracker: on CUDA, autograd runs backward on its own device
+# micro-batch.
+
+# %% [markdown]
+# One difference from the CPU tracker: on CUDA, autograd runs backward on its own device
 # thread, which has no Python frames, so the receive buffer's gradient lands in the `<no Python stack>`
 # group, together with everything allocated before recording began (parameters, their gradients).
 
@@ -588,6 +659,15 @@ upstream_check()
 # - The fix detaches at the store, and upstream's own `detach_tree` does exactly what the course's
 #   does: both variants flatten to the stored outputs, the loss and gradients do not change by a
 #   single bit. Lesson 02 shows what happens when the detach goes in the wrong place.
+
+# %% [markdown]
+# ## Open questions
+# - The guard asserts flat residency per micro-batch on CPU. Which GPU-only allocations (NCCL buffers, caching
+#   allocator blocks) could still grow with it green, and how would you catch them?
+# - The leak kept one micro-batch's graph per stored output. What other per-micro-batch store in an engine could
+#   pin a graph the same way without being called `model_output`?
+# - Attribution named the P2P receive that allocated the memory, not the line that kept it alive. How would you
+#   get from the first to the second in a real run?
 
 # %% [markdown]
 # ## Sources

@@ -20,13 +20,6 @@
 # **Time:** 45 minutes. **Assumes:** lesson 01, PyTorch autograd (`requires_grad`, `grad_fn`, `.detach()`), what
 # a [GRPO](00_start_here.ipynb#GRPO) advantage is. Sources are listed at the end. Facts checked against verl 0.9.1
 
-# %%
-# On Colab this installs the course (a minute); anywhere else it does nothing and prints nothing.
-import importlib.util, subprocess, sys
-if "google.colab" in sys.modules and importlib.util.find_spec("verlstudy") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "verlstudy @ git+https://github.com/verlstudy/verlstudy"], check=True)
-    importlib.invalidate_caches()
-
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
 seed = 0
@@ -37,8 +30,11 @@ lr = 0.5
 kl_coef = 0.001  # the allowed ranges are those over which every claim holds (see lesson_setup)
 
 # %%
-import gc, importlib.util, logging
-gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+import importlib.util, subprocess, sys
+if "google.colab" in sys.modules and not importlib.util.find_spec("verlstudy"):  # Colab only: this release of the course
+    subprocess.run(f"{sys.executable} -m pip install -q --no-deps git+https://github.com/verlstudy/verlstudy@v0.1.0 && {sys.executable} -m verlstudy.kit.colab || echo 'The course did not install: Runtime > Restart session, then run this cell again.'", shell=True)
+
+import gc, logging
 from collections import namedtuple
 
 import torch
@@ -50,13 +46,12 @@ from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise
 from verlstudy.kit.plots import line_plot
 from verlstudy.kit.resources import data_dir
-from verlstudy.kit.show import show_source, upstream_diff
+from verlstudy.kit.show import show_change, show_source, upstream_diff
 from verlstudy.kit.upstream import upstream_cell
 from verlstudy.lessons.l02_detach import astcheck, trees
 from verlstudy.lessons.l02_detach.setup import lesson_setup
 from verlstudy.lessons.l02_detach.upstream import REVIEWED_WRITES, differences, engine_sources, unwrapped_stores, upstream_detach_tree
 
-gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
 dev, seed, n_leaves, steps, group_size, lr, kl_coef = lesson_setup(device, seed, n_leaves, steps, group_size, lr, kl_coef)
 print(f"running on {dev.type}")
 
@@ -71,13 +66,19 @@ print(f"running on {dev.type}")
 # Before this section checks the course's version one property at a time, write your own.
 # **2.1** Write `my_detach_tree(obj)` with upstream's rules: detach a tensor only if it requires grad
 # (else return the same object), dict -> new dict, list/tuple -> same type, recursively, anything else
-# unchanged, never mutate the input. (Plain tuples are enough; no namedtuples needed.) Your function
-# receives one value: a tensor, a dict, a list, a tuple (nested to any depth) or anything else. Containers must
+# unchanged, never mutate the input. (Plain tuples are enough; no namedtuples needed.)
+
+# %% [markdown]
+# Your function receives one value: a tensor, a dict, a list, a tuple (nested to any depth) or anything else. Containers must
 # come back as **the same type** (a list as a list, a tuple as a tuple, a dict as a new dict); tensors that need
-# no detaching must come back as the very same objects. The checker builds fresh trees of live tensors, leaf
-# tensors that require grad, plain and integer tensors, strings, numbers and None, and compares what comes
-# back with the rules leaf by leaf. A wrong answer's message names the mistake; the second wrong try adds
-# where to look, the third the method in words; `exercise_hint("2.1")` shows both whenever you ask.
+# no detaching must come back as the very same objects.
+
+# %% [markdown]
+# The checker builds fresh trees (nested up to eight
+# levels) of live outputs, leaves and `nn.Parameter`s that require grad, views, every float dtype, masks and
+# integer tensors, strings, numbers and None; it compares what comes back with the rules leaf by leaf and checks
+# that your input is left exactly as it was. A wrong answer's message names the mistake; the second wrong try adds
+# where to look, the third a question, the fourth the method; `exercise_hint("2.1")` shows all three when you ask.
 
 # %% tags=["solution", "exercise-2.1"]
 def my_detach_tree(obj):
@@ -138,21 +139,18 @@ claim(
 )
 
 # %% [markdown]
-# **Namedtuples: the course's decision.** Upstream's `detach_tree` rebuilds a tuple with
-# `type(obj)(generator)`. For a plain tuple or list that works; a namedtuple's constructor takes one
-# argument per field, so a two-field namedtuple raises `TypeError` and a one-field namedtuple would
-# silently store the generator object (section 1b runs verl's own function on `Pair`). No engine
-# output holds namedtuples in verl 0.9.1, so upstream is not wrong in practice; the course's version
-# rebuilds namedtuples field by field (`type(obj)._make(...)`), which keeps the type and field names.
+# **Namedtuples: the course's decision.** Upstream rebuilds a tuple with `type(obj)(generator)`: a two-field
+# namedtuple raises `TypeError`, a one-field one silently stores the generator (section 1b runs verl's function
+# on `Pair`). No engine output in verl 0.9.1 holds one. The course's version rebuilds namedtuples with
+# `type(obj)._make(...)`, keeping type and field names.
 
 # %%
 print("ours:", type(out["pair"]).__name__, out["pair"]._fields)
 
 # %% [markdown]
-# **Jagged tensors.** Engines return per-sequence outputs as nested tensors with
-# `layout=torch.jagged` (one row per sequence, different lengths, packed into `values` with
-# `offsets`). A jagged tensor is a `torch.Tensor`, so `detach_tree` detaches it whole: the offsets
-# and values must come through unchanged. We build it as upstream's FSDP engine does, with
+# **[Jagged](00_start_here.ipynb#jagged) tensors.** Engines return per-sequence outputs as nested tensors with
+# `layout=torch.jagged`. A jagged tensor is a `torch.Tensor`, so `detach_tree` detaches it whole: offsets and
+# values must come through unchanged. We build it as upstream's FSDP engine does, with
 # `nested_tensor_from_jagged(values, cu_seqlens)`, a view that keeps the autograd link to `values`.
 
 # %%
@@ -172,11 +170,10 @@ claim(
 )
 
 # %% [markdown]
-# **The cost.** Every micro-batch's outputs go through `detach_tree`. Many of them (masks, advantages,
-# anything computed under `no_grad`) are already detached. A naive version that calls `.detach()` on
-# every tensor makes one new tensor object per leaf per micro-batch; the identity rule makes none. (The PR calls
-# that object a `TensorImpl`, the C++ object behind every Python tensor; its words are in the claim below.)
-# (`benchmarks/detach_tree.py` times the two; timings do not belong in a checked notebook.)
+# **The cost.** Many outputs (masks, advantages, anything computed under `no_grad`) are already detached. A
+# naive version calling `.detach()` on every tensor makes one new tensor object per leaf per micro-batch; the
+# identity rule makes none. (The PR calls that object a `TensorImpl`, the C++ object behind a Python tensor;
+# `benchmarks/detach_tree.py` times the two.)
 
 # %%
 already_detached = {f"k{i}": torch.zeros(2) for i in range(n_leaves)}
@@ -218,12 +215,20 @@ upstream_cell(compare_with_verl)
 # **2.2** Write `forward_step(policy, micro_batch, loss_function)` that computes per-action log-probs
 # (`log_softmax` of `policy(micro_batch["states"])`, gathered at `micro_batch["actions"]`), calls
 # `loss, metrics = loss_function({"log_probs": ...}, micro_batch)` and returns
-# `(loss, {"model_output": {"log_probs": ...}, "metrics": metrics})`. The engine keeps the micro-batch, and
-# Megatron's engine that output, until the mini-batch ends (lesson 01; verl's FSDP engine drops `model_output`
-# after each training backward unless `return_model_output` is set), and the loss must still train the policy: the checker
-# runs one step on a tiny policy and checks that the returned loss requires grad, that nothing stored under
-# `"model_output"` requires grad, that `micro_batch` is left as it was, and that every parameter gets a
-# non-zero gradient. Your function receives a `torch.nn.Module`, a
+# `(loss, {"model_output": {"log_probs": ...}, "metrics": metrics})`.
+
+# %% [markdown]
+# The engine keeps the micro-batch, and
+# the Megatron, TorchTitan and Automodel engines that output, until the mini-batch ends (lesson 01; only verl's
+# FSDP engine drops `model_output` after each training backward unless `return_model_output` is set), and the
+# loss must still train the policy: the checker
+# runs your step inside the engine's own loop (two mini-batches of 2-3 micro-batches: the engine's backward on
+# your loss after each step, then an optimizer step) and compares the gradients and updated parameters with the
+# reference's. So the step does no backward or `zero_grad` of its own, stores nothing under `"model_output"`
+# that requires grad, keeps no graph alive once it returns, and leaves `micro_batch` as it was.
+
+# %% [markdown]
+# Your function receives a `torch.nn.Module`, a
 # dict of tensors (`"states"`, `"actions"`, and `"advantages"` the loss may read) and the loss function; it
 # must return a **tuple** `(loss, dict)`, with the log-probs as a tensor of shape `(B,)` (also for B = 1). The
 # checker tries several policy sizes and batch sizes, with a loss that reads only the log-probs and one that
@@ -251,25 +256,25 @@ check_exercise("2.2", forward_step)
 
 # %% [markdown]
 # ## 2 · The trap: detach in the wrong place
-# A GRPO-style step on a toy contextual bandit (4 prompts, 6 actions, reward 1 for each prompt's
-# target action). The loss has two terms, as verl's actor loss does: a policy-gradient term and a
-# KL penalty against the frozen reference, with the `low_var_kl` (k3) estimator of
-# `verl/trainer/ppo/core_algos.py::kl_penalty`. In this engine, the course's construction of the
-# silent case, the KL term is computed beside the forward from the live log-probs, and the
-# policy-gradient term reads the `model_output` dict (`verlstudy.lessons.l02_detach.trees.policy_step`):
-#
-# ```python
-# kl = low_var_kl(log_probs, ref_log_probs).mean()
-# model_output = {"log_probs": log_probs}
-# model_output = detach_tree(model_output)          # placement="before_loss": the trap
-# pg_loss = -(advantages * exp(model_output["log_probs"] - old_log_probs)).mean()
-# loss = pg_loss + kl_coef * kl
-# stored = model_output                             # (right: stored = detach_tree(model_output) here)
-# ```
-#
-# Both placements train from the same seed: same initial policy, same targets, same sampling stream.
-# The figure shows what a training dashboard would log for the wrong placement (loss, KL, gradient
-# norm, mean reward), with the right placement's gradient norm and reward for contrast.
+# A GRPO-style step on a toy contextual bandit (4 prompts, 6 actions, reward 1 for each prompt's target action).
+# The loss has two terms, as verl's actor loss does: a policy-gradient term and a
+# [KL](00_start_here.ipynb#KL) penalty against the frozen reference, with the `low_var_kl` (k3) estimator of
+# `verl/trainer/ppo/core_algos.py::kl_penalty`.
+
+# %% [markdown]
+# In the course's construction of the silent case, the KL term reads the live log-probs and the
+# policy-gradient term reads `model_output`. The trap and the fix, as a change of the course's own step
+# (`trees.policy_step` calls one or the other):
+
+# %%
+show_change(trees.loss_detached_before, trees.loss_detached_after)
+
+# %% [markdown]
+# The trap is one misplaced line: `model_output = detach_tree(model_output)` before the loss, then
+# `stored = model_output` (right: stored = detach_tree(model_output) here).
+# Both placements train from the same seed: same initial policy, targets and sampling stream. The figure shows
+# what a dashboard would log for the wrong placement (loss, KL, gradient norm, mean reward), with the right
+# placement's gradient norm and reward for contrast.
 
 # %%
 runs = {p: trees.train_placement_bandit(p, steps=steps, group_size=group_size, lr=lr, kl_coef=kl_coef, seed=seed)
@@ -294,29 +299,32 @@ claim("right placement: the policy moved", right.param_change > 0)
 claim("wrong placement: KL exactly 0.0 at every step", wrong.kls == [0.0] * steps)
 claim("wrong placement: largest |loss| over all steps (zero up to float rounding)", max(map(abs, wrong.losses)),
       expected=0, atol=1e-6, digits=2)
-claim("right placement: KL above 0 from step 1 on", all(k > 0 for k in right.kls[1:]))
+first_update = next(i for i, g in enumerate(right.grad_norms) if g > 0)  # step 0 unless its batch had no signal
+claim("right placement: KL above 0 from the step after its first update on", all(k > 0 for k in right.kls[first_update + 1:]))
 late_gain = sum(right.rewards[-3:]) / 3 - sum(wrong.rewards[-3:]) / 3
 print(f"mean reward of the last 3 steps, right minus wrong placement: {late_gain:.3f}")
 claim("the right placement ends with a higher reward (by more than 0.1)", late_gain > 0.1)
 
 # %% [markdown]
-# **Why the loss looks normal.** `.detach()` never changes a value, so the forward, and the loss, is
-# the same number in both placements at step 0. For on-policy data the ratio is exactly 1, and GRPO
-# advantages are centred in each group, so the policy-gradient term is ~0 whether or not it is
-# connected: an RL loss curve carries little information about whether the gradient flows. Here
-# the right placement's loss is only `kl_coef` times a small KL, so both curves sit near 0.
-#
+# **Why the loss looks normal.** `.detach()` never changes a value, so the loss is the same number in both
+# placements at step 0. On-policy the ratio is exactly 1 and GRPO advantages are centred in each group, so the
+# policy-gradient term is ~0, connected or not. The right placement's loss is only `kl_coef` times a small KL:
+# both curves sit near 0.
+
+# %% [markdown]
 # **Why backward does not complain.** The KL term reads the live log-probs, so the loss still
 # requires grad. But the actor starts equal to the reference, where the k3 estimator's gradient is
 # exactly zero (`d/dlogp [e^(r-logp) - (r-logp) - 1] = 1 - e^0 = 0`). With the policy-gradient term
 # cut, the total gradient is exactly zero, the optimizer never moves the policy, and it stays at the
 # reference: zero forever.
-#
-# **Which metric gives it away.** Not the loss, and the reward only slowly and noisily. The KL does:
-# a policy that trains drifts from its reference after its first update, so a KL that is *exactly*
-# 0.0 at step 5 says the policy has not moved. The gradient norm, where it is logged, says the same:
-# exactly 0.0. A flat, exact zero is itself the signal; a small but varying value is not.
-#
+
+# %% [markdown]
+# **Which metric gives it away.** Not the loss; the reward only slowly and noisily. The KL does: a policy
+# drifts from its reference after its first update (step 0's, unless no group's rewards differed: then its
+# advantages are all 0), so a KL of *exactly* 0.0 at step 5 says it has not moved. So does a gradient norm of
+# exactly 0.0.
+
+# %% [markdown]
 # **The loud case, as verl's loss is structured.** Let the KL term read `model_output["log_probs"]`
 # too, as `ppo_loss` does for all its terms (`kl_reads="model_output"`). Detached before the loss,
 # nothing in the loss requires grad any more, and the first backward raises:
@@ -334,7 +342,8 @@ claim("verl-shaped loss, right placement: same loss curve as the silent engine's
 # Three rules, checked after `loss.backward()` by the course's `check_train_step` (below): the returned loss requires
 # grad; nothing stored requires grad; every trainable parameter got a non-zero gradient. Only the
 # third one catches the trap; the second one catches lesson 01's leak.
-#
+
+# %% [markdown]
 # One caveat for the third rule: in GRPO a batch where every group got equal rewards has all-zero
 # advantages, and at the reference the KL gradient is zero too, so even the right placement gets an
 # exactly zero gradient on such a batch (some seeds draw one: the step count claimed above). Check the rule on a
@@ -369,17 +378,20 @@ with expect_error(trees.ContractError, match="all-zero gradient"):
 # #6699's leak needed no pipeline, only a large run to show: Qwen3-8B with [LoRA](00_start_here.ipynb#LoRA) on
 # FSDP2, about 400 micro-batches per update, `memory_allocated` from 24.8 to 64 GiB and then out of memory (commit
 # dbbf0853f; only the Megatron variant of #7874, whose retained receive buffer exists only between pipeline stages,
-# needs PP >= 2). Its regression test pins the *mechanism* instead, on CPU (it runs in `cpu_unit_tests`), in
+# needs PP >= 2).
+
+# %% [markdown]
+# Its regression test pins the *mechanism* instead, on CPU (it runs in `cpu_unit_tests`), in
 # `tests/workers/test_engine_forward_step_detach_on_cpu.py`: a tiny model with a frozen embedding whose output is
 # forced to require grad (as [PEFT](00_start_here.ipynb#PEFT)'s `enable_input_require_grads` does) and a
 # `torch.utils.checkpoint` block; a weakref to the checkpoint-saved input
-# must be alive while the loss exists and dead after `del loss; gc.collect()` while the output is still held. The
-# checkpoint keeps its input for recomputation, so that input lives exactly as long as the graph. The cell below is
-# the course's miniature of that test, not upstream's file.
+# must be alive while the loss exists and dead after `del loss; gc.collect()` while the output is still held.
+
+# %% [markdown]
+# The checkpoint keeps its input for recomputation, so that input lives exactly as long as the graph. The cell
+# below is the course's miniature of that test, not upstream's file.
 
 # %%
-gc.freeze()  # speed only: torch's lazy imports left a large heap; gc.collect() below then scans just new objects
-
 # one forward, a loss, the output held as an engine holds it; then `del loss` and gc.collect()
 lifetimes = {wrap: trees.saved_input_lifetime(detach=wrap, seed=seed) for wrap in (True, False)}
 for wrap, result in lifetimes.items():
@@ -408,14 +420,29 @@ claim("CPU: bytes retained per held micro-batch, unwrapped", per_mb[False],
 
 # %% [markdown]
 # ## 5 · The static check: every call site wraps what it stores
-# The weakref test pins the mechanism. The course's [digest](00_start_here.ipynb#digest) of #7874 also
-# mentions a static check of the four engine call sites; we found no such test (verl's 0.9.1 release has no
-# test of these call sites, and the stored upstream test files hold none), so none of upstream's is run here. `verlstudy.lessons.l02_detach.astcheck` is the course's own static check: it finds
+# The weakref test pins the mechanism. The static check of the four engine call sites that the course's
+# [digest](00_start_here.ipynb#digest) of #7874 mentions lives in a verl fork: [zhiyu-zhao-ucas/verl_meta_token](https://github.com/zhiyu-zhao-ucas/verl_meta_token)
+# (commit 9ac85640), `tests/workers/test_engine_detach_tree_on_cpu.py`, "Regression guard for verl#6698 on the
+# non-FSDP engines".
+
+# %% [markdown]
+# It parses the four engines' `transformer_impl.py` into an [AST](00_start_here.ipynb#AST) and requires each
+# `"model_output"` store (a subscript assignment or a dict key) to be a direct `detach_tree(...)` call; that rule
+# passes on 0.9.1 and fails on 0.9.0 at the four stores #7874 wrapped. verl's repository, as we can read it, does
+# not hold this file (only #6699's weakref test): not merged.
+
+# %% [markdown]
+# `verlstudy.lessons.l02_detach.astcheck` is the course's own, wider static check: it finds
 # every place a value is stored under `"model_output"` (dict entry, subscript assignment,
 # `dict(model_output=...)`, `setdefault`, and writes *into* the stored dict) and reports those not
-# wrapped in `detach_tree(...)`, following a variable back to its assignment. Upstream has two call-site
-# shapes: a dict display `"model_output": detach_tree(model_output)` (fsdp, automodel, torchtitan) and a
-# subscript assignment `output["model_output"] = detach_tree(model_output)` (megatron). The example engines in
+# wrapped in `detach_tree(...)`, following a variable back to its assignment.
+
+# %% [markdown]
+# Upstream has two call-site shapes: a dict display `"model_output": detach_tree(model_output)` (fsdp, automodel, torchtitan) and a
+# subscript assignment `output["model_output"] = detach_tree(model_output)` (megatron).
+
+# %% [markdown]
+# The example engines in
 # `data/engines/` use both, one per upstream engine (torchtitan's deliberately unwrapped), plus a fifth shape
 # of the course's own that no upstream engine has (`detach_tree` into a variable, stored through
 # `dict(model_output=...)`). The megatron one also writes routing indices into the stored dict, which a
@@ -472,11 +499,13 @@ claim("the AST check passes the trap's engine (only the contract catches it)",
 
 # %% [markdown]
 # ### Upstream's four store sites in 0.9.0 and 0.9.1
-# Here are the four store lines (one per `transformer_impl.py` of fsdp, automodel, torchtitan and megatron; in
-# 0.9.1 veomni and mindspeed define none of their own, and 0.9.0's veomni wrote only its grad-free routing indices
-# into `model_output`, the kind of write megatron's routing line is) as verl changed them between 0.9.0 (before #7874) and 0.9.1, read at run
-# time from the installed releases. The part of #7874's description we could read covers the Megatron engine only,
-# so the other three changes are dated to that interval, not credited to the PR:
+# The four store lines (one per `transformer_impl.py` of fsdp, automodel, torchtitan and megatron) as verl changed
+# them between 0.9.0 (before #7874) and 0.9.1, read from the installed releases. The part of #7874's description
+# we could read covers Megatron only, so the other three changes are dated to that interval, not credited to it.
+
+# %% [markdown]
+# In 0.9.1 veomni and mindspeed define no store of their own; 0.9.0's veomni wrote only its grad-free routing
+# indices into `model_output`, the kind of write megatron's routing line is.
 
 # %% tags=["upstream-source", "nbval-ignore-output"]
 for engine in ("fsdp", "automodel", "torchtitan"):
@@ -486,10 +515,13 @@ _ = upstream_diff("workers/engine/megatron/transformer_impl.py", None, contains=
 # %% [markdown]
 # **Reading it.** Three engines build the per-micro-batch output as a dict display, and 0.9.1 wraps the
 # `"model_output"` entry in `detach_tree`; Megatron assigns it by subscript (only
-# `if forward_only or not self.engine_config.dynamic_context_parallel`: under dynamic CP training it stores
+# `if forward_only or not self.engine_config.dynamic_context_parallel`: under
+# [dynamic CP](00_start_here.ipynb#dynamic-CP) training it stores
 # none) and wraps it the same way. Each gets a comment naming where the output goes next (`output_lst`,
 # Megatron's `forward_data_store`). FSDP's diff also removes #6699's inline dict comprehension, which
 # `detach_tree` replaces. verl 0.9.0's `verl/workers/engine/utils.py` has no `detach_tree`; 0.9.1 has it.
+
+# %% [markdown]
 # The next cell runs the course's check, unreviewed, on the four real `transformer_impl.py` files
 # of both releases, then on 0.9.1 copies with every `detach_tree(...)` call removed
 # (`astcheck.unwrap_calls` turns `detach_tree(x)` into `(x)`, keeping every line number).
@@ -518,20 +550,26 @@ upstream_cell(engines_before_and_after, releases=["0.9.0"])
 # **Reading it.** In 0.9.0 the check flags megatron's `output["model_output"] = model_output` in
 # `postprocess_micro_batch_func`, and automodel's and torchtitan's `"model_output": model_output`
 # entries in `forward_step`: the true positives, all three wrapped between 0.9.0 and 0.9.1 (megatron's by #7874).
-# Two kinds of line are where a name-based rule misjudges:
-#
+# Two kinds of line are where a name-based rule misjudges.
+
+# %% [markdown]
 # - **FSDP in 0.9.0 is flagged, but it was not leaking.** #6699 had already detached FSDP's output,
 #   with an inline dict comprehension rather than a call named `detach_tree`; a rule that looks for
 #   the name cannot know that. That comprehension (the course's reconstruction below) detaches every
 #   top-level tensor that has a `grad_fn`, which is every engine output; it would miss a nested
 #   container and a leaf that requires grad. In 0.9.1 the FSDP engine calls `detach_tree` there.
+
+# %% [markdown]
 # - **megatron's `setdefault("model_output", {})["routed_experts"] = ...` in both releases** (a write into
 #   each stored micro-batch entry, on the dynamic-CP path only, `_attach_dcp_recorded_routes`), **and a second
 #   write, `output["model_output"]["routed_experts"] = ...`** (into the *merged* output that
 #   `postprocess_batch_func` returns after the schedule: not the per-micro-batch store this check is about,
 #   but a name rule cannot tell). Judging only the `{}` default would call the first safe, though a tensor is
 #   written into that dict on the same line; the course's check therefore judges the write, and flags both.
-#   Both hold int16 expert indices, which cannot require grad, written after the schedule has run: false
+
+# %% [markdown]
+# Both hold integer expert indices (uint8 in 0.9.0, which casts with `.to(torch.uint8)`; int16 in 0.9.1),
+#   which cannot require grad, written after the schedule has run: false
 #   alarms a name cannot clear. The course handles it by review:
 #   `REVIEWED_WRITES` clears writes of `routed_experts` by name, with the reason, and nothing else.
 
@@ -595,10 +633,19 @@ upstream_check()
 #   *exactly* 0.0 step after step can; so can a contract: loss requires grad, stored outputs do not,
 #   trainable parameters get non-zero gradients.
 # - Pin the mechanism with a weakref test (#6699's, upstream's) and the call sites with a static check (the
-#   course's; we found none upstream); neither
+#   course's; a fork holds a narrower one that verl has not merged); neither
 #   replaces the contract, because the static check cannot see placement, and a name-based rule
 #   both flags correct code written another way (#6699's comprehension) and needs a reviewed reason
 #   for what it cannot judge (integer routing indices written into the stored dict).
+
+# %% [markdown]
+# ## Open questions
+# - Detaching before the loss silently zeroed a gradient; detaching after the store is what the fix does. Is there
+#   a placement a type checker or a linter could enforce, rather than a test?
+# - The static check judges names and cannot see dtypes. What would a check that runs the engine on fake tensors
+#   (the meta device) see that it cannot, and what would it miss?
+# - verl's FSDP engine drops `model_output` after each backward unless asked; the others keep it to the end of
+#   the mini-batch. Which design would you choose for a new engine, and why?
 
 # %% [markdown]
 # ## Sources

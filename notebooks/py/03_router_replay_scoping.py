@@ -18,13 +18,6 @@
 # **Time:** 60 minutes. **Assumes:** top-k routing, `torch.distributed` collectives. Sources are listed at the end.
 # Facts checked against verl 0.9.1.
 
-# %%
-# On Colab this installs the course (a minute); anywhere else it does nothing and prints nothing.
-import importlib.util, subprocess, sys
-if "google.colab" in sys.modules and importlib.util.find_spec("verlstudy") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "verlstudy @ git+https://github.com/verlstudy/verlstudy"], check=True)
-    importlib.invalidate_caches()
-
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
 n_tokens = 32  # tokens per micro-batch
@@ -37,7 +30,9 @@ collective_timeout_s = 0.5  # gloo collective timeout for the stranded-rank demo
 seed = 0
 
 # %%
-import gc; gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+import importlib.util, subprocess, sys
+if "google.colab" in sys.modules and not importlib.util.find_spec("verlstudy"):  # Colab only: this release of the course
+    subprocess.run(f"{sys.executable} -m pip install -q --no-deps git+https://github.com/verlstudy/verlstudy@v0.1.0 && {sys.executable} -m verlstudy.kit.colab || echo 'The course did not install: Runtime > Restart session, then run this cell again.'", shell=True)
 
 from verlstudy.kit.claims import claim, claims_table, expect_error
 from verlstudy.kit.devices import pick_device
@@ -68,7 +63,7 @@ from verlstudy.common.dist import run_local
 from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.plots import bar_plot
-from verlstudy.kit.show import show_source, upstream_diff, upstream_source
+from verlstudy.kit.show import show_change, show_source, upstream_diff, upstream_source
 from verlstudy.kit.upstream import upstream_cell, verl_version
 from verlstudy.lessons.l03_router_replay import guards, pipeline
 from verlstudy.lessons.l03_router_replay import upstream as verl_fns
@@ -79,16 +74,14 @@ from verlstudy.lessons.l03_router_replay.controller import (
 from verlstudy.lessons.l03_router_replay.moe import TinyMoE, sgd_step
 from verlstudy.lessons.l03_router_replay.routes import (
     MissingRoutes, local_stage_routes, model_routers, recorded_routes, replay_columns, rerouted_per_layer,
-    rerouted_tokens, routers_by_layer, routes_used, set_replay_targets, stack_routes,
+    rerouted_tokens, routers_by_layer, routes_used, set_replay_targets, stack_routes, update_until_rerouted,
 )
 from verlstudy.lessons.l03_router_replay.text_config import ComposedConfig, ToyConfig, bfs_config_attr, get_text_config_attr
-
-gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
 
 # %% [markdown]
 # ## 1. Why replay: one update moves the routing
 # `TinyMoE` is embedding -> 3 MoE layers (router: linear -> softmax -> top-k; each expert a small matrix)
-# -> head. Each router carries a `RouterReplay`, as verl's patched `TopKRouter` does. The R2 controller
+# -> head. Each router carries a `RouterReplay`, as verl's patched `TopKRouter` (Megatron-Core's router class) does. The R2 controller
 # arms the model's routers to RECORD during the old-logprob forward and hands back the routes: int16,
 # one row per token, one column per layer (in layer-number order), `topk` experts each.
 
@@ -119,23 +112,22 @@ def upstream_merge_agrees() -> None:
 _ = upstream_cell(upstream_merge_agrees)
 
 # %% [markdown]
-# Now one policy update (cross-entropy, one SGD step), then the update forward twice: once with native
-# routing, once replaying the recorded routes. `rerouted_tokens` counts tokens whose expert *set* differs
-# from the record in at least one layer.
+# Now a policy update (cross-entropy, one SGD step), then the update forward twice: natively, and replaying the
+# record. `rerouted_tokens` counts tokens whose expert *set* left the record in some layer;
+# `update_until_rerouted` steps again, the step doubled, at the rare seed where one step moves nothing:
 
 # %%
-torch.nn.functional.cross_entropy(model(tokens), targets).backward()
-sgd_step(model, lr)
-with torch.no_grad():
-    model(tokens)
+show_source(update_until_rerouted)
+
+# %%
+updates, native_moved = update_until_rerouted(model, tokens, targets, recorded, lr)
 native_routes = routes_used(model)
-native_moved = rerouted_tokens(recorded, native_routes)
 print("update forward:", r2.begin(model, forward_only=False, routes=recorded))
 with torch.no_grad():
     model(tokens)
 replay_moved = rerouted_tokens(recorded, routes_used(model))
 print(f"tokens routed elsewhere than recorded: native {native_moved}/{n_tokens}, replayed {replay_moved}/{n_tokens}")
-claim(f"one update moves native routing ({native_moved}/{n_tokens} tokens)", native_moved > 0,
+claim(f"{updates} update(s) move native routing ({native_moved}/{n_tokens} tokens)", native_moved > 0,
       upstream="why R2 exists: the update replays the routes its old-log-prob forward recorded")
 claim("tokens off the record under R2 replay", replay_moved, 0, upstream="REPLAY_FORWARD uses target_topk_idx")
 
@@ -183,12 +175,12 @@ claim(f"stuck in REPLAY_FORWARD, the recompute silently moves {stuck_moved}/{n_t
 # %% [markdown]
 # ## 2. The regression: what is established, and what is not
 # #7805's description says the reverted #7106 "queried the process-global router registry even when router
-# replay was disabled", so normal Megatron SFT and RL jobs failed when the registry was empty. #7786's description
-# is only "Reverts #7106". The PR descriptions we could read do not say which exception those jobs hit, and **the
+# replay was disabled", so normal Megatron SFT (supervised fine-tuning) and RL jobs failed when the registry was empty. #7786's description
+# is, as the course read it, only "Reverts #7106" (the thread is not in the sources we can search: unverified). The PR descriptions we could read do not say which exception those jobs hit, and **the
 # course cannot reproduce it.** The branch we can read is #7106 as stored (head `33a1928c1`, 2026-08-13; the merged
 # version is not available to us). It asks `RouterReplayHelper.is_*_action` on every forward whatever the mode, but
 # so did verl 0.9.0 and #7106's merge-base (`535c47799`). A dense config with Megatron's default `moe_layer_freq=1`
-# passes through both; one with `moe_layer_freq=None` fails the same way in both, so it is not the regression.
+# (Megatron-Core's `TransformerConfig`) passes through both; one with `moe_layer_freq=None` fails the same way in both, so it is not the regression.
 #
 # What is established is #7805's remedy, in verl's own diff 0.9.0 -> 0.9.1: every hook is gated by the mode,
 # through two flags. `forward_step`'s REPLAY hooks check the engine's `self.enable_routing_replay` (set once from
@@ -209,15 +201,19 @@ upstream_diff("utils/megatron/router_replay_utils.py", "RouterReplayHelper.get_m
 # once, as `record_r2_routes`, and a REPLAY without recorded routes now raises. In the second diff,
 # `if not RouterReplay.router_instances: return []` is the new first line, and a registry that matches neither one
 # rank's nor the whole model's layout now raises instead of being sliced.
-#
-# The course's controller has the same shape. `ReplayController.begin` is the opt-in gate: with the mode off it
-# touches nothing. `PositionalReplayController` is the lifecycle before either fix, verl 0.8.0's shape: it asks
-# the positional helper on every forward whatever the mode (as 0.8.0, 0.9.0 and #7106's branch all do), then
-# takes its routers by position from the registry (as 0.8.0 does; the next cells show what 0.9.0 changed). It
-# is not a reproduction of #7106's failure:
+
+# %% [markdown]
+# The course's controller has the same shape. `PositionalReplayController` is the lifecycle before either fix,
+# verl 0.8.0's shape: it asks the positional helper on every forward whatever the mode (as 0.8.0, 0.9.0 and
+# #7106's branch all do), then arms routers taken by position from the registry (as 0.8.0 does; the next cells
+# show what 0.9.0 changed). It is not a reproduction of #7106's failure.
+
+# %% [markdown]
+# `ReplayController.begin` is the fix: the opt-in gate comes first (with the mode off it touches nothing), and
+# the targets go to the forwarded model's own routers. Both run below; as a change of the course's function:
 
 # %%
-show_source(ReplayController.begin)
+show_change(PositionalReplayController.begin, ReplayController.begin)
 
 # %%
 fresh_registry: list = []  # what a fresh process's RouterReplay.router_instances holds: nothing
@@ -248,30 +244,32 @@ _ = upstream_cell(upstream_empty_registry)
 # %% [markdown]
 # **A stale router leaks in.** The registry is cleared only when the replay patch is applied
 # (`apply_router_replay_patch`, `verl/utils/megatron/router_replay_patch.py`); within one model build, a decoder
-# that was built and discarded stays in it, in front. #7340 reports this for Megatron-Bridge's Qwen3-VL model,
+# that was built and discarded stays in it, in front. #7340 reports this for Megatron-Bridge's (NVIDIA's library that builds Megatron-Core models from Hugging Face ones) Qwen3-VL model,
 # which builds its decoder twice: 2N routers for N layers, orphans first (verl 0.9.1's `iter_model_routers`
 # docstring names the case). Before #7340 (commit `c3747cbd7`, first released in verl 0.9.0; 0.8.0 is the last
 # release without it), the engine gave the replay targets and the action switches to a positional slice of the
 # registry: the *stale* routers received them and the live model routed natively, "no error, no warning"
 # (#7340's description). `PositionalReplayController` does the same; the model-scoped controller walks the
-# forwarded model and reaches its own routers. Both replay the same routes, as R3 replays rollout's (here they
-# come from the R2 record of `record_routes`, section 1's old-logprob pass in one call); `replay_off_record`
-# runs one update forward and counts the tokens whose experts left the record.
+# forwarded model. The live model below holds section 1's updated weights, so both replay section 1's record
+# and `replay_off_record` counts the tokens whose experts left it: a miss is exactly native routing.
+
+# %%
+show_source(replay_off_record)
 
 # %%
 shared_registry: list = []
 discarded = TinyMoE(**sizes, registry=shared_registry)  # registered first, then thrown away
 live = TinyMoE(**sizes, registry=shared_registry)
-live_routes = record_routes(r2, live, tokens)
-torch.nn.functional.cross_entropy(live(tokens), targets).backward()
-sgd_step(live, lr)
+live.load_state_dict(model.state_dict())  # section 1's model after its update: its record is `recorded`
+live_routes = recorded
 stale_config = ToyTransformerConfig(num_layers=3)
 positional = PositionalReplayController("R3", tf_config=stale_config, registry=shared_registry)
 moved = {name: replay_off_record(controller, live, tokens, live_routes)
          for name, controller in (("pre-#7340", positional), ("model-scoped", ReplayController("R3")))}
 print(f"registry holds {len(shared_registry)} routers for a 3-layer model; tokens off the record: {moved}")
 claim(f"pre-#7340 positional replay silently misses the live routers ({moved['pre-#7340']}/{n_tokens} tokens off)",
-      moved["pre-#7340"] > 0, upstream="#7340: targets go to a decoder that no longer forwards, no error, no warning")
+      moved["pre-#7340"] == native_moved > 0,
+      upstream="#7340: targets go to a decoder that no longer forwards, no error, no warning")
 claim("model-scoped replay: tokens off the record", moved["model-scoped"], 0)
 
 # %% [markdown]
@@ -322,9 +320,11 @@ with expect_error(ValueError, match="'disabled', 'R2', 'R3'"):
 # claiming the same layer must raise `ValueError`.
 #
 # **Receives** a list of `(layer_number, routes)` pairs, `routes` an integer tensor `(tokens, topk)`, in walk order
-# (layer numbers may have gaps and go past 9); **returns** one `torch.int16` tensor `(tokens, layers, topk)`. Leave
+# (layer numbers may have gaps and go past 9; models have up to 61 MoE layers and up to 512 experts, so expert ids
+# go above 255); **returns** one `torch.int16` tensor `(tokens, layers, topk)`. Leave
 # the list you are given as it was. A wrong answer's message names the mistake; the second try adds where to
-# look, the third the method in words (`exercise_hint("3.1")`); `show_solution("3.1")` prints the solution.
+# look, the third a question, the fourth the method (`exercise_hint("3.1")`); `show_solution("3.1")` prints the
+# solution.
 
 # %% tags=["solution", "exercise-3.1"]
 def stack_by_layer(pairs: list[tuple[int, torch.Tensor]]) -> torch.Tensor:
@@ -359,7 +359,7 @@ claim("layer-ordered stacking: tokens off the record", mismatch["layer order"], 
 # expects none appends a 0-layer map; one whose routers captured nothing raises.
 
 # %% tags=["upstream-source", "nbval-ignore-output"]
-upstream_diff("utils/megatron/router_replay_utils.py", "merge_router_topk_indices", contains="layer_number")
+upstream_diff("utils/megatron/router_replay_utils.py", "merge_router_topk_indices", contains="layer_number", context=0)
 
 # %% [markdown]
 # In the new lines, `sorted(iter_model_routers(model), key=lambda item: item[0])` is the fix of this section: the
@@ -440,7 +440,7 @@ _ = upstream_cell(upstream_absolute_replay)
 #
 # - **The default path, without VPP** (virtual pipeline parallelism: each rank holds several non-adjacent
 #   chunks of layers, and the schedule interleaves them). The engine merges each micro-batch's routes into one
-#   *nested* (jagged) int16 map with `merge_nested_router_maps` (`transformer_impl.py`), one
+#   *nested* ([jagged](00_start_here.ipynb#jagged): rows of different lengths in one tensor) int16 map with `merge_nested_router_maps` (`transformer_impl.py`), one
 #   `(tokens, local layers, topk)` tensor per sequence, and `pp_gather` sends it with
 #   `torch.distributed.all_gather_object` on CPU (pickled): no layer count to exchange, no padding.
 # - **A dense map**, which only the VPP path builds, and only from [BSHD](00_start_here.ipynb#BSHD) inputs
@@ -448,15 +448,9 @@ _ = upstream_cell(upstream_absolute_replay)
 #   exchange their layer counts, pad only the layer dim to the largest stage, send the int16 routes as raw bytes
 #   (NCCL, `torch.distributed`'s GPU backend, has no int16) and strip the padding.
 #
-# Both are upstream's code as released (the whole function, below); the end of this section runs verl's own
-# `pp_gather` on real gloo ranks on this machine, once per branch.
-
-# %% tags=["upstream-source", "nbval-ignore-output"]
-upstream_source("utils/megatron/router_replay_utils.py", "pp_gather")
-
-# %% [markdown]
-# Exercise 3.2 and the course's `pipeline.pp_gather` below use the **dense** branch: its wire format is where a
-# mistake is easy to make and hard to see.
+# Both are upstream's code as released (shown after exercise 3.2, whose answer it holds); the end of this section
+# runs verl's own `pp_gather` on real gloo ranks on this machine, once per branch. Exercise 3.2 and the course's
+# `pipeline.pp_gather` use the **dense** branch: its wire format is where a mistake is easy to make and hard to see.
 
 # %% [markdown]
 # ### Predict first: exercise 3.2
@@ -467,7 +461,8 @@ upstream_source("utils/megatron/router_replay_utils.py", "pp_gather")
 #
 # **Receives** a `torch.int16` tensor and an int (`to_wire`), a `torch.uint8` tensor and an int (`from_wire`);
 # **returns** a `torch.uint8` tensor and a `torch.int16` tensor of exactly those shapes. The checker tries
-# `L = 0` (a stage without MoE layers), all-zero layers and generated maps.
+# stages of real models cut over 1 to 16 pipeline stages (`L = 0`, a stage without MoE layers, included), all-zero
+# layers, and maps that are views (a slice, a transposed copy).
 
 # %% tags=["solution", "exercise-3.2"]
 def to_wire(routes: torch.Tensor, max_layers: int) -> torch.Tensor:
@@ -485,6 +480,12 @@ def from_wire(payload: torch.Tensor, layer_count: int) -> torch.Tensor:
 
 # %% tags=["checker", "exercise-3.2"]
 check_exercise("3.2", to_wire, from_wire)
+
+# %% [markdown]
+# Now verl's own `pp_gather`, the whole function as released: both branches, the dense one's byte view and padding.
+
+# %% tags=["upstream-source", "nbval-ignore-output"]
+upstream_source("utils/megatron/router_replay_utils.py", "pp_gather")
 
 # %% [markdown]
 # The course's `pipeline.to_wire` sends the int16 routes as a **uint8 view**. Expert ids above 255 show why
@@ -516,9 +517,10 @@ claim("every rank gets the full map, bit-exact, with a 0-layer stage joining",
 # **One rank raises instead of joining.** verl 0.9.1's RECORD (`merge_router_topk_indices`) raises when a
 # stage's routers captured nothing. It runs inside `forward_step`, during the 1F1B schedule, so the other ranks
 # wait in the schedule's point-to-point sends and receives for a partner that never comes, until the
-# process-group timeout (NCCL's default is minutes). The demonstration below shows the same failure mode on the
+# process-group timeout (verl 0.9.1's `nccl_timeout: 600` seconds, in `_generated_ppo_megatron_trainer.yaml`). The demonstration below shows the same failure mode on the
 # collective this section teaches: one rank raises instead of joining `pp_gather`, and the others wait. The
-# failing rank stays alive, as a Ray worker does after an exception, and the timeout is `collective_timeout_s`:
+# failing rank stays alive (verl runs each rank as a Ray worker, a process of the Ray framework; the course's
+# reading is that such a process outlives its task's exception), and the timeout is `collective_timeout_s`:
 
 # %%
 fork_context = multiprocessing.get_context("fork")
@@ -585,7 +587,7 @@ claim(f"every rank raises the same error naming stage {missing_stage}",
 claim("every rank raised long before the collective timeout", time.monotonic() - start < 10.0)
 
 # %% [markdown]
-# Last, verl's own `pp_gather` (the source shown at the start of this section) on real gloo ranks on this machine,
+# Last, verl's own `pp_gather` (the source shown after exercise 3.2) on real gloo ranks on this machine,
 # one rank per stage of `pp_layer_counts`, a stage with 0 MoE layers included, once per branch. The nested maps
 # are torch's jagged tensors, whose first use in a process imports torch's distributed-tensor and compiler modules;
 # this process did that while the stranded rank above waited out its timeout, so the ranks forked here inherit it.
@@ -631,7 +633,8 @@ _ = upstream_cell(upstream_pp_gather)
 # contains itself; raise `AttributeError` when nothing on the branch has the attribute.
 #
 # **Receives** a config object (attributes, nested configs) and an attribute name; **returns** the value as
-# stored (any type). The checker tries the lesson's configs and generated config trees up to 3 levels deep.
+# stored (any type). The checker tries the lesson's configs, generated config trees up to 3 levels deep, and
+# configs shaped like Hugging Face's (a plain LM, VL and Omni models, a composite with `get_text_config()`).
 
 # %% tags=["solution", "exercise-3.3"]
 def find_text_attr(config: object, name: str) -> object:
@@ -733,7 +736,9 @@ claim("a cyclic config is walked safely", get_text_config_attr(omni, "hidden_siz
 # %% [markdown]
 # ## Guard: the tests that would have caught them
 # `tests/lessons/l03_router_replay/` pins each failure mode. Here, in small, each guard (a predicate in
-# `guards`) runs twice: on the bug and on the fix. A guard that passes on both would catch nothing.
+# `guards`) runs twice: on the bug and on the fix. A guard that passes on both would catch nothing. The last row's
+# "fix" is the course's own header-flag design, not verl's: verl 0.9.1 raises before `pp_gather` (section 4), so
+# run on 0.9.1's behaviour that guard would fail, as on the bug.
 
 # %%
 dense_job = ToyTransformerConfig(num_layers=3, moe_layer_freq=None)  # a config the layer-info code rejects:
@@ -750,10 +755,12 @@ guard_runs = {
         lambda m, r: set_replay_targets(m, r, index="position"), set_replay_targets),
     "no rank is stranded in pp_gather": (guards.guard_no_rank_stranded, stranded, together),
 }
+COURSE_DESIGN = {"no rank is stranded in pp_gather"}  # fixed by the course's header flag; verl 0.9.1 has no such fix
 for name, (guard, bug, fix) in guard_runs.items():
     on_bug, on_fix = guard(bug), guard(fix)
-    print(f"{name:<42} bug: {'passes' if on_bug else 'fails'}, fix: {'passes' if on_fix else 'fails'}")
-    claim(f"guard '{name}' fails on the bug and passes on the fix", (on_bug, on_fix) == (False, True))
+    fixed_by = "the course's design" if name in COURSE_DESIGN else "the fix"
+    print(f"{name:<42} bug: {'passes' if on_bug else 'fails'}, {fixed_by}: {'passes' if on_fix else 'fails'}")
+    claim(f"guard '{name}' fails on the bug and passes on {fixed_by}", (on_bug, on_fix) == (False, True))
 
 # %% [markdown]
 # ## Exercises
@@ -819,6 +826,14 @@ upstream_check()
 #   failure through the first exchange so every rank raises together is this course's design, not
 #   upstream's.
 # - Read nested configs along the branch you mean; a "search everything" walk answers wrongly and silently.
+#
+# ## Open questions
+# - Should a stage that has routers but recorded nothing fail in RECORD (verl 0.9.1) or in the first collective
+#   (this course's design)? What does each cost a job that runs for days?
+# - R3 replays rollout's routes into training. Which tokens can a rollout engine route differently from the
+#   trainer even with identical weights, and should replay cover them?
+# - The toy needed a second, larger step at a rare seed before any route moved. What does that say about how
+#   stable routing is in a real model after one small step?
 
 # %% [markdown]
 # ## Sources

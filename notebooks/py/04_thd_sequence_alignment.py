@@ -5,7 +5,8 @@
 # different lengths as one packed ([THD](00_start_here.ipynb#THD)) tensor. Its vision-language (VLM) path pads the
 # `input_ids` into a rectangle `[B, L]`; with Megatron's sequence parallelism ([SP](00_start_here.ipynb#SP)) the
 # activations `[S, B, H]` are then scattered along S over the [TP](00_start_here.ipynb#TP) ranks, which needs
-# `S % tp == 0`. The PR reports that the fused forward path with dynamic batch size and SP crashed when the longest
+# `S % tp == 0`. The PR reports that the fused forward path (section 6) with dynamic batch size (micro-batches
+# filled to a token budget) and SP crashed when the longest
 # length did not divide by TP; its fix pads at the model's entry to a multiple of `tp*cp*2 if cp > 1 else tp` (with
 # [CP](00_start_here.ipynb#CP)), and both forward paths use that one function.
 #
@@ -13,16 +14,8 @@
 # function, derive `tp*cp*2` from the [zigzag](00_start_here.ipynb#zigzag) split and see it drawn, predict the packed
 # length, see what a wrong mask does, and write guard tests of the kind #7702 would need.
 #
-# **Time:** 40 minutes. **Assumes:** tensor shapes, causal attention, what tensor parallelism is. Sources are
-# listed at the end.
+# **Time:** 40 minutes. **Assumes:** tensor shapes, causal attention, what tensor parallelism is.
 # Facts checked against verl 0.9.1.
-
-# %%
-# On Colab this installs the course (a minute); anywhere else it does nothing and prints nothing.
-import importlib.util, subprocess, sys
-if "google.colab" in sys.modules and importlib.util.find_spec("verlstudy") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "verlstudy @ git+https://github.com/verlstudy/verlstudy"], check=True)
-    importlib.invalidate_caches()
 
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu": where the toy model of section 6 runs
@@ -33,7 +26,9 @@ hidden = 16  # toy model width
 vocab_size = 32
 
 # %%
-import gc; gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+import importlib.util, subprocess, sys
+if "google.colab" in sys.modules and not importlib.util.find_spec("verlstudy"):  # Colab only: this release of the course
+    subprocess.run(f"{sys.executable} -m pip install -q --no-deps git+https://github.com/verlstudy/verlstudy@v0.1.0 && {sys.executable} -m verlstudy.kit.colab || echo 'The course did not install: Runtime > Restart session, then run this cell again.'", shell=True)
 
 from verlstudy.kit.claims import claim, claims_table, expect_error
 from verlstudy.kit.devices import pick_device
@@ -56,7 +51,7 @@ import torch.nn.functional as F
 from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.plots import line_plot
-from verlstudy.kit.show import show_source, upstream_diff
+from verlstudy.kit.show import show_change, upstream_diff
 from verlstudy.kit.upstream import upstream_cell
 from verlstudy.lessons.l04_thd import upstream as up
 from verlstudy.lessons.l04_thd.pictures import plot_zigzag
@@ -66,13 +61,14 @@ from verlstudy.lessons.l04_thd.thd import (
 )
 from verlstudy.lessons.l04_thd.toy import TinyLM, fused_logprobs, thd_logprobs, unfused_logprobs
 
-gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
-
 # %% [markdown]
 # ## 1. Packed sequences: jagged tensors, offsets, cu_seqlens
 # Three prompts+responses of 7, 4 and 9 tokens. A jagged nested tensor stores them back to back in one
 # buffer (`values()`, the "THD" layout: total tokens x hidden) plus `offsets()`, where sequence i is
-# `values()[offsets[i]:offsets[i+1]]`. Those offsets are what flash-attention and TransformerEngine call
+# `values()[offsets[i]:offsets[i+1]]`.
+
+# %% [markdown]
+# Those offsets are what flash-attention and TransformerEngine (NVIDIA's fused transformer kernels, FP8 included) call
 # `cu_seqlens`. No token is wasted on padding.
 
 # %%
@@ -86,8 +82,6 @@ print("lengths:", seq_lengths(input_ids).tolist())
 running_sum = torch.tensor(lengths).cumsum(0)
 claim("cu_seqlens are the running sum of the lengths", torch.equal(cu_seqlens(input_ids)[1:].long(), running_sum))
 claim("the packed buffer holds exactly the real tokens", input_ids.values().numel(), expected=sum(lengths))
-gc.freeze()  # speed only: the first jagged tensor imported torch's DTensor and compiler modules; set them aside too
-
 # %% [markdown]
 # A VLM layer wants a rectangle, so the VLM path pads the ids to `[B, L]` and keeps a mask of the real
 # tokens. Before #7702, `L` was the longest length. With `tp=2` the fix rounds it up to an even number:
@@ -101,6 +95,8 @@ claim("padded positions hold the pad id", bool((padded[~mask] == 0).all()))
 
 # %% [markdown]
 # ## 2. The crash, with verl's own function
+
+# %% [markdown]
 # Padded to the longest sequence, 9 tokens, the ids go into a model with SP at TP=2. PR #7702 describes
 # what follows: the embeddings are flattened to Megatron's `[S, B, H]` and scattered along S, and
 # Megatron's `scatter_to_sequence_parallel_region` asserts (in `_split_along_first_dim`). 9 rows cannot be split
@@ -115,19 +111,28 @@ upstream_diff("models/mcore/util.py", "build_vlm_attn_mask_thd")
 
 # %% [markdown]
 # Read it top to bottom. 0.9.0 padded with `to_padded_tensor(pad_token_id)`, which pads to the longest sequence.
+
+# %% [markdown]
 # 0.9.1 asks Megatron's `mpu` for the TP and CP sizes, computes `align_size = tp_size * cp_size * 2 if cp_size > 1
 # else tp_size`, rounds the longest length up to it, and pads to `(batch_size, max_seqlen)`; the mask still marks
-# each row's first `seqlen` positions. One more change sits in this diff, and it is not #7702's: 0.9.0 returned
+# each row's first `seqlen` positions.
+
+# %% [markdown]
+# One more change sits in this diff, and it is not #7702's: 0.9.0 returned
 # **no mask on [NPU](00_start_here.ipynb#NPU)** (`if is_npu_available: return input_ids_rmpad, None`).
 # [PR #7372](https://github.com/verl-project/verl/pull/7372) removed that early return (its description: the VLM
-# needs the `[B, S]` padding mask on NPU too) and renamed `input_ids_rmpad` to `input_ids_with_pad`. It was merged
+# needs the `[B, S]` padding mask on NPU too) and renamed `input_ids_rmpad` to `input_ids_with_pad`.
+
+# %% [markdown]
+# It was merged
 # after 0.9.0's release branch was cut, so 0.9.1 is the first release where [Ascend](00_start_here.ipynb#Ascend)
 # gets the mask (the BSHD sibling `build_vlm_attn_mask_bshd` still returns None on NPU).
 #
-# The course's `pad_nested` is the same rule in a few lines:
+# The course's toy makes the same change, from `pad_nested_unaligned` (before #7702, which section 2 runs below)
+# to `pad_nested` (the fix, used from section 1 on):
 
 # %%
-show_source(pad_nested)
+show_change(pad_nested_unaligned, pad_nested)
 
 # %% [markdown]
 # **Upstream.** The next cell loads `build_vlm_attn_mask_thd` from verl 0.9.0 (before #7702) and from
@@ -166,7 +171,10 @@ with expect_error(AssertionError, match="divisible by tensor parallel size"):
 
 # %% [markdown]
 # With context parallelism the toy fails even earlier: the course's zigzag split (section 4) refuses a
-# length that does not divide by `2*cp`. That error is the course's toy's own, not a reported upstream
+# length that does not divide by `2*cp`.
+
+# %% [markdown]
+# That error is the course's toy's own, not a reported upstream
 # failure. verl's THD engine packs with `preprocess_thd_engine` (verl/models/mcore/util.py), whose alignment,
 # with its default `cp_layout="zigzag"`, already includes the `2*cp` factor (the `"contiguous"` layout aligns to
 # `tp*cp`); this lesson does not establish what
@@ -183,9 +191,13 @@ with expect_error(ValueError, match="2*cp"):
 #   `S/cp` tokens and scatters *those* over its TP group, so `(S/cp) % tp == 0`, i.e. `S % (tp*cp) == 0`.
 # - `tp*cp*2` is a multiple of both, and 0.9.1's `build_vlm_attn_mask_thd` pads to it:
 #   `pad = (align - L % align) % align`. The outer `% align` gives an aligned length 0, not a whole block.
-#
+
+# %% [markdown]
 # The PR's example is "4026 tokens, TP=2". As written it is inconsistent: 4026 is even, so at TP=2 the
-# scattered S would divide by 2. The part of the PR we could read does not say which S the bridge scattered
+# scattered S would divide by 2.
+
+# %% [markdown]
+# The part of the PR we could read does not say which S the bridge scattered
 # (which tensor is scattered depends on the packing path of
 # [Megatron-Bridge](https://github.com/NVIDIA-NeMo/Megatron-Bridge), NVIDIA's library that builds Megatron models,
 # VLMs among them, from Hugging Face checkpoints and converts weights both ways; verl's `models/mcore/bridge.py`
@@ -249,7 +261,10 @@ claim("contiguous imbalance near (2cp-1)/cp", imbalance(work["contiguous"]),
 
 # %% [markdown]
 # The picture: one aligned sequence of 24 tokens at TP=3, CP=2 (align 12). Colour is the CP rank that holds a
-# position, the digit the TP rank whose SP slice it falls in on that CP rank. Rank 0 holds chunks 0 and 3, rank 1
+# position, the digit the TP rank whose SP slice it falls in on that CP rank.
+
+# %% [markdown]
+# Rank 0 holds chunks 0 and 3, rank 1
 # chunks 1 and 2; each rank's 12 tokens are cut into 3 slices of 4, and on rank 0 one slice spans both of its
 # chunks. That is why the whole length must divide by `tp*cp*2`: `2*cp` equal chunks, and `S/cp` divisible by tp.
 
@@ -270,16 +285,19 @@ claim("every (cp, tp) rank gets an equal whole slice", {n for row in shards for 
 # ### Predict first: exercise 4.1
 # **4.1 Predict a length.** verl's THD engine packs a micro-batch into one row, and section 5 runs it.
 # Before it does, write `my_packed_length(lengths, tp, cp)`: the packed row's total length over all CP
-# ranks (`cu_seqlens_padded[-1]`, default zigzag layout, no FP8 padding, no length bucket) for sequences of
-# `lengths` tokens. It
+# ranks (`cu_seqlens_padded[-1]`, default zigzag layout, no FP8 padding (`use_fp8_padding`: each sequence padded further for FP8 block quantization, `verl/models/mcore/util.py`), no length bucket) for sequences of
+# `lengths` tokens.
+
+# %% [markdown]
+# It
 # is not the `[B, L]` size of the VLM ids. Think about what the SP scatter and the zigzag split need when
 # one row holds several sequences, each attending only to itself. Work one case by hand first: `[7, 5, 9]`
 # at TP=2, CP=2.
 #
 # **Receives** a list of ints (the sequence lengths, >= 1) and two ints `tp`, `cp`; **returns** an int (a float,
 # even a whole one, is refused). Leave the list as it was. A wrong answer's message names the mistake; the second
-# try adds where to look, the third the method in words (`exercise_hint("4.1")`); `show_solution("4.1")` prints
-# the solution.
+# try adds where to look, the third a question, the fourth the method (`exercise_hint("4.1")`);
+# `show_solution("4.1")` prints the solution.
 
 # %% tags=["solution", "exercise-4.1"]
 def my_packed_length(lengths: list[int], tp: int, cp: int) -> int:
@@ -294,7 +312,10 @@ check_exercise("4.1", my_packed_length)
 # %% [markdown]
 # ## 5. Upstream's THD VLM path: only the ids are padded
 # In 0.9.1's `gptmodel_forward_model_engine` (model_forward.py) and `fused_forward_model_engine`
-# (model_forward_fused.py), `build_vlm_attn_mask_thd` pads the VLM's `input_ids` and nothing else. The
+# (model_forward_fused.py), `build_vlm_attn_mask_thd` pads the VLM's `input_ids` and nothing else.
+
+# %% [markdown]
+# The
 # labels go through `preprocess_thd_engine`, which packs them into one THD row with each sequence padded
 # on its own and describes that row in `cu_seqlens_padded`; the model's per-token outputs come back
 # through `postprocess_thd_engine`, which cuts the row into the original lengths again.
@@ -324,15 +345,24 @@ upstream_cell(upstream_thd_path)
 # So the ids and the labels have different shapes by design. verl converts the ids to `[B, L]` (what PR #7948
 # calls the "dense VLM conversion"), hands the model those ids plus the packed row's description
 # (`packed_seq_params`), and Megatron-Bridge's model repacks the `[B, L]` ids into that packed row ("Megatron-Bridge
-# repacking"). The labels are packed separately: the fused path passes them to the model, the unfused path to
-# the logits processor after it. A
+# repacking").
+
+# %% [markdown]
+# The labels are packed separately: the fused path passes them to the model, the unfused path to
+# the logits processor after it.
+
+# %% [markdown]
+# A
 # real length bug of this path was fixed later (0.9.1's `build_vlm_attn_mask_thd` takes no THD metadata):
 # [PR #7948](https://github.com/verl-project/verl/pull/7948) reports that with `pad_to_length_bucket` (a
 # parameter of `preprocess_thd_engine` that rounds the packed row up to a multiple of a bucket size, added by
 # [PR #7358](https://github.com/verl-project/verl/pull/7358) and already in 0.9.0) the THD engine advertised a
 # bucketed length (2560 tokens in its example) while the VLM's dense conversion and the bridge's repacking used
 # the unpadded one (2212), and the `cu_seqlens` check of GDN (Gated DeltaNet, the linear-attention layers of
-# Qwen3.5, the model of the PR's run) failed. On our batch, 0.9.1's `preprocess_thd_engine` with a bucket of 16
+# Qwen3.5, the model of the PR's run) failed.
+
+# %% [markdown]
+# On our batch, 0.9.1's `preprocess_thd_engine` with a bucket of 16
 # makes the same kind of gap:
 
 # %%
@@ -350,11 +380,17 @@ upstream_cell(upstream_bucket_gap)
 
 # %% [markdown]
 # ## 6. The fix in one place, in a toy with real attention
-# 0.9.1's `build_vlm_attn_mask_thd` is called by both forward paths. The course's toy has the same two
+# 0.9.1's `build_vlm_attn_mask_thd` is called by both forward paths.
+
+# %% [markdown]
+# The course's toy has the same two
 # paths: `unfused_logprobs` materialises the `[B, L, V]` log-softmax, `fused_logprobs` computes the label
 # log-probs from hidden states and head weights on real tokens only. Both take the padding function as
 # `pad_fn` (here one that counts its calls) and pad the ids only; the labels stay packed and the outputs
-# are taken back to THD order with the mask, as in upstream's path above. The toy's model is one causal
+# are taken back to THD order with the mask, as in upstream's path above.
+
+# %% [markdown]
+# The toy's model is one causal
 # attention head: each CP rank holds its zigzag rows, its norm runs on the `tp` SP slices, its queries
 # see keys by true position. `thd_logprobs` is the reference: the same model on the packed buffer, the
 # mask built from `cu_seqlens`, no padding and no sharding.
@@ -402,7 +438,10 @@ claim("a contiguous split changes log-probs of the toy at tp=2, cp=2", moved > 0
 # **What a wrong mask does.** In this padded path every pad comes *after* its sequence's real tokens, so causal
 # attention already keeps a real token from seeing a pad: the toy (like a causal model with right padding) does
 # not need the mask inside attention. The mask's job is to read the outputs back: `logp[mask]` takes the real
-# positions, in THD order, to meet the packed labels. Hand the toy a mask shifted one position to the right, or
+# positions, in THD order, to meet the packed labels.
+
+# %% [markdown]
+# Hand the toy a mask shifted one position to the right, or
 # one that also marks the alignment pads as real, and nothing raises: the shapes still fit, but log-probs are
 # read from the wrong positions.
 
@@ -481,9 +520,9 @@ claim("the suspect split holds every row exactly once (S=16, cp=2)", sorted(held
 # without a message is refused) unless each rank holds exactly the rows zigzag gives it, in order. It must pass the correct split and catch this one and other plausible bugs.
 #
 # **Receives** `split_fn(rows, cp, rank) -> rows of that rank` (a 1-D tensor in, a 1-D tensor out), `seq_len` (a
-# multiple of `2*cp`) and `cp`; **returns** None when the split is right, **raises** `AssertionError` otherwise (any
-# other exception is a bug in the guard). The checker hands it right splits written two ways and nine wrong ones,
-# some wrong on one rank only.
+# multiple of `2*cp` when `cp > 1`; any length at `cp = 1`, where there is no split) and `cp`; **returns** None when the split is right, **raises** `AssertionError` otherwise (any
+# other exception is a bug in the guard). The checker hands it the zigzag split written three ways and more than 50
+# generated wrong splits, some wrong on one rank only, with `cp` from 1 to 8.
 
 # %% tags=["solution", "exercise-4.2"]
 def my_split_guard(split_fn, seq_len: int, cp: int) -> None:
@@ -509,8 +548,8 @@ check_exercise("4.2", my_split_guard)
 #
 # **Receives** `pad_fn`; **returns** None when the padding is safe, **raises** `AssertionError` otherwise. A padding
 # longer than the least aligned length is still safe (the checker hands your guard one); the checker also hands it
-# ten wrong paddings, among them some that are right on one-sequence batches or on even `tp` only, and some whose
-# lengths are right but whose tokens are not where they were.
+# more than 50 generated wrong paddings, among them some right on one-sequence batches, without CP, or for even
+# `tp` only, and some whose lengths are right but whose mask or tokens are not.
 
 # %% tags=["solution", "exercise-4.3"]
 def my_padding_guard(pad_fn) -> None:
@@ -573,6 +612,15 @@ upstream_check()
 #   length bug (#7948) was a bucketed THD length against the unpadded dense one.
 # - Test the layout, not just the shapes: a split that holds every row once can still be wrong (4.2),
 #   and a padding guard needs an unaligned longest length and a case with CP (4.3).
+
+# %% [markdown]
+# ## Open questions
+# - Padding each sequence to a multiple of TP x 2CP spends tokens on nothing. At what sequence lengths does that
+#   waste matter, and what would a packer do about it?
+# - The crash needed the longest sequence to be unaligned. Which test inputs would you generate so such a corner
+#   cannot hide behind typical lengths?
+# - FP8 padding and length buckets change the packed length again. Where should one function own all of these
+#   rules, so the engine and its tests cannot disagree?
 
 # %% [markdown]
 # ## Sources

@@ -3,8 +3,9 @@
 #
 # **Upstream:** [verl PR #7836](https://github.com/verl-project/verl/pull/7836) fixed the
 # [GRPO](00_start_here.ipynb#GRPO) recipe for GLM-5.2 of [#7788](https://github.com/verl-project/verl/pull/7788) by
-# setting `actor_rollout_ref.actor.checkpoint.strict=False`: GLM-5.2's [MTP](00_start_here.ipynb#MTP) layers are
-# built neither for training nor for [rollout](00_start_here.ipynb#rollout), so the strict Hugging Face export
+# setting `actor_rollout_ref.actor.checkpoint.strict=False`: GLM-5.2's [MTP](00_start_here.ipynb#MTP) layers "are
+# unused in both training/[rollout](00_start_here.ipynb#rollout)" (#7836's comment in the recipe), so the strict
+# Hugging Face export
 # (written by Megatron-Bridge, which converts [Megatron](00_start_here.ipynb#Megatron) weights to Hugging Face's
 # format) could not write a complete checkpoint (with Megatron-Bridge v0.5.0 it leaves out every shard that holds
 # an MTP tensor, and reports it in printed lines, one of them starting `Error:`, but raises nothing). The flag fixes the recipe, and switches the check off for every
@@ -19,13 +20,6 @@
 #
 # Facts checked against verl 0.9.1.
 
-# %%
-# On Colab this installs the course (a minute); anywhere else it does nothing and prints nothing.
-import importlib.util, subprocess, sys
-if "google.colab" in sys.modules and importlib.util.find_spec("verlstudy") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "verlstudy @ git+https://github.com/verlstudy/verlstudy"], check=True)
-    importlib.invalidate_caches()
-
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
 vocab = 32  # toy vocabulary
@@ -36,7 +30,9 @@ n_tokens = 64  # tokens of the probe batch used to compare outputs
 seed = 0
 
 # %%
-import gc; gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+import importlib.util, subprocess, sys
+if "google.colab" in sys.modules and not importlib.util.find_spec("verlstudy"):  # Colab only: this release of the course
+    subprocess.run(f"{sys.executable} -m pip install -q --no-deps git+https://github.com/verlstudy/verlstudy@v0.1.0 && {sys.executable} -m verlstudy.kit.colab || echo 'The course did not install: Runtime > Restart session, then run this cell again.'", shell=True)
 
 import torch
 
@@ -48,26 +44,19 @@ from verlstudy.lessons.l05_checkpoint.checkpoint import MTP_PREFIX, TinyLM, Tiny
 from verlstudy.lessons.l05_checkpoint.export import ExportIncomplete, export_hf_weights, load_export, source_index
 from verlstudy.lessons.l05_checkpoint.params import lesson_params
 
-gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
-
 params = lesson_params(device, vocab, hidden, n_layers, n_shards, n_tokens, seed)
 vocab, hidden, n_layers, n_shards, n_tokens = (params.vocab, params.hidden, params.n_layers, params.n_shards,
                                               params.n_tokens)
 
 # %% [markdown]
 # ## The setting: a released checkpoint with MTP, a trained model without
-# `released` stands in for the HF checkpoint the run started from: it has an MTP head. Its index
-# (`source_index`, the course's: cut by tensor count, where HF cuts by bytes) is what the export must
-# match. `trained` is the model as the trainer built it, without MTP (`TinyLM`): as in Megatron-Bridge
-# v0.5.0's GLM-5 bridge, the MTP layers are not built at all. Here it starts from the released weights.
+# `released` stands in for the HF checkpoint the run started from, with an MTP head; its index (the course's
+# `source_index`) is what the export must match. `trained` is the model the trainer built, without MTP, as
+# Megatron-Bridge v0.5.0's GLM-5 bridge builds it.
 #
-# **Names.** The toy calls its MTP head `mtp.*`, the naming of e.g. Qwen3.5 and DeepSeek-V4 checkpoints. It is
-# the only MTP prefix Megatron-Bridge v0.5.0's `save_hf_weights` ignores, and v0.6.0's docstring calls it
-# "DeepSeek-style". GLM-5 does not use it (nor does DeepSeek-V3): its MTP layer is one more decoder layer,
-# `model.layers.{num_hidden_layers}.*`, i.e. `model.layers.78.*`
-# after layers 0-77 (Megatron-Bridge v0.6.0 `glm5_bridge.py`; #4960 calls them "appended MTP tensors"). For GLM-5
-# an allow-list must name the whole module `model.layers.78`: a plain prefix `model.layers.7` also covers layer
-# 78, and layers 70-77. Exercise 5.1 is exactly that hazard.
+# **Names.** The toy's MTP head is `mtp.*` (Qwen3.5, DeepSeek-V4). GLM-5's is one more decoder layer,
+# `model.layers.78.*` after layers 0-77 (Megatron-Bridge v0.6.0 `glm5_bridge.py`): a plain prefix `model.layers.7`
+# also covers it. Exercise 5.1 is that hazard.
 
 # %%
 released = TinyLMWithMTP(vocab, hidden, n_layers)
@@ -92,25 +81,17 @@ _ = upstream_source("utils/checkpoint/megatron_checkpoint_manager.py",
                     "MegatronCheckpointManager._save_model_as_hf_via_bridge")
 
 # %% [markdown]
-# Read them in order. `CheckpointConfig.strict: bool = True`, "Whether to perform strict validation during weight
-# export"; the recipe's override `actor_rollout_ref.actor.checkpoint.strict=False` lands there through
-# Hydra (see [Hydra](00_start_here.ipynb#Hydra)). `should_save_hf_model` is true when `"hf_model"` is in
-# `save_contents`, or when `"model"` is and `use_dist_checkpointing` is off. That switch picks the format of the
-# `model` slot: on, Megatron's own sharded format (`megatron.core.dist_checkpointing`, under `model/dist_ckpt/`);
-# off, HF weights through the bridge (`MegatronCheckpointManager`'s docstring). The
-# recipe keeps the default `save_contents` (model, optimizer, extra) and sets `use_dist_checkpointing=False`, so
-# *every* checkpoint save exports HF weights (the recipe ships with `trainer.save_freq=-1`, so only once saving is
-# turned on). `_save_model_as_hf_via_bridge` has three branches. `self.vanilla_bridge` follows the config key
-# `vanilla_mbridge` (the deprecated legacy `mbridge` backend; the manager derives it as `self.provider is None`,
-# and the engine, `workers/engine/megatron/transformer_impl.py`, leaves the provider None exactly then): it calls
-# `save_weights`, without `strict`. Otherwise, with PEFT (parameter-efficient fine-tuning such as LoRA: small
-# adapter weights trained instead of the model), it calls `save_hf_adapter`, without `strict`. Only Megatron-Bridge
-# without PEFT, the recipe's case, calls `save_hf_weights(self.model, hf_ckpt_path, strict=self.checkpoint_config.strict)`:
-# the only reader of the flag.
+# Read them in order. `strict` defaults to True; the recipe's `actor_rollout_ref.actor.checkpoint.strict=False`
+# lands there through [Hydra](00_start_here.ipynb#Hydra). `should_save_hf_model` holds when `save_contents` has
+# `"hf_model"`, or `"model"` with `use_dist_checkpointing` (save Megatron's own sharded format instead,
+# `megatron_checkpoint_manager.py:118-120`) off: the recipe's case, so every save exports HF weights (once
+# `save_freq` turns saving on). Of the three branches, `vanilla_mbridge` (the older converter *mbridge*, "the
+# deprecated legacy mbridge backend", `trainer/config/engine/megatron.yaml:97-99`) calls `save_weights` and
+# [PEFT](00_start_here.ipynb#PEFT) calls `save_hf_adapter`, both without `strict`; only Megatron-Bridge without PEFT
+# passes it, to `save_hf_weights`.
 #
 # The next cell runs those two methods, cut out of verl's source, on a stand-in manager whose bridge is the
-# course's `CourseBridge` (its `save_hf_weights` runs the course's export below, as Megatron-Bridge v0.5.0; its
-# other two exports are only recorded), with the recipe's settings and then with each thing changed once.
+# course's `CourseBridge`, with the recipe's settings, then each changed once.
 
 # %%
 from verlstudy.kit.upstream import upstream_cell
@@ -135,16 +116,14 @@ def through_verl() -> None:
         upstream="verl 0.9.1 megatron_checkpoint_manager.py: should_save_hf_model, _save_model_as_hf_via_bridge")
 
 
-_ = upstream_cell(through_verl)
+upstream_cell(through_verl)
 
 # %% [markdown]
 # ## Symptom: the strict export drops whole shards, real tensors included
-# `export_hf_weights` is the course's reconstruction of Megatron-Bridge's `save_generator` (see `export.py` for
-# the facts it carries). As v0.5.0 does (the recipe's pin), a strict export writes a shard only once every
-# tensor the source index puts in it has arrived. The MTP tensors never arrive, so every shard holding one is
-# not written at all. The export raises nothing; its log (v0.5.0 prints the same facts in its own words) names
-# each incomplete shard and the MTP keys it never received, but of the *real* tensors that shared those shards
-# it gives only a count, then the total not written. The last line, the course's, names them.
+# `export_hf_weights` is the course's reconstruction of Megatron-Bridge's `save_generator`. As v0.5.0 (the
+# recipe's pin) does, a strict export writes a shard only once all its tensors arrived: no shard holding an MTP
+# tensor is written. Nothing raises; the log counts the *real* tensors lost without naming them. The last line,
+# the course's, names them.
 
 # %%
 pinned = export_hf_weights(trained.state_dict(), index, strict=True, bridge="v0.5.0")  # the recipe's pin
@@ -157,11 +136,9 @@ claim("tensors a strict export leaves unwritten (all of every shard holding MTP)
       upstream="Megatron-Bridge state.py::save_generator: incomplete shards are not written under strict")
 
 # %% [markdown]
-# Nothing raised: the checkpoint on disk simply lacks those shards. Megatron-Bridge v0.6.0 changed both sides.
-# #4189 (`_model_omits_mtp`, `_mtp_source_key_prefixes` in `auto_bridge.py`) drops the source's MTP keys from the
-# expected set when the built model has no MTP (prefixes `mtp.` and `model.layers.{num_hidden_layers}.`), so every
-# shard completes and the strict export of this model *succeeds*; #4513 makes a strict export raise whenever
-# tensors still stay unwritten, which here happens only for a real loss:
+# The checkpoint on disk simply lacks those shards. Megatron-Bridge v0.6.0 changed both sides: #4189 drops the
+# source's MTP keys when the built model has none (`mtp.` and `model.layers.{num_hidden_layers}.`), so this strict
+# export *succeeds*; #4513 raises when tensors still go unwritten, here only for a real loss:
 
 # %%
 newer = export_hf_weights(trained.state_dict(), index, strict=True, bridge="v0.6.0")
@@ -220,25 +197,31 @@ faithful.load_state_dict(load_export(relaxed), strict=False)
 print(f"missing after the broken export: {victim.load_state_dict(load_export(broken), strict=False).missing_keys}")
 faithful_diff, broken_diff = output_change(trained, faithful, probe)[0], output_change(trained, victim, probe)[0]
 claim("max |logit difference| after loading the MTP-less export", faithful_diff, expected=0.0)
-claim("the randomly initialised layer changes the outputs", broken_diff > 0.1)
+claim("the randomly initialised layer changes the outputs", broken_diff > 0.0)  # the faithful load: exactly 0.0
 print(f"max |logit difference| from the trained model: MTP left out {faithful_diff:.3f}, "
       f"layers.1 renamed {broken_diff:.3f}")
 
 # %% [markdown]
 # ## Root cause
-# `strict` is one bit for the whole source index: on, every source tensor must be written; off, none has
-# to be. The recipe needs something in between: "the MTP tensors may be missing, nothing else".
-# Megatron-Bridge has exactly that mechanism, for MTP: `save_hf_weights` passes
-# `ignored_source_key_prefixes` to `save_generator`, which drops those keys from the expected index. In
-# v0.5.0 it is `("mtp.",)`, set only when a config sets the MTP layer count to 0 and the source has `mtp.*`
-# keys. GLM-5's HF config says 1 while its bridge builds no MTP, so the prefix is not set, and it would not
-# match anyway: GLM-5's MTP tensors are `model.layers.78.*`, not `mtp.*` (the course's reading of why the recipe
-# needed strict=False). v0.6.0 (#4189) strips the MTP keys whenever the *built* model has no MTP layers
-# (`mtp_num_layers` None or 0), with the prefixes `mtp.` and `model.layers.{num_hidden_layers}.`, where GLM-4.x
-# and GLM-5 keep their MTP layer: that is the symptom's v0.6.0 column.
+# `strict` is one bit for the whole index: on, every source tensor must be written; off, none has to be. The
+# recipe needs "MTP may be missing, nothing else". Megatron-Bridge has that, for MTP: `save_hf_weights` passes
+# `ignored_source_key_prefixes` to `save_generator`, which drops those keys from the expected set. They are
+# matched as plain string prefixes, the course's copy of the rule:
+
+# %%
+from verlstudy.lessons.l05_checkpoint.checkpoint import matches_string_prefix
+
+show_source(matches_string_prefix)
+
+# %% [markdown]
+# Why v0.5.0 did not drop GLM-5's MTP keys is not the config. It sets the prefix `("mtp.",)` when the config's MTP
+# layer count is 0 and the source has `mtp.*` keys. On verl's path the count *is* 0: with `model.mtp.enable` off
+# (verl's default, False), `check_mtp_config` sets it to 0, and the checkpoint manager writes that `config.json`
+# before calling `save_hf_weights`. Only the naming leaves the prefix unset: GLM-5 has no `mtp.*` key, its MTP
+# layer is `model.layers.78.*`. v0.6.0 (#4189) also strips `model.layers.{num_hidden_layers}.`.
 #
-# The prefixes are matched with plain `str.startswith`: the trailing dot is all that keeps `mtp.` from
-# covering a module named `mtp_extra`. Written as `"mtp"`, it silently covers it:
+# A plain prefix has its own hazard: only the trailing dot keeps `mtp.` from covering a module `mtp_extra`.
+# Written as `"mtp"`, it silently covers it:
 
 # %%
 from verlstudy.lessons.l05_checkpoint.export import shard_file
@@ -252,8 +235,8 @@ claim("a 'mtp' prefix also ignores mtp_extra.scale", "mtp_extra.scale" in loose.
 # ### Predict first: exercises 5.1 and 5.2
 # Before the fix below shows the course's design, write its two parts yourself: a matcher that does not
 # let `"mtp"` cover `mtp_extra`, and the audit that says which missing keys a `strict=False` load hid. A
-# wrong answer's message names the mistake; from the third wrong try the checker adds the method, and
-# `exercise_hint("5.1")` prints it whenever you ask.
+# wrong try's message names the mistake; the second adds where to look, the third a question, the fourth the
+# method. `exercise_hint("5.1")` prints every rung and `show_solution("5.1")` the answer, any time.
 #
 # **5.1** Write `matches_module(key, pattern)`: True when `key` lies inside the module that `pattern`
 # names (with or without a trailing dot), or is that name itself. `"mtp"` must match `"mtp.proj.weight"`
@@ -279,7 +262,9 @@ check_exercise("5.1", matches_module)
 # not `mtp_extra.weight`, nor a nested `blocks.mtp.weight`. It receives an `nn.Module`, a `dict` of name ->
 # tensor (which may also hold keys the model does not have: those are not "missing"; a buffer the model saves counts
 # like a weight, one it never saves, a non-persistent buffer, is never missing) and a tuple of patterns;
-# it must return the key names sorted, as a list (a tuple passes too), and leave `state_dict` unchanged.
+# it must return the key names sorted, as a list (a tuple passes too), and leave `state_dict` unchanged. A right
+# load keeps the model's own tensor objects and their dtype, holds copies (no memory shared with the checkpoint),
+# and a second load into the same model works the same way.
 
 # %% tags=["solution", "exercise-5.2"]
 def silently_missing(model: torch.nn.Module, state_dict: dict, allowed: tuple[str, ...]) -> list[str]:
@@ -293,13 +278,21 @@ check_exercise("5.2", silently_missing)
 
 # %% [markdown]
 # ## Fix: an audited export that names the modules that may be missing
-# `export_hf_weights_audited(weights, index, allow_unwritten=("mtp.",))` (the course's design, with
-# Megatron-Bridge's ignored prefixes as precedent) checks the stream against the index *before* writing:
-# source tensors inside an allowed module may be missing; any other missing source tensor, and any tensor the
-# index does not know, raises `ExportAuditError` naming them, and no shard is written. It matches whole
-# module names, so `"mtp"` and `"mtp."` both mean the module `mtp`: a key lies in module `name` when it is
-# `name` itself or starts with `name + "."`, so neither covers `mtp_extra`. Your 5.1 and 5.2 are its two
-# halves, the matcher and the list of missing keys that no allowed module covers. Here is the whole of it:
+# First the matcher (your 5.1). It matches whole module names, so `"mtp"` and `"mtp."` both mean the module `mtp`:
+# a key lies in module `name` when it is `name` or starts with `name + "."`, and neither covers `mtp_extra`. The
+# fix, as a change:
+
+# %%
+from verlstudy.kit.show import show_change
+from verlstudy.lessons.l05_checkpoint.checkpoint import matches_prefix
+
+show_change(matches_string_prefix, matches_prefix)
+
+# %% [markdown]
+# Then the export. `export_hf_weights_audited(weights, index, allow_unwritten=("mtp.",))` checks the stream
+# against the index *before* writing: source tensors in an allowed module may be missing; any other missing source
+# tensor, or one the index does not know, raises `ExportAuditError` naming it, and nothing is written. Your 5.2 is
+# its list of missing keys:
 
 # %%
 from verlstudy.lessons.l05_checkpoint.export import ExportAuditError, export_hf_weights_audited
@@ -307,11 +300,9 @@ from verlstudy.lessons.l05_checkpoint.export import ExportAuditError, export_hf_
 _ = show_source(export_hf_weights_audited)
 
 # %% [markdown]
-# The audit happens before `_write` (the same streaming loop as the plain export) is ever called: `absent` is
-# every source tensor the stream does not hold; `ok` keeps those inside an allowed module (whole-name matching,
-# your 5.1); `denied` (your 5.2's answer) and `unknown` (names the index does not have) must both be empty, or
-# nothing is written. Only then is the expected set narrowed to exactly the allowed absentees and the shards
-# written strictly. A pattern that matched nothing is kept as `unused_patterns`, so a typo is visible.
+# The audit runs before `_write` is called: `absent` is every source tensor the stream lacks, `ok` those in an
+# allowed module; `denied` and `unknown` must be empty, or nothing is written. Then the shards are written
+# strictly. A pattern that matched nothing is kept as `unused_patterns`, so a typo shows.
 
 # %%
 audited = export_hf_weights_audited(trained.state_dict(), index, allow_unwritten=(MTP_PREFIX,))
@@ -326,20 +317,15 @@ claim("an allowed module that matched nothing is reported", typo.unused_patterns
 
 # %% [markdown]
 # ## The load side (the course's extension): the same allow-list when reading weights back
-# Who reads the export back? Not verl's own resume: it loads the HF export into the same MTP-less model that was
-# trained (`megatron_checkpoint_manager.py::_load_model_as_hf_via_bridge`, `bridge.load_hf_weights(self.model,
-# ...)`). Nor the recipe's rollout: it starts from dummy weights (`load_format='dummy'`) and receives the weights
-# by weight sync (the trainer copies its current weights into the inference engine). The reader with an MTP head
-# is an *outside consumer*: a server that uses the checkpoint's MTP layer (`model.layers.78`) for speculative
-# decoding (a small extra head proposes the next tokens, the full model checks them), such as vLLM or SGLang with
-# MTP. Hugging Face `transformers` does not count: its `GlmMoeDsa` model builds no MTP layer and ignores
-# `model.layers.78.*` on load, so for GLM-5 a plain `transformers` load is exactly the load that does *not* need
-# layer 78. A server that builds the MTP head and loads it from the export is the load this section guards (the
-# toy's `TinyLMWithMTP` plays that model). `load_state_dict(strict=True)` refuses the export; plain `strict=False` accepts the broken
-# export too. `load_state_dict_audited(model, state_dict, allow_missing=("mtp.",))` compares key sets and
-# shapes first and raises `CheckpointMismatchError` before a single weight is copied. (`strict=False`
-# never relaxes shapes: a tensor of the wrong size fails either way.) verl has the pattern in small:
-# `fsdp_checkpoint_manager.py` (the [FSDP](00_start_here.ipynb#FSDP) trainer's) loads a LoRA-only checkpoint with `strict=False`, then raises on unexpected keys.
+# Who reads the export back with an MTP head? Not verl's resume (`_load_model_as_hf_via_bridge` loads into the
+# same MTP-less model), nor the recipe's rollout (dummy weights, then a weight sync before the first rollout:
+# `trainer/ppo/v1/trainer_sync.py:31-33`), nor `transformers` (its `GlmMoeDsa` ignores `model.layers.78.*`). In
+# the course's reading, an *outside* server using the MTP layer for speculative decoding (an extra head proposes
+# tokens, the model checks them) would; `TinyLMWithMTP` plays it.
+# `load_state_dict(strict=True)` refuses the export, `strict=False` accepts the broken one too;
+# `load_state_dict_audited(model, state_dict, allow_missing=("mtp.",))` compares keys and shapes first and raises
+# `CheckpointMismatchError` before copying a weight. verl's [FSDP](00_start_here.ipynb#FSDP) checkpoint manager does
+# this in small: a LoRA load with `strict=False`, then a raise on unexpected keys.
 
 # %%
 from verlstudy.lessons.l05_checkpoint.checkpoint import CheckpointMismatchError, load_state_dict_audited
@@ -379,33 +365,22 @@ claim("guard fails on the renamed converter", not exports_faithfully(renamed))
 
 # %% [markdown]
 # ## The recipe's dependency refs
-# The same PR corrected the Megatron-LM and MegatronAdaptor refs in the recipe's header, in two ways (#7788's copy
-# in yellowbee686/verl@89dad2d7 against #7836's in zhtmike/verl@946020d): Megatron-LM moved from the branch
-# `core_r0.18.0` (commit dc0ee41) to the tag `core_v0.18.0` (ba7b5eb); MegatronAdaptor kept its branch name
-# `core_r0.18.0` and only moved its commit (746fe27 to eb0e504). The naming question below is Megatron-LM's.
-# MindSpeed and MegatronAdaptor are the [Ascend](00_start_here.ipynb#Ascend) side of the stack: MindSpeed is
-# Huawei's Ascend acceleration library for Megatron, MegatronAdaptor its Ascend adaptation plugin for Megatron
-# (Huawei's MindSpeed documentation; lesson 06 shows how the adaptor is loaded). NVIDIA Megatron-LM
-# publishes releases as *tags* named `core_vX.Y.Z`; the recipe pins the Ascend repos (MindSpeed, MegatronAdaptor)
-# to *branches* named `core_rX.Y.Z` (its header; the Ascend Dockerfile after #7827 clones MindSpeed
-# `--branch core_r0.18.0`). Megatron-LM *also* has `core_rX.Y.Z` release branches
-# (verl 0.9.1's `verl/models/mcore/model_forward_1f1b_overlap.py` links to `blob/core_r0.14.0`; #7788's recipe
-# pinned `core_r0.18.0`), so #7788's ref was real, not a typo: a branch can move on after the release, the tag
-# cannot. Pinning the branch where the tag was meant is a *policy* question (branch or tag), the same position
-# lessons 06 and 08 take. The table is `data/checkpoint/glm5_2_recipe_refs.csv`, taken from the recipe's header
-# (whose column is headed "Branch" for all of them; the `kind` column is ours); each ref is checked with
-# `verlstudy.common.refs.ref_finding` (lesson 08 checks refs across whole files).
+# #7836 also corrected the recipe header's refs: Megatron-LM from the branch `core_r0.18.0` to the tag
+# `core_v0.18.0`; MegatronAdaptor kept its branch and moved its commit. MindSpeed and MegatronAdaptor are the
+# [Ascend](00_start_here.ipynb#Ascend) side (lesson 06 loads the adaptor). Megatron-LM releases as `core_vX.Y.Z`
+# tags *and* `core_rX.Y.Z` branches, so #7788's ref was real, not a typo: pinning the branch is a *policy* question,
+# as in lessons 06 and 08. Commits and sources: see Sources.
 
 # %%
 from verlstudy.common.refs import ref_finding, ref_naming_problem
 from verlstudy.kit.resources import data_dir, read_data_csv
+from verlstudy.kit.tables import Table, show_table
 
 refs = read_data_csv(data_dir() / "checkpoint" / "glm5_2_recipe_refs.csv", ["repo", "ref", "kind", "commit"])
 problems = {row["repo"]: ref_naming_problem(row["repo"], row["ref"], row["kind"]) for row in refs}
-print(f"| {'repository':<28} | {'ref':<16} | {'kind':<6} | commit  | naming |")
-for row in refs:
-    verdict = "ok" if problems[row["repo"]] is None else "WRONG"
-    print(f"| {row['repo']:<28} | {row['ref']:<16} | {row['kind']:<6} | {row['commit'][:7]} | {verdict:<6} |")
+show_table(Table.of(["repository", "ref", "kind", "commit", "naming"],
+                    [[row["repo"], row["ref"], row["kind"], row["commit"][:7],
+                      "ok" if problems[row["repo"]] is None else "WRONG"] for row in refs]))
 pins = {row["repo"]: (row["ref"], row["kind"]) for row in refs}
 claim(
     "Megatron-LM is pinned to the tag core_v0.18.0",
@@ -420,11 +395,9 @@ claim(
 claim("every ref fits its repository's naming scheme", all(p is None for p in problems.values()))
 
 # %% [markdown]
-# The rules live in `verlstudy.common.refs` (lesson 08) and are the course's. Swap the letter both ways. For
-# MindSpeed the course treats `core_v` as a naming slip: every MindSpeed ref the course has seen (this header and
-# the Ascend Dockerfile after #7827) is `core_r`; that MindSpeed has no `core_v` ref at all the course has not
-# checked.
-# Megatron-LM's `core_r0.18.0` is its real, movable release branch (a policy note):
+# The rules (`verlstudy.common.refs`, lesson 08) are the course's. Swap the letter both ways: MindSpeed's
+# `core_v` is treated as a naming slip (every MindSpeed ref seen is `core_r`; no `core_v` is known, not proven
+# absent); Megatron-LM's `core_r0.18.0` is a real, movable release branch (a policy note):
 
 # %%
 swaps = (("NVIDIA/Megatron-LM", "core_r0.18.0"), ("Ascend/MindSpeed", "core_v0.18.0"))
@@ -435,14 +408,13 @@ claim("the swap is flagged both ways (Megatron-LM: policy; MindSpeed: naming)",
 
 # %% [markdown]
 # ## Exercises
-# The two exercises came before the fix that answers them: **5.1** and **5.2** just before "Fix: an audited
-# export". Any still "not yet right"? Go back to it now; `exercise_hint("5.N")` prints the method, and the
-# audited export and the load side since then show the reasoning.
+# **5.1** and **5.2** came just before the fix. Any still "not yet right"? Go back now: `exercise_hint("5.N")`
+# prints every hint (the method last), `show_solution("5.N")` the answer.
 
 # %% [markdown]
 # ## On an accelerator
-# With a GPU, the audited export is loaded onto the device through the audited loader; `load_state_dict`
-# copies CPU tensors into CUDA parameters, so the report and the outputs are the same.
+# With a GPU, the audited export loads onto the device: `load_state_dict` copies CPU tensors into CUDA
+# parameters, so the report and the outputs are the same.
 
 # %% tags=["gpu"]
 if skip_unless("cuda"):
@@ -456,11 +428,8 @@ if skip_unless("cuda"):
 
 # %% [markdown]
 # ## Checked against upstream verl
-# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
-# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
-# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
-# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
-# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+# With verl installed, the next cell runs verl's own save path beside the course's export on generated cases; a
+# disagreement stops the notebook, and without verl it prints one skip line.
 
 # %% tags=["nbval-ignore-output"]
 from verlstudy.lessons.l05_checkpoint.upstream import upstream_check
@@ -485,6 +454,13 @@ upstream_check()
 # - Refs are names of different kinds: Megatron-LM's `core_v0.18.0` is a tag, the Ascend repos'
 #   `core_r0.18.0` are branches (the recipe's header); Megatron-LM's own `core_r0.18.0` branch is real, so pinning it is a policy
 #   choice (branch or tag), not a typo.
+#
+# ## Open questions
+# - With verl's `model.mtp.enable` on, the MTP layer is built and exported. What would the recipe then need
+#   `strict=False` for, if anything?
+# - The audited export refuses unknown names. Which honest converter changes (a renamed module, a fused weight)
+#   would it refuse, and how would you allow them without reopening the hole?
+# - Should Megatron-Bridge's ignored prefixes match whole modules? What existing user could that break?
 
 # %% [markdown]
 # ## Sources
@@ -497,6 +473,20 @@ upstream_check()
 #   header, for the refs section, read in the fork yellowbee686/verl at commit 89dad2d7.
 # - `verl/trainer/config/config.py::CheckpointConfig.strict` (default `True`; `save_contents` defaults to model,
 #   optimizer, extra).
+# - verl's MTP switch: `verl/trainer/config/model/hf_model.yaml` `mtp.enable: False` (0.9.0 and 0.9.1;
+#   `actor_rollout_ref.model.mtp.enable`, `verl/workers/config/model.py::MtpConfig`); with it off,
+#   `verl/utils/megatron_utils.py::check_mtp_config` (called by the Megatron engine, `transformer_impl.py`) sets the
+#   HF config's MTP count (`num_nextn_predict_layers` or `mtp_num_hidden_layers`) to 0 and the provider's
+#   `mtp_num_layers` to None; `MegatronCheckpointManager.save_checkpoint` calls `_save_hf_config_and_tokenizer`
+#   (writing that config) before `_save_model_as_hf_via_bridge`.
+# - The recipe's refs: #7788's header in yellowbee686/verl@89dad2d7 against #7836's in zhtmike/verl@946020d:
+#   Megatron-LM `core_r0.18.0` (dc0ee41) to `core_v0.18.0` (ba7b5eb); MegatronAdaptor `core_r0.18.0`, 746fe27 to
+#   eb0e504. Megatron-LM's release branches: verl 0.9.1's `verl/models/mcore/model_forward_1f1b_overlap.py` links
+#   `blob/core_r0.14.0`; the Ascend Dockerfile after #7827 clones MindSpeed `--branch core_r0.18.0`. The table is
+#   `data/checkpoint/glm5_2_recipe_refs.csv` (the header's column is headed "Branch"; the `kind` column is ours).
+#   Branch or tag: NVIDIA/Megatron-LM's refs (`git ls-remote`, in a mirror) hold both `refs/heads/core_r0.18.0`
+#   (dc0ee41) and `refs/tags/core_v0.18.0` (ba7b5eb).
+# - PEFT: parameter-efficient fine-tuning such as LoRA (small adapter weights trained instead of the model).
 # - `verl/utils/checkpoint/megatron_checkpoint_manager.py`: the class docstring (`use_dist_checkpointing`),
 #   `vanilla_bridge = self.provider is None`, `should_save_hf_model`, `_save_model_as_hf_via_bridge` (the one reader
 #   of `strict`), `_load_model_as_hf_via_bridge` (resume: `load_hf_weights(self.model, ...)`);
@@ -512,8 +502,9 @@ upstream_check()
 #   `model.layers.{num_hidden_layers}.*`. v0.5.0's `models/deepseek/common.py` maps DeepSeek's MTP layers to HF
 #   `model.layers.{i + num_layers}.*` too; HF `mtp.*` names appear in the DeepSeek-V4 and Qwen3.5 bridges, and
 #   v0.6.0's `_mtp_source_key_prefixes` docstring calls `mtp.` "DeepSeek-style".
-# - Huawei's MindSpeed documentation (hiascend.com, the MindSpeed index page): MindSpeed Core, an Ascend
-#   acceleration library for Megatron; MegatronAdaptor, an Ascend adaptation plugin library for Megatron.
+# - Huawei's MindSpeed documentation (hiascend.com, the MindSpeed index page, as the course read it; not
+#   re-checked): MindSpeed Core, an Ascend acceleration library for Megatron; MegatronAdaptor, an Ascend adaptation
+#   plugin library for Megatron.
 # - huggingface/transformers `src/transformers/models/glm_moe_dsa/modular_glm_moe_dsa.py` (at 4c94ecd):
 #   `GlmMoeDsaPreTrainedModel._keys_to_ignore_on_load_unexpected` lists `model\.layers\.78.*`; the model builds
 #   no MTP layer.

@@ -17,51 +17,38 @@
 #
 # Facts checked against verl 0.9.1.
 
-# %%
-# On Colab this installs the course (a minute); anywhere else it does nothing and prints nothing.
-import importlib.util, subprocess, sys
-if "google.colab" in sys.modules and importlib.util.find_spec("verlstudy") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "verlstudy @ git+https://github.com/verlstudy/verlstudy"], check=True)
-    importlib.invalidate_caches()
-
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
 timeout_s = 20.0  # seconds any one subprocess experiment may take before it is stopped
 seed = 0
 
 # %%
-import gc; gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+import importlib.util, subprocess, sys
+if "google.colab" in sys.modules and not importlib.util.find_spec("verlstudy"):  # Colab only: this release of the course
+    subprocess.run(f"{sys.executable} -m pip install -q --no-deps git+https://github.com/verlstudy/verlstudy@v0.1.0 && {sys.executable} -m verlstudy.kit.colab || echo 'The course did not install: Runtime > Restart session, then run this cell again.'", shell=True)
 
 from verlstudy.kit.claims import claim, claims_table, expect_error
 from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise, exercise_hint
-from verlstudy.kit.show import upstream_source
+from verlstudy.kit.show import show_change, upstream_source
 from verlstudy.lessons.l06_external_modules.params import lesson_params
-
-gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
 
 timeout_s = lesson_params(device, timeout_s, seed).timeout_s
 
 # %% [markdown]
 # ## Symptom: the variable was set, and two jobs still ran unpatched
-# What the patch is for, per #7886: without `megatron_adaptor`, `import megatron.core` itself *crashes* on the NPU
-# stack (an `nvidia_resiliency_ext.__version__` import error the adaptor works around). #7886 (upstream's own
-# account) lists the two places where the image's variable did not help: `model_rmpad_ascend` kept failing
-# because its test file imports `megatron.core` before anything imports verl, and `reward_model_vllm_ascend`
-# failed because, in the PR's words, vLLM's EngineCore/worker subprocesses started from Ray actors "never import
-# verl" (vLLM is the inference engine verl uses for [rollout](00_start_here.ipynb#rollout); a Ray actor is a
-# long-lived Python process Ray starts on some node and calls into). vLLM runs in several processes: EngineCore,
-# its engine-core process, runs the scheduler, manages the KV cache and dispatches work to the worker processes,
-# one per device, which load the weights and run the model; a separate process takes the requests (vLLM's
-# `docs/design/arch_overview.md`, "V1 Process Architecture"). And in every other container process that did
-# import verl, the adaptor's patches were applied silently.
+# Per #7886, without `megatron_adaptor` `import megatron.core` *crashes* on the NPU stack, and the image's variable
+# did not help twice: `model_rmpad_ascend`'s test imports `megatron.core` before verl, and vLLM's EngineCore (the
+# process that schedules requests and drives vLLM's model workers, vLLM `docs/design/arch_overview.md`) and worker
+# processes (started from a Ray actor: a long-lived process Ray starts) "never import verl". Every other process
+# that imported verl was patched silently.
 
 # %% [markdown]
 # ### Predict first: exercise 6.1
 # Before you see how verl reads the variable: it holds module names separated by commas, typed by hand into
 # a Dockerfile or a workflow, so it may hold blanks (`"a, b"`) or a trailing comma (`"a,"`). A wrong
-# answer's message names the mistake; from the third wrong try the checker adds the method, and
-# `exercise_hint("6.1")` prints it whenever you ask.
+# try's message names the mistake; the second adds where to look, the third a question, the fourth the method.
+# `exercise_hint("6.1")` prints every rung and `show_solution("6.1")` the answer, any time.
 #
 # **6.1** Write `parse_modules(value)`, a forgiving parser: the module names in a comma-separated value,
 # with blanks around names stripped and empty entries dropped (an empty value names no modules). Only a comma
@@ -88,12 +75,9 @@ _ = upstream_source("__init__.py", None, contains="VERL_USE_EXTERNAL_MODULES", c
 _ = upstream_source("utils/import_utils.py", "import_external_libs")
 
 # %% [markdown]
-# The hook runs once, when `verl` is first imported in a process: it reads the variable, and only if it is
-# non-empty splits it on commas and hands the list to `import_external_libs`, which imports each entry *as
-# given* with `importlib.import_module`. No blank is stripped and no empty entry dropped. The hook is not a
-# function we could import: its module's imports (`verl.protocol`) pull in Ray and torch. So the course finds
-# those statements in the installed source with `ast` and runs them, with upstream's own `import_external_libs`,
-# against an `importlib` that only records the names it is given:
+# The hook runs once, at verl's first import in a process: a non-empty value is split on commas and each entry
+# imported *as given*, blanks and empty entries included. The hook cannot be imported alone (`verl.protocol` pulls
+# in Ray), so the course finds its statements with `ast` and runs them against an `importlib` that only records:
 
 # %%
 from verlstudy.kit.upstream import upstream_cell
@@ -116,12 +100,19 @@ def show_upstream_hook() -> None:
           upstream="verl/__init__.py + verl/utils/import_utils.py::import_external_libs")
 
 
-_ = upstream_cell(show_upstream_hook)  # prints one skip line instead when verl is absent
+upstream_cell(show_upstream_hook)  # prints one skip line instead when verl is absent
 
 # %% [markdown]
-# verl splits on commas and imports each piece as given. The course's parser (`parse_module_list`, the
-# course's design, not verl's; your 6.1) strips blanks, drops empty entries and names the entry when an
-# import fails:
+# The course's parser (`parse_module_list`, the course's design, not verl's; your 6.1) strips blanks, drops empty
+# entries and checks each name. As a change from its reconstruction of verl's split:
+
+# %%
+from verlstudy.lessons.l06_external_modules.modules_env import split_like_verl_091
+
+show_change(split_like_verl_091, parse_module_list)
+
+# %% [markdown]
+# And an import that fails names its entry:
 
 # %%
 with expect_error(ExternalModuleError, match="megatron_adaptr"):
@@ -176,10 +167,10 @@ claim("'a,': upstream's hook fails on the empty entry", errors[1], expected="Val
 #
 # **6.2** Write `will_be_patched(imports, env_value)`: given the order in which a process imports
 # `toyverl`, `toylib_adaptor`, `toylib.ops` and `toylib.model`, and the value of `VERL_USE_EXTERNAL_MODULES`
-# (`None` when unset; values hold no blanks and never name `toylib.model` itself), return whether
-# `toylib.model.forward()` ends up patched.
-# `toyverl` runs upstream's hook. `imports` is a list of those module names (each at most once); return a `bool`
-# and leave `imports` unchanged. The checker compares you with the rule the experiments below measure.
+# (`None` when unset), return whether `toylib.model.forward()` ends up patched once the script finally imports
+# `toylib.model`. `toyverl` runs upstream's hook. The value is empty or names only toy-world modules (the adaptor,
+# `toylib`, `toylib.ops`, `json`, `os`; never `toylib.model`), comma-separated without blanks. `imports` is a list
+# of those module names, each at most once, and may be empty; return a `bool` and leave `imports` unchanged. The checker compares you with the rule the experiments below measure.
 
 # %% tags=["solution", "exercise-6.2"]
 def will_be_patched(imports: list[str], env_value: str | None) -> bool:
@@ -206,11 +197,12 @@ check_exercise("6.2", will_be_patched)
 # explicit import at every entry point. Compare each row with what your `will_be_patched` says:
 
 # %%
+from verlstudy.kit.tables import show_table
 from verlstudy.lessons.l06_external_modules.modules_env import lesson_experiments, outcomes_table, run_experiments
 
 experiments = lesson_experiments()
 outcomes = run_experiments(experiments, root, timeout_s=timeout_s)
-print(outcomes_table(outcomes))
+show_table(outcomes_table(outcomes))
 seen = {o.experiment.name: o for o in outcomes}
 
 # %%
@@ -225,10 +217,9 @@ claim("worker subprocess inherits the variable and stays unpatched", worker.patc
 claim("no experiment process imported torch", not any(o.torch_imported for o in outcomes))
 
 # %% [markdown]
-# The same five processes as a picture: one row per process (a worker under its driver), one box per import in
-# the order the process made it. Blue is verl's hook importing the adaptor because the variable names it, grey the
-# hook finding nothing to import; the library box is green where the process measured `patched`. The labels say
-# which real process each row stands for (the course's mapping, from #7827 and #7886's account):
+# The same five processes as a picture: a row per process (a worker under its driver), a box per import, in
+# order. Blue: verl's hook importing the adaptor; grey: the hook finding nothing; green: the library measured
+# `patched`. Labels map rows to real processes (the course's mapping, from #7827 and #7886):
 
 # %%
 from verlstudy.lessons.l06_external_modules.timeline import draw_timeline
@@ -254,10 +245,18 @@ fig = draw_timeline(outcomes, STANDS_FOR)
 # whatever `attention` is *then*. The adaptor replaces `toylib.ops.attention` later; a model module imported
 # before that keeps the original. So a patch must run before the library it patches is imported, in *every*
 # process that uses the library. An import-time hook in verl guarantees neither: it runs only where verl is
-# imported, and only at that moment. The rule fits every process above:
+# imported, and only at that moment. The course's rule, as code:
 
 # %%
+from verlstudy.kit.show import show_source
 from verlstudy.lessons.l06_external_modules.modules_env import predict_patched
+
+show_source(predict_patched)
+
+# %% [markdown]
+# It fits every process above:
+
+# %%
 
 predicted = [predict_patched(e.imports, e.env_value) for e in experiments]
 print("predicted:", predicted)
@@ -267,10 +266,9 @@ claim("patched iff the adaptor is imported before the library (all 5 processes)"
 
 # %% [markdown]
 # ## Why a default in the image is a silent change for everyone
-# Where a variable is set decides who it reaches. A Dockerfile `ENV` is part of every container started from
-# the image, for every job, every user, every process; a workflow's job-level `env:` reaches that job's steps
-# only. Our fixture files in `data/deps/` are the course's: they model the `ENV` line #7827 added and the
-# job-level setting (written for the course, not copied), and one planted ref drift used further down:
+# A Dockerfile `ENV` reaches every container of the image: every job, user and process. A workflow's job-level
+# `env:` reaches that job's steps only. The fixtures in `data/deps/` are the course's: #7827's `ENV` line, the
+# job-level setting, and one planted ref drift used further down:
 
 # %%
 from verlstudy.common.pins import env_settings, file_kind, read_files
@@ -289,9 +287,10 @@ claim("the variable is set in the image and again at job level", [s.scope for s 
 #
 # ## What #7886 changed
 # #7886 removed `ENV VERL_USE_EXTERNAL_MODULES=megatron_adaptor` from `Dockerfile.ascend_9.1.0_a2` and
-# `..._a3` (row 4: no default, nothing patched) and left the job-level opt-in of `npu_unit_tests.yml`
-# untouched. Per its description that is all it changed: no code in verl, and no new way to reach the two
-# processes that stayed unpatched. The job-level variable keeps both limits above.
+# `..._a3`, the images for Ascend's A2 and A3 machines (built on CANN's `910b` and `a3` images; row 4: no
+# default, nothing patched), and left the job-level opt-in of `npu_unit_tests.yml` untouched. Per its description
+# that is all it changed: no code in verl, and no new way to reach the two processes that stayed unpatched. The
+# job-level variable keeps both limits above.
 
 # %%
 no_default = seen["no default (after #7886)"]
@@ -299,9 +298,9 @@ claim("without the image default nothing is patched", not no_default.patched, up
 
 # %% [markdown]
 # ## The course's advice: import the patch at each entry point
-# What follows is the course's advice, not something #7886 did. A process is patched for sure when its own
-# entry point imports the adaptor before Megatron (row 5). That works where you write the entry point: the
-# trainer's driver, a test file, a Ray actor class that verl defines.
+# A process is patched for sure when its own entry point imports the adaptor before Megatron (row 5). #7886 did
+# not do this, but the merged #7875 did, for the Ascend tests: `import megatron_adaptor` before a test imports
+# `megatron.core`. It works where you write the entry point: a driver, a test file, a Ray actor class of verl's.
 #
 # vLLM's worker processes are started by vLLM, but verl *does* run code in them. verl 0.9.1 hands vLLM a worker
 # extension class, read here from the installed source:
@@ -314,12 +313,15 @@ _ = upstream_source("workers/rollout/vllm_rollout/vllm_async_server.py", "vLLMHt
 # %% [markdown]
 # vLLM imports `verl.workers.rollout.vllm_rollout.utils.vLLMColocateWorkerExtension` in every worker process it
 # starts, and importing it first runs `verl/__init__.py`, the hook included. So in 0.9.1 the worker processes do
-# import verl, which #7886's "never import verl" does not describe. Per #7877 (closed, by #7886's author), the
-# process that crashed was the spawned EngineCore, while it unpickled a worker message that refers to Megatron.
+# import verl, which #7886's "never import verl" does not describe. Which process crashed the course cannot
+# confirm: it had cited #7877 (the spawned EngineCore, unpickling a message that refers to Megatron), but that PR is
+# in neither the PR threads nor the verl mirror the course can read.
 # What verl does not control is *when*: vLLM resolves the extension while it sets the worker
-# up, after its own imports and after its general plugins (entry points in the `vllm.general_plugins` group,
-# loaded first by `vllm.plugins.load_general_plugins`), and a separate EngineCore process that does not load the
-# extension never runs the hook. So, in the course's reading, a patch that must come before Megatron in those
+# up, after its own imports and after its general plugins (entry points in the `vllm.general_plugins` group):
+# `WorkerWrapperBase.init_worker` (vLLM `vllm/v1/worker/worker_base.py`) calls `load_general_plugins()`, then
+# resolves `worker_cls`, then `worker_extension_cls`. A separate EngineCore process that does not load the
+# extension never runs the hook (the course's reading; verl's merged #7837, "Reapply the patch in spawned engine
+# processes", treats that gap). So, in the course's reading, a patch that must come before Megatron in those
 # processes goes either at the top of the module vLLM imports (verl's worker extension) or through vLLM's
 # earliest hook, its general plugins; the inherited variable helps only as far as verl is imported first.
 
@@ -329,10 +331,9 @@ claim("an explicit import at each entry point patches driver and worker", explic
 
 # %% [markdown]
 # ## The same limit: `VERL_USE_EXTERNAL_PLUGINS`
-# verl has a second import-time hook a few lines further down `verl/__init__.py`: `VERL_USE_EXTERNAL_PLUGINS`
-# (default `auto`) loads every entry point in the `verl.plugins` group, `none` turns that off and a comma list
-# picks names. It is read in the same place, so it has the same limit: a plugin reaches only processes that
-# import verl, after whatever they imported before verl, and never a vLLM worker that does not import verl.
+# verl's second import-time hook, `VERL_USE_EXTERNAL_PLUGINS` (default `auto`), loads the `verl.plugins` entry
+# points (`none`: off; a comma list: those). Read in the same place, it has the same limit: only processes that
+# import verl, after what they imported first.
 
 # %%
 from verlstudy.lessons.l06_external_modules.upstream import PLUGINS_VAR
@@ -347,15 +348,13 @@ def show_plugins_hook() -> None:
           "'auto'" in plugins.code.splitlines()[0] and "group='verl.plugins'" in plugins.code)
 
 
-_ = upstream_cell(show_plugins_hook)
+upstream_cell(show_plugins_hook)
 
 # %% [markdown]
 # ## Guard: tests that would have caught it
-# Two cheap checks. First, a lint: no Dockerfile may bake `VERL_USE_EXTERNAL_MODULES` into an image
-# (`image_env_settings` lists the `ENV` lines that do). Second, a test that starts the *worker's* entry point
-# as a process of its own and asserts that it is patched, instead of trusting the driver's environment. Under
-# the #7827 setup (variable inherited, worker never imports verl) that test fails; with the adaptor imported
-# at the worker's entry point it passes.
+# Two cheap checks. A lint: no Dockerfile bakes `VERL_USE_EXTERNAL_MODULES` into an image (`image_env_settings`).
+# A test that starts the *worker's* entry point as its own process and asserts it is patched: it fails under
+# #7827's setup and passes with the adaptor imported at that entry point.
 
 # %%
 from verlstudy.common.pins import image_env_settings
@@ -379,8 +378,8 @@ claim("the worker test fails under the image default and passes with the explici
 # also corrected the Megatron-LM ref to the tag `core_v0.18.0` (its description). The drift below is
 # planted by the course, not taken from #7827: in our fixtures the Dockerfile has the corrected ref and
 # the install script keeps the old one, to show what a missed file looks like. The old ref `core_r0.18.0` is
-# not a typo: Megatron-LM really has `core_rX.Y.Z` release branches (verl 0.9.1's
-# `models/mcore/model_forward_1f1b_overlap.py` links `blob/core_r0.14.0`). A branch can move after the release,
+# not a typo: Megatron-LM really has `core_rX.Y.Z` release branches (its refs list `refs/heads/core_r0.18.0`
+# beside `refs/tags/core_v0.18.0`; see Sources). A branch can move after the release,
 # the tag cannot, so pinning the branch is a *policy* finding (branch or tag), the position lessons 05 and 08
 # take too; a ref that breaks the course's naming rule for a repository is a *naming* finding (e.g. MindSpeed
 # `core_v...`: every MindSpeed ref the course has seen is `core_r`, though MindSpeed's full list of refs was not
@@ -392,7 +391,7 @@ claim("the worker test fails under the image default and passes with the explici
 from verlstudy.common.pins import pins_in_files, pins_table, ref_drift, ref_findings
 
 pins = pins_in_files(files)
-print(pins_table(pins))
+show_table(pins_table(pins))
 drifts = ref_drift(pins)
 for d in drifts:
     print("DRIFT:", d.describe())
@@ -404,14 +403,13 @@ claim("the drift the course planted: Megatron-LM, Dockerfile vs install script",
 
 # %% [markdown]
 # ## Exercises
-# The two exercises came before the sections that answer them: **6.1** before "How verl reads the
-# variable", **6.2** before the subprocess experiments. Any still "not yet right"? Go back to it now;
-# `exercise_hint("6.N")` prints the method, and the sections since then show the reasoning.
+# **6.1** came before "How verl reads the variable", **6.2** before the experiments. Any still "not yet right"?
+# `exercise_hint("6.N")` prints every hint (the method last), `show_solution("6.N")` the answer.
 
 # %% [markdown]
 # ## On an Ascend machine
-# With an NPU, the installed stack can be asked the real question: is `megatron_adaptor` importable, and is
-# verl? (Run `python -c "import megatron.core; import verl"` with the variable set to see row 2 for real.)
+# With an NPU, ask the installed stack: are `megatron_adaptor` and verl importable? (`python -c "import
+# megatron.core; import verl"` with the variable set shows row 2 for real.)
 
 # %% tags=["npu"]
 if skip_unless("npu"):
@@ -422,11 +420,8 @@ if skip_unless("npu"):
 
 # %% [markdown]
 # ## Checked against upstream verl
-# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
-# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
-# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
-# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
-# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+# With verl installed, the next cell runs verl's own hook beside the course's parser on generated values; a
+# disagreement stops the notebook, and without verl it prints one skip line.
 
 # %% tags=["nbval-ignore-output"]
 from verlstudy.lessons.l06_external_modules.upstream import upstream_check
@@ -438,13 +433,19 @@ upstream_check()
 # - An import-time hook acts in the processes that import its package, at that moment: not in a test that
 #   imports the patched library first, not in a subprocess that never imports the package.
 # - A default in a base image changes every process of every user, silently. #7886 removed it and kept the
-#   job-level opt-in; the course's advice goes further: import a patch explicitly at each entry point that
-#   needs it, before the library. Processes started by another framework run verl code only where that
+#   job-level opt-in; #7875 went further for the tests, as the course advises: import a patch explicitly at each
+#   entry point that needs it, before the library. Processes started by another framework run verl code only where that
 #   framework imports it (vLLM's workers import verl's `worker_extension_cls`), and late: a patch that must
 #   come first goes at the top of that module or through the framework's earliest hook (vLLM's general plugins).
 # - `VERL_USE_EXTERNAL_PLUGINS` is read at the same moment and has the same limit.
 # - A ref written into several files by hand will drift; parse them and compare (lesson 08 goes further).
 #   Megatron-LM's `core_r0.18.0` is a real branch: branch or tag is a policy choice, not a naming slip.
+#
+# ## Open questions
+# - vLLM resolves verl's worker extension after its own imports and plugins. If a patch must come before
+#   something vLLM imports first, where would you put it, and how would you test that it ran?
+# - Should verl's hook strip blanks and drop empty entries, or fail loudly on them? What would each break?
+# - A job-level `env:` is narrower than an image `ENV`. Is narrower always better for a patch every NPU job needs?
 
 # %% [markdown]
 # ## Sources
@@ -460,10 +461,25 @@ upstream_check()
 #   `.github/workflows/npu_unit_tests.yml` keeps its own job-level setting.
 # - `tests/special_distributed/run_all.sh` runs `test_megatron_dynamic_cp_features.py`, which imports
 #   `megatron.core` before any verl import (#7886's first example).
-# - verl PR #7877 (closed, by #7886's author): the `reward_model_vllm_ascend` failure in the spawned EngineCore.
+# - verl PR #7875 (merged, "[ci] fix: fix megatron.core import error on Ascend tests"): "`import megatron_adaptor`
+#   before the test directly import `megatron.core` to apply the patching first". #7976 (open at the time read)
+#   does the same before the vLLM rollout tests.
+# - verl PR #7877, which the course had cited for the `reward_model_vllm_ascend` failure in the spawned EngineCore:
+#   not found in the PR threads or in the verl mirror the course reads (which ends at #7335, 2026-08-22);
+#   unverified.
+# - vLLM's processes (`docs/design/arch_overview.md`, "V1 Process Architecture"): EngineCore runs the scheduler,
+#   manages the KV cache and dispatches work to one worker process per device, which loads the weights and runs the
+#   model; a separate process takes the requests. vLLM is the inference engine verl uses for
+#   [rollout](00_start_here.ipynb#rollout).
 # - vLLM `docs/design/arch_overview.md` ("V1 Process Architecture"): the API server, engine-core and worker
 #   processes.
-# - verl 0.9.1 `verl/models/mcore/model_forward_1f1b_overlap.py` links Megatron-LM `blob/core_r0.14.0`.
+# - verl 0.9.1 `verl/models/mcore/model_forward_1f1b_overlap.py` links Megatron-LM `blob/core_r0.14.0`; branch or
+#   tag: NVIDIA/Megatron-LM's refs (`git ls-remote`, in a mirror) hold `refs/heads/core_r0.18.0` (dc0ee41) and
+#   `refs/tags/core_v0.18.0` (ba7b5eb).
+# - vLLM `vllm/v1/worker/worker_base.py::WorkerWrapperBase.init_worker`: `load_general_plugins()`, then
+#   `resolve_obj_by_qualname(parallel_config.worker_cls)`, then `worker_extension_cls`, which it adds to the worker
+#   class's bases.
+# - verl PR #7837 (merged), "Reapply the patch in spawned engine processes".
 
 # %%
 claims_table()

@@ -4,25 +4,18 @@
 # **Upstream:** [verl PR #7788](https://github.com/verl-project/verl/pull/7788) added a
 # [GRPO](00_start_here.ipynb#GRPO) recipe for GLM-5.2 on 32 nodes x 16 [NPU](00_start_here.ipynb#NPU)s: a launch
 # script whose parallel sizes, pipeline layout, batch sizes and clip ratios must all agree with each other, or
-# the job fails (or runs a layout nobody meant) after 512 devices have started.
+# the job fails (or runs a layout nobody meant).
 #
 # **You will** derive every size from the few the recipe chooses and see where each of the 512 devices sits;
 # make bad combinations fail on a laptop with an error that names them; read verl's own policy loss and walk it
 # region by region, with asymmetric clipping ([clip-higher](00_start_here.ipynb#clip-higher), 0.2 / 0.28) and
-# dual clip (c = 10); add the recipe's rollout correction and KL term; see where its offload settings put the
-# memory; and watch clip-higher keep a toy GRPO bandit exploring for longer.
+# dual clip (c = 10); add the recipe's rollout correction and [KL](00_start_here.ipynb#KL) term; see where its
+# offload settings put the memory; and watch clip-higher keep a toy GRPO bandit exploring for longer.
 #
 # **Time:** 50 minutes. **Assumes:** what [DP](00_start_here.ipynb#DP), [TP](00_start_here.ipynb#TP) and
 # [PP](00_start_here.ipynb#PP) split; PPO's ratio and clip. Files and commits are listed under "Sources" at the end.
 #
 # Facts checked against verl 0.9.1.
-
-# %%
-# On Colab this installs the course (a minute); anywhere else it does nothing and prints nothing.
-import importlib.util, subprocess, sys
-if "google.colab" in sys.modules and importlib.util.find_spec("verlstudy") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "verlstudy @ git+https://github.com/verlstudy/verlstudy"], check=True)
-    importlib.invalidate_caches()
 
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu": where the accelerator cell runs the loss
@@ -32,16 +25,15 @@ bandit_prompts = 64  # prompts (independent bandits) per step (64..512)
 robustness_seeds = 4  # extra seeds the clip-higher result is re-checked on (1..8)
 
 # %%
-import gc; gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+import importlib.util, subprocess, sys
+if "google.colab" in sys.modules and not importlib.util.find_spec("verlstudy"):  # Colab only: this release of the course
+    subprocess.run(f"{sys.executable} -m pip install -q --no-deps git+https://github.com/verlstudy/verlstudy@v0.1.0 && {sys.executable} -m verlstudy.kit.colab || echo 'The course did not install: Runtime > Restart session, then run this cell again.'", shell=True)
 
-import matplotlib.pyplot  # speed only: the placement picture's import, made while the collector is paused
 from verlstudy.kit.claims import claim, claims_table, expect_error
 from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise, exercise_hint
-from verlstudy.kit.show import show_source, upstream_source
+from verlstudy.kit.show import show_change, show_source, upstream_source
 from verlstudy.lessons.l07_grpo_recipe.params import lesson_params
-
-gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
 
 params = lesson_params(device, seed, bandit_steps, bandit_prompts, robustness_seeds)
 seed, bandit_steps, bandit_prompts, robustness_seeds = (params.seed, params.bandit_steps, params.bandit_prompts,
@@ -51,8 +43,8 @@ seed, bandit_steps, bandit_prompts, robustness_seeds = (params.seed, params.band
 # ## 1. Symptom: a wall of numbers
 # The recipe's numbers, as `data/recipes/glm52_grpo_7788.yaml` stores them (only the chosen ones; every
 # derived size below is computed), transcribed from the PR's launch script
-# `examples/ascend_extras/grpo_trainer/run_glm5_2_megatron.sh`. One wrong entry here and the job fails
-# after 512 devices have started, or worse, runs with a layout nobody meant.
+# `examples/ascend_extras/grpo_trainer/run_glm5_2_megatron.sh`. One wrong entry here and the job fails, or
+# worse, runs with a layout nobody meant.
 
 # %%
 from verlstudy.kit.resources import data_dir
@@ -66,14 +58,14 @@ for section in ("cluster", "train", "rollout", "batch", "algorithm", "rollout_co
 # %% [markdown]
 # ### Predict first: exercise 7.1
 # Before the next sections derive them: the recipe's dense (attention) weights exist in `dp` replicas
-# and its [MoE](00_start_here.ipynb#MoE) expert weights in `edp` replicas; each is sharded by the parallel sizes that apply to it
+# and its [MoE](00_start_here.ipynb#MoE) expert weights in `edp` replicas (expert data parallelism: how many
+# copies of each expert shard exist); each is sharded by the parallel sizes that apply to it
 # (which of TP, PP, [CP](00_start_here.ipynb#CP), [EP](00_start_here.ipynb#EP) and ETP, expert tensor parallelism,
 # apply to which is the question). **7.1** Write
 # `my_dp_sizes(world, tp, pp, cp, ep, etp)` returning `(dp, edp)`, or raising `ValueError` when either
 # does not come out whole. All six arguments are positive ints; return two ints (a tuple or a list), never
-# floats. Then try a layout of your own on 512 devices that does not divide, and read
-# `ParallelLayout`'s error. A wrong answer's message names the mistake; from the third wrong try the
-# checker adds the method, and `exercise_hint("7.1")` prints it whenever you ask.
+# floats. A wrong try's message names the mistake; the second adds where to look, the third a question, the
+# fourth the method. `exercise_hint("7.1")` prints every rung and `show_solution("7.1")` the answer, any time.
 
 # %% tags=["solution", "exercise-7.1"]
 def my_dp_sizes(world: int, tp: int, pp: int, cp: int, ep: int, etp: int) -> tuple[int, int]:
@@ -87,16 +79,16 @@ def my_dp_sizes(world: int, tp: int, pp: int, cp: int, ep: int, etp: int) -> tup
 from verlstudy.lessons.l07_grpo_recipe.parallel import ParallelLayout
 
 check_exercise("7.1", my_dp_sizes)
-with expect_error(ValueError, match="not divisible"):
-    ParallelLayout(nodes=32, devices_per_node=16, tp=8, pp=8, cp=1, ep=64, etp=2)
 
 # %% [markdown]
 # ## 2. Reproduce: layouts that do not divide
 # Dense (attention) weights are split `world = tp * cp * dp * pp`; MoE experts are folded differently,
-# `world = etp * ep * edp * pp` (Megatron's expert parallelism). Both must come out whole. Two typos
-# of the recipe, caught before any device starts:
+# `world = etp * ep * edp * pp` (Megatron's expert parallelism). Both must come out whole. An expert product
+# too big for the cluster, then two typos of the recipe, caught before any device starts:
 
 # %%
+with expect_error(ValueError, match="not divisible"):
+    ParallelLayout(nodes=32, devices_per_node=16, tp=8, pp=8, cp=1, ep=64, etp=2)
 cluster, train = recipe["cluster"], recipe["train"]
 sizes = {k: train[k] for k in ("tp", "pp", "cp", "ep", "etp")}
 with expect_error(ValueError, match="no whole data-parallel size"):
@@ -106,10 +98,15 @@ with expect_error(ValueError, match="no whole expert-data-parallel size"):
 
 # %% [markdown]
 # ## 3. Root cause and fix: derive every size
-# The recipe's own choice divides. With TP=8, PP=8, CP=1 the dense part has **dp = 512 / 64 = 8**
-# replicas, while EP=64, ETP=1 spreads one stage's experts over all 64 of its devices: **edp = 1**, each
-# expert shard exists once. A TP group of 8 fits inside a 16-device node, so its all-reduces stay on
-# the node's fast links.
+# The course's `ParallelLayout` is the check a launch script lacks: it refuses a layout before anything starts,
+# and derives the rest. Both divisions are in its `__post_init__`:
+
+# %%
+show_source(ParallelLayout.__post_init__)
+
+# %% [markdown]
+# The recipe's own choice divides: TP=8, PP=8, CP=1 give **dp = 512 / 64 = 8** dense replicas; EP=64, ETP=1
+# spread a stage's experts over all 64 of its devices, so **edp = 1**: each expert shard exists once.
 
 # %%
 layout = ParallelLayout(**cluster, **sizes)
@@ -122,15 +119,10 @@ claim("TP group fits in one node", layout.tp_within_node)
 
 # %% [markdown]
 # ### Where the 512 devices sit
-# Which devices form a [TP](00_start_here.ipynb#TP) group, a pipeline stage or an [EP](00_start_here.ipynb#EP)
-# group is decided by how Megatron numbers ranks: verl 0.9.1 calls `mpu.initialize_model_parallel` without an
-# `order` (`workers/engine/megatron/transformer_impl.py`), so stock Megatron-core's default `"tp-cp-ep-dp-pp"`
-# applies: TP varies fastest and [PP](00_start_here.ipynb#PP) slowest. (That default is stock Megatron-LM's,
-# `core_v0.18.0`; whether the recipe's Ascend patches, MindSpeed and MegatronAdaptor, change it the course has not
-# checked, so the numbering below is stock Megatron's.) For the dense weights that makes
-# `rank = tp + 8 * dp + 64 * pp` here, for the experts `rank = ep + 64 * pp` (`placement.rank_place` writes both
-# out). The picture also assumes ranks are numbered node by node, 16 to a node (the course's assumption). Each
-# column is a node, each row a device in it; the table first prints what the picture draws:
+# verl 0.9.1 calls `mpu.initialize_model_parallel` without an `order`, so stock Megatron's `"tp-cp-ep-dp-pp"`
+# numbers the ranks, [TP](00_start_here.ipynb#TP) fastest: `rank = tp + 8 * dp + 64 * pp` (dense),
+# `rank = ep + 64 * pp` ([EP](00_start_here.ipynb#EP)). Ascend patches not checked; 16 ranks a node assumed
+# (Sources). A column is a node:
 
 # %%
 from verlstudy.lessons.l07_grpo_recipe.placement import draw_placement, group_nodes, stage_nodes
@@ -143,16 +135,14 @@ claim("each EP group spans the 4 nodes of its stage", sorted(map(len, group_node
 claim("each dense DP group spans 4 nodes too", set(map(len, group_nodes(layout, "dp"))), {4})
 
 # %% [markdown]
-# Read the picture by traffic. TP's all-reduces, inside every layer, stay on one node's fast links (two TP groups
-# per node, labelled by their [DP](00_start_here.ipynb#DP) index). Everything else of a stage crosses nodes: the
-# experts' token exchange (an all-to-all) runs over the stage's 64 devices on 4 nodes, and so does the dense
-# gradients' reduction over a data-parallel group (one device from each of the 8 replicas: `dp0`..`dp7` along a row
-# of the picture). Only the pipeline's sends go from one 4-node block to the next.
+# Read it by traffic. TP's all-reduces, in every layer, stay on one node (two TP groups a node, labelled by
+# [DP](00_start_here.ipynb#DP) index). The experts' all-to-all and the dense gradients' reduction (`dp0`..`dp7`
+# along a row) cross a stage's 4 nodes; pipeline sends go from one 4-node block to the next.
 
 # %% [markdown]
-# [Rollout](00_start_here.ipynb#rollout) (the inference engine generating the responses) uses its own layout: INFER_TP=8 x INFER_DP=8 = 64 devices per replica, with
-# expert parallelism across all of them (verl asserts `ep == tp * dp`). The same 512 devices hold 8
-# independent rollout replicas.
+# [Rollout](00_start_here.ipynb#rollout) (the inference engine generating responses) has its own layout:
+# TP=8 x DP=8 = 64 devices a replica, 8 replicas. `RolloutConfig` asserts `ep == tp * dp` for every engine but
+# `trtllm`, which checks `moe_tp * ep == tp` instead (`workers/config/rollout.py`); the recipe runs vLLM.
 
 # %%
 from verlstudy.lessons.l07_grpo_recipe.parallel import RolloutLayout
@@ -165,15 +155,10 @@ with expect_error(ValueError, match="must equal tp*dp"):
 
 # %% [markdown]
 # ### The pipeline layout string
-# [Megatron](00_start_here.ipynb#Megatron)'s `pipeline_model_parallel_layout` string `Et*10|t*12|...|t*4L` places layers on stages: `|` separates the 8 stages, `t*N` is N decoder layers,
-# `E` the embedding (first stage), `L` the loss head (last stage). The stages are uneven: 10, 12, 8, 8,
-# 12, 12, 12, 4. The PR does not say why: its description only says it adds a 32-node script, and the
-# script has no comment on the layout. **The course's reading, not upstream's:** the last stage also
-# runs the output projection over the vocabulary and the loss for every token, so it gets the fewest
-# decoder layers (4); stage 0 adds only the embedding lookup, which is cheap, and gets 10; why stages
-# 2 and 3 get 8 where their neighbours get 12 the PR does not let us recover (a measured balance is
-# one guess). Whatever the reason, a pipeline runs at the pace of its largest stage: its ratio to the
-# mean is claimed below.
+# [Megatron](00_start_here.ipynb#Megatron)'s layout string `Et*10|t*12|...|t*4L`: `|` separates stages, `t*N` is
+# N decoder layers, `E` the embedding, `L` the loss head. Stages run 10, 12, 8, 8, 12, 12, 12, 4; the PR says
+# not why. **The course's reading:** the loss stage also projects onto the vocabulary, so it gets 4. A pipeline
+# runs at its largest stage's pace:
 
 # %%
 from verlstudy.kit.plots import bar_plot, line_plot
@@ -192,16 +177,10 @@ with expect_error(ValueError, match="bad token"):
 
 # %% [markdown]
 # ### One GRPO step, cut into pieces
-# `train_batch_size=64` prompts x `n=8` responses = 512 sequences per step. `ppo_mini_batch_size=16`
-# prompts (x 8 = 128 sequences) per optimizer step gives 4 optimizer steps per training step; each of
-# the 8 data-parallel ranks gets 16 sequences per [mini-batch](00_start_here.ipynb#mini-batch), run one per
-# [micro-batch](00_start_here.ipynb#micro-batch): 16 micro-batches, which is also what fills the 8-stage
-# pipeline. The [1F1B](00_start_here.ipynb#1F1B) schedule still idles
-# (pp - 1) / (m + pp - 1) = 7/23 of the time. That is the plain schedule, without VPP (virtual pipeline
-# parallelism: each device holds several non-adjacent chunks of layers and runs them interleaved, which shrinks
-# the idle time). Megatron takes the number of chunks per device from the layout string, its stages divided by
-# `pp` (`pipeline_parallel_layer_layout.py` at `core_v0.18.0`), and verl's `virtual_pipeline_model_parallel_size`
-# defaults to none; the recipe sets none.
+# 64 prompts x `n=8` = 512 sequences a step; `ppo_mini_batch_size=16` prompts (128 sequences) makes 4 optimizer
+# steps. Each of 8 DP ranks runs 16 sequences a [mini-batch](00_start_here.ipynb#mini-batch), one per
+# [micro-batch](00_start_here.ipynb#micro-batch); [1F1B](00_start_here.ipynb#1F1B) still idles
+# (pp - 1) / (m + pp - 1) = 7/23. No VPP (virtual pipeline: interleaved layer chunks; Sources).
 
 # %%
 from verlstudy.lessons.l07_grpo_recipe.parallel import BatchPlan, pipeline_bubble_fraction
@@ -225,13 +204,9 @@ with expect_error(ValueError, match="does not split over dp=3"):
 
 # %% [markdown]
 # ### What edp = 1 costs in memory (an estimate)
-# `estimate_train_memory_per_device` (documented formula: bf16 weights 2 B, fp32 grads 4 B, fp32 Adam
-# state 12 B per parameter; optimizer state sharded over dp x cp for dense weights, as Megatron's
-# distributed optimizer does, and over edp for expert weights; activations ignored) per **billion**
-# parameters, so no model size has to be assumed. Dense weights are split 64 ways (tp x pp) and their
-# optimizer state 8 ways more; expert weights are split 512 ways (etp x ep x pp) but, with edp = 1,
-# their optimizer state not at all, so it is twice their weights and grads. That would sit on the
-# device, were it not for the recipe's offload settings (next).
+# Per 1e9 parameters: bf16 weights 2 B, fp32 grads 4 B, Adam state 12 B, the state sharded over dp x cp (dense,
+# Megatron's [distributed optimizer](00_start_here.ipynb#distributed-optimizer)) or edp (experts). With edp = 1
+# the expert state is not sharded at all: twice their weights and grads.
 
 # %%
 from verlstudy.lessons.l07_grpo_recipe.parallel import estimate_train_memory_per_device
@@ -252,21 +227,36 @@ claim("expert optimizer / weights+grads (edp=1)", per_billion["expert"]["optimiz
 # ### Where that state lives: the recipe's offload settings
 # The recipe's `offload` section (five settings from the script) moves most of it to host memory:
 # - `param_offload` (verl, `megatron_utils.py::offload_megatron_model_to_cpu`): while the [actor](00_start_here.ipynb#actor) is idle
-#   (during rollout) its bf16 weights are copied to pinned host memory and its grad buffer is freed.
+#   (during rollout) its bf16 weights are copied to [pinned](00_start_here.ipynb#pinned-memory) host memory and
+#   its grad buffer is freed.
 # - `optimizer_offload` (verl, `offload_megatron_optimizer`): the optimizer state goes to the host while idle.
 # - `optimizer_cpu_offload` with `optimizer_offload_fraction=1` (Megatron-core `OptimizerConfig`:
 #   "offload optimizer states tensor and compute to CPU"): all of the optimizer state stays on the host
-#   even while training, and the Adam step runs on the CPU.
+#   even while training, and the Adam step runs on the CPU, which keeps a pinned fp32 copy of the gradients.
 # - `use_precision_aware_optimizer`: Megatron's `cpu_offloading/README.md` lists it with the two above
 #   as what enables CPU offload. It would allow bf16 grads and moments, but the recipe leaves their
 #   dtypes at Megatron's fp32 defaults, so it changes no byte count here.
-#
-# The course's estimate (`memory_by_phase`; activations not modelled) per rank and per 1e9 expert
-# parameters, the edp = 1 case above, in the two phases of a step. The reference model
-# (`ref_param_offload`) is offloaded likewise and not plotted.
 
 # %%
 from verlstudy.lessons.l07_grpo_recipe.memory import NO_OFFLOAD, OffloadSettings, memory_by_phase, totals
+
+show_source(memory_by_phase)
+
+# %% [markdown]
+# A first version of this estimate missed one line. Megatron's CPU optimizer (`HybridDeviceOptimizer`,
+# `hybrid_optimizer.py`) gives each parameter it steps a pinned host copy of its fp32 gradient, allocated once and
+# kept between steps: 4 B a parameter. The fix, as a change:
+
+# %%
+from verlstudy.lessons.l07_grpo_recipe.memory import memory_by_phase_without_grad_copy
+
+show_change(memory_by_phase_without_grad_copy, memory_by_phase)
+
+# %% [markdown]
+# Per rank, per 1e9 expert parameters (the edp = 1 case), in both phases of a step; the reference model is
+# offloaded likewise and not plotted:
+
+# %%
 
 offload = OffloadSettings.from_recipe(recipe["offload"])
 mib = {name: {k: v / 2**20 for k, v in totals(memory_by_phase(layout, 0, 1e9, s)).items()}
@@ -277,9 +267,10 @@ fig = bar_plot({f"{name}: {k}": v for name, t in mib.items() for k, v in t.items
 per_rank = 1e9 / 512 / 2**20  # MiB per byte-per-parameter on one rank
 claim("no offload: device holds 18 B/param in both phases", mib["no offload"]["rollout device"], 18 * per_rank, rtol=1e-9)
 claim("#7788 training: device 6 B/param (weights + grads)", mib["#7788"]["train device"], 6 * per_rank, rtol=1e-9)
-claim("#7788 training: host 12 B/param (all optimizer state)", mib["#7788"]["train host"], 12 * per_rank, rtol=1e-9)
+claim("#7788 training: host 16 B/param (optimizer state + pinned grad copy)", mib["#7788"]["train host"],
+      16 * per_rank, rtol=1e-9, upstream="Megatron-core hybrid_optimizer.py: pinned CPU grad copy, kept between steps")
 claim("#7788 rollout: the actor holds no device memory", mib["#7788"]["rollout device"] == 0.0)
-claim("#7788 rollout: host 14 B/param (grads freed)", mib["#7788"]["rollout host"], 14 * per_rank, rtol=1e-9)
+claim("#7788 rollout: host 18 B/param (device grads freed)", mib["#7788"]["rollout host"], 18 * per_rank, rtol=1e-9)
 
 # %% [markdown]
 # ### Predict first: exercises 7.2 and 7.3
@@ -356,18 +347,10 @@ _ = upstream_source("trainer/ppo/core_algos.py", "compute_policy_loss_vanilla", 
                     context=18)
 
 # %% [markdown]
-# Walk through it. `clip_ratio_low` and `clip_ratio_high` fall back to `clip_ratio` when unset; the recipe sets
-# 0.2 and 0.28, so the ratio is clipped to [0.8, 1.28]: that asymmetry is clip-higher. `clip_ratio_c` is read
-# with a default of 3 and must be above 1; the recipe sets 10. The log-ratio `log_prob - old_log_prob` is clamped
-# to ±20 before `exp`, and `ppo_kl` is the mean of its negation. `pg_losses1` is the unclipped term, `pg_losses2`
-# the clipped one, and `torch.maximum` keeps the larger loss (the pessimistic choice); `pg_clipfrac` counts
-# the tokens where the clipped term won. The dual clip is `pg_losses3`: a cap on the loss, applied by
-# `torch.where` only where the advantage is negative, and `pg_clipfrac_lower` counts where it binds. Last, the
-# rollout-correction weights multiply each token's loss before `agg_loss` aggregates it (the recipe uses them:
-# section 5's last part).
-#
-# The course's copy, which the rest of this lesson computes with: the same steps on plain tensors, without the
-# config object, the weights or the aggregation (`policy_loss` adds a token mean over one rank's mask).
+# Walk through it. The recipe's 0.2 and 0.28 clip the ratio to [0.8, 1.28]: clip-higher. `clip_ratio_c`
+# (default 3, must exceed 1) is 10. `pg_losses1` is unclipped, `pg_losses2` clipped, `torch.maximum` keeps the
+# larger (pessimistic) loss; `pg_losses3`, the dual clip, caps it where the advantage is negative. The course's
+# copy, on plain tensors:
 
 # %%
 from verlstudy.lessons.l07_grpo_recipe.grpo import _clipped_terms
@@ -375,14 +358,9 @@ from verlstudy.lessons.l07_grpo_recipe.grpo import _clipped_terms
 _ = show_source(_clipped_terms)
 
 # %% [markdown]
-# Line for line: `unclipped` and `clipped` are verl's `pg_losses1` and `pg_losses2`, `pessimistic` its
-# `clip_pg_losses1`, `dual_cap` its `pg_losses3`, and the `torch.where` is the same. It returns the pieces too, so
-# `policy_loss` can count the clip fractions the way verl does. `tests/lessons/l07_grpo_recipe/test_grpo.py`
-# and the "Checked against upstream verl" cell compare it with verl's function on generated batches.
-#
-# Per token, with ratio r = p_new / p_old: `max(-A r, -A clip(r, 1 - 0.2, 1 + high))`; for A < 0 also
-# capped at `-A c`. Where a clip holds the loss flat, its gradient is zero: the token stops moving the
-# policy. For A > 0 that happens above `1 + high`: 1.2 with verl's default, 1.28 with clip-higher.
+# Line for line: `unclipped`, `clipped`, `pessimistic` and `dual_cap` are verl's `pg_losses1`, `pg_losses2`,
+# `clip_pg_losses1` and `pg_losses3`. Per token, with r = p_new / p_old: `max(-A r, -A clip(r, 1 - 0.2, 1 + high))`,
+# for A < 0 capped at `-A c`. Where a clip holds the loss flat its gradient is zero: for A > 0, above `1 + high`.
 
 # %%
 from verlstudy.lessons.l07_grpo_recipe.grpo import loss_surface, policy_loss
@@ -398,9 +376,9 @@ fig = line_plot({f"(0.2, {h})": (ratios, loss_surface(torch.tensor(ratios), 1.0,
           title="Per-token loss for A = +1", xlabel="ratio", ylabel="loss", digits=3)
 
 # %% [markdown]
-# For A < 0 the pessimistic max lets the loss grow with the ratio without bound (a token the policy now
-# likes far more than before, but which was bad). Dual clip caps it at `-A c`: verl's default c = 3, the
-# recipe's c = 10 (verl asserts c > 1). Below `1 - 0.2` the loss is flat too.
+# For A < 0 the pessimistic max lets the loss grow with the ratio without bound (a bad token the policy now
+# likes far more). Dual clip caps it at `-A c`: verl's default c = 3, the recipe's 10. Below `1 - 0.2` it is
+# flat too.
 
 # %%
 ratios = [0.5, 0.8, 1.0, 2.0, 3.0, 5.0, 10.0, 12.0]
@@ -443,10 +421,13 @@ claim("c=10 dual-clips fewer tokens than c=3", recipe_loss.pg_clipfrac_lower < d
 #   update, pi_rollout: the engine's), and every weight is divided by the mean of those weights over *all response
 #   tokens of the batch the function is given* (`compute_rollout_correction_weights`: `masked_mean`, or
 #   `distributed_masked_mean` across ranks where `torch.distributed` is initialised; the mean is taken before
-#   rejection). With the recipe's settings (not bypass mode) verl computes it once per step on the driver, over
-#   the whole step's batch (64 prompts x 8), before the mini-batch split (`ray_trainer.py` ->
-#   `compute_rollout_correction_and_add_to_batch`). Our toy batch plays that batch: one batch mean, the
-#   single-rank case.
+#   rejection). With the recipe's settings (not bypass mode, which would reuse the rollout's log-probs as the old
+#   ones: `rollout_correction.bypass_mode`, default False, `trainer/config/algorithm.py:127-131,184`) verl computes
+#   it once per step on the driver, over
+#   the whole step's batch (64 prompts x 8), before the mini-batch split (verl 0.9.1 runs the V1 trainer by
+#   default, `trainer.use_v1: true`: `trainer/ppo/v1/trainer_base.py::_compute_advantage` calls
+#   `compute_rollout_correction_and_add_to_batch`; the legacy `ray_trainer.py` does the same). Our toy batch plays
+#   that batch: one batch mean, the single-rank case.
 # - `use_kl_loss`, `kl_loss_coef=0.002`, `kl_loss_type` left at verl's default `low_var_kl`: plus
 #   0.002 x the token-mean k3 estimate of KL to the reference model (added as `losses.py::ppo_loss` adds the
 #   terms; the comparison below runs `compute_policy_loss_vanilla`, `kl_penalty` and `agg_loss`, not `ppo_loss`).
@@ -461,15 +442,10 @@ _ = upstream_source("trainer/ppo/rollout_corr_helper.py", "compute_rollout_corre
                     contains="if rollout_is_batch_normalize:", context=28)
 
 # %% [markdown]
-# The weights are detached first: they rescale each token's loss but carry no gradient. With
-# `rollout_is_batch_normalize` and token-level weights, the mean is taken over every token the `response_mask`
-# keeps, in every sequence of the batch passed in: `distributed_masked_mean` where `torch.distributed` is
-# initialised (the sum and the count are reduced across ranks first), else `masked_mean`. Every weight is then
-# divided by that one number (unless it is at most 1e-8). So the normalised weights average exactly 1 over the batch's
-# response tokens, not per sequence: a sequence the engine found likelier than the trainer did keeps smaller weights.
-#
-# On the same toy batch, with engine log-probs that drift from the trainer's (std 0.3) and a reference
-# policy (std 0.2), term by term:
+# The weights are detached: they rescale each token's loss, carrying no gradient. One mean over every response
+# token of the batch (`distributed_masked_mean` across ranks, else `masked_mean`) divides them all, so they average
+# 1 over the batch, not per sequence. On the toy batch, with engine log-probs drifting (std 0.3) and a reference
+# policy (std 0.2):
 
 # %%
 from verlstudy.lessons.l07_grpo_recipe.correction import parse_k1_bounds
@@ -503,7 +479,8 @@ upstream_cell(lambda: check_recipe_loss_cell((logp, old_logp, rollout_logp, ref_
 
 # %% [markdown]
 # ## 6. Why clip-higher: a toy GRPO bandit
-# DAPO's argument in one line: a positive-advantage token can reach at most `p (1 + high)` in one update.
+# [DAPO](https://arxiv.org/abs/2503.14476)'s argument (Yu et al., 2025, the RL recipe that named clip-higher) in
+# one line: a positive-advantage token can reach at most `p (1 + high)` in one update.
 # A likely token (p = 0.9) is not held back at all; a rare one (p = 0.01) can only gain `0.01 * high`.
 # The upper clip therefore brakes exactly the tokens that keep a policy exploring.
 
@@ -516,11 +493,9 @@ for p in (0.9, 0.5, 0.05, 0.01):
 claim("a p=0.9 token is not limited by the upper clip", max_prob_after_update(0.9, 0.2) == 1.0)
 
 # %% [markdown]
-# The bandit: each of `bandit_prompts` prompts has 8 answers (arms); 4 are equally good (a noisy
-# verifier passes them 70% of the time), 4 never pass. The policy starts out favouring one good answer
-# (its probability is printed below). Each step samples n = 8 answers per prompt, computes group
-# advantages and takes 4 SGD epochs of verl's loss on them (several updates per sample are what make
-# the ratio leave 1 and the clip bind). Same seed, same first samples: only `clip_ratio_high` differs.
+# The bandit: each prompt has 8 answers; 4 pass a noisy verifier 70% of the time, 4 never. The policy starts
+# favouring one good answer. Each step samples 8 answers a prompt and takes 4 SGD epochs of verl's loss (so the
+# ratio leaves 1 and the clip binds). Same seed: only `clip_ratio_high` differs.
 
 # %%
 from verlstudy.lessons.l07_grpo_recipe.grpo import bandit_problem, entropy, train_clip_bandits
@@ -564,32 +539,34 @@ claim(f"clip-higher ends with more entropy on all {robustness_seeds} further see
       all(h > s for s, h in finals.values()))
 
 # %% [markdown]
-# What this toy does and does not show: the effect is modest (compare the final entropies above), its
-# size depends on the step size and on how many epochs reuse each sample, and with fewer than 64
-# prompts the seed-to-seed noise can hide it (hence the parameter ranges). With one SGD step per
-# sample the ratio stays 1 and no clip ever binds (`tests/lessons/l07_grpo_recipe/test_grpo.py` checks that). DAPO (Yu et al.,
-# 2025, which named clip-higher) reports the effect on real LLM training; the bandit shows its
-# mechanism, not its size.
+# What this toy shows: a modest effect, sized by the step size and the epochs per sample; under 64 prompts
+# seed noise can hide it (hence the ranges). With one SGD step per sample no clip ever binds (`test_grpo.py`).
+# DAPO (Yu et al., 2025) reports the effect on real LLM training; the bandit shows the mechanism, not its size.
 
 # %% [markdown]
 # ### What else the recipe sets, briefly
 # The script (yellowbee686/verl@89dad2d7) sets more than this lesson computes. In one line each, what and why:
 # - **DSA attention**: `experimental_attention_variant="dsa"` with `use_dsa_absorb`, `dsa_indexer_use_sparse_loss`,
 #   `dsa_indexer_loss_coeff=0`, the fused lightning-indexer and sparse-flash-attention kernels and
-#   `dsa_grouped_recompute`. GLM-5 uses DeepSeek-style sparse attention: a small "indexer" picks which earlier
-#   tokens each token attends to; a coefficient of 0 means the indexer gets no loss of its own during RL.
+#   `dsa_grouped_recompute`. GLM-5 uses DeepSeek Sparse Attention (DSA, DeepSeek-V3.2, arXiv:2512.02556): a small
+#   "lightning indexer" scores earlier tokens and each token attends only to its top-k; Megatron-core's
+#   `transformer/experimental_attention_variant/dsa.py` implements it with an indexer loss that
+#   `dsa_indexer_loss_coeff` scales, so 0 gives the indexer no loss of its own during RL.
 # - **Fused kernels** (MindSpeed flags): `use_fused_rmsnorm=True` and `use_fused_swiglu` run RMSNorm and the SwiGLU
-#   activation each as one NPU kernel (`npu_rms_norm`, `npu_swiglu`) instead of several small ops: less memory
-#   traffic, the same function up to rounding.
+#   activation each as one NPU kernel instead of several small ops (MindSpeed's `core/fusions/fused_rms_norm.py`
+#   calls `torch_npu.npu_rms_norm`, `fused_bias_swiglu.py` calls `torch_npu.npu_swiglu`): less memory traffic,
+#   the same function up to rounding.
 # - **Recompute**: `recompute_granularity=full`, `recompute_method=uniform`, `recompute_num_layers=1`: activations
 #   are not kept for backward but recomputed layer by layer, trading compute for memory at 8k-token sequences.
 # - **R3 router replay**: `router_replay.mode=R3` with `rollout.enable_rollout_routing_replay=True`: the trainer
 #   replays the experts the inference engine's [router](00_start_here.ipynb#router) chose, so both compute the
 #   same [MoE](00_start_here.ipynb#MoE) path for a token ([R3](00_start_here.ipynb#R3); lesson 03 builds it).
 # - **Dummy rollout weights**: `rollout.load_format='dummy'`: the inference engine starts with random weights and
-#   receives the actor's by weight sync before the first rollout, so only the training side (actor and reference
-#   model) reads the checkpoint, never the inference engine;
-#   `rollout.calculate_log_probs=True` makes the engine return the log-probs the rollout correction above needs.
+#   receives the actor's by weight sync before the first rollout (the default `trainer.v1.trainer_mode: sync`,
+#   `trainer/config/ppo_trainer.yaml:238`: `trainer/ppo/v1/trainer_sync.py:31-33`, `on_init_end` calls
+#   `checkpoint_manager.update_weights`), so only the training side (actor and reference model) reads the
+#   checkpoint, never the inference engine; `rollout.calculate_log_probs=True` makes the engine return the
+#   log-probs the rollout correction above needs (`trainer/config/rollout/rollout.yaml:235-237`, True by default).
 
 # %%
 claim("the fixture stores the recipe's router replay mode", recipe["algorithm"]["router_replay"], expected="R3",
@@ -597,17 +574,14 @@ claim("the fixture stores the recipe's router replay mode", recipe["algorithm"][
 
 # %% [markdown]
 # ## 7. Guard
-# The guards are the validations above (a layout, a rollout, a layout string or a batch that does not
-# divide is a `ValueError` naming the numbers) and the tests in `tests/lessons/l07_grpo_recipe/`: `test_parallel.py`
-# and `test_placement_and_params.py` pin the recipe's derived sizes and where its ranks sit, `test_grpo.py` pins the loss on hand-computed cases, each clip region, the
-# clip fractions, the closed-form bandit gradient against autograd, and our loss and advantages against
-# verl 0.9.1's own functions on generated cases (when verl is installed); `test_correction.py` does
-# the same for the rollout correction and KL terms, and `test_memory.py` pins the offload estimate.
+# The guards are the validations above (a layout, rollout, layout string or batch that does not divide is a
+# `ValueError` naming the numbers) and `tests/lessons/l07_grpo_recipe/`, which pins the derived sizes, the rank
+# placement, each clip region, the offload estimate, and our loss against verl's own.
 #
 # ## 8. Exercises
 # The three exercises came before the sections that answer them: **7.1** before section 2, **7.2** and
-# **7.3** before section 4. Any still "not yet right"? Go back to it now; `exercise_hint("7.N")` prints the
-# method, and the sections since then show the reasoning.
+# **7.3** before section 4. Any still "not yet right"? Go back to it now; `exercise_hint("7.N")` prints every
+# hint (the method last), `show_solution("7.N")` the answer, and the sections since then show the reasoning.
 
 # %% [markdown]
 # ## On an accelerator
@@ -622,11 +596,8 @@ if skip_unless("cuda"):
 
 # %% [markdown]
 # ## Checked against upstream verl
-# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
-# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
-# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
-# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
-# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+# With verl installed, the next cell runs verl's own policy loss, advantages and rollout correction beside ours
+# on generated inputs; a disagreement stops the notebook, and without verl it prints one skip line.
 
 # %% tags=["nbval-ignore-output"]
 from verlstudy.lessons.l07_grpo_recipe.upstream import upstream_check
@@ -650,6 +621,15 @@ upstream_check()
 #   longer at the same reward. The recipe then drops tokens the engine and trainer disagree on
 #   (token_k1), reweights the rest by truncated importance sampling (IS, weight min(pi_old / pi_rollout, 2)) and
 #   adds 0.002 x KL to the reference.
+# - Offloading the optimizer to the CPU is not free on the host: besides the state (12 B/param) Megatron's CPU
+#   optimizer keeps a pinned fp32 gradient copy (4 B/param) between steps.
+#
+# ## Open questions
+# - With edp = 1 every expert shard exists once. What would edp = 2 (EP=32) cost in all-to-all traffic, and what
+#   would it save in host memory?
+# - The stages hold 10, 12, 8, 8, 12, 12, 12, 4 layers. What measurement would tell whether that balance is right?
+# - The bandit shows clip-higher keeping entropy; what would you log in a real run to see the same, and when would
+#   more entropy stop being worth it?
 
 # %% [markdown]
 # ## Sources
@@ -661,9 +641,12 @@ upstream_check()
 #   ours takes plain arguments and aggregates on one rank.
 # - `verl/trainer/ppo/core_algos.py::compute_grpo_outcome_advantage`: the group-normalised advantages of
 #   section 4; a group of one gets mean 0 and std 1.
-# - `verl/workers/config/rollout.py`: with expert parallelism, rollout `ep == tp * dp`.
-# - `verl/trainer/ppo/ray_trainer.py`: `ppo_mini_batch_size` counts prompts and is multiplied by `rollout.n`;
-#   with rollout correction outside bypass mode, `compute_rollout_correction_and_add_to_batch` runs on the driver.
+# - `verl/trainer/ppo/v1/trainer_base.py` (the V1 trainer `main_ppo.py` runs by default, `trainer.use_v1: true` in
+#   0.9.0 and 0.9.1): `_update_actor` multiplies `ppo_mini_batch_size` (prompts) by `rollout.n`;
+#   `_compute_advantage` runs `compute_rollout_correction_and_add_to_batch` on the driver outside bypass mode. The
+#   legacy `ray_trainer.py` (`main_ppo_v0.py`) does both the same way.
+# - `verl/workers/config/rollout.py::RolloutConfig.__post_init__`: `ep == tp * dp` unless `name == "trtllm"`, whose
+#   check is `moe_tensor_parallel_size * expert_parallel_size == tensor_model_parallel_size`.
 # - Megatron-LM `megatron/core/transformer/pipeline_parallel_layer_layout.py` at `core_v0.18.0`: virtual pipeline
 #   size = layout stages // `pipeline_model_parallel_size`; verl's `trainer/config/engine/megatron.yaml`:
 #   `virtual_pipeline_model_parallel_size: null`.
@@ -676,7 +659,15 @@ upstream_check()
 #   the ranks (not checked against the Ascend patches).
 # - `verl/utils/megatron_utils.py::offload_megatron_model_to_cpu` (what `param_offload` moves), and Megatron-core's
 #   `megatron/core/optimizer/optimizer_config.py` and `cpu_offloading/README.md` (what `optimizer_cpu_offload`,
-#   `optimizer_offload_fraction`, `use_precision_aware_optimizer` do).
+#   `optimizer_offload_fraction`, `use_precision_aware_optimizer` do); `megatron/core/optimizer/cpu_offloading/
+#   hybrid_optimizer.py::HybridDeviceOptimizer._set_sub_optimizer_grads` (the pinned CPU gradient copy,
+#   `pin_cpu_grads=True`, kept in `cpu_copy_map_grad`), read at Megatron-LM main (0d41ecd8), not at `core_v0.18.0`.
+# - Rank order: stock Megatron-LM's default at `core_v0.18.0`; whether MindSpeed and MegatronAdaptor change it is not
+#   checked, and 16 consecutive ranks per node is the course's assumption. VPP: Megatron takes chunks per device as
+#   layout stages // `pp`, and verl's `virtual_pipeline_model_parallel_size` defaults to none; the recipe sets none.
+# - DSA: DeepSeek-V3.2 (arXiv:2512.02556, the lightning indexer and top-k selection); Megatron-LM
+#   `megatron/core/transformer/experimental_attention_variant/dsa.py` (read at main 00bebb45). Fused kernels:
+#   Ascend/MindSpeed `mindspeed/core/fusions/fused_rms_norm.py` and `fused_bias_swiglu.py`.
 # - The recipe itself: `examples/ascend_extras/grpo_trainer/run_glm5_2_megatron.sh`, a bash script outside the
 #   wheel, read from the fork yellowbee686/verl at commit `89dad2d7` (a fork's copy of the file #7788 added; no copy
 #   on verl-project/verl is stored; later fork copies, e.g. zhtmike/verl@946020df, add #7836's

@@ -16,19 +16,14 @@
 # **Time:** 30 minutes. **Assumes:** git tags and branches, `pip install name==version`, reading a Dockerfile.
 # Facts checked against verl 0.9.1; the files and commits are listed under Sources at the end.
 
-# %%
-# On Colab this installs the course (a minute); anywhere else it does nothing and prints nothing.
-import importlib.util, subprocess, sys
-if "google.colab" in sys.modules and importlib.util.find_spec("verlstudy") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "verlstudy @ git+https://github.com/verlstudy/verlstudy"], check=True)
-    importlib.invalidate_caches()
-
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
 seed = 0
 
 # %%
-import gc; gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+import importlib.util, subprocess, sys
+if "google.colab" in sys.modules and not importlib.util.find_spec("verlstudy"):  # Colab only: this release of the course
+    subprocess.run(f"{sys.executable} -m pip install -q --no-deps git+https://github.com/verlstudy/verlstudy@v0.1.0 && {sys.executable} -m verlstudy.kit.colab || echo 'The course did not install: Runtime > Restart session, then run this cell again.'", shell=True)
 
 from collections import Counter
 
@@ -41,28 +36,18 @@ from verlstudy.kit.lesson_start import start_lesson
 from verlstudy.kit.resources import data_dir
 from verlstudy.lessons.l08_dependency_stack import manifests as mf
 from verlstudy.lessons.l08_dependency_stack.layers import draw_layers
-from verlstudy.lessons.l08_dependency_stack.real_files import component_drift, side_by_side, split_drift
+from verlstudy.kit.show import show_change, show_source
+from verlstudy.lessons.l08_dependency_stack.real_files import component_drift, pin_lines, side_by_side, split_drift
 from verlstudy.lessons.l08_dependency_stack.real_files import unpinned_clones
 
-gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
 start_lesson(device, seed)  # the lesson's only parameters: the device, then the seed
 stacks = data_dir() / "stacks"  # the upgrade itself is fixed, not a parameter: every claim is about it
 
 # %% [markdown]
 # ## The stack as data
-# A manifest lists each component once: the repository (or `pypi:` package), the kind of ref (a `tag`, a
-# `branch`, a `commit`, a package `version`, or `unpinned`: a clone with no ref) and the ref. Both manifests are
-# written from upstream's real image files (the comments in `data/stacks/*.toml` cite repository and commit).
-#
-# What the components are, in one line each (the lesson reads their pins, not their code): Megatron-LM is NVIDIA's
-# training library (Megatron) and MindSpeed the Ascend library that runs it on NPUs; vllm and its Ascend plugin
-# vllm-ascend generate the [rollout](00_start_here.ipynb#rollout)s. #7604 adds five: MegatronAdaptor (the
-# `megatron_adaptor` package that patches Megatron for Ascend, lesson 06), TransformerEngineNPU (an NPU port of
-# NVIDIA's Transformer Engine, the fused-kernel library Megatron's layers call; the closed verl PR #7142 runs the
-# two as one stack), MindSpeed-Ops (Ascend's custom operators for training), MindSpeed-Bridge (Ascend's
-# adaptations of model bridges) and Megatron-Bridge (NVIDIA NeMo's converter between Hugging Face and Megatron
-# weights, lesson 05). Megatron-Bridge replaces *mbridge*, the older converter; verl's `megatron.yaml` calls
-# `vanilla_mbridge` "the deprecated legacy mbridge backend".
+# A manifest lists each component once: the repository (or `pypi:` package), the kind of ref (`tag`, `branch`,
+# `commit`, `version`, or `unpinned`: a clone with no ref) and the ref, written from upstream's real image files
+# (`data/stacks/*.toml` cite them). What each component is: see Sources.
 
 # %%
 old = mf.load_manifest(stacks / "ascend_megatron_0.16.toml")
@@ -74,12 +59,14 @@ for m in (old, new):
 
 # %% [markdown]
 # ## The upgrade as a diff
-# Matching components by name gives what the upgrade added, removed and changed, including a switch from a
-# branch to a tag, which a plain version bump would hide:
+# Matching components by name gives what was added, removed and changed, including a branch-to-tag switch a
+# version bump would hide:
 
 # %%
+from verlstudy.kit.tables import show_table
+
 diff = mf.upgrade_diff(old, new)
-print(diff.table())
+show_table(diff.table())
 claim("components added", sorted(c.name for c in diff.added)
       == sorted(["MegatronAdaptor", "TransformerEngineNPU", "MindSpeed-Ops", "MindSpeed-Bridge", "Megatron-Bridge"]),
       upstream="#7604: adaptor, TransformerEngineNPU, MindSpeed Ops, MindSpeed Bridge, Megatron Bridge")
@@ -96,8 +83,8 @@ claim("components the after-image clones with no ref", [c.name for c in new.comp
 # %% [markdown]
 # ### Predict first: exercise 8.1
 # A pin is only as fixed as what it names. A tag stays where it was made; a branch moves with every push (Megatron-LM
-# publishes both for a release: the branch `core_r0.18.0` and the tag `core_v0.18.0`, and #7827 moved verl from the
-# first to the second); a commit hash never moves; a clone with no ref takes whatever the default branch holds on
+# publishes both for a release: the branch `core_r0.18.0` and the tag `core_v0.18.0`, its refs in Sources; #7827
+# moved verl from the first to the second); a commit hash never moves; a clone with no ref takes whatever the default branch holds on
 # the day of the build. Which of these a ref is depends on the repository, not on its spelling: a name that looks
 # like a tag can be a branch. **8.1** Write `pin_policy(ref, tags, branches)`: it receives a ref (a string, or
 # `None` or `""` for no ref) and the repository's own tag names and branch names (any collection of strings: a
@@ -124,20 +111,19 @@ check_exercise("8.1", pin_policy)
 
 # %% [markdown]
 # ## Before and after: upstream's real files, side by side
-# `data/stacks/before_upgrade/`, `after_upgrade/` and `after_fix/` are the course's rewrites of upstream's A2 image
-# and install script before #7604 (verl ead7f6c51, 5ba5f2f51), after #7604 (the fork wwj-git-rgb/verl at 3d36367)
-# and the image after #7827 (yellowbee686/verl at 6fc912f07): the same pins in the same shell shapes (a pin after
-# `if ...; then \`, an empty line inside a continued `RUN`). The pin parser reads each set; `unpinned_clones`
-# adds the clones that name no ref and are never checked out at one:
+# The course's rewrites of upstream's A2 image (A2 and A3: two generations of Ascend machines; verl's
+# `docker/ascend/Dockerfile.ascend_9.1.0_a2` and `_a3` build on CANN's `910b` and `a3` base images) and install
+# script before #7604, after it, and the image alone after #7827 (no post-#7827 install script was read: a `-` in that column means not read, not removed). Same pins, same
+# shell shapes; `unpinned_clones` adds clones that name no ref:
 
 # %%
-sets = {"before #7604": "before_upgrade", "after #7604": "after_upgrade", "after #7827": "after_fix"}
+sets = {"before #7604": "before_upgrade", "after #7604": "after_upgrade", "after #7827 (image only)": "after_fix"}
 files = {title: read_files(stacks / folder) for title, folder in sets.items()}
 pins = {title: pins_in_files(f) for title, f in files.items()}
 clones = {title: unpinned_clones(f) for title, f in files.items()}
 repos = sorted({p.repo for ps in pins.values() for p in ps} | {c.repo for cs in clones.values() for c in cs})
-print(side_by_side(pins, clones, repos))
-after_unpinned = sorted({c.repo for c in clones["after #7827"]})
+show_table(side_by_side(pins, clones, repos))
+after_unpinned = sorted({c.repo for c in clones["after #7827 (image only)"]})
 claim("repositories cloned with no ref after #7827", after_unpinned,
       expected=["ascend/mindspeed-bridge", "ascend/mindspeed-ops", "ascend/transformerenginenpu"],
       upstream="yellowbee686/verl@6fc912f07 Dockerfile.ascend_9.1.0_a2: git clone --depth 1 <repo> (no --branch)")
@@ -149,6 +135,13 @@ claim("pinned before #7604, pinned nowhere after", gone, expected=["huggingface/
 claim("mbridge: installed with no version before #7604, not at all after",
       [sorted({p.file for p in unpinned_installs(f) if p.repo == "pypi:mbridge"}) for f in files.values()]
       == [sorted(files["before #7604"]), [], []])
+
+# %% [markdown]
+# The table rests on real lines. Megatron-LM's, file by file, as the course's rewrites hold them:
+
+# %%
+for title, found in pins.items():
+    print(f"{title}:\n  " + "\n  ".join(pin_lines(files[title], [p for p in found if p.repo == "nvidia/megatron-lm"])))
 
 # %% [markdown]
 # The same three stacks as layers, each component coloured by what pins it (green: a tag or a version, blue: a
@@ -163,18 +156,26 @@ claim("unpinned components per stack (before, after #7604, after #7827)",
       [sum(k == "unpinned" for k in d.values()) for d in (kinds, after, after)], expected=[1, 3, 3])
 
 # %% [markdown]
-# Three things the table shows that the PR descriptions do not. First, three of the five new components are
-# cloned with `git clone --depth 1` and no `--branch`: each build takes whatever their default branch holds that
-# day, so two builds of the same Dockerfile can differ. Second, torchvision appears as `0.25.0` (script) and
-# `0.25.0+cpu` (image). That is not a disagreement: `+cpu` is a *local version* (PEP 440) marking the CPU wheel of
-# the same release, and the image installs it only inside `if [ "$ARCH" = "x86_64" ]`. Third, before #7604 the
-# image and the script install transformers two ways: the image checks out commit `cc7ab9be` of
-# `huggingface/transformers` and installs it from source, the script installs `transformers==5.10.4` from PyPI.
-# The table prints them on two rows, and a drift check that groups pins by repository key never compares them: a
-# git repository and a PyPI package are different keys. A drift check must group pins by the package they install
-# (`component_drift`: a repository's own name, `transformers`, is the PyPI name), and then tell a real
-# disagreement from a variant. A commit and a version cannot be shown to be the same code, so that pair counts as
-# real:
+# What the PR descriptions do not say. Three new components are cloned with no `--branch`: each build takes the
+# default branch of that day. torchvision `0.25.0` vs `0.25.0+cpu` is no disagreement: `+cpu` is a PEP 440 *local
+# version*, the CPU wheel, installed only on x86_64. And before #7604 transformers came two ways: commit
+# `cc7ab9be` (image) and `5.10.4` from PyPI (script).
+
+# %% [markdown]
+# Grouped by repository key, those two transformers pins never meet: a git repository and a PyPI package are
+# different keys. The lesson's drift check groups by the package a pin installs. The fix, as a change from the
+# repository-keyed check:
+
+# %%
+from verlstudy.common.pins import ref_drift
+
+show_change(ref_drift, component_drift)
+
+# %% [markdown]
+# A commit and a version cannot be shown to be the same code, so `split_drift` counts that pair as real:
+
+# %%
+show_source(split_drift)
 
 # %%
 for title, found in pins.items():
@@ -192,13 +193,13 @@ claim("torchvision 0.25.0 vs 0.25.0+cpu is an architecture variant", [d.repo for
       == ["pypi:torchvision"],
       upstream="ead7f6c51: torchvision==0.25.0+cpu inside the x86_64 branch; 5ba5f2f51: torchvision==0.25.0")
 claim("after #7604 and after #7827: no component in real disagreement",
-      [len(split_drift(component_drift(pins[t]))[0]) for t in ("after #7604", "after #7827")], expected=[0, 0])
+      [len(split_drift(component_drift(pins[t]))[0]) for t in ("after #7604", "after #7827 (image only)")],
+      expected=[0, 0])
 
 # %% [markdown]
-# Megatron-LM's `core_r0.16.0` (before) and `core_r0.18.0` (after #7604) are real release branches; #7827's
-# `core_v0.18.0` is the release tag. Moving from a branch to a tag is a policy choice, the course's advice, because
-# a branch can move after the release; the check reports it as a `policy` finding, the same position as lessons 05
-# and 06 take:
+# Megatron-LM's `core_r0.16.0` and `core_r0.18.0` are real release branches; #7827's `core_v0.18.0` is the tag.
+# Preferring the tag is a policy choice (a branch can move after the release), reported as a `policy` finding,
+# as in lessons 05 and 06:
 
 # %%
 policy = {title: ref_findings(found, "policy") for title, found in pins.items()}
@@ -209,18 +210,35 @@ claim("policy findings on Megatron-LM's release branch: before, after #7604, aft
       upstream="#7604 wrote core_r0.18.0; #7827 corrected it to core_v0.18.0")
 
 # %% [markdown]
+# ## A real drift upstream: #7345, reverted by #7492
+# Before #7604, the merged [#7345](https://github.com/verl-project/verl/pull/7345) ("Fix npu nightly ci") added a
+# step to the NPU e2e workflow cloning Megatron-LM and MindSpeed at `core_r0.18.0`, while the image that workflow
+# runs in stayed on `core_r0.16.0`. Eight days later [#7492](https://github.com/verl-project/verl/pull/7492)
+# removed the step ("revert megatron version on ascend ci"). The course's rewrite of both files:
+
+# %%
+ci_files = read_files(stacks / "after_7345")
+ci_pins = pins_in_files(ci_files)
+print("\n".join(pin_lines(ci_files, ci_pins)))
+ci_real, _ = split_drift(component_drift(ci_pins))
+print("\n".join(d.describe() for d in ci_real))
+claim("#7345's workflow and its image disagree on Megatron-LM and MindSpeed", sorted(d.repo for d in ci_real),
+      expected=["ascend/mindspeed", "nvidia/megatron-lm"],
+      upstream="verl 060bebc56 (#7345): workflow core_r0.18.0, sglang 8.5.0 image core_r0.16.0; e78efedbe (#7492)")
+
+# %% [markdown]
+# Which Megatron the job then imported the course has not checked (the clones land in `/Megatron-LM` and
+# `/MindSpeed`; the image installed Megatron-LM from a `git+` URL). The check would have flagged the PR.
+#
 # ## Symptom: the same upgrade, edited by hand in four files
-# `data/stacks/hand_edited/` is the course's fixture, with planted defects, of the upgrade as it looks when each
-# file is edited separately: two image Dockerfiles, an install script and a CI workflow (its Megatron-LM
-# `--branch core_r0.18.0` has the shape of commit 1b0be36f5 on the branch of #7345, which 49d3564f0 reverted
-# before #7345 was merged). `verlstudy.common.pins` finds every pin in them
-# (`git clone --branch`, `git checkout`, `pip install name==v`, `pip install git+URL@ref`, `actions/checkout`
-# with `repository`/`ref`), following `ARG`s, shell variables and workflow `env:` blocks:
+# `data/stacks/hand_edited/` is the course's fixture, with planted defects: two Dockerfiles, an install script and
+# a CI workflow, each edited separately. `verlstudy.common.pins` finds every pin (`git clone --branch`,
+# `git checkout`, `pip install`, `actions/checkout`), following `ARG`s, shell variables and `env:` blocks:
 
 # %%
 hand_files = read_files(stacks / "hand_edited")
 hand = pins_in_files(hand_files)
-print(pins_table(hand))
+show_table(pins_table(hand))
 
 # %% [markdown]
 # Why drift is likely: each fact is written down many times. Megatron-LM's ref alone appears in every file.
@@ -232,12 +250,9 @@ claim("fixture self-check: places that pin Megatron-LM", places["megatron-lm"], 
 
 # %% [markdown]
 # ## Reproduce: the r/v trap and a pin that disagrees
-# `ref_findings` reports two kinds. `policy`: a Megatron-LM release branch where the release tag exists (the
-# branch-vs-tag question above). `naming`: a ref that fits none of the names the repository uses for releases
-# (MindSpeed `core_v0.18.0`, where MindSpeed's releases are `core_rX.Y.Z`): most likely a slip, to be checked
-# against the repository. The drift check groups pins by the package they install (host and case ignored; a git
-# repository and the PyPI package of its name are one component) and reports every one pinned to more than one
-# ref.
+# `ref_findings` reports `policy` (a Megatron-LM release branch where the tag exists) and `naming` (a ref that fits
+# none of the repository's release names, like MindSpeed `core_v0.18.0`: likely a slip). The drift check reports
+# every component pinned to more than one ref.
 
 # %%
 problems = ref_findings(hand)
@@ -270,11 +285,9 @@ claim("the new manifest's findings are its three unpinned clones",
 
 # %% [markdown]
 # ## Fix: pin what floats, then generate the pins from the manifest
-# Two steps. First, pin the three clones that float. The commits below are the ones the GLM-5.2 recipe header of
-# #7836 records for these repositories (lesson 05 reads that recipe): a set someone ran together, not the newest.
-# Second, write the refs once, in the manifest, and generate what every file pins: the Dockerfile gets one `ARG`
-# per component, the workflow one job-level `env:` entry, the install script the refs themselves. Changing a ref is
-# then a one-line change to the manifest, and the files cannot disagree.
+# First, pin the three floating clones, at the commits #7836's GLM-5.2 recipe header records (a set someone ran
+# together). Then write refs once, in the manifest, and generate every file's pins: one `ARG` per component, one
+# `env:` entry, the script's refs. A ref change is then one line.
 
 # %%
 pinned = mf.pin_components(new, {
@@ -299,10 +312,8 @@ claim("drift, ref findings, mismatches and unpinned clones after generating", le
 
 # %% [markdown]
 # ## Guard: one check for CI
-# The check a CI job would run over the real tree: every pin must match the manifest, pass the ref findings, agree
-# with every other pin, and the manifest may hold no unpinned clone. A CI job fails when the list is not empty: it
-# is not empty for the hand-edited files against the after-manifest (its three unpinned clones included), and
-# empty for the files generated from the pinned one.
+# Over the real tree: every pin matches the manifest, passes the ref findings and agrees with every other pin, and
+# no clone floats. The job fails on a non-empty list: the hand-edited files fail, the generated ones pass.
 
 # %%
 hand_found = mf.tree_problems(hand_files, new)
@@ -317,8 +328,10 @@ claim("the CI check is clean on the generated files", mf.tree_problems(generated
 # `StackManifest` whose components are all pinned (`.components`, each with `.repo`, `.ref`, `.is_pypi`) and returns
 # one shell command as a `str`: an install (`pip install ...`, `pip3 install ...` or `python -m pip install ...`)
 # that pins every component, `package==version` for a `pypi:` package (the name after `pypi:`), `git+URL@ref` for a
-# git repository. The checker parses your command back with `verlstudy.common.pins` and compares its pins with the
-# manifest's, on generated manifests and on the lesson's pinned one.
+# git repository. The checker reads your command as a POSIX shell splits it and as pip parses each word, and
+# compares the pins pip would install with the manifest's, on generated manifests (GitHub and GitCode repositories,
+# tags, branches with `/`, commit hashes, package names with capitals, dots and dashes, pre-releases) and on the
+# lesson's pinned one: a line pip would refuse, or one that installs something else, is not right.
 
 # %% tags=["solution", "exercise-8.2"]
 def pip_line(manifest) -> str:
@@ -347,11 +360,7 @@ if skip_unless("npu"):
 
 # %% [markdown]
 # ## Checked against upstream verl
-# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
-# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
-# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
-# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
-# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+# This lesson reads files, not a verl function: the next cell says so (or prints one skip line without verl).
 
 # %% tags=["nbval-ignore-output"]
 from verlstudy.lessons.l08_dependency_stack.upstream import upstream_check
@@ -371,6 +380,15 @@ upstream_check()
 #   PyPI. Compare pins by the package they install, not by repository key, or such a pair is never compared. Both
 #   files leave mbridge unversioned.
 # - Generate the pins from one manifest; the check then guards the generator, not every hand edit.
+# - Drift happens upstream too: #7345's workflow asked for `core_r0.18.0` inside an image built at `core_r0.16.0`,
+#   until #7492 reverted it.
+#
+# ## Open questions
+# - Which Megatron did #7345's e2e job import, the image's or the clone's? What would you add to the workflow to
+#   make it print the answer?
+# - Pinning the floating clones to one recipe's commits freezes a set someone ran together. When should a CI
+#   image move them, and what test would tell you it is safe?
+# - A tag can be deleted and re-pushed. Is a commit hash the only pin that cannot move, and what does it cost?
 
 # %% [markdown]
 # ## Sources
@@ -389,17 +407,33 @@ upstream_check()
 # - After #7604: the same two files at wwj-git-rgb/verl 3d36367e83 (a fork whose files are post-#7604 and
 #   pre-#7827: Megatron-LM still `core_r0.18.0`); after #7827: the image at yellowbee686/verl 6fc912f07d (a fork).
 #   Rewritten with the same pins in `data/stacks/after_upgrade/` and `after_fix/`.
-# - Commits 1b0be36f5 (2026-08-11: MindSpeed and Megatron-LM to `core_r0.18.0` in both 9.1.0 images) and
-#   49d3564f0 (reverting them) are on the branch of [#7345](https://github.com/verl-project/verl/pull/7345)
-#   "[ci] chore: Fix npu nightly ci"; the merged #7345 holds neither.
+# - [#7345](https://github.com/verl-project/verl/pull/7345) "[ci] chore: Fix npu nightly ci", merged as verl
+#   060bebc56 (2026-08-12): `.github/workflows/e2e_ppo_trainer_megatron_sglang_ascend.yml` gains a step cloning
+#   Megatron-LM and MindSpeed `--branch core_r0.18.0` in both jobs, which run in the CANN 8.5.0 SGLang image;
+#   `docker/ascend/Dockerfile.ascend.sglang_8.5.0_a3` at that commit checks MindSpeed out at `core_r0.16.0` and
+#   installs Megatron-LM `@core_r0.16.0` (and every 9.1.0 image stays on `core_r0.16.0`). On the PR's branch, commits
+#   1b0be36f5 (MindSpeed and Megatron-LM to `core_r0.18.0` in both 9.1.0 images) and 49d3564f0 (reverting them) did
+#   not reach the merge. [#7492](https://github.com/verl-project/verl/pull/7492) "[ci] fix: revert megatron version
+#   on ascend ci", merged as e78efedbe (2026-08-20), removes the step. Read in a mirror of verl-project/verl;
+#   rewritten in `data/stacks/after_7345/`.
+# - What the components are: Megatron-LM is NVIDIA's training library and MindSpeed the Ascend library that runs it
+#   on NPUs; vllm and vllm-ascend generate the [rollout](00_start_here.ipynb#rollout)s. #7604 adds MegatronAdaptor
+#   (the `megatron_adaptor` package that patches Megatron for Ascend, lesson 06), TransformerEngineNPU (an NPU port
+#   of NVIDIA's Transformer Engine, the fused-kernel library Megatron's layers call), MindSpeed-Ops (Ascend's custom
+#   training operators), MindSpeed-Bridge (Ascend's adaptations of model bridges) and Megatron-Bridge (NVIDIA NeMo's
+#   Hugging Face <-> Megatron weight converter, lesson 05), which replaces *mbridge*: verl's `megatron.yaml` calls
+#   `vanilla_mbridge` "the deprecated legacy mbridge backend".
 # - `vanilla_mbridge`: verl's default is `False` in 0.9.0 and 0.9.1 (`verl/trainer/config/engine/megatron.yaml`,
 #   "Whether to use the deprecated legacy mbridge backend instead of Megatron-Bridge"); #7604 switched the NPU
 #   scripts that passed `vanilla_mbridge=True` (for example `tests/special_npu/nightly_ci_ascend/*.sh` at ead7f6c51).
+# - Megatron-LM's refs (`git ls-remote` of NVIDIA/Megatron-LM, in a mirror): `refs/heads/core_r0.18.0` (dc0ee41), a
+#   branch, and `refs/tags/core_v0.18.0` (ba7b5eb), a tag.
 # - Megatron-LM's release names in verl 0.9.1: `verl/trainer/constants_ppo.py` links `blob/core_v0.18.0/...` (the
 #   tag); `verl/models/mcore/model_forward_1f1b_overlap.py` links `blob/core_r0.14.0/...` (a release branch).
 # - What the components are: MegatronAdaptor and TransformerEngineNPU as the closed
 #   [#7142](https://github.com/verl-project/verl/pull/7142) describes its "MegatronAdaptor + TransformerEngine-NPU
-#   stack"; MindSpeed-Ops and MindSpeed-Bridge from their repositories' own descriptions (gitcode.com/Ascend);
+#   stack"; MindSpeed-Ops and MindSpeed-Bridge from their repositories' own descriptions (gitcode.com/Ascend, as
+#   the course read them; not re-checked);
 #   Megatron-Bridge as lesson 05 reads it.
 # - The pinning commits of the fix: the GLM-5.2 recipe header of #7836, as lesson 05 records it.
 

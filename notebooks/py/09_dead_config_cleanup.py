@@ -17,13 +17,6 @@
 # [Hydra](00_start_here.ipynb#Hydra)-style `_target_` configs. Facts checked against verl 0.9.1 (and 0.9.0 for
 # the state before the fix); the files are listed under Sources at the end.
 
-# %%
-# On Colab this installs the course (a minute); anywhere else it does nothing and prints nothing.
-import importlib.util, subprocess, sys
-if "google.colab" in sys.modules and importlib.util.find_spec("verlstudy") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "verlstudy @ git+https://github.com/verlstudy/verlstudy"], check=True)
-    importlib.invalidate_caches()
-
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda" | "npu"
 hidden = 16  # width of the toy engine's one linear layer
@@ -31,7 +24,9 @@ diff_context = 1  # context lines around each change in the diff a stale generat
 seed = 0
 
 # %%
-import gc; gc.disable()  # speed only: no collections while the imports build torch's large, long-lived heap
+import importlib.util, subprocess, sys
+if "google.colab" in sys.modules and not importlib.util.find_spec("verlstudy"):  # Colab only: this release of the course
+    subprocess.run(f"{sys.executable} -m pip install -q --no-deps git+https://github.com/verlstudy/verlstudy@v0.1.0 && {sys.executable} -m verlstudy.kit.colab || echo 'The course did not install: Runtime > Restart session, then run this cell again.'", shell=True)
 
 import dataclasses
 import tempfile
@@ -44,12 +39,12 @@ from verlstudy.kit.devices import skip_unless
 from verlstudy.kit.exercises import check_exercise, exercise_hint
 from verlstudy.kit.plots import bar_plot
 from verlstudy.kit.resources import data_dir
+from verlstudy.kit.show import show_change
 from verlstudy.kit.upstream import upstream_cell
 from verlstudy.lessons.l09_dead_config import errors, field_reads, golden, loading, schema, verl_tree, workspace
 from verlstudy.lessons.l09_dead_config import upstream as l09_upstream
 from verlstudy.lessons.l09_dead_config.params import lesson_params
 
-gc.freeze(); gc.enable()  # that heap is set aside: every later garbage collection scans just new objects
 dev, hidden, diff_context = lesson_params(device, hidden, diff_context, seed)
 PKG = data_dir() / "engine_config"
 
@@ -82,11 +77,9 @@ for name, moved in runs.items():
     print(f"{name:>20}: {moved}")
 
 # %% [markdown]
-# The gradient bytes released are those of fp32 buffers although the weights are bf16: like Megatron (whose
-# `grad_reduce_in_fp32` verl turns on by default), the toy keeps its main gradients in fp32, and offloading the
-# parameters *frees* those buffers on the device rather than copying them anywhere, as verl's
-# `offload_megatron_model_to_cpu` does (`grad_data.storage().resize_(0)`, `verl/utils/megatron_utils.py`); 0.9.1's
-# YAML documents `param_offload` as "release gradient buffers while inactive".
+# The bytes released are fp32 gradient buffers although the weights are bf16: like Megatron (verl turns on
+# `grad_reduce_in_fp32`), the toy keeps main gradients in fp32, and offloading *frees* them on the device, as
+# verl's `offload_megatron_model_to_cpu` does (`grad_data.storage().resize_(0)`).
 
 # %%
 _ = bar_plot(
@@ -120,11 +113,12 @@ for number, line in enumerate(engine_lines, start=1):
 # is whether its copy is ever *read* (used in a condition, an argument, an expression) or only *assigned*.
 # Before the search below runs, write its heart yourself. **9.1** Write `attribute_reads(source)`
 # returning the attribute names (the `name` of `x.name`) that the Python code `source` (a string) *reads*:
-# `self._x = cfg.a` reads `a`, and only assigns `_x`; `del cfg.b` deletes `b`, which is not a read. Return a
+# `self._x = cfg.a` reads `a`, and only assigns `_x`; `cfg.n += 1` reads `n`, then stores it; `del cfg.b` deletes
+# `b`, which is not a read. Return a
 # `set` of strings (a `frozenset`, or a list without repeats, passes too; a list that names an attribute twice
 # does not, since each name read counts once). The `ast` module parses the source for you. The checker tries
-# named sources, then generated ones; a wrong try names the mistake, the next ones add where to look and the
-# method (`exercise_hint("9.1")`), and `show_solution("9.1")` shows the solution.
+# named sources, then generated ones; a wrong try names the mistake, the second adds where to look, the third a
+# question, the fourth the method (`exercise_hint("9.1")` prints them all), and `show_solution("9.1")` the answer.
 
 # %% tags=["solution", "exercise-9.1"]
 import ast
@@ -132,7 +126,10 @@ import ast
 
 def attribute_reads(source: str) -> set[str]:
     """Return the set of attribute names that the Python code `source` reads (not those it only assigns)."""
-    return {n.attr for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)}
+    tree = ast.parse(source)
+    loads = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)}
+    augmented = {n.target.attr for n in ast.walk(tree) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Attribute)}
+    return loads | augmented
 
 
 # %% tags=["checker", "exercise-9.1"]
@@ -144,7 +141,9 @@ check_exercise("9.1", attribute_reads)
 # Every `x.name` in the parsed tree is an `ast.Attribute` node, and its `ctx` says
 # what the code does with it: `ast.Load` where it is read, `ast.Store` where it is assigned (`self._x = ...`).
 # `ast.walk` visits every node, so it also reaches the `config` inside `engine.config.router_replay.mode` and
-# the attributes passed as a call's arguments; a loop over the top-level statements would not.
+# the attributes passed as a call's arguments; a loop over the top-level statements would not. One exception:
+# `cfg.n += 1` marks `n` as a store, though running it reads `n` first, so an `ast.AugAssign`'s attribute target
+# counts as a read too.
 
 # %% [markdown]
 # `field_reads.dead_fields(sources, McoreEngineConfig)` builds the search on such reads (also counting
@@ -160,6 +159,15 @@ check_exercise("9.1", attribute_reads)
 # not call the field dead: it reports "read reflectively: cannot tell". A loop over the fields that skips some by
 # name before reading any (`if not f.name.endswith("_implementation"): continue`) reads only the fields it keeps,
 # so the search applies that test: a field the loop skips gets no "cannot tell" from it.
+#
+# The heart of it is `live`. A first version treated any read as life, as a grep does; following the copies is
+# the fix, as a change:
+
+# %%
+show_change(field_reads._search_any_read_is_live, field_reads._search)
+
+# %% [markdown]
+# On the toy engine, the search with the fix:
 
 # %%
 sources = [PKG / "config.py", PKG / "engine.py"]
@@ -213,8 +221,10 @@ upstream_diff("workers/engine/megatron/transformer_impl.py", None, old="0.9.0", 
 
 # %% [markdown]
 # The diff removes the field and its comment from the base class of every engine config, so FSDP, VeOmni,
-# TorchTitan and Automodel (and MindSpeed, through `McoreEngineConfig`) lose it too; the engine diff removes the
-# only line that read it, a copy into `_is_offload_grad` that nothing read. Now the same search over *every*
+# TorchTitan and Automodel lose it too, and so does verl 0.9.1's MindSpeed engine (Ascend's Megatron, registered
+# for `megatron` on NPU), which takes `McoreEngineConfig` itself: 0.9.1 has no MindSpeed engine config (0.9.0's
+# `MindSpeedEngineConfig`, a subclass of `McoreEngineConfig`, is gone). The engine diff removes the only line that
+# read it, a copy into `_is_offload_grad` that nothing read. Now the same search over *every*
 # config dataclass in `verl/workers/config/` of both releases. The table lists the classes where it found
 # something: the fields it calls dead (no read by name, no reflective read that keeps them, no string naming
 # them), and how many it cannot tell about. These are candidates to check by hand, not verdicts: a field can be
@@ -227,9 +237,12 @@ upstream_diff("workers/engine/megatron/transformer_impl.py", None, old="0.9.0", 
 # would have hidden them.
 
 # %%
+from verlstudy.kit.tables import show_table
+
+
 def scan_every_config_class() -> None:
     before, after = verl_tree.scan_config_classes("0.9.0"), verl_tree.scan_config_classes()
-    print(verl_tree.config_table(before, after))
+    show_table(verl_tree.config_table(before, after))
     veomni = {s.class_name: s for s in after}["VeOmniEngineConfig"]
     print(next(str(d) for d in veomni.dead if d.name == "moe_implementation"))
     claim("config dataclasses searched in verl 0.9.0 and 0.9.1", (len(before), len(after)), expected=(52, 48))
@@ -333,9 +346,10 @@ print("McoreEngineConfig fields now:", len(schema.field_names(half1_pkg.config.M
 # %% [markdown]
 # The first job that starts fails. Upstream builds a `_target_` block with `hydra.utils.instantiate` (called by
 # `verl/utils/config.py::omega_conf_to_dataclass`), which calls the class with the block's keys and wraps
-# what goes wrong. `schema.instantiate_like_hydra` is the course's reconstruction of that path: the error
-# names the target class, then Python's own message, then the key path (`full_key:`); no file, no line, no way
-# forward:
+# what goes wrong. `schema.instantiate_like_hydra` is the course's reconstruction of that path: as Hydra's
+# `_call_target` (`hydra/_internal/instantiate/_instantiate2.py`) does, the error names the target class, then
+# Python's own message, then the key path (`full_key:`); no file, no line, no way forward. It happened upstream:
+# #7466 left `router_replay` in `ref.yaml`, a TypeError that the merged #7536 fixed.
 
 # %%
 with expect_error(schema.InstantiationError, match="unexpected keyword argument 'grad_offload'"):
@@ -356,15 +370,25 @@ claim("half-done removal 1: the golden check sees no difference", half1_diff == 
 # So this half is found only when a job starts. Comparing each YAML block with its dataclass finds it at
 # commit time, without starting anything. **9.2** Write `yaml_only_keys(cls, data)` returning the sorted
 # dotted names of keys in the YAML mapping `data` that are not fields of dataclass `cls`, recursing into
-# fields whose type is itself a dataclass (`router_replay.x`). `_target_` is allowed in every block. The
+# fields whose type is itself a dataclass (`router_replay.x`), or an `Optional` of one (verl 0.9.1 types
+# `profiler` so). Fields are what `dataclasses` calls fields (inherited ones too; not a `ClassVar`, not an attribute
+# `__post_init__` sets). `_target_` is allowed in every block. The
 # fixture's `config.py` starts with `from __future__ import annotations` (verl's config modules do not). It
 # receives a dataclass type and a mapping (leave it as it is) and returns the keys as a sorted `list` of strings
 # (a sorted tuple passes; a set does not, since the order is asked). The checker tries named blocks, then
-# generated ones, three levels deep; a wrong try names the mistake, `exercise_hint("9.2")` shows where to look
-# and the method.
+# generated ones, three levels deep; a wrong try names the mistake; the next tries add where to look, a question
+# and the method, all of which `exercise_hint("9.2")` prints; `show_solution("9.2")` gives the answer.
 
 # %% tags=["solution", "exercise-9.2"]
 import typing
+
+
+def block_class(annotation: object) -> type | None:
+    """The dataclass a field's block is built as: the type itself, or the one dataclass of an Optional."""
+    if typing.get_origin(annotation) in (typing.Union, type(int | None)):
+        arms = [a for a in typing.get_args(annotation) if a is not type(None)]
+        annotation = arms[0] if len(arms) == 1 else None
+    return annotation if isinstance(annotation, type) and dataclasses.is_dataclass(annotation) else None
 
 
 def yaml_only_keys(cls: type, data: dict, prefix: str = "") -> list[str]:
@@ -377,8 +401,8 @@ def yaml_only_keys(cls: type, data: dict, prefix: str = "") -> list[str]:
             continue
         if key not in names:
             out.append(prefix + key)
-        elif dataclasses.is_dataclass(types_[key]) and isinstance(value, dict):
-            out += yaml_only_keys(types_[key], value, prefix + key + ".")
+        elif (inner := block_class(types_[key])) is not None and isinstance(value, dict):
+            out += yaml_only_keys(inner, value, prefix + key + ".")
     return sorted(out)
 
 
@@ -391,8 +415,9 @@ check_exercise("9.2", yaml_only_keys)
 # The names come from `dataclasses.fields(cls)`, the types do not: under
 # `from __future__ import annotations` a field's `.type` is the string `'RouterReplayConfig'`, and
 # `dataclasses.is_dataclass` of a string is False. `typing.get_type_hints(cls)` resolves the strings to the
-# classes. A key that is not a field is reported with the blocks above it; a field whose type is a dataclass is
-# checked the same way, one level down, with the prefix `router_replay.`; `_target_` is skipped in every block.
+# classes. A key that is not a field is reported with the blocks above it; a field whose type is a dataclass (or
+# an `Optional` of one, unwrapped with `typing.get_origin`/`get_args`) is checked the same way, one level down,
+# with the prefix `router_replay.`; `_target_` is skipped in every block.
 
 # %% [markdown]
 # The course's `schema.yaml_field_mismatches` is that comparison (it also lists the fields a YAML block leaves
@@ -488,11 +513,9 @@ migrated_cfg = schema.instantiate(loading.merge(fixed_tree, user_tree))["actor"]
 claim("the old config, with the key deleted, builds the same engine config", migrated_cfg == fixed_cfg)
 
 # %% [markdown]
-# The course checks values as strictly as keys, down to list elements: `betas: [a, 0.9]` is refused here.
-# Upstream does not refuse it on its main path: verl builds the optimizer config from its `_target_` with
-# `hydra.utils.instantiate` (`omega_conf_to_dataclass`, `verl/utils/config.py`), which hands `['a', 0.9]` to the
-# `betas: tuple[float, float]` field of `McoreOptimizerConfig` unchecked; only the `dataclass_type=` path of the
-# same function, through `OmegaConf.structured`, refuses it. The course is stricter by design.
+# The course checks values as strictly as keys: `betas: [a, 0.9]` is refused. verl's main path does not refuse
+# it: `hydra.utils.instantiate` (`omega_conf_to_dataclass`, `verl/utils/config.py`) hands `['a', 0.9]` to
+# `McoreOptimizerConfig.betas` unchecked; only its `dataclass_type=` path refuses it.
 
 # %%
 with expect_error(errors.ConfigError, match="'betas[0]' must be float, got str 'a'"):
@@ -549,8 +572,8 @@ print("original package has grad_offload:", "grad_offload" in schema.field_names
 # ## Exercises
 # Both exercises came before the sections that use them: **9.1** in the root cause, before the dead-field
 # search runs, and **9.2** after half-done removal 1, before the comparison that catches it. Any still "not yet
-# right"? Go back to it now; `exercise_hint("9.N")` prints the method, and the sections since then show the
-# reasoning.
+# right"? Go back to it now; `exercise_hint("9.N")` prints every hint (the method last), `show_solution("9.N")`
+# the answer, and the sections since then show the reasoning.
 
 # %% [markdown]
 # ## Optional: on a GPU, the bytes really leave the device
@@ -576,11 +599,8 @@ if skip_unless("cuda"):
 
 # %% [markdown]
 # ## Checked against upstream verl
-# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
-# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
-# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
-# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
-# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+# With verl installed, the next cell builds upstream's own `McoreEngineConfig` beside the course's on generated
+# YAML; a disagreement stops the notebook, and without verl it prints one skip line.
 
 # %% tags=["nbval-ignore-output"]
 from verlstudy.lessons.l09_dead_config.upstream import upstream_check
@@ -600,6 +620,14 @@ upstream_check()
 # - Old configs must fail loudly with the release and what to do (for `grad_offload`: nothing changes, delete
 #   the key; `param_offload` is not a replacement); typos get the closest valid names.
 # - Keep the field gone with a `dataclasses.fields` test.
+#
+# ## Open questions
+# - `dist_checkpointing_prefix` is read nowhere in 0.9.1. Who would you ask, and what would you search outside
+#   the package, before removing it rather than re-wiring it?
+# - The search matches attributes by name, whatever object they hang on. What would it take to follow the object's
+#   type, and which dead fields would that find?
+# - Should an old config with `grad_offload: true` fail, warn or pass? What does each choice cost a user upgrading
+#   a long-running job?
 
 # %% [markdown]
 # ## Sources
@@ -643,6 +671,9 @@ upstream_check()
 # - `full_determinism` is read by the FSDP, VeOmni, TorchTitan and Automodel engines, not by Megatron's.
 # - `dist_checkpointing_prefix`: added by #4139, its call sites dropped by #6067; `verl/utils/model.py::
 #   load_mcore_dist_weights` keeps `prefix=""`.
+# - Hydra (facebookresearch/hydra) `hydra/_internal/instantiate/_instantiate2.py::_call_target`: wraps the call's
+#   error as `Error in call to target '<target>':\n<repr(error)>`, then `full_key: <key path>`.
+# - verl PR #7536 (merged): fixes #7466's half-done removal, `router_replay` kept in `ref.yaml` (a TypeError).
 
 # %%
 claims_table()

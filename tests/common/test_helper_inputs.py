@@ -82,3 +82,33 @@ def test_assert_detached_refuses_a_generator_instead_of_passing_it_unchecked():
 
 def test_strings_ranges_and_arrays_are_leaves_not_containers():
     assert grad_attached_paths({"s": "text", "r": range(10**12), "a": np.zeros(3)}, "out") == []
+
+
+def _wrong_type_calls():
+    from verlstudy.lessons.l07_grpo_recipe.grpo import tabular_policy_gradient
+    from verlstudy.lessons.l08_dependency_stack.manifests import manifest_problems
+    from verlstudy.lessons.l08_dependency_stack.pip_command import package_identity, repository_identity
+    from verlstudy.lessons.l08_dependency_stack.real_files import component_name
+    from verlstudy.lessons.l09_dead_config.verl_tree import package_files
+
+    t = torch.zeros(2, 3)
+    return [
+        (lambda v: tabular_policy_gradient(v, t, t, t, 0.2, 0.28, 3.0), "logits must be a torch.Tensor"),
+        (lambda v: manifest_problems(v), "manifest must be a StackManifest"),
+        (lambda v: package_identity(v), "name must be a package name"),
+        (lambda v: repository_identity(v), "url must be a repository URL"),
+        (lambda v: component_name(v), "repo must be a repository key"),
+        (lambda v: package_files(v), "root must be a package folder's path"),
+    ]
+
+
+@pytest.mark.parametrize("value", [None, float("inf"), "self-containing list"])
+def test_lesson_helpers_name_an_argument_of_the_wrong_type(value):
+    # issue 43 item 8: these ended in a raw AttributeError ('NoneType' object has no attribute 'dim', ...)
+    if value == "self-containing list":
+        value = [1]
+        value.append(value)
+    for call, named in _wrong_type_calls():
+        with pytest.raises(TypeError, match=named) as info:
+            call(value)
+        assert "\n" not in str(info.value)

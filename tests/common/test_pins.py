@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from verlstudy.common.pins import parse_pins, ref_findings, unpinned_installs
+from verlstudy.common.pins import parse_pins, read_files, ref_findings, unpinned_installs
 from verlstudy.common.refs import RefFinding, ref_finding, ref_naming_problem, ref_policy_note
 
 IF_THEN_RUN = """FROM base
@@ -111,3 +111,28 @@ def test_ref_findings_labels_each_kind_and_filters():
     assert ref_findings(parse_pins(text, "shell", "i.sh"), "naming") == [found[1]]
     with pytest.raises(ValueError, match="kind='slip'"):
         ref_findings([], "slip")
+
+
+def test_a_data_file_deleted_from_a_folder_is_named_not_read_as_fewer_files(tmp_path, monkeypatch):
+    # issue 43 item 8: a deleted data file was read as a failed claim (the folder read gave fewer files)
+    import shutil
+
+    from verlstudy.kit import resources
+
+    data = tmp_path / "data"
+    shutil.copytree(resources.data_dir() / "stacks", data / "stacks")
+    shutil.copy(resources.data_dir() / "FILES", data / "FILES")
+    (data / "stacks" / "after_7345" / "Dockerfile.ascend.sglang_a3").unlink()
+    monkeypatch.setattr(resources, "data_dir", lambda: data)
+    with pytest.raises(resources.DataFileError) as info:
+        read_files(data / "stacks" / "after_7345")
+    message = str(info.value)
+    assert "data/stacks/after_7345/Dockerfile.ascend.sglang_a3 is missing" in message and "git checkout" in message
+    assert "\n" not in message
+
+
+def test_a_script_that_is_not_utf8_is_named(tmp_path):
+    # issue 43 item 8: a non-UTF-8 shell script was a UnicodeDecodeError naming no file
+    (tmp_path / "install_npu.sh").write_bytes(b"pip install torch==2.1 # caf\xe9\n")
+    with pytest.raises(ValueError, match=r"install_npu.sh is not UTF-8 text \(byte 28 is b'\\xe9'\).*save it as UTF-8"):
+        read_files(tmp_path)

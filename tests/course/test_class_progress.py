@@ -75,7 +75,7 @@ def test_two_learners_with_the_same_last_folder_name_stay_two(tmp_path, edition)
 def test_the_same_folder_given_twice_or_inside_another_given_is_one_learner(tmp_path, edition):
     learner(tmp_path / "ada", edition)
     assert list(cp.find_learners([tmp_path, tmp_path / "ada", tmp_path / ".." / tmp_path.name]).learners) == ["ada"]
-    assert list(cp.find_learners([tmp_path / "ada", tmp_path / "ada"]).learners) == ["."]
+    assert list(cp.find_learners([tmp_path / "ada", tmp_path / "ada"]).learners) == ["ada"]
 
 
 def test_learners_given_one_by_one_are_named_from_their_common_folder(tmp_path, edition):
@@ -103,10 +103,10 @@ def test_a_stray_lesson_at_the_top_does_not_turn_the_class_into_one_learner(tmp_
     assert f"outside any learner's folder (skipped): {NB_00}" in cp.matrix_text(progress)
 
 
-def test_the_top_folder_is_one_learner_named_dot_only_without_learner_folders(tmp_path, edition):
+def test_the_top_folder_is_one_learner_named_by_its_folder_only_without_learner_folders(tmp_path, edition):
     top = learner(tmp_path / "mine", edition)
     (top / "notes").mkdir()  # a folder without lessons is no learner
-    assert list(cp.find_learners([top]).learners) == ["."]
+    assert list(cp.find_learners([top]).learners) == ["mine"]  # issue 43: was "."
 
 
 def test_a_folder_without_lessons_or_a_missing_one_is_refused_by_name(tmp_path):

@@ -74,7 +74,13 @@ def test_plan_prints_the_facilitators_day_and_a_half_day_variant(capsys):
 
 
 def test_doctor_says_how_to_get_verl_and_when_it_is_not_the_verified_version():
-    assert verl_status(None, {"00": "0.9.1"}).startswith("not installed (upstream cells skip; `pip install --no-deps")
+    verified = {"00": "0.9.1", "01": "0.9.1", "02": "0.9.0"}
+    assert verl_status(None, verified, "checkout").startswith("not installed (upstream cells skip; `make setup`")
+    assert verl_status(None, verified, "pip").endswith(
+        "`pip install --no-deps --ignore-requires-python verl==0.9.1` adds it)"
+    )
+    assert "`%pip install --no-deps --ignore-requires-python verl==0.9.1`" in verl_status(None, verified, "colab")
+    assert all("requirements-upstream.txt" not in verl_status(None, verified, kind) for kind in ("pip", "colab"))
     assert verl_status("0.9.1", {"00": "0.9.1", "01": "0.9.1"}) == "0.9.1"
     assert verl_status("0.10.0", {"00": "0.9.1", "01": "0.10.0", "02": "0.9.1"}) == (
         "0.10.0; lessons 00, 02 were verified against another verl: run `verlstudy verify-upstream`"

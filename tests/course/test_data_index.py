@@ -42,3 +42,13 @@ def test_every_folder_documents_its_files(folder):
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda p: p.name)
 def test_every_fixture_is_read_by_a_lesson_or_a_helper(entry):
     assert entry.name in _readers(), f"nothing in src/ or notebooks/ reads data/{entry.name}"
+
+
+def test_data_files_lists_every_file_under_data():
+    listed = [line for line in (DATA / "FILES").read_text().splitlines() if line and not line.startswith("#")]
+    present = sorted(
+        p.relative_to(DATA).as_posix()
+        for p in DATA.rglob("*")
+        if p.is_file() and p.name != "FILES" and "__pycache__" not in p.parts and not p.name.startswith(".")
+    )
+    assert listed == present, "regenerate data/FILES: cd data && find . -type f | sort (without FILES, caches)"

@@ -99,7 +99,7 @@ def test_the_day_table_names_the_workshop_commands_and_the_hint():
     assert "verlstudy progress" in day and 'exercise_hint("N.M")' in day
     from verlstudy.kit import exercises
 
-    assert "third wrong try" in day and exercises.METHOD_AFTER_TRIES == 3
+    assert "fourth wrong try" in day and exercises.METHOD_AFTER_TRIES == 4
 
 
 def test_the_guide_projects_the_student_site_and_shows_the_live_progress_page():

@@ -158,3 +158,18 @@ def test_refresh_refuses_to_rewrite_the_installed_notebooks_in_one_line(installe
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "use `verlstudy init DIR` for a copy of your own" in done.stderr
     assert notebook.read_bytes() == before and not any(empty.iterdir())
+
+
+def test_the_chinese_edition_builds_and_checks_from_the_installed_package(installed, tmp_path):
+    verlstudy, site, _ = installed
+    checked = verlstudy("edition", "zh_CN", "--check")
+    assert checked.returncode == 0 and "markdown cells translated from today's English" in checked.stdout
+    done = verlstudy("edition", "zh_CN", "00", "--student", "--out", str(tmp_path / "zh"))
+    assert "1 notebooks" in done.stdout and (tmp_path / "zh" / "00_start_here.ipynb").is_file()
+    assert (site / "verlstudy" / "kit" / "locale" / "zh_CN.po").is_file()
+    said = subprocess.run(
+        [sys.executable, "-c", "from verlstudy.kit import i18n; print(i18n._('not yet right'))"],
+        env={**os.environ, "PYTHONPATH": str(site), "VERLSTUDY_LANG": "zh_CN"}, capture_output=True, text=True,
+        check=True,
+    ).stdout  # fmt: skip
+    assert said.strip() == "还不对"

@@ -95,8 +95,8 @@ def test_a_users_own_html_file_is_never_overwritten(tmp_path, edition, capsys):
     "extra, message",
     [
         (["--watch", "30"], "--watch regenerates the --html page: name it"),
-        (["--html", "p.html", "--watch", "0"], "--watch must be a number of seconds above 0"),
-        (["--html", "p.html", "--watch", "nan"], "--watch must be a number of seconds above 0"),
+        (["--html", "p.html", "--watch", "0"], "--watch must be a number of seconds from 1"),
+        (["--html", "p.html", "--watch", "nan"], "--watch must be a number of seconds from 1"),
         (["--idle", "-1"], "--idle must be a number of minutes >= 0"),
         (["--verify", "--html", "p.html"], "use one or the other"),
     ],

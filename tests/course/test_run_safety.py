@@ -8,7 +8,7 @@ import time
 import nbformat
 import pytest
 
-from verlstudy.course import cli, files, parameters, registry, reports, runner
+from verlstudy.course import cli, files, parameters, registry, reports, run_out, runner
 from verlstudy.kit import resources
 
 
@@ -86,21 +86,21 @@ def test_ctrl_c_kills_the_kernels_this_process_started():
 
 def test_run_refuses_the_courses_own_notebooks_folder():
     with pytest.raises(ValueError, match="course's own notebooks/ folder"):
-        files.check_run_out(registry.notebooks_dir(), ["00_start_here.ipynb"])
+        run_out.check_run_out(registry.notebooks_dir(), ["00_start_here.ipynb"])
 
 
 def test_run_refuses_to_overwrite_a_learners_notebook_it_did_not_write(tmp_path):
     shutil.copy(registry.get_lesson(2).notebook, tmp_path / "02.ipynb")
     with pytest.raises(files.WouldOverwriteWork, match=r"did not write, or that changed since \(02.ipynb\)"):
-        files.check_run_out(tmp_path, ["02.ipynb"])
-    files.check_run_out(tmp_path, ["03.ipynb"])  # a notebook the run does not write is no obstacle
+        run_out.check_run_out(tmp_path, ["02.ipynb"])
+    run_out.check_run_out(tmp_path, ["03.ipynb"])  # a notebook the run does not write is no obstacle
 
 
 def test_run_accepts_its_own_earlier_output_in_a_folder_from_before_the_manifest(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.metadata["papermill"] = {"parameters": {}}
     nbformat.write(nb, tmp_path / "02.ipynb")
-    files.check_run_out(tmp_path, ["02.ipynb"])
+    run_out.check_run_out(tmp_path, ["02.ipynb"])
 
 
 @pytest.mark.parametrize(
@@ -357,7 +357,7 @@ def test_ctrl_c_stops_the_run_kills_the_kernel_and_writes_a_partial_report(tmp_p
     out = tmp_path / "out"
     code, _out, err = _stop_once_kernels_sleep(SLEEPY_RUN, tmp_path, 1, str(tmp_path / "sleepy.ipynb"), str(out), "1")
     assert code == 130, err
-    assert "interrupted" in err
+    assert "stopped (Ctrl-C): 0 passed, 0 failed, 3 not run" in err
     report = (out / "report.md").read_text()
     assert report.startswith("# Course run (interrupted: partial)") and "| not run |" in report
     first = start_order("00", "01", "02")[0]
@@ -451,4 +451,4 @@ def test_ctrl_c_stops_progress_and_prints_what_it_has(tmp_path):
     )
     assert code == 130, err
     assert "interrupted after 0 of 2 notebooks; the table above is partial" in err
-    assert "| . | 00_start_here | - | interrupted |" in out  # the notebook in flight is reported, not lost
+    assert "| ada | 00_start_here | - | interrupted |" in out  # the notebook in flight is reported, not lost

@@ -1,6 +1,8 @@
 """The runner: parameters, notebook normalisation, change reports, claims counting, reports."""
 
 import math
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -141,9 +143,27 @@ def _results():
     return [ok, bad], floor
 
 
+def test_the_learners_report_has_no_floor_budget_or_over_budget(monkeypatch):
+    monkeypatch.delenv(reports.TIMING_ENV, raising=False)
+    results, floor = _results()
+    text = reports.report_markdown(results, floor, out=Path("build/executed"))
+    assert "| 00_start_here | passed | 6.5 | 5/5 | 1/3 |" in text
+    assert "budget" not in text.lower() and "floor" not in text.lower()
+    assert "1 passed, 1 failed" in text and "(code cell 7)" in text and "`make lab`" in text
+
+
+def test_the_timing_variable_turns_the_maintainers_columns_on(monkeypatch):
+    results, floor = _results()
+    monkeypatch.setenv(reports.TIMING_ENV, "1")
+    assert "**over budget**" in reports.report_markdown(results, floor)
+    assert "**over budget**" not in reports.report_markdown(results, floor, timing=False)
+    monkeypatch.setenv(reports.TIMING_ENV, "0")
+    assert "budget" not in reports.report_markdown(results, floor)
+
+
 def test_report_has_a_row_per_lesson_with_seconds_beyond_the_floor():
     results, floor = _results()
-    text = reports.report_markdown(results, floor)
+    text = reports.report_markdown(results, floor, timing=True)
     budget = f"{registry.get_lesson(0).budget_s:g}"
     assert f"| 00_start_here | passed | 6.5 | +0.5 | {budget} | 5/5 | 1/3 |" in text
     assert "1 passed, 1 failed" in text and "- 01_memory_leak_attribution: ClaimError" in text
@@ -152,7 +172,7 @@ def test_report_has_a_row_per_lesson_with_seconds_beyond_the_floor():
 
 def test_report_explains_floor_and_budget_and_flags_a_lesson_over_budget_without_failing_it():
     results, floor = _results()
-    text = reports.report_markdown(results, floor, out=Path("build/executed"))
+    text = reports.report_markdown(results, floor, out=Path("build/executed"), timing=True)
     assert "**floor**" in text and "**budget**" in text
     assert "+7.0 **over budget**" in text and "Over budget (flagged, not failed): 01_memory_leak_attribution" in text
     assert "`make lab`" in text and "build/executed" in text
@@ -277,3 +297,26 @@ def test_the_longest_budgets_start_first_and_results_come_back_in_course_order(m
     results, floor = runner.run_lessons(lessons, tmp_path, workers=1)
     assert started == ["floor", 1, 3, 2, 0]
     assert [r.lesson.number for r in results] == [0, 1, 2, 3] and floor is not None
+
+
+def test_a_lesson_a_stop_left_unrun_is_counted_apart_from_the_failed(monkeypatch):
+    monkeypatch.delenv(reports.TIMING_ENV, raising=False)
+    results, floor = _results()
+    stops = ((2, "not run"), (3, "interrupted"))
+    unrun = [runner.RunResult(registry.get_lesson(n), status, 0.0) for n, status in stops]
+    text = reports.report_markdown([*results, *unrun], floor)
+    assert "1 passed, 1 failed, 2 not run" in text
+    assert "1 passed, 1 failed\n" in reports.report_markdown(results, floor)  # nothing unrun: no third count
+
+
+def test_run_pool_imports_papermill_before_any_worker_starts():
+    # two workers importing papermill at once met a partly initialised jupyter_client in CI (a circular import)
+    probe = (
+        "import sys\n"
+        "from verlstudy.course import runner\n"
+        "assert 'papermill' not in sys.modules\n"
+        "print(runner.run_pool([1, 2], lambda job: 'jupyter_client.manager' in sys.modules, workers=2))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[True, True]"

@@ -1,12 +1,12 @@
-"""Each lesson's set-up cell (the one after `parameters`): short, and importing torch no cheaper than the floor
-notebook does, so a ratio to the floor compares like with like."""
+"""Each lesson's set-up cell (the one after `parameters`): short, the Colab install its first lines; no speed-only code
+anywhere (a learner's first code is the lesson)."""
 
 import re
 
 import pytest
 
 from verlstudy.course import registry
-from verlstudy.course.twins import FLOOR_SOURCE
+from verlstudy.kit import colab
 from verlstudy.kit.resources import notebooks_dir
 
 
@@ -20,14 +20,23 @@ def set_up_cell(twin: str) -> str:
     return code[0]
 
 
+SPEED_ONLY = re.compile(r"\bgc\.(?:disable|enable|freeze|unfreeze|set_threshold)\(")
+
+
 @pytest.mark.parametrize("lesson", registry.LESSONS, ids=lambda lesson: lesson.stem)
-def test_a_lesson_imports_torch_no_cheaper_than_the_floor(lesson):
-    setup = set_up_cell((notebooks_dir() / "py" / f"{lesson.stem}.py").read_text(encoding="utf-8"))
-    assert "import" in setup
-    if "gc.disable()" in setup:
-        assert FLOOR_SOURCE.index("gc.disable()") < FLOOR_SOURCE.index("import torch"), lesson.stem
-    if "gc.freeze()" in setup:
-        assert "gc.freeze()" in FLOOR_SOURCE, lesson.stem
+def test_no_cell_holds_speed_only_code(lesson):
+    twin = (notebooks_dir() / "py" / f"{lesson.stem}.py").read_text(encoding="utf-8")
+    found = [line for line in twin.splitlines() if SPEED_ONLY.search(line) and not line.lstrip().startswith("#")]
+    assert not found, f"{lesson.stem}: the collector's tuning belongs in kit.lesson_start, not on screen: {found}"
+
+
+@pytest.mark.parametrize("lesson", registry.LESSONS, ids=lambda lesson: lesson.stem)
+def test_the_first_code_is_the_lesson_and_the_set_up_installs_on_colab(lesson):
+    twin = (notebooks_dir() / "py" / f"{lesson.stem}.py").read_text(encoding="utf-8")
+    first_code = re.search(r"^# %%(?! \[markdown\]).*$", twin, flags=re.M)
+    assert first_code and "parameters" in first_code.group(0), f"{lesson.stem}: the first code cell is not `parameters`"
+    assert set_up_cell(twin).lstrip("\n").startswith(colab.SETUP_LINES), f"{lesson.stem}: the Colab lines changed"
+    assert twin.count("google.colab") == 1, f"{lesson.stem}: the Colab step is in the set-up cell only"
 
 
 @pytest.mark.parametrize("lesson", registry.LESSONS, ids=lambda lesson: lesson.stem)
@@ -35,7 +44,3 @@ def test_a_set_up_cell_is_at_most_20_lines(lesson):
     setup = set_up_cell((notebooks_dir() / "py" / f"{lesson.stem}.py").read_text(encoding="utf-8"))
     lines = [line for line in setup.splitlines() if line.strip()]
     assert len(lines) <= 20, f"{lesson.stem}: {len(lines)} lines; validation belongs in one lesson helper"
-
-
-def test_the_floor_gives_the_collector_back():
-    assert "gc.disable()" not in FLOOR_SOURCE or FLOOR_SOURCE.rstrip().endswith("gc.enable()")

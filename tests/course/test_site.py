@@ -278,3 +278,26 @@ def test_a_link_to_another_lessons_notebook_points_at_its_page():
     out = notebook_links_to_pages(body, registry.LESSONS)
     assert 'href="00_start_here.html#1F1B"' in out and 'href="01_memory_leak_attribution.html"' in out
     assert 'href="99_mine.ipynb"' in out  # not a lesson: left alone
+
+
+def test_a_table_displayed_as_markdown_is_rendered_from_its_markdown_and_code_views_are_left_alone():
+    from verlstudy.kit.tables import Table
+
+    t = Table.of(["repository", "ref"], [["a | b", "v1"]], notes=["1 drift"])
+    table = nbformat.v4.new_output("display_data", data={"text/markdown": t.markdown(), "text/plain": t.text()})
+    code = nbformat.v4.new_output("display_data", data={"text/markdown": "**f**\n\n````python\n| x |\n| y |\n````\n"})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("show_table(t)", outputs=[table, code])])
+    shown = site_cells.page_cells(nb, claims=[]).cells[0].outputs
+    assert "<td>a | b</td>" in shown[0].data["text/html"] and "<pre>1 drift</pre>" in shown[0].data["text/html"]
+    assert shown[1] == code
+
+
+def test_the_claims_cell_displayed_as_markdown_is_rebuilt_from_the_records():
+    from verlstudy.kit.tables import Table
+
+    t = Table.of(["claim", "upstream", "ours", "reproduced"], [["x", "-", "3", "yes"]], notes=["1/1 claims reproduced"])
+    out = nbformat.v4.new_output("display_data", data={"text/markdown": t.markdown(), "text/plain": t.text()})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("claims_table()", outputs=[out])])
+    shown = site_cells.page_cells(nb, claims=[("bytes | per step", "-", "3", "yes")]).cells[0].outputs[0]
+    assert '<div class="claims">' in shown.data["text/html"] and "<td>bytes | per step</td>" in shown.data["text/html"]
+    assert "<pre>1/1 claims reproduced</pre>" in shown.data["text/html"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from verlstudy.course import registry, runner, site, student
+from verlstudy.course import live_answers, registry, runner, site, student
 from verlstudy.course.cli import main
 
 VERDICT_LINE = re.compile(r"^exercise \d+\.\d+: ")
@@ -138,7 +138,7 @@ def _solution_lines(lesson):
 
 
 @pytest.mark.slow
-def test_student_edition_runs_and_reports_every_exercise_not_attempted(tmp_path):
+def test_student_edition_runs_reports_every_exercise_not_attempted_and_prints_no_answer_live(tmp_path):
     written = student.write_student_edition(tmp_path / "student")
     assert len(written) == len(registry.LESSONS)
     for lesson in registry.LESSONS:
@@ -159,6 +159,14 @@ def test_student_edition_runs_and_reports_every_exercise_not_attempted(tmp_path)
         # verdict lines only: "exercise 0.2 method: ..." is lesson 00 showing exercise_hint, not a verdict
         verdict_lines = [line for text in verdicts for line in text.splitlines() if VERDICT_LINE.match(line)]
         assert verdict_lines and all(line.endswith(": not attempted") for line in verdict_lines), verdict_lines
+    # the give-away check on what a live kernel printed (upstream-source cells store nothing, so only a run shows
+    # them): no answer text of an exercise before its checker has run, the checker's run on the stub included
+    leaks = []
+    for lesson, path in zip(registry.LESSONS, written, strict=True):
+        executed = nbformat.read(tmp_path / "executed" / path.name, as_version=4)
+        full = nbformat.read(lesson.notebook, as_version=4)
+        leaks += [f"{lesson.code}: {leak}" for leak in live_answers.live_leaks(executed, full)]
+    assert leaks == []
 
 
 class _Links(HTMLParser):

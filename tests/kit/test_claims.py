@@ -111,3 +111,26 @@ def test_claims_table_ends_with_the_lessons_exercise_verdicts(capsys, monkeypatc
     monkeypatch.setattr(exercises, "exercise_results", lambda: {"0.1": "correct", "0.2": "not attempted"})
     claims_table()
     assert capsys.readouterr().out.rstrip().endswith("1/2 exercises correct: 0.1 correct, 0.2 not attempted")
+
+
+def test_claims_table_is_a_display_object_with_markdown_and_the_same_plain_pipes(monkeypatch):
+    import IPython
+    import IPython.display
+
+    reset_claims()
+    claim("bytes | per step", 3, expected=3)
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display", lambda data, raw: shown.append(data))
+    claims_table()
+    (data,) = shown
+    assert data["text/plain"].splitlines()[2] == "| bytes \\| per step | - | 3 | yes |"  # the pipe stays in its cell
+    assert data["text/markdown"].startswith("| claim | upstream | ours | reproduced |\n| --- | --- | --- | --- |\n")
+    assert data["text/markdown"].endswith("\n\n1/1 claims reproduced\n")
+
+
+@pytest.mark.parametrize("digits", [None, float("inf"), 0, 18, True])
+def test_digits_that_cannot_format_a_figure_are_named(digits):
+    # issue 43 item 8: digits=inf or None ended in "Format specifier missing precision", naming nothing
+    with pytest.raises(ValueError, match=r"claim 'x': digits must be an int from 1 to 17"):
+        claim("x", 1.0, expected=1.0, digits=digits)

@@ -50,7 +50,7 @@ def test_a_checker_is_found_by_its_lesson_number_in_that_lessons_checks_module()
         (9, TypeError, "like '1.2'"),
         ("2", TypeError, "like '1.2'"),
         ("0.9", ValueError, "lesson 0 has: 0.1, 0.2"),
-        ("42.1", LookupError, "l42_"),
+        ("42.1", LookupError, "there is no lesson 42"),
     ],
 )
 def test_a_bad_or_unknown_exercise_id_names_what_exists(exercise_id, error, match):
@@ -142,7 +142,13 @@ def test_an_answer_that_uses_other_course_helpers_is_still_judged_on_its_result(
 # ---------------------------------------------------------------- hints escalate
 
 
-@checker("99.4", method="square it: multiply x by itself", where="section 2, the square", reveals=["x * x"])
+@checker(
+    "99.4",
+    method="square it: multiply x by itself",
+    where="section 2, the square",
+    question="what is 3 squared, and which operation on 3 gives it?",
+    reveals=["x * x"],
+)
 def _square_with_method(fn):
     if fn(3) == 6:
         raise ExerciseFailure("square(3) is not 6: that is x + x", method="x + x doubles; you want x times x")
@@ -185,17 +191,26 @@ def test_attempts_held_leaves_the_learners_own_tries_and_verdict_as_they_were(ca
     check_exercise("99.4", lambda x: x - 1)  # the learner's second try: where to look, no method
     out = capsys.readouterr().out
     assert "where to look (try 2)" in out and "method (try" not in out
-    check_exercise("99.4", lambda x: 0)  # the third
-    assert "method (try 3)" in capsys.readouterr().out
+    check_exercise("99.4", lambda x: 0)  # the third: a question, still no method
+    out = capsys.readouterr().out
+    assert "a question (try 3)" in out and "method (try" not in out
+    check_exercise("99.4", lambda x: 0)  # the fourth
+    assert "method (try 4)" in capsys.readouterr().out
     with pytest.raises(TypeError, match="exercise id must be a string"), exercises.attempts_held(4.1):
         pass
 
 
-def test_the_method_follows_from_the_third_wrong_try_on(capsys):
-    *_, third = _tries(capsys, [lambda x: x + 1, lambda x: x - 1, lambda x: 0])
+def test_the_third_wrong_try_asks_a_question_and_the_method_follows_from_the_fourth_on(capsys):
+    *_, third, fourth = _tries(capsys, [lambda x: x + 1, lambda x: x - 1, lambda x: 0, lambda x: 1])
     assert third.splitlines()[1:] == [
         "  where to look (try 3): section 2, the square",
-        "  method (try 3): square it: multiply x by itself",
+        "  a question (try 3): what is 3 squared, and which operation on 3 gives it?",
+        '  (try again; stuck? exercise_hint("99.4") shows where to look and the method)',
+    ]
+    assert fourth.splitlines()[1:] == [
+        "  where to look (try 4): section 2, the square",
+        "  a question (try 4): what is 3 squared, and which operation on 3 gives it?",
+        "  method (try 4): square it: multiply x by itself",
     ]
 
 
@@ -204,6 +219,7 @@ def test_a_failure_can_carry_its_own_method_and_exercise_hint_shows_both_rungs_o
     exercises.exercise_hint("99.4")
     assert capsys.readouterr().out.splitlines() == [
         "exercise 99.4, where to look: section 2, the square",
+        "exercise 99.4, a question first: what is 3 squared, and which operation on 3 gives it?",
         "exercise 99.4, method: x + x doubles; you want x times x",
         '(the reference solution itself: show_solution("99.4"))',
     ]
@@ -217,11 +233,19 @@ def test_a_right_answer_after_wrong_ones_prints_only_the_verdict_and_reset_forge
     assert "where to look (try" not in capsys.readouterr().out
 
 
+def test_after_a_right_answer_the_ladder_starts_again(capsys):
+    # a learner's review: variants tried after solving it were shown "(try 5)" and the whole method
+    _tries(capsys, [lambda x: 0, lambda x: 0, lambda x: 0, lambda x: x * x])
+    check_exercise("99.4", lambda x: x + x)
+    out = capsys.readouterr().out
+    assert "where to look (try" not in out and "method (try" not in out, out  # only the mistake, as a first try
+
+
 def test_the_record_holds_the_nudge_never_the_method(capsys):
-    _tries(capsys, [lambda x: 0, lambda x: 0])
+    _tries(capsys, [lambda x: 0, lambda x: 0, lambda x: 0])
     check_exercise("99.4", lambda x: 0)
     out = capsys.readouterr().out
-    assert "method (try 3)" in out
+    assert "method (try 4)" in out
     assert exercises.exercise_results()["99.4"] == "not yet right"
     assert exercises._VERDICTS["99.4"]["message"] == "square(3) should be 9"
 
@@ -231,8 +255,18 @@ def test_show_solution_prints_the_full_editions_solution_cell_and_says_what_it_i
     out = capsys.readouterr().out
     assert out.startswith("Reference solution of exercise 4.1 (from the course's full edition)")
     assert "def my_packed_length" in out
-    with pytest.raises(ValueError, match=r"no checker for exercise '4\.99'"):
-        exercises.show_solution("4.99")
+
+
+@pytest.mark.parametrize("mistyped", ["4.99", "12.1", "x", 3])
+@pytest.mark.parametrize("ask", ["show_solution", "exercise_hint"])
+def test_a_mistyped_exercise_id_gets_one_line_naming_what_exists_not_a_traceback(capsys, ask, mistyped):
+    getattr(exercises, ask)(mistyped)
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and out.startswith(f"{ask}({mistyped!r}): "), out
+    if mistyped == "4.99":
+        assert "lesson 4 has: 4.1, 4.2, 4.3" in out
+    if mistyped == "12.1":
+        assert "there is no lesson 12; the course's lessons are 00, 01" in out
 
 
 @pytest.mark.parametrize(
@@ -259,3 +293,16 @@ def test_every_course_exercise_has_a_method_for_the_learner_who_is_stuck(lesson)
 def test_every_course_exercise_says_where_to_look(lesson):
     missing = [i for i in exercises.registered_exercises(lesson) if not exercises.exercise_where(i)]
     assert missing == [], f"exercises {missing} have no where=... in their @checker"
+
+
+def test_a_check_puts_the_hint_and_solution_helpers_where_the_learners_cells_run():
+    namespace = {"__name__": "__main__", "check_exercise": check_exercise}
+    exec("check_exercise('99.4', lambda x: x * x)", namespace)  # a notebook cell that imported only the checker
+    assert namespace["exercise_hint"] is exercises.exercise_hint
+    assert namespace["show_solution"] is exercises.show_solution
+    own = {"__name__": "__main__", "check_exercise": check_exercise, "show_solution": print}
+    exec("check_exercise('99.4', lambda x: x * x)", own)
+    assert own["show_solution"] is print  # a name the learner bound is theirs
+    module_globals = {"__name__": "some_module", "check_exercise": check_exercise}
+    exec("check_exercise('99.4', lambda x: x * x)", module_globals)
+    assert "exercise_hint" not in module_globals  # only a notebook's or console's namespace

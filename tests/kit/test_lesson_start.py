@@ -109,3 +109,49 @@ def test_announce_prints_one_line_naming_the_device_type(capsys):
 def test_announce_off_prints_nothing(capsys):
     start_lesson("cpu", 0, announce=False)
     assert capsys.readouterr() == ("", "")
+
+
+def test_the_imports_heap_is_set_aside_and_later_garbage_is_still_collected():
+    import gc
+    import weakref
+
+    gc.unfreeze()
+    start_lesson("cpu", 0, announce=False)
+    assert gc.get_freeze_count() > 0, "the set-up's heap is frozen, so a lesson's collections skip it"
+
+    class Node:
+        pass
+
+    a, b = Node(), Node()
+    a.other, b.other = b, a  # a cycle: only the collector frees it
+    gone = weakref.ref(a)
+    del a, b
+    gc.collect()
+    assert gone() is None, "a lesson's own cyclic garbage is still collected after the freeze"
+    gc.unfreeze()
+
+
+def test_the_set_up_pays_the_checkers_one_off_costs_before_seeding():
+    # issue 39 item 8: the lesson's checks imported and hypothesis run once here, not in the learner's first check;
+    # the seeded numbers are those of the seed alone (nothing drawn after seeding)
+    import gc
+    import sys
+
+    from verlstudy.kit import properties
+    from verlstudy.kit.seeding import seed_everything
+
+    start_lesson("cpu", 11, announce=False, lesson=8)
+    gc.unfreeze()  # as the test of the freeze does: later tests in this process start with the heap as it was
+    drawn = (torch.rand(3), np.random.rand(3), random.random())
+    assert "verlstudy.lessons.l08_dependency_stack.checks" in sys.modules and properties._warmed_up
+    seed_everything(11)
+    again = (torch.rand(3), np.random.rand(3), random.random())
+    assert torch.equal(drawn[0], again[0]) and np.array_equal(drawn[1], again[1]) and drawn[2] == again[2]
+
+
+def test_the_lesson_is_the_lesson_package_that_starts_it():
+    from verlstudy.kit import lesson_start
+
+    namespace = {**vars(lesson_start), "__name__": "verlstudy.lessons.l07_grpo_recipe.params"}
+    found = eval("_lesson_started()", namespace)  # called from a module of lesson 07's package
+    assert found == 7

@@ -132,3 +132,12 @@ def test_untrimmed_inline_figures_sets_the_inline_default_only(monkeypatch):
         assert inline.print_figure_kwargs["bbox_inches"] == "standard" and len(registered) == 1
     finally:
         InlineBackend.clear_instance()
+
+
+def test_a_value_that_is_not_a_number_is_named_by_its_label():
+    # issue 43 item 8: bar_plot({"a": None}) was float()'s TypeError naming no label; line_plot drew a None
+    with pytest.raises(TypeError, match=r"values\['a'\] is NoneType None, not a number"):
+        bar_plot({"a": None}, title="t", ylabel="y", show=False)
+    with pytest.raises(TypeError, match=r"series\['s'\] y\[1\] is str '2', not a number"):
+        line_plot({"s": ([0, 1], [1.0, "2"])}, title="t", xlabel="x", ylabel="y", show=False)
+    plt.close("all")

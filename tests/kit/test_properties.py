@@ -32,7 +32,7 @@ def verdict(answer, **options):
     [lambda xs: sum(x**2 for x in xs), lambda xs: int(np.dot(xs, xs)) if xs else 0],
 )
 def test_right_answers_written_differently_pass_on_every_input(right):
-    assert verdict(right) == "right on 0 named cases and 60 generated inputs"
+    assert verdict(right) == "right on 60 generated inputs"
 
 
 def test_a_mistake_that_shows_only_on_some_inputs_is_found_and_shrunk_to_the_smallest():

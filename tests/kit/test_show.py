@@ -113,3 +113,43 @@ def test_an_unchanged_symbol_says_so_and_a_moved_one_raises(capsys):
 
 def test_a_code_view_prints_as_its_title_and_text():
     assert repr(CodeView("t", "x = 1\n")) == "# t\nx = 1"
+
+
+def _leaky(store, y):
+    store["model_output"] = y
+    return store
+
+
+def _fixed(store, y):
+    store["model_output"] = y.detach()
+    return store
+
+
+def test_show_change_displays_the_fix_as_a_unified_diff_of_two_course_functions(capsys):
+    assert show.show_change(_leaky, _fixed) is None
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "# _leaky -> _fixed, from test_show.py"  # outside the package: the file name only
+    assert '-    store["model_output"] = y' in out and '+    store["model_output"] = y.detach()' in out
+    assert "--- _leaky" in out and "+++ _fixed" in out
+    view = show.change_view(_leaky, _fixed, title="the fix")
+    assert view.language == "diff" and view.title == "the fix"
+    assert view._repr_markdown_().startswith("**the fix**\n\n````diff\n")
+    # the unchanged last line is context, not a change
+    assert "     return store" in view.lines()
+
+
+def test_show_change_refuses_two_identical_sources_and_bad_arguments():
+    with pytest.raises(ValueError, match="same source: there is no change to show"):
+        show.change_view(_leaky, _leaky)
+    with pytest.raises(TypeError, match="show_source takes a function or a class"):
+        show.change_view(_leaky, "def f(): pass")
+    with pytest.raises(ValueError, match="context must be a non-negative int"):
+        show.change_view(_leaky, _fixed, context=-1)
+    with pytest.raises(TypeError, match="title must be a str"):
+        show.change_view(_leaky, _fixed, title=3)
+
+
+def test_show_change_context_zero_shows_only_the_changed_lines():
+    lines = show.change_view(_leaky, _fixed, context=0).lines()
+    changed = [ln for ln in lines[2:] if not ln.startswith("@@")]
+    assert all(ln[0] in "+-" for ln in changed)

@@ -170,7 +170,7 @@ def test_an_upstream_cell_runs_its_body_when_every_source_is_there(tmp_path, mon
     _fake_release(tmp_path, "0.9.0")
     monkeypatch.setattr(upstream, "verl_available", lambda release=None: release in (None, "0.9.0"))
     ran = []
-    assert upstream.upstream_cell(lambda: ran.append(1), releases=["0.9.0"]) is True
+    assert upstream.upstream_cell(lambda: ran.append(1), releases=["0.9.0"]) is None  # no stray `True` in a cell
     assert ran == [1]
 
 
@@ -178,10 +178,10 @@ def test_an_upstream_cell_prints_one_skip_line_naming_the_missing_release(tmp_pa
     monkeypatch.setenv(upstream.RELEASES_ENV, str(tmp_path))
     ran = []
     if upstream.verl_available():
-        assert upstream.upstream_cell(lambda: ran.append(1), releases=["0.8.0"]) is False
+        upstream.upstream_cell(lambda: ran.append(1), releases=["0.8.0"])
         assert capsys.readouterr().out.strip() == upstream.skip_line("0.8.0")
     monkeypatch.setattr(upstream, "verl_available", lambda release=None: False)
-    assert upstream.upstream_cell(lambda: ran.append(1)) is False
+    upstream.upstream_cell(lambda: ran.append(1))
     assert capsys.readouterr().out.strip() == upstream.SKIP_LINE
     assert ran == []
 

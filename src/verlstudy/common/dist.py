@@ -1,19 +1,20 @@
 """Run a function on N local `torch.distributed` gloo ranks from a notebook, and always come back.
 
-`run_local(fn, world_size, *args)` forks `world_size` processes on this machine, joins them into one
-gloo process group over loopback, calls `fn(rank, world_size, *args)` in each and returns the
-results in rank order. A rank that raises, or that is still running after `timeout_s`, turns into a
-`DistributedRunError` whose message is stable text (no ports, PIDs, addresses or paths), so a
-notebook can print it under nbval. Nothing listens beyond this machine: the ranks meet through a file
-store (no rendezvous port to race for or to expose) and gloo's pair sockets bind 127.0.0.1 whatever the
-hostname resolves to or GLOO_SOCKET_IFNAME says. Once a rank has failed, the others get `grace_s` to
-report and are then stopped, so one failure never costs the whole timeout. Forked children are always
-reaped; their stdout/stderr noise (C++ log lines carrying PIDs) is discarded, and what matters travels
-back through a pipe.
+`run_local(fn, world_size, *args)` starts `world_size` processes on this machine (forked on Linux, spawned
+where fork is missing or unsafe: `start_method`), joins them into one gloo process group over loopback, calls
+`fn(rank, world_size, *args)` in each and returns the results in rank order. A rank that raises, or that is
+still running after `timeout_s`, turns into a `DistributedRunError` whose message is stable text (no ports,
+PIDs, addresses or paths), so a notebook can print it under nbval. Nothing listens beyond this machine: the
+ranks meet through a file store (no rendezvous port to race for or to expose) and gloo's pair sockets bind
+127.0.0.1 whatever the hostname resolves to or GLOO_SOCKET_IFNAME says. Once a rank has failed, the others get
+`grace_s` to report and are then stopped, so one failure never costs the whole timeout. Children are always
+reaped; their stdout/stderr noise (C++ log lines carrying PIDs) is discarded, and what matters travels back
+through a pipe.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import multiprocessing as mp
 import numbers
@@ -22,11 +23,12 @@ import pickle
 import re
 import shutil
 import socket
+import sys
 import tempfile
 import time
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from multiprocessing.connection import Connection, wait
@@ -91,6 +93,34 @@ def free_port(host: str = LOOPBACK) -> int:
         return int(s.getsockname()[1])
 
 
+class LoopbackUnavailable(RuntimeError):
+    """This machine's loopback interface (127.0.0.1) cannot be reached, so no local gloo rank could connect."""
+
+
+_loopback_ok = False
+
+
+def check_loopback(timeout_s: float = 2.0) -> None:
+    """LoopbackUnavailable, one line naming 127.0.0.1 and what to do, unless a TCP connection to this machine's
+    loopback succeeds (checked once per process). Without it every rank would wait out the connect timeout."""
+    global _loopback_ok
+    if _loopback_ok:
+        return
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+            server.bind((LOOPBACK, 0))
+            server.listen(1)
+            with socket.create_connection(server.getsockname()[:2], timeout=timeout_s):
+                pass
+    except OSError as e:
+        raise LoopbackUnavailable(
+            f"local gloo ranks meet over the loopback interface, and {LOOPBACK} cannot be reached here "
+            f"({e.strerror or type(e).__name__}); bring it up (ip link set lo up) or run the container with a "
+            "network (not --network none), then run again"
+        ) from None
+    _loopback_ok = True
+
+
 def _check_fn(fn: object) -> Callable[..., Any]:
     if not callable(fn):
         raise TypeError(f"fn must be a function, got {type(fn).__name__}")
@@ -107,6 +137,16 @@ def _check_fn(fn: object) -> Callable[..., Any]:
     if found is not fn:
         raise TypeError(f"fn {what} is not the object its module exports under that name; {hint}")
     return fn  # type: ignore[return-value]
+
+
+def start_method(platform: str = sys.platform, available: Sequence[str] | None = None) -> str:
+    """How run_local starts its ranks: "fork" on Linux (fast, nothing re-imported), else "spawn".
+
+    macOS has fork but its system libraries are not fork-safe once threads exist (Python's default there is
+    spawn since 3.8); Windows has no fork. Spawned ranks import `fn` by name, which `_check_fn` already requires.
+    """
+    methods = mp.get_all_start_methods() if available is None else list(available)
+    return "fork" if platform.startswith("linux") and "fork" in methods else "spawn"
 
 
 def _check_seconds(name: str, value: object) -> float:
@@ -156,7 +196,7 @@ def _child(
     torch.set_num_threads(1)
     import torch.distributed as dist
 
-    payload: tuple[Any, ...] | None = None
+    store = None
     try:
         store = dist.FileStore(store_path, world_size)
         # Connecting may take long on a loaded machine; only the collectives get the short timeout (a stranded
@@ -175,19 +215,21 @@ def _child(
         )
         if connect_s != collective_timeout_s:
             set_timeout(timedelta(seconds=collective_timeout_s))
-        _send(conn, ("ok", fn(rank, world_size, *args)), rank)  # the result first: a failed peer cannot delay it
-        payload = ()
-        # Leave together: a rank that leaves (its gloo sockets close) while a peer still reads from it makes the
-        # peer fail with "Connection closed by peer" though nobody raised (seen under load). The file store,
-        # not the gloo sockets, tells each rank when every rank is done. The group is not destroyed: the
-        # process ends right after (os._exit), which closes its sockets some 25 ms sooner than a destroy.
-        wait_for_peers(store, world_size, collective_timeout_s)
+        payload: tuple[Any, ...] = ("ok", fn(rank, world_size, *args))
     except BaseException as e:  # report everything, KeyboardInterrupt included, then exit
-        if payload is None:
-            payload = ("error", type(e).__name__, str(e), traceback.format_exc())
-    if payload:
-        _send(conn, payload, rank)
+        payload = ("error", type(e).__name__, str(e), traceback.format_exc())
+    _send(conn, payload, rank)  # the outcome first: a peer that never finishes cannot delay it
     conn.close()
+    # Leave together, whether `fn` returned or raised: a rank that leaves (its gloo sockets close) while a peer still
+    # connects to it or reads from it makes the peer fail with "Connection closed by peer" though the peer did
+    # nothing wrong (seen under load: a rank raising early broke its peer's connect, 1 run in 60). The file store,
+    # not the gloo sockets, tells each rank when every rank is done; a peer that never counts itself (it hangs, or
+    # died) is given up on after the collective timeout, and run_local stops a rank grace_s after a failure anyway.
+    # The group is not destroyed: the process ends right after (os._exit), which closes its sockets some 25 ms
+    # sooner than a destroy.
+    if store is not None:
+        with contextlib.suppress(BaseException):  # the outcome is sent; a broken store only means leaving now
+            wait_for_peers(store, world_size, collective_timeout_s)
 
 
 def _send(conn: Connection, payload: tuple[Any, ...], rank: int) -> None:
@@ -233,13 +275,13 @@ def run_local(
     grace_s: float = 2.0,
     while_waiting: Callable[[], object] | None = None,
 ) -> list[Any]:
-    """Run `fn(rank, world_size, *args)` on `world_size` forked gloo ranks; return results in rank order.
+    """Run `fn(rank, world_size, *args)` on `world_size` local gloo ranks; return results in rank order.
 
     Each rank joins a process group on 127.0.0.1 (collectives time out after `collective_timeout_s`),
-    runs `fn` and sends its return value back (anything picklable, tensors included), then waits for
-    the other ranks and exits. If a rank raises, or any rank is still running after `timeout_s` (it is killed),
-    raises DistributedRunError with every rank's RankOutcome. After the first failure the other
-    ranks have `grace_s` seconds to finish or report before they are stopped.
+    runs `fn` and sends its return value back (anything picklable, tensors included; where ranks are spawned,
+    not forked, `args` must pickle too), then waits for the other ranks and exits. If a rank raises, or any
+    rank is still running after `timeout_s` (it is killed), raises DistributedRunError with every rank's
+    RankOutcome. After the first failure the other ranks have `grace_s` seconds to report before they are stopped.
 
     `while_waiting()`, if given, runs in this process once every rank has started and before their
     results are read: work that overlaps the ranks' (a wait, say), not work they need. Its return value
@@ -257,8 +299,9 @@ def run_local(
     grace_s = _check_seconds("grace_s", grace_s)
     if while_waiting is not None and not callable(while_waiting):
         raise TypeError(f"while_waiting must be a function taking no arguments, got {type(while_waiting).__name__}")
+    check_loopback()  # one line now, not a connect timeout in every rank
 
-    ctx = mp.get_context("fork")
+    ctx = mp.get_context(start_method())
     store_dir = tempfile.mkdtemp(prefix="verlstudy-gloo-")
     store_path = os.path.join(store_dir, "store")
     procs: list[Any] = []
@@ -390,3 +433,14 @@ def raise_on_rank_then_all_reduce(rank: int, world_size: int, bad_rank: int = 1)
     t = torch.ones(1)
     dist.all_reduce(t)
     return t
+
+
+def peer_sockets_after_a_raise(rank: int, world_size: int, linger_s: float = 0.2) -> list[str]:
+    """Rank 1 raises at once; rank 0 waits `linger_s` and returns the states of its TCP connections. A peer that
+    left at once (its sockets closed) shows as CLOSE_WAIT: ranks must leave together, a raising one too."""
+    import psutil
+
+    if rank == 1:
+        raise ValueError("rank 1 raised early")
+    time.sleep(linger_s)
+    return sorted({c.status for c in psutil.Process().net_connections(kind="tcp")})

@@ -21,6 +21,8 @@ import yaml
 
 from verlstudy.common.refs import Drift, EnvSetting, Pin, ref_finding, ref_naming_problem, repo_key
 from verlstudy.common.shell_pins import ShellState, expand_vars, logical_lines, run_shell, run_shell_line, shell_tokens
+from verlstudy.kit.resources import check_data_folder, read_data_text
+from verlstudy.kit.tables import Table
 
 FileKind = Literal["dockerfile", "shell", "workflow"]
 FILE_KINDS: tuple[str, ...] = ("dockerfile", "shell", "workflow")
@@ -168,12 +170,16 @@ def pins_in_files(files: Mapping[str, str]) -> list[Pin]:
 
 
 def read_files(folder: str | Path, names: Sequence[str] | None = None) -> dict[str, str]:
-    """{name: text} for the Dockerfiles, scripts and workflows in `folder` (names relative to it)."""
+    """{name: text} for the Dockerfiles, scripts and workflows in `folder` (names relative to it).
+
+    A file that is not UTF-8, or missing (a course data folder is checked against data/FILES first), is a
+    DataFileError (a ValueError) naming it and what to do."""
     root = Path(folder)
     if not root.is_dir():
         raise ValueError(f"folder {str(root)!r} does not exist or is not a directory")
+    check_data_folder(root)
     chosen = names if names is not None else sorted(p.name for p in root.iterdir() if _known_kind(p.name))
-    return {name: (root / name).read_text(encoding="utf-8") for name in chosen}
+    return {name: read_data_text(root / name) for name in chosen}
 
 
 def _known_kind(name: str) -> bool:
@@ -229,11 +235,9 @@ def unpinned_installs(files: Mapping[str, str]) -> list[Pin]:
     return [p for name, text in files.items() for p in _parse(text, file_kind(name), name).unpinned]
 
 
-def pins_table(pins: Iterable[Pin]) -> str:
-    """A Markdown table of pins: repo, ref, how, where."""
-    rows = ["| repo | ref | pinned by | where |", "| --- | --- | --- | --- |"]
-    rows += [f"| {p.repo} | {p.ref} | {p.via} | {p.file}:{p.line} |" for p in pins]
-    return "\n".join(rows)
+def pins_table(pins: Iterable[Pin]) -> Table:
+    """A table of pins (show it with `kit.tables.show_table`): repo, ref, how, where."""
+    return Table.of(["repo", "ref", "pinned by", "where"], [[p.repo, p.ref, p.via, f"{p.file}:{p.line}"] for p in pins])
 
 
 def image_env_settings(files: Mapping[str, str], name: str) -> list[EnvSetting]:

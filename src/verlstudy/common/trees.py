@@ -14,7 +14,8 @@ against verl 0.9.1); the code here is written for this course:
 - the input is never mutated; jagged nested tensors (``layout=torch.jagged``) are tensors and are
   detached whole, keeping their offsets.
 
-Cyclic containers are not supported (as upstream): they recurse until RecursionError. The leaf walk
+Cyclic containers are not supported: upstream recurses until RecursionError; here a tree that contains itself
+(or is nested deeper than Python's recursion limit) is a one-line ValueError saying so. The leaf walk
 (`tensor_leaves`, `grad_attached_paths`) also looks inside sets and dataclasses, which `detach_tree`
 returns unchanged, so a contract check still finds a grad tensor kept there.
 """
@@ -41,15 +42,22 @@ def is_namedtuple(obj: object) -> bool:
 
 def detach_tree(obj: T) -> T:
     """Return `obj` with every grad-requiring tensor detached; see the module docstring for the rules."""
+    try:
+        return _detach_tree(obj)
+    except RecursionError:
+        raise ValueError(_cycle_message("detach_tree", obj)) from None
+
+
+def _detach_tree(obj: T) -> T:
     if isinstance(obj, torch.Tensor):
         # Already detached: hand back the same object, creating nothing.
         return obj.detach() if obj.requires_grad else obj  # type: ignore[return-value]
     if isinstance(obj, dict):
-        return {k: detach_tree(v) for k, v in obj.items()}  # type: ignore[return-value]
+        return {k: _detach_tree(v) for k, v in obj.items()}  # type: ignore[return-value]
     if is_namedtuple(obj):
-        return type(obj)._make(detach_tree(v) for v in obj)  # type: ignore[attr-defined,no-any-return]
+        return type(obj)._make(_detach_tree(v) for v in obj)  # type: ignore[attr-defined,no-any-return]
     if isinstance(obj, list | tuple):
-        return type(obj)(detach_tree(v) for v in obj)  # type: ignore[return-value]
+        return type(obj)(_detach_tree(v) for v in obj)  # type: ignore[return-value]
     return obj
 
 
@@ -58,15 +66,33 @@ def detach_tree_always(obj: T) -> T:
 
     Each call creates one new tensor object per leaf; the outputs are equal to `detach_tree`'s.
     """
+    try:
+        return _detach_tree_always(obj)
+    except RecursionError:
+        raise ValueError(_cycle_message("detach_tree_always", obj)) from None
+
+
+def _detach_tree_always(obj: T) -> T:
     if isinstance(obj, torch.Tensor):
         return obj.detach()  # type: ignore[return-value]
     if isinstance(obj, dict):
-        return {k: detach_tree_always(v) for k, v in obj.items()}  # type: ignore[return-value]
+        return {k: _detach_tree_always(v) for k, v in obj.items()}  # type: ignore[return-value]
     if is_namedtuple(obj):
-        return type(obj)._make(detach_tree_always(v) for v in obj)  # type: ignore[attr-defined,no-any-return]
+        return type(obj)._make(_detach_tree_always(v) for v in obj)  # type: ignore[attr-defined,no-any-return]
     if isinstance(obj, list | tuple):
-        return type(obj)(detach_tree_always(v) for v in obj)  # type: ignore[return-value]
+        return type(obj)(_detach_tree_always(v) for v in obj)  # type: ignore[return-value]
     return obj
+
+
+def _cycle_message(function: str, obj: object) -> str:
+    """One line for a tree the recursive walk could not finish: it contains itself, or it is deeper than Python's
+    recursion limit."""
+    import sys
+
+    return (
+        f"{function}: the {type(obj).__name__} passed contains itself (a container inside its own items) or is "
+        f"nested deeper than Python's recursion limit ({sys.getrecursionlimit()}); pass a tree without cycles"
+    )
 
 
 def check_name(name: object) -> str:
@@ -115,7 +141,10 @@ def _walk(obj: object, path: str) -> Iterator[tuple[str, object]]:
 def tensor_leaves(obj: object, name: str = "obj") -> list[tuple[str, torch.Tensor]]:
     """Every tensor leaf of `obj` with its path, in traversal order (dicts in insertion order)."""
     check_name(name)
-    return [(p, v) for p, v in _walk(obj, name) if isinstance(v, torch.Tensor)]
+    try:
+        return [(p, v) for p, v in _walk(obj, name) if isinstance(v, torch.Tensor)]
+    except RecursionError:
+        raise ValueError(_cycle_message(f"the walk over {name}", obj)) from None
 
 
 def grad_attached_paths(obj: object, name: str = "obj") -> list[str]:

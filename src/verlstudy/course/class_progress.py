@@ -36,6 +36,8 @@ from verlstudy.kit import attempts
 STUCK_AFTER_WRONG = 3  # wrong tries on one exercise: the third is where the checker's hint gives the method
 STATES = ("correct", "not yet right", "solution shown", "not attempted", "broken", "no notebook")
 SYMBOLS = {"correct": "ok", "solution shown": "sol", "not attempted": ".", "broken": "BRK", "no notebook": "-"}
+AFTER_SOLUTION = "s+ok"  # "sol" then "ok": correct after the solution was shown
+SOLUTION_FIRST = "after the solution was shown"
 SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages"}  # besides hidden ones (.venv, .git, checkpoints)
 
 
@@ -60,6 +62,7 @@ class Layout:
     learners: dict[str, Path]
     not_lessons: tuple[Path, ...] = ()
     strays: tuple[Path, ...] = ()
+    full_editions: tuple[Path, ...] = ()  # `init` copies' notebooks/ folders (the reference answers), skipped
 
     def shown(self, path: Path) -> str:
         """`path` relative to the class folder, for a message."""
@@ -81,6 +84,11 @@ def find_learners(folders: Sequence[str | Path]) -> Layout:
                 f"{folder!s} is not a folder: name a class folder (one folder per learner inside) or a learner's folder"
             )
         resolved = path.resolve()
+        if resolved == Path(resolved.anchor) or resolved == Path.home().resolve():
+            raise ValueError(
+                f"{folder!s} is {'the root folder' if resolved == Path(resolved.anchor) else 'your home folder'}: "
+                "name the class folder (one folder per learner inside)"
+            )
         if resolved not in given:
             given.append(resolved)
     tops = [p for p in given if not any(other in p.parents for other in given)]  # a folder inside another: once
@@ -88,10 +96,20 @@ def find_learners(folders: Sequence[str | Path]) -> Layout:
     lessons = lesson_files()
     holding: dict[Path, list[Path]] = {}  # folder -> its lesson notebooks
     others: dict[Path, list[Path]] = {}  # folder -> its other notebooks
+    seen: set[str] = set()  # real folders walked: a symlinked learner is followed once, a link loop never
+    full_editions: list[Path] = []
     for top in tops:
-        for here, dirs, names in os.walk(top):
+        for here, dirs, names in os.walk(top, followlinks=True):
+            real = os.path.realpath(here)
+            if real in seen:
+                dirs[:] = []
+                continue
+            seen.add(real)
             dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_FOLDERS)
-            notebooks = sorted(Path(here) / n for n in names if n.endswith(".ipynb"))
+            if "notebooks" in dirs and "student" in dirs:  # a `verlstudy init` copy: its notebooks/ is no learner
+                dirs.remove("notebooks")
+                full_editions.append(Path(here) / "notebooks")
+            notebooks = sorted(Path(here) / n for n in names if n.endswith(".ipynb") and os.path.isfile(Path(here) / n))
             mine = [nb for nb in notebooks if nb.name in lessons]
             if mine:
                 holding[Path(here)] = mine
@@ -103,11 +121,13 @@ def find_learners(folders: Sequence[str | Path]) -> Layout:
         )
     has_learners_below = {f for f in holding if any(f in other.parents for other in holding)}
     learners = {
-        (folder.relative_to(root).as_posix() or "."): folder for folder in holding if folder not in has_learners_below
+        (folder.relative_to(root).as_posix() if folder != root else folder.name or str(folder)): folder
+        for folder in holding
+        if folder not in has_learners_below
     }
     strays = tuple(nb for folder in sorted(has_learners_below) for nb in holding[folder])
     not_lessons = tuple(nb for name in sorted(learners) for nb in others[learners[name]])
-    return Layout(root, dict(sorted(learners.items())), not_lessons, strays)
+    return Layout(root, dict(sorted(learners.items())), not_lessons, strays, tuple(full_editions))
 
 
 def notebook_problem(path: Path) -> str | None:
@@ -140,11 +160,14 @@ class Status:
     state: str  # one of STATES
     wrong: int = 0  # "not yet right" checks so far
     message: str = ""  # the last wrong check's message, or why broken / without a notebook
+    solution_first: bool = False  # correct, after the learner looked at the solution: stays visible in every view
 
     @property
     def symbol(self) -> str:
         if self.state == "not yet right":
             return f"{self.wrong}x"
+        if self.solution_first:
+            return AFTER_SOLUTION
         return SYMBOLS[self.state]
 
 
@@ -155,6 +178,7 @@ class LearnerProgress:
     statuses: dict[str, Status]  # exercise id -> status, for every column of the class
     broken: dict[str, str] = field(default_factory=dict)  # notebook name -> why it does not open
     last_attempt: dt.datetime | None = None
+    log_problems: tuple[str, ...] = ()  # what the attempt log held that could not be read (attempts.scan_log)
 
     @property
     def correct(self) -> int:
@@ -170,11 +194,13 @@ def _parse_time(text: object) -> dt.datetime | None:
 
 
 def exercise_statuses(records: Sequence[dict[str, object]], exercise: str) -> Status:
-    """What the log's records say of one exercise: correct once is correct; else shown, wrong tries, nothing."""
+    """What the log's records say of one exercise: correct once is correct (marked when the solution was shown
+    before it); else shown, wrong tries, nothing."""
     mine = [r for r in records if r.get("exercise") == exercise]
     verdicts = [str(r.get("verdict", "")) for r in mine]
     if "correct" in verdicts:
-        return Status("correct")
+        looked = "solution shown" in verdicts[: verdicts.index("correct")]
+        return Status("correct", message=SOLUTION_FIRST if looked else "", solution_first=looked)
     wrong = [r for r in mine if r.get("verdict") == "not yet right"]
     last = str(wrong[-1].get("message", "")) if wrong else ""
     if "solution shown" in verdicts:
@@ -186,7 +212,8 @@ def exercise_statuses(records: Sequence[dict[str, object]], exercise: str) -> St
 
 def read_learner(name: str, folder: Path, columns: dict[Lesson, tuple[str, ...]]) -> LearnerProgress:
     """One learner's statuses from their attempt log and lesson notebooks (nothing executed, nothing written)."""
-    records = list(attempts.read_attempts(folder / attempts.LOG_FOLDER / attempts.LOG_FILE))
+    scan = attempts.scan_log(folder / attempts.LOG_FOLDER / attempts.LOG_FILE)
+    records = scan.records
     broken: dict[str, str] = {}
     statuses: dict[str, Status] = {}
     for lesson, exercises in columns.items():
@@ -202,7 +229,7 @@ def read_learner(name: str, folder: Path, columns: dict[Lesson, tuple[str, ...]]
                 status = Status("no notebook", message=f"no {notebook.name} in this folder")
             statuses[exercise] = status
     times = [t for t in (_parse_time(r.get("time")) for r in records) if t is not None]
-    return LearnerProgress(name, folder, statuses, broken, max(times) if times else None)
+    return LearnerProgress(name, folder, statuses, broken, max(times) if times else None, tuple(scan.problems))
 
 
 @dataclass(frozen=True)
@@ -249,7 +276,7 @@ def read_class(
     if not isinstance(idle_minutes, int | float) or isinstance(idle_minutes, bool) or not 0 <= idle_minutes < 10**6:
         raise ValueError(f"idle minutes must be a number >= 0 (0 turns the idle check off), got {idle_minutes!r}")
     layout = find_learners(folders)
-    held = {nb.name for folder in layout.learners.values() for nb in folder.glob("*.ipynb")}
+    held = {nb.name for folder in layout.learners.values() for nb in folder.glob("*.ipynb") if nb.is_file()}
     columns = {lesson: exercises_of(lesson) for name, lesson in lesson_files().items() if name in held}
     learners = [read_learner(name, folder, columns) for name, folder in layout.learners.items()]
     return ClassProgress(layout, columns, learners, now or dt.datetime.now(dt.UTC), idle_minutes)
@@ -258,14 +285,24 @@ def read_class(
 LEGEND = (
     "ok correct · Nx N wrong tries, not yet right · sol solution shown · . not attempted · BRK broken notebook"
     " · - no notebook"
+    f" · {AFTER_SOLUTION} correct {SOLUTION_FIRST}"
 )
+
+
+def legend() -> str:
+    """LEGEND in the facilitator's language (VERLSTUDY_LANG; kit.i18n), English by default."""
+    from verlstudy.kit import i18n
+
+    return i18n._(LEGEND)
 
 
 def matrix_text(progress: ClassProgress) -> str:
     """One screen: a row per learner, a column per exercise, then who is stuck and what was skipped."""
     exercises = progress.exercises
     width = max([len("learner"), *(len(learner.name) for learner in progress.learners)])
-    header = f"{'learner':<{width}} " + " ".join(f"{e:>3}" for e in exercises) + "  correct"
+    symbols = [learner.statuses[e].symbol for learner in progress.learners for e in exercises]
+    cell = max([3, *map(len, exercises), *map(len, symbols)])
+    header = f"{'learner':<{width}} " + " ".join(f"{e:>{cell}}" for e in exercises) + "  correct"
     lines = [
         f"verlstudy progress: {len(progress.learners)} learners, {len(exercises)} exercises, from the attempt logs "
         f"({progress.now:%H:%M} UTC; nothing executed)",
@@ -273,9 +310,9 @@ def matrix_text(progress: ClassProgress) -> str:
         header,
     ]
     for learner in progress.learners:
-        cells = " ".join(f"{learner.statuses[e].symbol:>3}" for e in exercises)
+        cells = " ".join(f"{learner.statuses[e].symbol:>{cell}}" for e in exercises)
         lines.append(f"{learner.name:<{width}} {cells}  {learner.correct}/{len(exercises)}")
-    lines += ["", LEGEND]
+    lines += ["", legend()]
     lines += notes(progress)
     return "\n".join(lines) + "\n"
 
@@ -289,11 +326,16 @@ def notes(progress: ClassProgress) -> list[str]:
     lines += [f"  {name}: {why}" for name, why in stuck]
     for learner in progress.learners:
         lines += [f"broken: {learner.name}/{nb} is {why}" for nb, why in learner.broken.items()]
+        log = f"{learner.name}/{attempts.LOG_FOLDER}/{attempts.LOG_FILE}"
+        lines += [f"attempt log {log}: {problem}" for problem in learner.log_problems]
     layout = progress.layout
     lines += [f"not a lesson (skipped): {layout.shown(nb)}" for nb in layout.not_lessons]
     lines += [
         f"outside any learner's folder (skipped): {layout.shown(nb)} (its folder holds learners' folders)"
         for nb in layout.strays
+    ]
+    lines += [
+        f"full edition (skipped): {layout.shown(folder)} (a verlstudy init copy)" for folder in layout.full_editions
     ]
     return lines
 
@@ -309,9 +351,11 @@ VERDICT_OF_STATE = {
 
 
 def to_rows(progress: ClassProgress) -> list[Row]:
-    """progress.Row per learner and exercise (and one per broken notebook), for the CSV and JUnit writers."""
+    """progress.Row per learner and exercise (and one per broken notebook or damaged log), for CSV and JUnit."""
     rows = []
     for learner in progress.learners:
+        log = f"{attempts.LOG_FOLDER}/{attempts.LOG_FILE}"
+        rows += [Row(learner.name, "-", "-", "damaged attempt log", f"{log}: {why}") for why in learner.log_problems]
         for lesson, exercises in progress.columns.items():
             why = learner.broken.get(f"{lesson.stem}.ipynb")
             if why:

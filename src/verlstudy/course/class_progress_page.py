@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from verlstudy.course.class_progress import LEGEND, STUCK_AFTER_WRONG, ClassProgress, notes
+from verlstudy.course.class_progress import STUCK_AFTER_WRONG, ClassProgress, legend, notes
 
 GENERATOR = "verlstudy progress"  # the meta tag that marks a page this module wrote (files.Manifest's legacy test)
 
@@ -31,6 +31,21 @@ td.no-notebook{color:#bbb}
 ul.notes{margin:1em 0;padding-left:1.2em}
 ul.notes li.stuck{color:#a4271b;font-weight:600}
 .legend{font-size:13px;color:#445}
+:root{color-scheme:light dark}
+@media (prefers-color-scheme:dark){
+body{color:#e4e4e7;background:#17181c}
+p.when,.legend{color:#a0a2ad}
+th,td{border-color:#3a3b44}
+thead th{background:#24252c}
+td.correct{background:#1f4d2a}
+td.not-yet-right{background:#5a4214}
+td.stuck{background:#6e211b}
+td.solution-shown{background:#3b335f}
+td.not-attempted{color:#8b8d99}
+td.broken{background:#e4e4e7;color:#17181c}
+td.no-notebook{color:#5c5e69}
+ul.notes li.stuck{color:#ff8a7d}
+}
 """
 
 
@@ -68,7 +83,7 @@ def page_html(progress: ClassProgress, refresh_s: float | None = None) -> str:
         f'<p class="when">from the learners\' attempt logs at {when} (nothing executed){again}</p>'
         f'<table id="matrix"><thead><tr><th class="learner">learner</th>{head}<th>correct</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>"
-        f'<p class="legend">{html.escape(LEGEND)}</p>'
+        f'<p class="legend">{html.escape(legend())}</p>'
         f'<ul class="notes">{"".join(items)}</ul>'
         "</body></html>\n"
     )

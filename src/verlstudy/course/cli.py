@@ -1,4 +1,4 @@
-"""The `verlstudy` command: list, run, doctor, refresh, and the workshop (student, site, plan) and upstream commands."""
+"""The `verlstudy` command: list, run, doctor, refresh, the workshop (student, site, plan), edition, upstream."""
 
 from __future__ import annotations
 
@@ -9,14 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from verlstudy.course import registry
-from verlstudy.course.doctor import doctor_checks
+from verlstudy.course.doctor import doctor_checks, lab_hint
+from verlstudy.course.usage import UsageError
 from verlstudy.kit import resources
 
+MAX_TIMEOUT_S = 86400  # a notebook's --timeout: a day at most (a larger number would mean no limit)
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "npu")  # the same as verlstudy.kit.devices, without importing torch
-
-
-class UsageError(Exception):
-    """A bad lesson number, parameter or option: one line for the user, exit code 2."""
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -131,7 +129,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from e
     print(f"course copied into {args.folder}: {report.summary()}")
-    print(f"next: jupyter lab {Path(args.folder) / 'student'}")
+    print(f"next: {lab_hint(Path(args.folder) / 'student')}")
     return 0
 
 
@@ -142,12 +140,20 @@ def cmd_site(args: argparse.Namespace) -> int:
     try:
         if not args.out.strip():
             raise ValueError("--out is empty: name a folder")
-        written = site.build_site(Path(args.out), source, registry.select_lessons(args.lessons))
+        lang, _, folder = (args.translation or "").partition("=")  # --translation zh_CN=DIR (issue 45)
+        if args.translation is not None and not (lang and folder):
+            raise ValueError(
+                f"--translation wants LANG=DIR (e.g. zh_CN=build/executed-zh_CN), got {args.translation!r}"
+            )
+        translation = (lang, Path(folder)) if args.translation else None
+        written = site.build_site(Path(args.out), source, registry.select_lessons(args.lessons), translation)
     except (ValueError, FileNotFoundError) as e:
         raise UsageError(str(e)) from e
     out = Path(args.out)
     print(f"site: {len(written)} pages; to project, open {out / 'index.html'}")
     print(f"site: the student site (solutions behind 'show solution') is {out / site.STUDENT_DIR / 'index.html'}")
+    if translation:
+        print(f"site: the {lang} edition, each page linked to its English twin, is {out / lang / 'index.html'}")
     return 0
 
 
@@ -185,9 +191,9 @@ def cmd_verify_upstream(args: argparse.Namespace) -> int:
         print("verlstudy verify-upstream: interrupted; nothing compared is reported or recorded", file=sys.stderr)
         return stop_exit_code()
     print(verify.table(rows))
-    differ = [r for r in rows if r.status == "differ"]
-    agree = [r for r in rows if r.status == "agree"]
-    print(f"\n{len(agree)} agree, {len(differ)} differ, {len(rows) - len(agree) - len(differ)} not comparable")
+    counts = {status: sum(r.status == status for r in rows) for status in verify.STATUSES}
+    print("\n" + ", ".join(f"{n} {status}" for status, n in counts.items() if n or status not in ("moved", "error")))
+    differ = [r for r in rows if r.status not in ("agree", "not comparable")]
     if args.record and not differ:
         try:
             path = verify.record(rows)
@@ -204,6 +210,12 @@ def _installed_version() -> str:
         return importlib.metadata.version("verlstudy")
     except importlib.metadata.PackageNotFoundError:
         return "(not installed: running from a source tree)"
+
+
+def cmd_hub(args: argparse.Namespace) -> int:  # hub (issue 44): dispatch to verlstudy.hub.cli
+    from verlstudy.hub import cli as hub_cli
+
+    return hub_cli.main(args.hub_args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -295,6 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     site_cmd.add_argument("lessons", nargs="*")
     site_cmd.add_argument("--out", required=True)
     site_cmd.add_argument("--from", dest="from_dir", default=None, help="executed notebooks (default: the stored ones)")
+    site_cmd.add_argument(
+        "--translation", default=None, metavar="LANG=DIR", help="also the edition in LANG (verlstudy edition --run)"
+    )
     site_cmd.set_defaults(func=cmd_site)
 
     plan_cmd = sub.add_parser("plan", help="a workshop day's timetable from the registry (docs/facilitator.md)")
@@ -302,6 +317,18 @@ def build_parser() -> argparse.ArgumentParser:
     plan_cmd.add_argument("--start", default="09:00", help="start time, HH:MM (default 09:00)")
     plan_cmd.add_argument("--no-breaks", action="store_true", help="leave out the breaks and lunch")
     plan_cmd.set_defaults(func=cmd_plan)
+
+    # hub (issue 44): a workshop on JupyterHub; its own parser lives in verlstudy.hub.cli
+    hub_cmd = sub.add_parser(
+        "hub", help="a workshop on JupyterHub: hub init|users|up (verlstudy hub --help)", add_help=False
+    )
+    hub_cmd.add_argument("hub_args", nargs=argparse.REMAINDER)
+    hub_cmd.set_defaults(func=cmd_hub)
+    # end hub
+
+    from verlstudy.course import edition_command  # `verlstudy edition LANG` (docs/translating.md)
+
+    edition_command.add_parser(sub)
 
     check = sub.add_parser("verify-upstream", help="compare each lesson's helper with upstream verl's function")
     check.add_argument("--cases", type=int, default=300, help="generated cases per comparison")
@@ -318,21 +345,51 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("verlstudy: --workers must be at least 1", file=sys.stderr)
         return 2
     timeout = getattr(args, "timeout", 1.0)
-    if not timeout > 0 or timeout == float("inf"):  # nan fails `> 0` too
-        print(f"verlstudy: --timeout must be a number of seconds above 0, got {timeout}", file=sys.stderr)
+    if not 0 < timeout <= MAX_TIMEOUT_S:  # nan and inf fail too: 1e300 would remove the limit
+        print(
+            f"verlstudy: --timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S} (a day), "
+            f"got {timeout:g}",
+            file=sys.stderr,
+        )
         return 2
     from verlstudy.course.files import WriteFailed, disk_full_message, is_disk_full
+    from verlstudy.course.stopping import stop_exit_code, stop_name, stop_signals
 
     try:
-        return int(args.func(args))
+        with stop_signals():  # Ctrl-C, SIGTERM, SIGHUP (and an inherited ignored SIGINT) stop every command alike
+            code = int(args.func(args))
+            sys.stdout.flush()  # a closed pipe shows here, not as a traceback at exit
+        return code
+    except BrokenPipeError:  # `verlstudy list | head`: the reader has what it wanted
+        _quiet_stdout()
+        return 128 + 13  # as a tool killed by SIGPIPE
+    except KeyboardInterrupt:  # a command with no stop of its own: files are written whole or not at all
+        print(f"verlstudy {args.command}: stopped ({stop_name()}); no file is left half-written", file=sys.stderr)
+        return stop_exit_code()
     except UsageError as e:
         print(f"verlstudy {args.command}: {e}", file=sys.stderr)
         return 2
     except WriteFailed as e:
         print(f"verlstudy {args.command}: {e}", file=sys.stderr)
         return 1
-    except OSError as e:  # a full disk anywhere else (a notebook, a site page) is one line, not a traceback
-        if not is_disk_full(e):
-            raise
-        print(f"verlstudy {args.command}: {disk_full_message(Path(e.filename or '?'))}", file=sys.stderr)
+    except OSError as e:  # a full disk, a read-only or occupied path anywhere: one line naming the file
+        if is_disk_full(e):
+            print(f"verlstudy {args.command}: {disk_full_message(Path(e.filename or '?'))}", file=sys.stderr)
+            return 1
+        where = f"{e.filename}: " if e.filename else ""
+        why = e.strerror or str(e)
+        if isinstance(e, FileExistsError | NotADirectoryError):  # mkdir met a file: say which way round
+            why = "a file is where a folder is needed"
+        print(f"verlstudy {args.command}: {where}{why}; check that path and its permissions", file=sys.stderr)
         return 1
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so Python's own flush at exit meets no closed pipe either."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

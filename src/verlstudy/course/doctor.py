@@ -6,6 +6,7 @@ import atexit
 import importlib.metadata
 import json
 import platform
+import shutil
 import sys
 import time
 import tomllib
@@ -14,6 +15,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 
 from verlstudy.course import registry
+from verlstudy.kit.colab import COLAB_MODULE
 from verlstudy.kit.resources import checkout_root
 
 # Outside a checkout (pip install) only the dev extra's nbval is worth naming: it checks stored outputs.
@@ -29,6 +31,36 @@ KERNEL_SNIPPET = (
     "    torch_version = f'cannot import torch: {type(e).__name__}: {e}'\n"
     "print(json.dumps({'python': sys.executable, 'torch': torch_version}))\n"
 )
+
+
+def install_kind(root: Path | None = None) -> str:
+    """How this learner has the course: "checkout" (a clone: make works), "colab" (Google Colab), else "pip"."""
+    root = checkout_root() if root is None else root
+    if root is not None and (root / "Makefile").is_file():
+        return "checkout"
+    return "colab" if COLAB_MODULE in sys.modules else "pip"
+
+
+def verl_install_hint(verl: str, kind: str) -> str:
+    """The command that installs verl `verl` (read, never run: no dependencies) for this kind of install."""
+    if kind == "checkout":
+        return "`make setup` installs it (`make upstream` alone)"
+    pip = "%pip" if kind == "colab" else "pip"
+    return f"`{pip} install --no-deps --ignore-requires-python verl=={verl}` adds it"
+
+
+def kernel_fix_hint(kind: str) -> str:
+    """How to point the lessons' kernel at this interpreter again, for this kind of install."""
+    if kind == "checkout":
+        return "re-run `make setup`"
+    return f"run `{sys.executable} -m ipykernel install --sys-prefix --name python3`"
+
+
+def lab_hint(folder: Path) -> str:
+    """The next command after `verlstudy init`: JupyterLab on the student edition, with the extra that brings it."""
+    if shutil.which("jupyter-lab") is not None:
+        return f"jupyter lab {folder}"
+    return f'pip install "verlstudy[lab]" (JupyterLab), then jupyter lab {folder}'
 
 
 def version(package: str) -> str | None:
@@ -90,10 +122,11 @@ def package_checks(root: Path | None = None) -> list[tuple[bool, str]]:
     return checks
 
 
-def verl_status(installed: str | None, verified: dict[str, str]) -> str:
+def verl_status(installed: str | None, verified: dict[str, str], kind: str = "checkout") -> str:
     """The doctor's verl line: installed or not, and whether it is the version the lessons were checked against."""
     if not installed:
-        return "not installed (upstream cells skip; `pip install --no-deps -r requirements-upstream.txt` adds it)"
+        wanted = max(set(verified.values()), key=list(verified.values()).count) if verified else "the pinned version"
+        return f"not installed (upstream cells skip; {verl_install_hint(wanted, kind)})"
     behind = sorted(code for code, v in verified.items() if v != installed)
     if not behind:
         return installed
@@ -109,13 +142,19 @@ def kernel_spec_line() -> tuple[bool, str]:
         spec = course_kernel_manager_class()(kernel_name=KERNEL_NAME).kernel_spec
     except ValueError as e:  # twins.BadKernelSpec: a corrupt kernel.json, named
         return False, f"kernel '{KERNEL_NAME}': {e}"
-    python = Path(spec.argv[0]).resolve() if spec.argv else None
+    argv = spec.argv if isinstance(spec.argv, list) else []
+    if not argv or not isinstance(argv[0], str) or not argv[0].strip():
+        where = getattr(spec, "resource_dir", "") or "its folder"
+        return False, f"kernel '{KERNEL_NAME}': kernel.json in {where} has no command (argv is empty): reinstall it"
+    python = Path(spec.argv[0]).resolve()
     same = python == Path(sys.executable).resolve() or spec.argv[0] in ("python", "python3", sys.executable)
     where = spec.argv[0] if same else f"{spec.argv[0]}, not this interpreter {sys.executable}"
     return same, f"kernel '{KERNEL_NAME}' for lessons runs {where}"
 
 
-def judge_kernel_output(text: str, seconds: float, expected_python: str = sys.executable) -> tuple[bool, str]:
+def judge_kernel_output(
+    text: str, seconds: float, expected_python: str = sys.executable, kind: str = "checkout"
+) -> tuple[bool, str]:
     """(ok, line) from what KERNEL_SNIPPET printed: the right interpreter and an importable torch."""
     lines = [line for line in text.strip().splitlines() if line.startswith("{")]
     try:
@@ -124,7 +163,7 @@ def judge_kernel_output(text: str, seconds: float, expected_python: str = sys.ex
     except (IndexError, ValueError, KeyError, TypeError):
         return False, f"kernel started but printed {text.strip()[:120]!r}, not the interpreter and torch version"
     if Path(python).resolve() != Path(expected_python).resolve():
-        return False, f"kernel runs the wrong interpreter {python}, not {expected_python} (re-run `make setup`)"
+        return False, f"kernel runs the wrong interpreter {python}, not {expected_python} ({kernel_fix_hint(kind)})"
     if torch_version.startswith("cannot import torch"):
         return False, f"kernel runs {python} but {torch_version}"
     return True, f"kernel started in {seconds:.1f} s: {python}, torch {torch_version}"
@@ -164,7 +203,7 @@ def start_kernel_check(timeout_s: float = KERNEL_TIMEOUT_S, manager_class: type 
         # nbclient's exit hook would clean up a kernel that never started and print a traceback at exit
         atexit.unregister(client._cleanup_kernel)
     text = "".join(o.get("text", "") for o in nb.cells[0].get("outputs", []) if o.get("output_type") == "stream")
-    return judge_kernel_output(text, time.perf_counter() - start)
+    return judge_kernel_output(text, time.perf_counter() - start, kind=install_kind())
 
 
 def kernel_failure(error: Exception, timeout_s: float) -> str:
@@ -199,7 +238,7 @@ def doctor_checks(*, start_kernel: bool = True) -> list[tuple[bool, str]]:
         path = registry.data_dir() / "upstream_verified.json"
         checks.append((False, f"{path}: not the JSON `verify-upstream --record` writes ({e}); restore it with git"))
         verified = {}
-    checks.append((True, "optional verl: " + verl_status(version("verl"), verified)))
+    checks.append((True, "optional verl: " + verl_status(version("verl"), verified, install_kind())))
     missing = [lesson.code for lesson in registry.LESSONS if not lesson.notebook.exists()]
     checks.append((not missing, f"notebooks: {len(registry.LESSONS) - len(missing)}/{len(registry.LESSONS)} present"))
     checks += notebook_checks()

@@ -133,18 +133,6 @@ def is_site_page(path: Path) -> bool:
     return path.suffix == ".html" and '<nav class="sidebar">' in text and "<strong>verlstudy</strong>" in text
 
 
-def check_run_out(out: Path, notebooks: Iterable[str] = ()) -> Manifest:
-    """Refuse an --out folder that is forbidden, or where a run would overwrite a notebook it did not write.
-
-    Returns the folder's manifest, for the run to list what it writes.
-    """
-    check_target(out, "--out")
-    check_out_dir(out)
-    manifest = Manifest(out)
-    manifest.refuse_foreign({Path(out) / name: None for name in notebooks}, "--out", is_run_output)
-    return manifest
-
-
 REPORT_STARTS = {".md": "# Course run", ".xml": "<testsuites", ".json": "{", ".csv": "learner,"}
 
 
@@ -289,6 +277,10 @@ class Manifest:
 
     def _key(self, path: Path) -> str:
         return Path(path).resolve().relative_to(self.folder.resolve()).as_posix()
+
+    def lists(self, path: Path) -> bool:
+        """True if this manifest lists `path` (a verlstudy command wrote it here, whatever it holds now)."""
+        return self._key(path) in self.files
 
     def may_overwrite(
         self, path: Path, new: str | bytes | None = None, legacy: Callable[[Path], bool] | None = None

@@ -28,6 +28,7 @@ from verlstudy.kit.params import positive_int
 
 LESSON_FILE = re.compile(r"(\d\d)_[A-Za-z0-9_]+\.ipynb")
 VERDICTS = ("correct", "not yet right", "not attempted")
+STOPPED_BEFORE = "the notebook stopped before this exercise"
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,8 @@ def _rows_for(
     if manifest is not None:
         manifest.pending([target])
     try:
-        status, error, _ = execute_with_papermill(notebook, target, {}, target.parent, timeout_s)
+        # saved after each cell: a time limit or a dying kernel keeps the verdicts checked before it
+        status, error, _ = execute_with_papermill(notebook, target, {}, target.parent, timeout_s, save_each_cell=True)
     finally:
         if manifest is not None:
             manifest.record([target])
@@ -110,7 +112,7 @@ def _rows_for(
     for exercise in expected:
         record = verdicts.get(exercise)
         if record is None:
-            why = "the notebook stopped before this exercise" if status != "passed" else ""
+            why = STOPPED_BEFORE if status != "passed" else ""
             rows.append(Row(learner, lesson, exercise, "not attempted", why))
         else:
             rows.append(Row(learner, lesson, exercise, str(record["verdict"]), str(record.get("message", ""))))

@@ -18,13 +18,17 @@ from pathlib import Path
 from verlstudy.course import class_progress, class_progress_page, files, progress
 
 DEFAULT_IDLE_MINUTES = 15.0
+MIN_WATCH_S = 1.0  # a page rewritten (and reloaded) faster than once a second only loads the machine
 
 
 def check_options(args: argparse.Namespace) -> None:
     """One ValueError line per bad combination or value of the log-mode options."""
     watch, idle = args.watch, args.idle
-    if watch is not None and not (0 < watch < 86400):
-        raise ValueError(f"--watch must be a number of seconds above 0 (and under a day), got {watch:g}")
+    if watch is not None and not (MIN_WATCH_S <= watch < 86400):  # nan fails too
+        raise ValueError(
+            f"--watch must be a number of seconds from {MIN_WATCH_S:g} (the page reloads at that pace) to under a "
+            f"day, got {watch:g}"
+        )
     if watch is not None and args.html is None:
         raise ValueError("--watch regenerates the --html page: name it, e.g. --html progress.html --watch 30")
     if not (0 <= idle < 10**6):
@@ -34,8 +38,17 @@ def check_options(args: argparse.Namespace) -> None:
             "--html and --watch show the attempt logs live, --verify re-executes once: use one or the other"
         )
     files.check_report_paths({"--csv": args.csv, "--junit": args.junit, "--html": args.html})
+    from verlstudy.course.class_progress import find_learners
+
+    learners = find_learners(args.folders).learners
+    for flag, value in (("--csv", args.csv), ("--junit", args.junit), ("--html", args.html)):
+        if value is None:
+            continue
+        where = Path(value).resolve()
+        for name, folder in learners.items():
+            if folder.resolve() in where.parents:
+                raise ValueError(f"{flag} {value} is inside learner {name}'s folder {folder}: write it elsewhere")
     if args.build is not None:  # unused without --verify, and still never a forbidden folder or a learner's
-        from verlstudy.course.class_progress import find_learners
         from verlstudy.course.progress_verify import check_build
 
         check_build(args.build, find_learners(args.folders), [Path(f) for f in args.folders])

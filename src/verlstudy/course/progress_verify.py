@@ -28,6 +28,7 @@ from verlstudy.course.files import (
     content_hash,
     is_run_output,
     write_file_owned,
+    write_text,
 )
 from verlstudy.course.fingerprint import course_sources_hash
 from verlstudy.course.progress import Row
@@ -57,20 +58,28 @@ def check_build(build: Path | str, layout: Layout, given: list[Path]) -> Path:
 
 
 def _load_cache(path: Path) -> dict[str, dict]:
+    """The cached verdicts, keeping every well-formed entry of a damaged cache ({} when none can be read)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or not isinstance(data.get("notebooks"), dict):
         return {}
-    return data["notebooks"]
+    return {
+        key: entry
+        for key, entry in data["notebooks"].items()
+        if isinstance(entry, dict)
+        and isinstance(entry.get("fingerprint"), str)
+        and isinstance(entry.get("rows"), list)
+        and all(isinstance(row, list) and len(row) == 5 for row in entry["rows"])
+    }
 
 
 def _interleaved(layout: Layout) -> list[tuple[str, Path]]:
     """(learner, notebook) jobs, first notebook of each learner, then the second of each, and so on."""
     lessons = lesson_files()
     per_learner = [
-        [(name, nb) for nb in sorted(folder.glob("*.ipynb")) if nb.name in lessons]
+        [(name, nb) for nb in sorted(folder.glob("*.ipynb")) if nb.name in lessons and nb.is_file()]
         for name, folder in layout.learners.items()
     ]
     return [job for round_ in itertools.zip_longest(*per_learner) for job in round_ if job is not None]
@@ -99,6 +108,14 @@ def verify(
     def fingerprint(notebook: Path) -> str:
         return content_hash(f"{content_hash(notebook.read_bytes())} {course} {timeout_s:g}")
 
+    unreadable: dict[str, Row] = {}  # a notebook that cannot even be read: its learner's row, the rest verified
+    for learner, notebook in list(jobs):
+        try:
+            notebook.read_bytes()
+        except OSError as e:
+            why = f"{notebook.name} cannot be read ({e.strerror or e})"
+            unreadable[key(learner, notebook)] = Row(learner, notebook.stem, "-", "broken notebook", why)
+    jobs = [job for job in jobs if key(*job) not in unreadable]
     prints = {key(*job): fingerprint(job[1]) for job in jobs}
     todo = [job for job in jobs if cache.get(key(*job), {}).get("fingerprint") != prints[key(*job)]]
     manifest = Manifest(build)
@@ -109,7 +126,11 @@ def verify(
             cache[key(*todo[i])] = {"fingerprint": prints[key(*todo[i])], "rows": [list(astuple(r)) for r in rows]}
         known = {k: v for k, v in cache.items() if k in prints}  # learners who left drop out
         text = json.dumps({"format": CACHE_FORMAT, "notebooks": known}, indent=1, sort_keys=True) + "\n"
-        write_file_owned(cache_path, text, "--build")
+        if cache_path.is_file() and not cache_path.is_symlink() and manifest.lists(cache_path):
+            write_text(cache_path, text)  # our own cache, even damaged since: repaired, not refused
+            manifest.record([cache_path])
+        else:
+            write_file_owned(cache_path, text, "--build")
 
     try:
         chunks = runner.run_pool(
@@ -126,7 +147,7 @@ def verify(
             done.append(Row(learner, notebook.stem, "-", "interrupted", runner.STOPPED_WHILE_RUNNING))
         raise progress.ProgressInterrupted(done, len(stop.finished), len(todo)) from None
     save(dict(enumerate(chunks)))
-    rows = [Row(*row) for job in jobs for row in cache[key(*job)]["rows"]]
+    rows = [Row(*row) for job in jobs for row in cache[key(*job)]["rows"]] + list(unreadable.values())
     todo_keys = {key(*job) for job in todo}
     return Verified(rows, sorted(todo_keys), sorted(set(prints) - todo_keys))
 
@@ -135,12 +156,15 @@ def disagreements(logged: list[Row], verified: list[Row]) -> list[str]:
     """One line per exercise whose re-executed verdict differs from what the log says (a log edited by hand,
     a notebook changed since its checks, or a check run in another notebook)."""
     seen = {(r.learner, r.exercise): r.verdict for r in verified if r.exercise != "-"}
+    # an exercise its notebook never reached (a time limit, a kernel that died) confirms nothing either way
+    cut = {(r.learner, r.exercise) for r in verified if r.exercise != "-" and r.message == progress.STOPPED_BEFORE}
     lines = []
     for row in logged:
         again = seen.get((row.learner, row.exercise))
         if row.verdict in ("broken notebook", "solution shown"):  # the log has no verdict to confirm
             continue
-        if row.exercise != "-" and again is not None and again != row.verdict:
+        stopped = (row.learner, row.exercise) in cut
+        if row.exercise != "-" and again is not None and again != row.verdict and not stopped:
             lines.append(f"{row.learner} {row.exercise}: the log says {row.verdict}, re-executed it is {again}")
     return lines
 
@@ -156,7 +180,24 @@ def collect(
     from verlstudy.course.class_progress import find_learners, read_class, to_rows
 
     layout = find_learners(folders)
-    done = verify(layout, [Path(f) for f in folders], build, workers=workers, timeout_s=timeout_s)
+    print(
+        f"verlstudy progress --verify: executes the learners' notebooks (their code, with your rights) in fresh "
+        f"kernels, {workers} at a time; copies go to {build}",
+        file=sys.stderr,
+        flush=True,
+    )
+    finished: list[int] = []
+
+    def said(rows: list[Row]) -> None:  # a line per finished notebook: a long class shows where it is
+        finished.append(1)
+        first = rows[0] if rows else None
+        if first is not None:
+            broken = [r for r in rows if r.exercise == "-"]
+            correct = sum(r.verdict == "correct" for r in rows)
+            how = f"{broken[0].verdict}: {broken[0].message[:100]}" if broken else f"{correct} correct"
+            print(f"[{len(finished)}] {first.learner}/{first.lesson}: {how}", file=sys.stderr, flush=True)
+
+    done = verify(layout, [Path(f) for f in folders], build, workers=workers, timeout_s=timeout_s, on_done=said)
     print(
         f"verlstudy progress --verify: {len(done.executed)} notebook(s) executed, {len(done.cached)} unchanged since "
         f"their last verification (cached in {Path(build) / CACHE})",

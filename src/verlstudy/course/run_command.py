@@ -1,6 +1,6 @@
 """`verlstudy run`: its paths checked before any kernel starts, the lessons executed, its report, JUnit and results.
 
-`cli.cmd_run` hands its arguments here; a bad path, lesson or parameter is a `cli.UsageError`.
+`cli.cmd_run` hands its arguments here; a bad path, lesson or parameter is a `usage.UsageError`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from verlstudy.course import registry
-from verlstudy.course.cli import UsageError
+from verlstudy.course.usage import UsageError
 from verlstudy.kit import resources
 
 if TYPE_CHECKING:
@@ -27,9 +27,21 @@ def progress_line(done: int, total: int, result: RunResult) -> str:
     return f"[{done:>{len(str(total))}}/{total}] {what}: {how} ({result.seconds:.1f} s)"
 
 
+def stopped_line(results: list[RunResult]) -> str:
+    """The one line a stopped run ends with: passed, failed and not run (stopped or never started) counted apart."""
+    from verlstudy.course.stopping import stop_name
+
+    ran = [r for r in results if r.status not in ("not run", "interrupted")]
+    passed = sum(r.status == "passed" for r in ran)
+    return (
+        f"stopped ({stop_name()}): {passed} passed, {len(ran) - passed} failed, {len(results) - len(ran)} not run "
+        "(stopped or never started); the report above is partial"
+    )
+
+
 def _run_paths(args: argparse.Namespace, lessons: list[registry.Lesson]) -> tuple[Path, Path, Path | None, Path | None]:
     """(out, report, junit, results) for `verlstudy run`, checked before any kernel starts."""
-    from verlstudy.course import files
+    from verlstudy.course import files, run_out
 
     for flag, value in (
         ("--out", args.out),
@@ -48,7 +60,7 @@ def _run_paths(args: argparse.Namespace, lessons: list[registry.Lesson]) -> tupl
     junit = Path(args.junit) if args.junit is not None else None
     results = Path(args.results) if args.results is not None else None
     try:
-        files.check_run_out(out, [lesson.notebook.name for lesson in lessons])
+        run_out.check_run_out(out, [lesson.notebook.resolve() for lesson in lessons])
         files.check_report_paths({"--report": report, "--junit": junit, "--results": results})
     except ValueError as e:
         raise UsageError(str(e)) from e
@@ -135,7 +147,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except runner.Interrupted as stop:
         _write_reports(args, out, report_path, junit, results_path, stop.results, stop.floor, interrupted=True)
         run_record.write(out, stop.results, stop.floor, params, with_floor=not args.no_floor, interrupted=True)
-        print("verlstudy run: interrupted; the report above is partial", file=sys.stderr)
+        print(f"verlstudy run: {stopped_line(stop.results)}", file=sys.stderr)
         return runner.stop_exit_code()
     _write_reports(args, out, report_path, junit, results_path, results, floor)
     run_record.write(out, results, floor, params, with_floor=not args.no_floor)

@@ -22,7 +22,7 @@ from verlstudy.course.files import Manifest, read_notebook
 from verlstudy.course.outcomes import count_claims, notebook_records
 from verlstudy.course.parameters import check_parameter_names, names_a_parameter, parameters_of
 from verlstudy.course.registry import Lesson
-from verlstudy.course.stopping import STOP, kill_kernels, kill_tree, stop_exit_code, stop_signals
+from verlstudy.course.stopping import STOP, kill_kernels, kill_tree, killed_recently, stop_exit_code, stop_signals
 from verlstudy.course.twins import (
     FLOOR_SOURCE,
     KERNEL_ARGS,
@@ -122,27 +122,49 @@ class _NotebookClock:
 
 
 class _PapermillParameterGuesses(logging.Filter):
-    """Drops papermill's guesses about the parameters cell: "Unable to parse line" (its line parser gives up on a
+    """Drops nbclient's kernel-death lines after verlstudy killed a kernel itself, and papermill's guesses about
+    the parameters cell: "Unable to parse line" (its line parser gives up on a
     comment holding '=') and "Passed unknown parameter" (a name that parser missed). Names are checked with Python's
     own parser before any kernel starts (check_parameter_names), so those lines could only mislead."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith(("Unable to parse line", "Passed unknown parameter"))
+        message = record.getMessage()
+        if message.startswith(("Unable to parse line", "Passed unknown parameter")):
+            return False
+        # a kernel verlstudy killed (a stop, a notebook's time limit) is no news: its row says what happened
+        return not (killed_recently() and any(death in message for death in KERNEL_DEATH_LINES))
+
+
+KERNEL_DEATH_LINES = ("Kernel died", "Error occurred while starting new kernel client")
 
 
 PAPERMILL_QUIET = _PapermillParameterGuesses()
 
 
 def papermill_quiet() -> None:
-    """Install the filter on the two loggers papermill writes those lines to (once; adding it again is a no-op)."""
-    for name in ("papermill", "papermill.translators"):
+    """Install the filter on the loggers papermill and nbclient write those lines to (adding it again is a no-op)."""
+    for name in ("papermill", "papermill.translators", "traitlets", "nbclient"):
         logging.getLogger(name).addFilter(PAPERMILL_QUIET)
 
 
+def literal_path(path: Path) -> str:
+    """`path` as papermill must be given it: papermill formats paths with the parameters (`{seed}`), so a brace
+    in a folder's name is doubled to stay a brace."""
+    return str(path).replace("{", "{{").replace("}", "}}")
+
+
 def execute_with_papermill(
-    source: Path, target: Path, parameters: Mapping[str, object], cwd: Path, timeout_s: float = NOTEBOOK_TIMEOUT_S
+    source: Path,
+    target: Path,
+    parameters: Mapping[str, object],
+    cwd: Path,
+    timeout_s: float = NOTEBOOK_TIMEOUT_S,
+    save_each_cell: bool = False,
 ) -> tuple[str, str, float]:
-    """Execute `source` into `target` in a fresh kernel, stopped after `timeout_s` in all; (status, error, seconds)."""
+    """Execute `source` into `target` in a fresh kernel, stopped after `timeout_s` in all; (status, error, seconds).
+
+    `save_each_cell` writes `target` after every cell, so a notebook stopped by its time limit or a dying kernel
+    keeps the outputs (and verdicts) of the cells that finished."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
@@ -159,15 +181,15 @@ def execute_with_papermill(
         # could read or write relative paths, or start its kernel, in the wrong folder. Absolute paths,
         # and the kernel's folder given to nbclient directly, keep each run to itself.
         papermill.execute_notebook(
-            str(Path(source).resolve()),
-            str(Path(target).resolve()),
+            literal_path(Path(source).resolve()),
+            literal_path(Path(target).resolve()),
             parameters=dict(parameters),
             kernel_name=KERNEL_NAME,
             progress_bar=False,
             log_output=False,
             resources={"metadata": {"path": str(Path(cwd).resolve())}},
             execution_timeout=max(1, int(timeout_s)),
-            request_save_on_cell_execute=False,
+            request_save_on_cell_execute=save_each_cell,
             extra_arguments=KERNEL_ARGS,
             shutdown_kernel="immediate",
             kernel_manager_class=clock.manager_class,
@@ -245,7 +267,25 @@ def run_one(
             bad = _bad_parameter_message(nb)
             if bad is not None:
                 result.status, result.error = "bad parameter", bad
+    if result.status == "failed":
+        result.error = (result.error or "failed") + verl_note(lesson)
     return result
+
+
+def verl_note(lesson: Lesson) -> str:
+    """A clause for a failing row run under a verl other than the one the lesson was verified with ('' when the
+    same, when verl is absent, or when the lesson records no verified version)."""
+    from verlstudy.course.registry import upstream_verified_versions
+    from verlstudy.kit import upstream
+
+    try:
+        active = upstream.verl_version()
+        verified = upstream_verified_versions().get(lesson.code, "")
+    except (upstream.UpstreamError, OSError, ValueError, AttributeError):
+        return ""
+    if not verified or verified == active or not verified[:1].isdigit():
+        return ""
+    return f" (run under verl {active}; lesson {lesson.code} was verified with verl {verified}: that may be the cause)"
 
 
 STOPPED_WHILE_RUNNING = "stopped while it ran (Ctrl-C or SIGTERM)"
@@ -304,6 +344,13 @@ class PoolInterrupted(KeyboardInterrupt):
         self.finished, self.cut = finished, dict(cut or {})
 
 
+def import_papermill() -> None:
+    """papermill, nbclient and jupyter_client imported in the calling thread, before any worker starts: two threads
+    importing them at once can meet a partly initialised `jupyter_client.manager` (an ImportError that failed a CI
+    run), and Python's import lock does not order two threads through a circular import."""
+    import papermill  # noqa: F401
+
+
 def run_pool(
     jobs: Sequence[J], work: Callable[[J], R], *, workers: int, on_done: Callable[[R], None] | None = None
 ) -> list[R]:
@@ -315,6 +362,7 @@ def run_pool(
     ignored.
     """
     positive_int("workers", workers)
+    import_papermill()
     pool = ThreadPoolExecutor(max_workers=workers)
     queue = iter(enumerate(jobs))
     futures: dict[Future[R], int] = {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import nbformat
@@ -27,6 +27,9 @@ from verlstudy.kit import records
 EDITIONS = ("full", "student")
 STUDENT_DIR = "student"
 FACILITATOR_PAGE = "facilitator.html"
+# a translated site (issue 45) lives in out/<lang>/ (and out/<lang>/student/), each page linked to its English twin
+LANGUAGE_TAGS = {"en": "en", "zh_CN": "zh-CN"}
+SWITCH_LABELS = {"en": "English", "zh_CN": "中文"}
 
 
 def claims_rows(nb: nbformat.NotebookNode) -> list[tuple[str, str, str, str]]:
@@ -98,8 +101,19 @@ def lesson_body(lesson: Lesson, nb: nbformat.NotebookNode, edition: str) -> str:
     return render_cells_html(collapse_cells(page, collapsed_summaries(page)))
 
 
-def _lesson_links(lessons: Sequence[Lesson]) -> list[PageLink]:
-    return [PageLink(f"{lesson.stem}.html", f"{lesson.code} · {lesson.title}") for lesson in lessons]
+def _lesson_links(lessons: Sequence[Lesson], titles: Mapping[str, str] | None = None) -> list[PageLink]:
+    titles = titles or {}
+    return [
+        PageLink(f"{lesson.stem}.html", f"{lesson.code} · {titles.get(lesson.stem, lesson.title)}")
+        for lesson in lessons
+    ]
+
+
+def translated_title(nb: nbformat.NotebookNode) -> str | None:
+    """A translated lesson's title: its first heading after "NN · " (None when the first cell has none)."""
+    first = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
+    heading = first.strip().splitlines()[0] if first.strip() else ""
+    return heading.lstrip("#").strip().split(" · ", 1)[-1] if heading.startswith("#") else None
 
 
 def index_body(lessons: Sequence[Lesson], executed: dict[str, nbformat.NotebookNode], edition: str) -> str:
@@ -155,24 +169,37 @@ def notebook_links_to_pages(body: str, lessons: Sequence[Lesson]) -> str:
 
 
 def edition_pages(
-    lessons: Sequence[Lesson], executed: dict[str, nbformat.NotebookNode], edition: str
+    lessons: Sequence[Lesson],
+    executed: dict[str, nbformat.NotebookNode],
+    edition: str,
+    *,
+    language: str = "en",
+    other: tuple[str, str] | None = None,
 ) -> dict[str, str]:
-    """file name -> page HTML for one edition of the site."""
-    links = _lesson_links(lessons)
+    """file name -> page HTML for one edition of the site, in `language` (its lessons' notebooks in `executed`).
+
+    `other` is (label, prefix) of the same edition in the other language: each page links to prefix + its name.
+    """
+    titles = {} if language == "en" else {s: t for s, nb in executed.items() if (t := translated_title(nb))}
+    links = _lesson_links(lessons, titles)
     guide = facilitator_body() if edition == "full" else None
     extra = [PageLink(FACILITATOR_PAGE, "Facilitator guide")] if guide is not None else []
     label = "student edition" if edition == "student" else ""
+    tag = LANGUAGE_TAGS.get(language, language)
 
-    def page(title: str, body: str, current: str | None = None) -> str:
-        return page_html(title, body, lessons=links, current=current, extra=extra, edition=label)
+    def page(title: str, body: str, name: str, current: str | None = None) -> str:
+        switch = PageLink(other[1] + name, other[0]) if other else None
+        return page_html(
+            title, body, lessons=links, current=current, extra=extra, edition=label, language=tag, switch=switch
+        )
 
     pages = {}
     for lesson, link in zip(lessons, links, strict=True):
         body = notebook_links_to_pages(lesson_body(lesson, executed[lesson.stem], edition), lessons)
-        pages[link.href] = page(f"{lesson.code} · {lesson.title}", body, link.href)
-    pages["index.html"] = page("verlstudy", index_body(lessons, executed, edition))
+        pages[link.href] = page(link.label, body, link.href, link.href)
+    pages["index.html"] = page("verlstudy", index_body(lessons, executed, edition), "index.html")
     if guide is not None:
-        pages[FACILITATOR_PAGE] = page("verlstudy · facilitator guide", guide)
+        pages[FACILITATOR_PAGE] = page("verlstudy · facilitator guide", guide, FACILITATOR_PAGE)
     return pages
 
 
@@ -183,33 +210,61 @@ def check_site_out(out: Path) -> None:
     foreign = sorted(
         p.name
         for p in out.iterdir()
-        if not ((p.is_file() and (p.suffix == ".html" or p.name == MANIFEST)) or (p.is_dir() and p.name == STUDENT_DIR))
+        if not (
+            (p.is_file() and (p.suffix == ".html" or p.name == MANIFEST))
+            or (p.is_dir() and (p.name == STUDENT_DIR or p.name in LANGUAGE_TAGS))
+        )
     )
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise ValueError(f"{out} holds files a site build did not write ({shown}): choose an empty or a site folder")
 
 
-def build_site(out: Path, executed_dir: Path | None = None, lessons: Sequence[Lesson] | None = None) -> list[Path]:
+def _read_executed(lessons: Sequence[Lesson], executed_dir: Path | None, hint: str) -> dict[str, nbformat.NotebookNode]:
+    executed: dict[str, nbformat.NotebookNode] = {}
+    for lesson in lessons:
+        path = (Path(executed_dir) / lesson.notebook.name) if executed_dir else lesson.notebook
+        if not path.exists():
+            raise FileNotFoundError(f"no executed notebook for lesson {lesson.code}: {path} (run `{hint}`)")
+        try:
+            executed[lesson.stem] = nbformat.read(path, as_version=4)
+        except (ValueError, OSError) as e:  # a corrupt notebook is named, not a traceback
+            raise ValueError(f"{path} is not a readable notebook ({e}); run the lesson again") from e
+    return executed
+
+
+def build_site(
+    out: Path,
+    executed_dir: Path | None = None,
+    lessons: Sequence[Lesson] | None = None,
+    translation: tuple[str, Path] | None = None,
+) -> list[Path]:
     """Render every executed lesson (from `executed_dir`, default the stored notebooks) in both editions.
 
-    The full edition goes to `out/`, the student edition to `out/student/`; each has its own index.
+    The full edition goes to `out/`, the student edition to `out/student/`; each has its own index. With a
+    `translation` (language, folder of that edition's executed notebooks: `verlstudy edition LANG --run --out`),
+    the same two editions in that language go to `out/<lang>/`, and every page links to its twin in the other.
     """
     out = Path(out)
     check_out_dir(out)
     check_site_out(out)
     lessons = list(lessons) if lessons else list(registry.LESSONS)
-    executed: dict[str, nbformat.NotebookNode] = {}
-    for lesson in lessons:
-        path = (Path(executed_dir) / lesson.notebook.name) if executed_dir else lesson.notebook
-        if not path.exists():
-            raise FileNotFoundError(f"no executed notebook for lesson {lesson.code}: {path} (run `verlstudy run`)")
-        try:
-            executed[lesson.stem] = nbformat.read(path, as_version=4)
-        except (ValueError, OSError) as e:  # a corrupt notebook is named, not a traceback
-            raise ValueError(f"{path} is not a readable notebook ({e}); run the lesson again") from e
-    files = edition_pages(lessons, executed, "full")
-    files |= {f"{STUDENT_DIR}/{name}": text for name, text in edition_pages(lessons, executed, "student").items()}
+    executed = _read_executed(lessons, executed_dir, "verlstudy run")
+    lang = translation[0] if translation else None
+    if lang is not None and (lang not in SWITCH_LABELS or lang == "en"):
+        raise ValueError(
+            f"the site has no language {lang!r}: it has {', '.join(k for k in SWITCH_LABELS if k != 'en')}"
+        )
+    to_full = (SWITCH_LABELS[lang], f"{lang}/") if lang else None
+    to_student = (SWITCH_LABELS[lang], f"../{lang}/student/") if lang else None
+    files = edition_pages(lessons, executed, "full", other=to_full)
+    student_pages = edition_pages(lessons, executed, "student", other=to_student)
+    files |= {f"{STUDENT_DIR}/{name}": text for name, text in student_pages.items()}
+    if translation is not None and lang is not None:
+        translated = _read_executed(lessons, translation[1], f"verlstudy edition {lang} --run --out DIR")
+        for edition, prefix, back in (("full", f"{lang}/", "../"), ("student", f"{lang}/student/", "../../student/")):
+            pages = edition_pages(lessons, translated, edition, language=lang, other=(SWITCH_LABELS["en"], back))
+            files |= {prefix + name: text for name, text in pages.items()}
     # the guard and manifest of every writing command: a page is replaced only if a site build wrote it, unchanged
     write_owned(out, files, "--out", legacy=is_site_page)
     return [out / name for name in files]

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import nbformat
 
 from verlstudy.course.twins import coalesce_streams
+from verlstudy.kit.tables import split_row
 
 SEPARATOR = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
 CLAIMS_HEADER = ("claim", "upstream", "ours", "reproduced")
@@ -25,7 +26,7 @@ RULES = {"": "---", "left": ":---", "right": "---:", "center": ":---:"}
 
 
 def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
+    return split_row(line)  # "\\|" (a kit.tables cell's own pipe) stays inside its cell
 
 
 def _literal(text: object) -> str:
@@ -163,6 +164,19 @@ def claims_cell_html(text: str, rows: Sequence[Sequence[str]]) -> str:
     return f'<div class="claims">{table_html(CLAIMS_HEADER, rows)}{summary}</div>'
 
 
+def _table_text(output: nbformat.NotebookNode) -> str:
+    """The text that may hold a pipe table: a stream's text, or a display's `text/markdown` (kit.tables.Table)."""
+    if output.get("output_type") == "stream":
+        return output.get("text", "")
+    if output.get("output_type") in ("display_data", "execute_result"):
+        markdown = output.get("data", {}).get("text/markdown", "")
+        text = "".join(markdown) if isinstance(markdown, list) else markdown
+        if not text.startswith("| "):  # a table's Markdown opens with its header; a code view is left to nbconvert
+            return ""
+        return "\n".join(line for line in text.split("\n") if line.strip())  # notes are paragraphs: one a line
+    return ""
+
+
 def _is_claims_cell(cell: nbformat.NotebookNode) -> bool:
     return cell.cell_type == "code" and cell.source.strip() == "claims_table()"
 
@@ -181,7 +195,7 @@ def page_cells(nb: nbformat.NotebookNode, claims: Sequence[Sequence[str]]) -> nb
         outputs = _collapse_figure_data(coalesce_streams(list(cell.get("outputs", []))))
         shown: list[nbformat.NotebookNode] = []
         for output in outputs:
-            text = output.get("text", "") if output.get("output_type") == "stream" else ""
+            text = _table_text(output)
             if _is_claims_cell(cell) and "| claim |" in text and claims:
                 shown.append(_html_output(claims_cell_html(text, claims)))
                 continue

@@ -30,6 +30,7 @@ nav.sidebar h2{font-size:13px;text-transform:uppercase;letter-spacing:.05em;colo
 main{flex:1;min-width:0;max-width:56em;padding:1em 2em 4em}
 .pager{display:flex;justify-content:space-between;gap:1em;margin:.5em 0 1.5em;font-size:14px}
 .edition{display:inline-block;font-size:12px;padding:.1em .6em;border-radius:1em;background:#e8eefb;color:#1f5aa6}
+.sidebar a.language{font-size:13px;margin-left:.5em}
 a{color:#1f5aa6}
 pre{overflow-x:auto;font-size:13px;line-height:1.35;margin:.3em 0}
 .prompt{display:none}
@@ -49,6 +50,20 @@ details.figure-data>summary{font-weight:normal;font-size:13px}
 h2:hover .anchor-link,h3:hover .anchor-link{visibility:visible}
 @media (max-width:800px){.layout{display:block}nav.sidebar{position:static;height:auto;width:auto}}
 @media print{nav.sidebar,.pager{display:none}}
+:root{color-scheme:light dark}
+@media (prefers-color-scheme:dark){
+body{color:#e4e4e7;background:#17181c}
+nav.sidebar{background:#1f2026;border-right-color:#33343c}
+nav.sidebar h2{color:#9a9cab}
+a,details>summary{color:#8ab4f8}
+.edition{background:#24324d;color:#8ab4f8}
+.input_area{background:#1f2026;border-color:#33343c}
+.output_area pre{border-left-color:#33343c}
+td,th{border-bottom-color:#33343c}
+th{background:#1f2026}
+details{border-color:#33343c}
+.output_png img,.rendered_html img{background:#fff}
+}
 """
 
 
@@ -119,11 +134,14 @@ def page_html(
     index: PageLink = PageLink("index.html", "Course index"),
     extra: Sequence[PageLink] = (),
     edition: str = "",
+    language: str = "en",
+    switch: PageLink | None = None,
 ) -> str:
     """A whole page: sidebar (index, lessons, this page's contents), previous/next links, the body, inline CSS.
 
     `current` is the href of this page among `lessons` (None for the index and other pages); the pager
-    links to its neighbours.
+    links to its neighbours. `language` is the page's HTML language tag; `switch` links the same page in the
+    course's other language (issue 45), shown at the top of the sidebar.
     """
     if current is not None and current not in [lesson.href for lesson in lessons]:
         raise ValueError(f"current page {current!r} is not one of the lessons {[item.href for item in lessons]}")
@@ -139,6 +157,8 @@ def page_html(
     sections = contents(body)
     toc = f"<h2>On this page</h2><ul>{_links(sections)}</ul>" if sections else ""
     badge = f' <span class="edition">{e(edition)}</span>' if edition else ""
+    if switch is not None:
+        badge += f' <a class="language" href="{e(switch.href)}">{e(switch.label)}</a>'
     sidebar = (
         f'<nav class="sidebar"><a href="{e(index.href)}"><strong>verlstudy</strong></a>{badge}'
         f"<h2>Lessons</h2><ul class=lessons>{_links(lessons, current)}</ul>"
@@ -146,7 +166,7 @@ def page_html(
         + f"{toc}</nav>"
     )
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<!DOCTYPE html>\n<html lang="{e(language)}"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)}</title><style>{CSS}{pygments_css()}</style></head>\n"
         f'<body><div class="layout">{sidebar}<main>{pager}{body}{pager}</main></div></body></html>\n'
@@ -157,4 +177,7 @@ def pygments_css() -> str:
     """Colours for the code cells nbconvert highlighted (its own CSS comes only with its CDN templates)."""
     from pygments.formatters import HtmlFormatter
 
-    return HtmlFormatter(style="default").get_style_defs(".highlight")
+    light = HtmlFormatter(style="default").get_style_defs(".highlight")
+    # the dark scheme's code colours: the light ones are unreadable on a dark cell (CSS only, no toggle script)
+    dark = HtmlFormatter(style="monokai").get_style_defs(".highlight")
+    return f"{light}\n@media (prefers-color-scheme:dark){{\n{dark}\n}}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
@@ -19,6 +20,7 @@ from verlstudy.course.files import write_text
 from verlstudy.kit import upstream
 from verlstudy.kit.upstream import Comparison
 
+STATUSES = ("agree", "differ", "moved", "error", "not comparable")  # a row's status, in the summary's order
 MAX_CASES = 100_000  # generated inputs per comparison: 300 by default; more only slows the run, it checks no more
 
 
@@ -29,11 +31,44 @@ def lesson_rows(lesson: registry.Lesson, cases: int = 300, seed: int = 0) -> lis
         raise LookupError(f"lesson {lesson.code} has no upstream.py: add COMPARISONS or NOT_COMPARABLE to it")
     comparisons = getattr(part, "COMPARISONS", ())
     if comparisons:
-        return [compare(cases, seed) for compare in comparisons]
+        return [_compared(lesson, compare, cases, seed) for compare in comparisons]
     not_comparable = getattr(part, "NOT_COMPARABLE", None)
     if not_comparable is None:
         raise LookupError(f"{part.__name__} defines neither COMPARISONS nor NOT_COMPARABLE")
     return [not_comparable.row(upstream.verl_version())]
+
+
+_CITED = re.compile(r"(verl(?:-[\d.]+)?/[\w/.-]+\.py)(?: defines no top-level ([\w, ]+))?")
+
+
+def _moved_what(message: str, fallback: str) -> str:
+    """`file::function` the UpstreamMoved message names (or the file), else `fallback`."""
+    found = _CITED.search(message)
+    if found is None:
+        return fallback
+    return found.group(1) + (f"::{found.group(2)}" if found.group(2) else "")
+
+
+def _compared(lesson: registry.Lesson, compare: Callable[[int, int], Comparison], cases: int, seed: int) -> Comparison:
+    """One comparison's row; a function upstream moved is a "moved" row and one that cannot be compared under
+    this verl an "error" row (one line each), so the other comparisons still run."""
+    name = getattr(compare, "__name__", "comparison")
+    try:
+        return compare(cases, seed)
+    except upstream.UpstreamMoved as e:
+        return Comparison(lesson.code, _moved_what(str(e), name), _version(), 0, "moved", str(e))
+    except upstream.VerlNotInstalled:
+        raise
+    except Exception as e:  # an API that changed shape under this verl: a row naming it, not a traceback
+        first = (str(e).strip().splitlines() or [""])[0][:200]
+        return Comparison(lesson.code, name, _version(), 0, "error", f"{type(e).__name__}: {first}")
+
+
+def _version() -> str:
+    try:
+        return upstream.verl_version()
+    except upstream.UpstreamError:
+        return "?"
 
 
 def verify_all(
@@ -65,8 +100,8 @@ def table(rows: list[Comparison]) -> str:
 
 def record(rows: list[Comparison], path: Path | None = None) -> Path:
     """Write the verified verl version per lesson (every comparable row agreed) to data/upstream_verified.json."""
-    if any(r.status == "differ" for r in rows):
-        raise ValueError("not recording: some lessons differ from upstream")
+    if any(r.status != "agree" and r.status != "not comparable" for r in rows):
+        raise ValueError("not recording: some lessons differ from upstream, or their functions moved")
     empty = [r for r in rows if r.status == "agree" and r.cases < 1]
     if empty:
         raise ValueError(f"not recording: lesson {empty[0].lesson} agreed on 0 cases, which verifies nothing")

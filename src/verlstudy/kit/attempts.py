@@ -7,19 +7,26 @@ Where: `$VERLSTUDY_ATTEMPTS_DIR` when set, else `.verlstudy/` in the kernel's wo
 starts a notebook's kernel in the notebook's folder). Never inside the installed package: a notebook
 run from site-packages writes no log. `VERLSTUDY_ATTEMPTS=0` turns the log off (the course's own test
 runs do, so a checkout collects no logs). Writing never breaks a check: a folder that cannot be written
-leaves the log out and says why in `last_log_error()`.
+leaves the log out, says so once in the checker's output and keeps why in `last_log_error()`.
+
+The log is a journal: every record starts on a fresh line whatever the file's tail holds, and is flushed and
+fsynced before the check returns. `scan_log` reads it back and names what it could not read (torn lines, records
+of another format version, NUL runs) instead of dropping them silently.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import inspect
 import json
 import os
+import re
 import sys
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +40,8 @@ FIELDS = ("format", "exercise", "verdict", "message", "try", "time", "notebook",
 
 _KERNEL = uuid.uuid4().hex[:12]  # one id per process: tells two kernel sessions of one notebook apart
 _last_error: list[str] = []
+_told: list[bool] = []  # the learner has been told, in a checker's output, that attempts are not being recorded
+_write = os.write  # the one call that puts bytes on disk (tests put a failing writer here)
 
 
 def log_path() -> Path | None:
@@ -90,15 +99,47 @@ def record_attempt(
         "answer_sha256": answer_hash(answer),
         "kernel": _KERNEL,
     }
+    line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as log:
-            log.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+        _append_line(path, line)
     except OSError as e:
         _last_error[:] = [f"the attempt log {path} could not be written ({e.strerror or e}); checks go on without it"]
+        if not _told:  # once per kernel: a line under every check would bury the verdicts
+            _told.append(True)
+            print(
+                f"note: your attempts are not being recorded: {path} cannot be written ({e.strerror or e}); "
+                "your checks still work; free disk space or make the folder writable to record them again"
+            )
         return None
     _last_error.clear()
     return record
+
+
+def _append_line(path: Path, line: bytes) -> None:
+    """Append `line` (ending in a newline) to `path` as one journal entry; OSError when it cannot be made durable.
+
+    A tail that is not a newline (a record torn by a full disk or a killed kernel, a run of NULs left by a crash)
+    gets one before the record, so a new record never glues onto a fragment. A write that fails half-way is cut
+    back off when no other kernel appended meanwhile; either way the next append starts on a fresh line.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
+    try:
+        start = os.fstat(fd).st_size
+        if start and os.lseek(fd, start - 1, os.SEEK_SET) >= 0 and os.read(fd, 1) != b"\n":  # lseek: Windows too
+            line = b"\n" + line
+        written = 0
+        try:
+            while written < len(line):
+                written += _write(fd, line[written:])
+            os.fsync(fd)
+        except OSError:
+            if written and os.fstat(fd).st_size == start + written:  # only our own bytes after `start`
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, start)
+            raise
+    finally:
+        os.close(fd)
 
 
 def last_log_error() -> str:
@@ -106,15 +147,142 @@ def last_log_error() -> str:
     return _last_error[0] if _last_error else ""
 
 
+@dataclass
+class LogScan:
+    """What one attempt log holds: its records, oldest first, and one line per kind of thing it could not read."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+CHUNK = 1 << 20  # bytes read at a time: a 1 GB log of NULs is scanned without holding it
+LONGEST_LINE = 1 << 20  # a longer "line" is not a record of ours; it is measured, never held
+_TOKEN = re.compile(rb"[^\n\x00]+|\n|\x00+")
+
+
+def _is_record(value: object) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("exercise"), str) and "format" in value
+
+
+def _pieces(handle: Any) -> Iterator[tuple[str, int, Any]]:
+    """("text", line, bytes), ("long", line, size) or ("nul", line, count) for each run between newlines and NULs."""
+    line, held, over = 1, b"", 0  # held: a text piece the chunk ended inside; over: bytes of a long one, dropped
+    while chunk := handle.read(CHUNK):
+        data, held = held + chunk, b""
+        for match in _TOKEN.finditer(data):
+            token = match.group()
+            if token == b"\n" or token[0] == 0:
+                if over:  # a long piece ends here
+                    yield "long", line, over
+                    over = 0
+                if token == b"\n":
+                    line += 1
+                else:
+                    yield "nul", line, len(token)
+                continue
+            if match.end() == len(data):  # the piece may go on in the next chunk
+                if over or len(token) > LONGEST_LINE:
+                    over += len(token)
+                else:
+                    held = token
+                continue
+            if over:
+                yield "long", line, over + len(token)
+                over = 0
+            else:
+                yield "text", line, token
+    if held:
+        yield "text", line, held
+    if over:
+        yield "long", line, over
+
+
+def _parse(text: bytes) -> tuple[Any, bool]:
+    """The JSON value of one line, or of a whole record glued after a torn one (then True); (None, False) if none."""
+    decoded = text.decode("utf-8", errors="replace").strip()
+    try:
+        return json.loads(decoded), False
+    except ValueError:
+        pass
+    decoder = json.JSONDecoder()
+    start = decoded.find("{", 1)
+    while start > 0:
+        try:
+            value, end = decoder.raw_decode(decoded, start)
+        except ValueError:
+            value, end = None, -1
+        if end == len(decoded) and _is_record(value):
+            return value, True
+        start = decoded.find("{", start + 1)
+    return None, False
+
+
+def _where(lines: list[int]) -> str:
+    shown = ", ".join(str(n) for n in lines[:5]) + (", ..." if len(lines) > 5 else "")
+    return f"line{'s' if len(lines) > 1 else ''} {shown}"
+
+
+def scan_log(path: Path) -> LogScan:
+    """Read one attempt log: its records of this format, and a line naming each kind of thing skipped.
+
+    Torn lines (a record cut short), records of another format version, NUL runs and overlong lines are named
+    with their line numbers; a whole record glued after a torn one (logs written before records began on a fresh
+    line) is read. A missing log is empty; one that cannot be read is named with why.
+    """
+    scan = LogScan()
+    if not path.exists():
+        return scan
+    torn: list[int] = []
+    glued: list[int] = []
+    long: list[int] = []
+    foreign: dict[str, list[int]] = {}
+    nul_lines: list[int] = []
+    nul_bytes = 0
+    try:
+        with path.open("rb") as handle:
+            for kind, line, value in _pieces(handle):
+                if kind == "nul":
+                    nul_bytes += value
+                    if line not in nul_lines:
+                        nul_lines.append(line)
+                    continue
+                if kind == "long":
+                    long.append(line)
+                    continue
+                record, was_glued = _parse(value)
+                if not _is_record(record):
+                    torn.append(line)
+                    continue
+                if record["format"] != FORMAT:
+                    foreign.setdefault(repr(record["format"]), []).append(line)
+                    continue
+                if was_glued:
+                    glued.append(line)
+                scan.records.append(record)
+    except OSError as e:
+        scan.problems.append(f"cannot be read ({e.strerror or e})")
+        return scan
+    if torn:
+        scan.problems.append(
+            f"{len(torn)} torn line{'s' if len(torn) > 1 else ''} skipped ({_where(torn)}): "
+            "a record cut short by a full disk or a stopped kernel"
+        )
+    if glued:
+        scan.problems.append(f"a whole record glued after a torn one read ({_where(glued)})")
+    for version, lines in foreign.items():
+        scan.problems.append(
+            f"{len(lines)} record{'s' if len(lines) > 1 else ''} of format {version} skipped ({_where(lines)}): "
+            f"written by another verlstudy version; this one reads format {FORMAT}, so update verlstudy to read them"
+        )
+    if nul_bytes:
+        scan.problems.append(
+            f"{nul_bytes} NUL bytes skipped ({_where(nul_lines)}): left by a crash or a full disk, not by a check"
+        )
+    if long:
+        scan.problems.append(f"{len(long)} line(s) over {LONGEST_LINE} bytes skipped ({_where(long)}): not records")
+    return scan
+
+
 def read_attempts(path: Path) -> Iterator[dict[str, Any]]:
-    """The attempts of one log file, oldest first; a line that is not a record of a known format is skipped."""
-    if not path.is_file():
-        return
-    with path.open(encoding="utf-8", errors="replace") as log:
-        for line in log:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut short by a full disk or a killed kernel
-            if isinstance(record, dict) and record.get("format") == FORMAT and isinstance(record.get("exercise"), str):
-                yield record
+    """The attempts of one log file, oldest first; what cannot be read is skipped here and named by `scan_log`."""
+    yield from scan_log(path).records

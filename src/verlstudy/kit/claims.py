@@ -13,9 +13,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
-from verlstudy.kit import exercises, records
+from verlstudy.kit import exercises, i18n, records, tables
 
 CLAIM_PREFIX = "[claim]"
+CLAIMS_HEADER = ("claim", "upstream", "ours", "reproduced")
 
 
 class ClaimError(AssertionError):
@@ -82,6 +83,8 @@ def claim(
             raise ValueError(f"{label} must be a non-negative number, got {tol!r}")
     if upstream is not None and not isinstance(upstream, str):
         raise TypeError(f"upstream must be a string quoting upstream's figure, got {type(upstream).__name__}")
+    if isinstance(digits, bool) or not isinstance(digits, int) or not 1 <= digits <= 17:
+        raise ValueError(f"claim {name!r}: digits must be an int from 1 to 17 (significant digits), got {digits!r}")
     if expected is None:
         if not isinstance(ours, bool):
             raise TypeError(
@@ -109,9 +112,9 @@ def claim(
     _CLAIMS.append(record)
     line = f"{CLAIM_PREFIX} {name}: {record.ours}"
     if expected is not None:
-        line += f" (expected {record.expected})"
+        line += i18n.pick(" (expected {expected})", expected=record.expected)
     if upstream:
-        line += f" | upstream: {upstream}"
+        line += i18n.pick(" | upstream: {upstream}", upstream=upstream)
     print(line)
     records.emit({"kind": "claim", **asdict(record)})
 
@@ -127,21 +130,27 @@ def reset_claims() -> None:
     exercises.reset_exercises()
 
 
-def claims_table() -> None:
-    """Print the lesson's claims as a Markdown table (claim, upstream, ours, reproduced), then the exercise verdicts."""
+def claims_table_view() -> tables.Table:
+    """The lesson's claims as a Table (claim, upstream, ours, reproduced), the counts and exercise verdicts as notes."""
     if not _CLAIMS:
         raise ValueError("no claims recorded yet: call claim(...) in the lesson before claims_table()")
-    rows = ["| claim | upstream | ours | reproduced |", "| --- | --- | --- | --- |"]
-    for c in _CLAIMS:
-        rows.append(f"| {c.name} | {c.upstream} | {c.ours} | {'yes' if c.reproduced else 'no'} |")
+    rows = [(c.name, c.upstream, c.ours, i18n._("yes" if c.reproduced else "no")) for c in _CLAIMS]
     done = sum(c.reproduced for c in _CLAIMS)
-    rows.append(f"\n{done}/{len(_CLAIMS)} claims reproduced")
+    notes = [i18n.pick("{done}/{total} claims reproduced", done=done, total=len(_CLAIMS))]
     verdicts = exercises.exercise_results()
     if verdicts:  # where the learner stands, beside the lesson's own claims
         correct = sum(v == "correct" for v in verdicts.values())
-        shown = ", ".join(f"{i} {v}" for i, v in verdicts.items())
-        rows.append(f"{correct}/{len(verdicts)} exercises correct: {shown}")
-    print("\n".join(rows))
+        shown = ", ".join(f"{i} {i18n._(v)}" for i, v in verdicts.items())
+        notes.append(
+            i18n.pick("{correct}/{total} exercises correct: {shown}", correct=correct, total=len(verdicts), shown=shown)
+        )
+    return tables.Table.of([i18n._(h) for h in CLAIMS_HEADER], rows, notes)
+
+
+def claims_table() -> None:
+    """Display the lesson's claims as a table (claim, upstream, ours, reproduced), then the exercise verdicts:
+    Markdown for JupyterLab and the site, the same pipe lines as plain text for nbval. Returns None."""
+    tables.show_table(claims_table_view())
 
 
 @contextmanager

@@ -6,6 +6,8 @@ import importlib.util
 
 import torch
 
+from verlstudy.kit import i18n
+
 DEVICE_CHOICES: tuple[str, ...] = ("auto", "cpu", "cuda", "npu")
 ACCELERATORS: tuple[str, ...] = ("cuda", "npu")
 
@@ -62,5 +64,9 @@ def skip_unless(kind: str) -> bool:
     _check_kind(kind, ACCELERATORS, "kind")
     if has_accelerator(kind):
         return True
-    print(f"[skip] no {kind.upper()} device here: this cell runs only with one (CPU results above stand).")
+    print(
+        i18n.pick(
+            "[skip] no {kind} device here: this cell runs only with one (CPU results above stand).", kind=kind.upper()
+        )
+    )
     return False

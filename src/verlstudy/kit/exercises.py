@@ -1,9 +1,10 @@
 """Exercises: `check_exercise("N.M", answer)` finds lesson N's checker by id and records a verdict.
 
 Hints climb a ladder that stops short of the answer. Try 1: the message names the mistake. Try 2: it adds
-*where to look* (the section, the idea: the checker's `where=`). Try 3 and later: the *method*, steps in
-words (`method=`), never the solution's code or formula (tests/course/test_hints.py compares every hint
-with its solution cell by shape). `exercise_hint("N.M")` shows both rungs on request; the reference
+*where to look* (the section, the idea: the checker's `where=`). Try 3: a *question* (`question=`: a smaller
+worked case or the question to ask oneself) that leaves the last step to the learner. Try 4 and later: the
+*method*, steps in words (`method=`), never the solution's code or formula (tests/course/test_hints.py
+compares every hint with its solution cell by shape). `exercise_hint("N.M")` shows the rungs on request; the reference
 solution only comes through `show_solution("N.M")`, which says what it is. Each checker also declares
 the texts that would give its answer away (`reveals=`); the student edition's test fails if any of them
 shows before the exercise. Every check is appended to the attempt log (`kit.attempts`).
@@ -18,16 +19,16 @@ from __future__ import annotations
 
 import functools
 import importlib
-import inspect
 import pkgutil
 import re
+import sys
 import traceback
-import types
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from verlstudy.kit import attempts, records
+from verlstudy.kit import answer_guard, attempts, i18n, records
+from verlstudy.kit.answer_guard import handed_over, unwrap  # re-exported: the checkers and tests read them here
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXERCISE_ID = re.compile(r"^(\d+)\.(\d+)$")
@@ -47,20 +48,22 @@ class ExerciseFailure(AssertionError):
         self.method = method
 
 
-# The ladder: where to look from this many wrong tries, the method from that many (the first only names the mistake)
+# The ladder: where to look from this many wrong tries, the question, then the method (the first only names the mistake)
 WHERE_AFTER_TRIES = 2
-METHOD_AFTER_TRIES = 3
+QUESTION_AFTER_TRIES = 3
+METHOD_AFTER_TRIES = 4
 
 _CHECKERS: dict[str, Callable[..., object]] = {}
 _VERDICTS: dict[str, dict[str, str]] = {}
 _METHODS: dict[str, str] = {}
 _WHERE: dict[str, str] = {}
+_QUESTIONS: dict[str, str] = {}
 _TRIES: dict[str, int] = {}
-_HELD: set[str] = set()
 _REVEALS: dict[str, tuple[str, ...]] = {}
 _WRONG_TRIES: dict[str, int] = {}
 _HELD: set[str] = set()
 _LAST_METHOD: dict[str, str] = {}
+_SOURCE_READ: set[str] = set()  # exercises whose solution text was taken as a string (solution_source)
 
 
 def _check_id(exercise_id: object) -> tuple[int, int]:
@@ -70,65 +73,22 @@ def _check_id(exercise_id: object) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
-# Where the course's and verl's own code lives: an answer from there is handed over, not written.
-LIBRARY_MODULES = ("verlstudy", "verl", "upstream:")
+def _references(checks_module: str) -> list[Callable[..., object]]:
+    """A lesson's reference answers: the functions of its checks module named `_reference*` (the convention)."""
+    return [f for f in answer_guard.module_functions(checks_module) if f.__name__.lstrip("_").startswith("reference")]
 
 
-def _is_library(module: object) -> bool:
-    name = module if isinstance(module, str) else ""
-    return any(name == m or name.startswith(m if m.endswith(":") else m + ".") for m in LIBRARY_MODULES)
-
-
-def _unwrap(answer: object) -> object:
-    while True:
-        if isinstance(answer, functools.partial):
-            answer = answer.func
-        elif isinstance(answer, types.MethodType):
-            answer = answer.__func__
-        else:
-            return answer
-
-
-def _code_names(code: types.CodeType) -> set[str]:
-    names = set(code.co_names) | set(code.co_freevars)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _code_names(const)
-    return names
-
-
-def _referenced(fn: types.FunctionType) -> list[object]:
-    """The objects `fn`'s code can reach by name: its globals, closure cells and their attributes."""
-    names = _code_names(fn.__code__)
-    values: list[object] = [fn.__globals__[n] for n in sorted(names) if n in fn.__globals__]
-    if fn.__closure__:
-        values += [cell.cell_contents for cell in fn.__closure__ if cell.cell_contents is not None]
-    for value in list(values):  # `pl.aligned_length`: a module alias, then an attribute of it
-        if inspect.ismodule(value):
-            values += [getattr(value, n) for n in sorted(names) if callable(getattr(value, n, None))]
-    return values
-
-
-def handed_over(answer: object, library_answers: Iterable[Callable[..., object]] = ()) -> str | None:
-    """Why `answer` is the library's own mechanism rather than the learner's, or None if it is not.
-
-    An answer is handed over when it is a function of verlstudy or verl itself, or when its code
-    reaches one of `library_answers` (the mechanism functions the exercise asks the learner to
-    write) by name, as a thin wrapper around the course's own function would.
-    """
-    answer = _unwrap(answer)
-    if not callable(answer):
+def _executed_solution(exercise_id: str, answer: object) -> str | None:
+    """Why `answer` is the reference solution's text run as code (exec of `solution_source`), or None."""
+    fingerprint = answer_guard.answer_fingerprint(unwrap(answer))
+    if fingerprint is None or not (answer_guard.executed_from_text(unwrap(answer)) or exercise_id in _SOURCE_READ):
         return None
-    module = getattr(answer, "__module__", None)
-    name = getattr(answer, "__qualname__", type(answer).__qualname__)
-    if _is_library(module):
-        return f"that is the library's own {name} (from {module}): the exercise asks you to write it"
-    if isinstance(answer, types.FunctionType):
-        banned = {id(_unwrap(f)): f for f in library_answers}
-        for value in _referenced(answer):
-            if id(_unwrap(value)) in banned:
-                used = banned[id(_unwrap(value))]
-                return f"your {answer.__name__} calls the library's own {used.__qualname__}: write it yourself"
+    try:
+        solution = _solution_text(exercise_id)
+    except LookupError:
+        return None
+    if fingerprint in answer_guard.solution_fingerprints(solution):
+        return "that is the reference solution's text run as code, not your answer: write it yourself"
     return None
 
 
@@ -147,6 +107,7 @@ def checker(
     *,
     method: str = "",
     where: str = "",
+    question: str = "",
     reveals: Iterable[str] = (),
 ) -> Callable[[F], F]:
     """Register the decorated function as the checker of `exercise_id` (used in a lesson's checks.py).
@@ -154,12 +115,13 @@ def checker(
     Before the checker runs, every callable in the answer is refused if it is the library's own
     code or wraps one of `library_answers` (see `handed_over`), so importing the mechanism is not a
     way to pass. `where` is the second rung of the hint ladder (where to look: a section, an idea);
-    `method` the third (how to solve it, steps in words, never the solution's code); `reveals` are the
+    `question` the third (a question or a smaller worked case that leaves the last step to the learner);
+    `method` the fourth (how to solve it, steps in words, never the solution's code); `reveals` are the
     texts (numbers, formulas, names) that state the answer, which must not appear before the exercise.
     """
     _check_id(exercise_id)
     answers = tuple(library_answers)
-    for name, text in (("method", method), ("where", where)):
+    for name, text in (("method", method), ("where", where), ("question", question)):
         if not isinstance(text, str):
             raise TypeError(f"{name} must be a string (a hint for exercise {exercise_id}), got {type(text).__name__}")
     revealing = _texts(reveals, "reveals")
@@ -167,11 +129,17 @@ def checker(
     def register(fn: F) -> F:
         @functools.wraps(fn)
         def guarded(*answer: object, **kwargs: object) -> object:
-            for part in (*answer, *kwargs.values()):
-                reason = handed_over(part, answers)
+            parts = (*answer, *kwargs.values())
+            for part in parts:
+                reason = handed_over(part, answers) or _executed_solution(exercise_id, part)
                 if reason is not None:
                     raise ExerciseFailure(reason)
-            return fn(*answer, **kwargs)
+            refused = (*answers, *_references(fn.__module__), *_COURSE_DOORS)
+            try:
+                with answer_guard.refusing(refused, boundary=guarded.__code__):
+                    return fn(*answer, **kwargs)
+            except answer_guard.LibraryCallRefused as e:
+                raise ExerciseFailure(e.reason) from None
 
         if exercise_id in _CHECKERS:
             previous = _CHECKERS[exercise_id]
@@ -180,6 +148,7 @@ def checker(
         _CHECKERS[exercise_id] = guarded
         _METHODS[exercise_id] = method.strip()
         _WHERE[exercise_id] = where.strip()
+        _QUESTIONS[exercise_id] = question.strip()
         _REVEALS[exercise_id] = revealing
         return fn
 
@@ -191,6 +160,9 @@ def lesson_checks_module(lesson_number: int) -> str:
     package = importlib.import_module(LESSONS_PACKAGE)
     prefix = f"l{lesson_number:02d}_"
     names = [m.name for m in pkgutil.iter_modules(package.__path__) if m.name.startswith(prefix)]
+    if not names:
+        lessons = sorted(m.name[1:3] for m in pkgutil.iter_modules(package.__path__) if m.name[:1] == "l")
+        raise LookupError(f"there is no lesson {lesson_number:02d}; the course's lessons are {', '.join(lessons)}")
     if len(names) != 1:
         raise LookupError(f"expected one lesson package named {prefix}* under {LESSONS_PACKAGE}, found {names}")
     return f"{LESSONS_PACKAGE}.{names[0]}.checks"
@@ -211,8 +183,10 @@ def registered_exercises(lesson_number: int) -> list[str]:
     """Every exercise id lesson `lesson_number`'s checks module has a checker for, in order."""
     module = lesson_checks_module(lesson_number)
     importlib.import_module(module)
-    # only the lesson's own checks.py: a checker a test registers under the lesson's number is not the course's
-    ids = [i for i, fn in _CHECKERS.items() if _check_id(i)[0] == lesson_number and fn.__module__ == module]
+    # only the lesson's own package (checks.py and the modules it imports a checker from): a checker a test
+    # registers under the lesson's number is not the course's
+    package = module.rpartition(".")[0] + "."
+    ids = [i for i, fn in _CHECKERS.items() if _check_id(i)[0] == lesson_number and fn.__module__.startswith(package)]
     return sorted(ids, key=_check_id)
 
 
@@ -228,6 +202,12 @@ def exercise_where(exercise_id: str) -> str:
     return _WHERE.get(exercise_id, "")
 
 
+def exercise_question(exercise_id: str) -> str:
+    """The question for `exercise_id` (the ladder's third rung, declared with `@checker(..., question=...)`)."""
+    find_checker(exercise_id)
+    return _QUESTIONS.get(exercise_id, "")
+
+
 def exercise_reveals(exercise_id: str) -> tuple[str, ...]:
     """The texts that state `exercise_id`'s answer (declared with `@checker(..., reveals=...)`)."""
     find_checker(exercise_id)
@@ -235,16 +215,38 @@ def exercise_reveals(exercise_id: str) -> tuple[str, ...]:
 
 
 def exercise_hint(exercise_id: str) -> None:
-    """Print where to look and the method for `exercise_id` on request (a learner who is stuck asks for it)."""
-    where, method = exercise_where(exercise_id), exercise_method(exercise_id)
-    print(f"exercise {exercise_id}, where to look: {where or 'reread the section before the exercise'}")
+    """Print where to look, the question and the method for `exercise_id` on request (a stuck learner asks for it).
+
+    A mistyped id prints one line naming the lesson's exercises (a learner's slip, not a traceback)."""
+    try:
+        where, question, method = (
+            exercise_where(exercise_id),
+            exercise_question(exercise_id),
+            exercise_method(exercise_id),
+        )
+    except (TypeError, ValueError, LookupError) as e:
+        print(f"exercise_hint({exercise_id!r}): {e}")
+        return
+    where = where or i18n._("reread the section before the exercise")
+    print(i18n.pick("exercise {id}, where to look: {where}", id=exercise_id, where=where))
+    if question:
+        print(i18n.pick("exercise {id}, a question first: {question}", id=exercise_id, question=question))
     if method:
-        print(f"exercise {exercise_id}, method: {method}")
-    print(f'(the reference solution itself: show_solution("{exercise_id}"))')
+        print(i18n.pick("exercise {id}, method: {method}", id=exercise_id, method=method))
+    print(i18n.pick('(the reference solution itself: show_solution("{id}"))', id=exercise_id))
 
 
 def solution_source(exercise_id: str) -> str:
-    """The reference solution cell of `exercise_id`, read from the course's own notebook (full edition)."""
+    """The reference solution cell of `exercise_id`, read from the course's own notebook (full edition).
+
+    Reading it as text marks the exercise: an answer whose code is that text's code is then refused.
+    """
+    source = _solution_text(exercise_id)
+    _SOURCE_READ.add(exercise_id)
+    return source
+
+
+def _solution_text(exercise_id: str) -> str:
     import json
 
     from verlstudy.kit.resources import notebooks_dir
@@ -264,13 +266,35 @@ def solution_source(exercise_id: str) -> str:
 
 
 def show_solution(exercise_id: str) -> None:
-    """Print the reference solution of `exercise_id`, saying what it is; the attempt log records the look."""
-    source = solution_source(exercise_id)
-    print(f"Reference solution of exercise {exercise_id} (from the course's full edition). Reading it ends the")
-    print("exercise as practice: type it yourself, run the checker, and try the next exercise without it.\n")
+    """Print the reference solution of `exercise_id`, saying what it is; the attempt log records the look.
+
+    A mistyped id prints one line naming the lesson's exercises (a learner's slip, not a traceback)."""
+    try:
+        source = _solution_text(exercise_id)
+    except (TypeError, ValueError, LookupError) as e:
+        print(f"show_solution({exercise_id!r}): {e}")
+        return
+    print(
+        i18n.pick(
+            "Reference solution of exercise {id} (from the course's full edition). Reading it ends the", id=exercise_id
+        )
+    )
+    print(
+        i18n._("exercise as practice: type it yourself, run the checker, and try the next exercise without it.") + "\n"
+    )
     print(source.rstrip())
     tries = _TRIES.get(exercise_id, 0)
     attempts.record_attempt(exercise_id, "solution shown", "", tries, ())
+
+
+def _offer_help(namespace: dict[str, Any]) -> None:
+    """Put `exercise_hint` and `show_solution` where the learner's cells run (the messages name them).
+
+    Only a notebook's or a console's namespace (`__main__`) is touched, and a name the learner bound is kept.
+    """
+    if namespace.get("__name__") == "__main__":
+        namespace.setdefault("exercise_hint", exercise_hint)
+        namespace.setdefault("show_solution", show_solution)
 
 
 def check_exercise(exercise_id: str, *answer: object, **kwargs: object) -> None:
@@ -282,8 +306,10 @@ def check_exercise(exercise_id: str, *answer: object, **kwargs: object) -> None:
     broken answer does not stop the rest of the notebook. A wrong try prints only what is wrong; from
     the `METHOD_AFTER_TRIES`-th wrong try on the method follows. Verdicts: `exercise_results()`.
     """
+    _offer_help(sys._getframe(1).f_globals)
     check = find_checker(exercise_id)
     method, where = _METHODS.get(exercise_id, ""), _WHERE.get(exercise_id, "")
+    question = _QUESTIONS.get(exercise_id, "")
     try:
         detail = check(*answer, **kwargs)
     except NotImplementedError:
@@ -297,16 +323,27 @@ def check_exercise(exercise_id: str, *answer: object, **kwargs: object) -> None:
     else:
         verdict, message = "correct", str(detail) if detail else ""
     _VERDICTS[exercise_id] = {"verdict": verdict, "message": message}
-    print(f"exercise {exercise_id}: {verdict}" + (f": {message}" if message else ""))
+    if verdict == "correct":  # the ladder starts again: trying a variant after solving it is not being stuck
+        _WRONG_TRIES.pop(exercise_id, None)
+    print(
+        i18n.pick("exercise {id}: {verdict}", id=exercise_id, verdict=i18n._(verdict))
+        + (f": {message}" if message else "")
+    )
     if verdict == "not yet right":
         tries = _WRONG_TRIES[exercise_id] = _WRONG_TRIES.get(exercise_id, 0) + 1
         _LAST_METHOD[exercise_id] = method
         if where and tries >= WHERE_AFTER_TRIES:
-            print(f"  where to look (try {tries}): {where}")
+            print(i18n.pick("  where to look (try {tries}): {where}", tries=tries, where=where))
+        if question and tries >= QUESTION_AFTER_TRIES:
+            print(i18n.pick("  a question (try {tries}): {question}", tries=tries, question=question))
         if method and tries >= METHOD_AFTER_TRIES:
-            print(f"  method (try {tries}): {method}")
-        elif method or where:
-            print(f'  (try again; stuck? exercise_hint("{exercise_id}") shows where to look and the method)')
+            print(i18n.pick("  method (try {tries}): {method}", tries=tries, method=method))
+        elif method or where or question:
+            print(
+                i18n.pick(
+                    '  (try again; stuck? exercise_hint("{id}") shows where to look and the method)', id=exercise_id
+                )
+            )
     records.emit({"kind": "exercise", "id": exercise_id, "verdict": verdict, "message": message})
     _TRIES[exercise_id] = _TRIES.get(exercise_id, 0) + 1
     if exercise_id not in _HELD:  # a demonstration inside attempts_held is not the learner's attempt
@@ -351,3 +388,7 @@ def reset_exercises() -> None:
     _WRONG_TRIES.clear()
     _LAST_METHOD.clear()
     _TRIES.clear()
+
+
+# The course's doors to an answer: an answer that calls one of them while it is checked is refused.
+_COURSE_DOORS = (solution_source, _solution_text, show_solution, find_checker, check_exercise)

@@ -44,9 +44,12 @@ class GuardLetThrough(ExerciseFailure):
     describes it) and the argument tuples of the calls the guard passed it on (`passed`, in call order), so a
     checker can name what the guard did wrong there without reading the message."""
 
-    def __init__(self, message: str, *, impl: Callable[..., Any], what: str, passed: Sequence[tuple[Any, ...]]) -> None:
+    def __init__(
+        self, message: str, *, impl: Callable[..., Any], what: str, passed: Sequence[tuple[Any, ...]], example: str = ""
+    ) -> None:
         super().__init__(message)
         self.impl, self.what, self.passed = impl, what, tuple(passed)
+        self.example = example  # the part of the message naming one call it passed: a checker that names it drops it
 
 
 def check_guard(
@@ -79,5 +82,7 @@ def check_guard(
         if (every_call and passed) or (not every_call and len(passed) == len(verdicts)):
             # with every_call each call is a case where the implementation is wrong: name one it let through
             where = f" (e.g. on {describe_call('guard', passed[0][1:])})" if every_call and len(passed[0]) > 1 else ""
-            raise GuardLetThrough(f"your guard let {what} through{where}", impl=impl, what=what, passed=passed)
+            raise GuardLetThrough(
+                f"your guard let {what} through{where}", impl=impl, what=what, passed=passed, example=where
+            )
     return f"passes {len(good)} right implementation(s) and catches all {len(bad)} wrong ones"

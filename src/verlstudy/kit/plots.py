@@ -102,6 +102,9 @@ def line_plot(
     apply_style()
     fig, ax = plt.subplots()
     for label, (xs, ys) in series.items():
+        for i, (x, y) in enumerate(zip(xs, ys, strict=False)):
+            _check_number(f"series[{label!r}] x[{i}]", x)
+            _check_number(f"series[{label!r}] y[{i}]", y)
         ax.plot(list(xs), list(ys), marker="o", markersize=3, label=label)
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     ax.legend()
@@ -113,6 +116,19 @@ def line_plot(
     if show:
         plt.show()
     return fig
+
+
+def _check_number(where: str, value: object) -> None:
+    """TypeError, one line naming where, for a value a plot cannot place (None, a string, a list); NaN and
+    infinity are numbers and are printed as such."""
+    number = not isinstance(value, str | bytes)
+    if number:
+        try:
+            float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError, RuntimeError):  # RuntimeError: a tensor of more than one value
+            number = False
+    if not number:
+        raise TypeError(f"{where} is {type(value).__name__} {value!r}, not a number; plot numbers only")
 
 
 def bar_plot(
@@ -134,6 +150,8 @@ def bar_plot(
     """
     if not isinstance(values, Mapping) or not values:
         raise ValueError("values must be a non-empty mapping of label -> number")
+    for label, value in values.items():
+        _check_number(f"values[{label!r}]", value)
     if log and any(float(v) <= 0 for v in values.values()):
         raise ValueError("a log axis needs every value > 0")
     if labelalign not in ("center", "right", "left"):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import math
 import numbers
+import re
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,7 @@ __all__ = [
     "compare_on_inputs",
     "difference",
     "one_thread",
+    "warm_up",
 ]
 
 # Each checker tries this many generated inputs (after its named cases); small enough to stay under 1 s.
@@ -183,7 +185,8 @@ def _clip(text: str, limit: int = 160) -> str:
 
 
 def _short(value: object, limit: int = 160) -> str:
-    return _clip(repr(value), limit)
+    # one line: a tensor's or array's repr spans many, and a message cut off mid-block hides the diagnosis after it
+    return _clip(re.sub(r"\n\s*", " ", repr(value)), limit)  # a str's repr has no raw newline: its blanks stay
 
 
 def describe_call(name: str, args: Sequence[Any], kwargs: Mapping[str, Any] | None = None) -> str:
@@ -312,6 +315,8 @@ class PropertyCheck:
         if self.inputs is not None and self.max_examples > 0:
             self._run_generated()
         generated = self.tried - named
+        if not named:  # "right on 0 named cases" reads as if nothing was checked
+            return f"right on {generated} generated inputs"
         return f"right on {named} named cases and {generated} generated inputs"
 
     def _run_generated(self) -> None:
@@ -344,3 +349,31 @@ def compare_on_inputs(answer: Callable[..., Any], reference: Callable[..., Any],
     if not callable(answer):
         raise ExerciseFailure(f"the answer should be a function, got {type(answer).__name__}")
     return PropertyCheck(answer=answer, reference=reference, **options).run()
+
+
+_warmed_up = False
+
+
+def warm_up() -> None:
+    """Pay hypothesis's once-per-process costs now, not in a learner's first check (once; later calls do nothing).
+
+    The first property a process runs imports hypothesis (~0.3 s), walks the heap once (`heap_set_aside`) and
+    builds its engine's caches: together most of a second on a loaded 2-core machine, which a learner would
+    otherwise wait for on the lesson's first check. `start_lesson` calls this at the lesson's
+    set-up. It runs one trivial property under the checkers' own settings (integers, lists and floats drawn and
+    compared): no checker's inputs, verdicts or generated examples change, since every checker's drawing is
+    derandomized and independent of what ran before.
+    """
+    global _warmed_up
+    if _warmed_up:
+        return
+    _warmed_up = True
+    from hypothesis import strategies as st
+
+    def same(n: int, items: list[int], x: float) -> tuple[int, list[int], float]:
+        return n, items, x
+
+    # no text: hypothesis's Unicode table stays unread until a checker draws text (where it is read into the course's
+    # cache folder, as `storage_in_course_cache` says), and reading it is quick once it is cached
+    inputs = st.tuples(st.integers(0, 9), st.lists(st.integers(0, 9), max_size=3), st.floats())
+    PropertyCheck(answer=same, reference=same, inputs=inputs, max_examples=5, name="warm_up").run()

@@ -82,6 +82,40 @@ def read_data_text(path: str | Path) -> str:
         raise DataFileError(f"{path} cannot be read: {e.strerror or e}") from e
 
 
+DATA_LISTING = "FILES"  # data/FILES: every data file, one path a line
+
+
+def check_data_folder(folder: str | Path) -> None:
+    """DataFileError naming every file data/FILES lists under `folder` that is not there (a lesson that reads a whole
+    folder would otherwise read what is left and fail a claim). A folder outside data/, or a copy of data/ without
+    the listing, is not checked."""
+    folder = Path(folder)
+    root = data_dir()
+    try:
+        relative = folder.resolve().relative_to(root.resolve())
+    except ValueError:
+        return
+    listing = root / DATA_LISTING
+    if not listing.is_file():
+        return
+    prefix = "" if str(relative) == "." else relative.as_posix() + "/"
+    wanted = [
+        line.strip()
+        for line in listing.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#") and line.strip().startswith(prefix)
+    ]
+    missing = [name for name in wanted if not (root / name).is_file()]
+    if missing:
+        shown = ", ".join(f"data/{name}" for name in missing[:3]) + (
+            f" and {len(missing) - 3} more" if missing[3:] else ""
+        )
+        raise DataFileError(
+            f"{shown} {'is' if len(missing) == 1 else 'are'} missing from {folder} (data/{DATA_LISTING} lists "
+            f"{'it' if len(missing) == 1 else 'them'}); restore {'it' if len(missing) == 1 else 'them'}, e.g. with "
+            "git checkout -- data, or reinstall verlstudy"
+        )
+
+
 def read_data_csv(path: str | Path, columns: Iterable[str]) -> list[dict[str, str]]:
     """A CSV data file's rows as dicts, its header row naming every column in `columns`; else a DataFileError
     naming the file (a CSV without its header, a row with too many or too few fields, not UTF-8)."""

@@ -1,5 +1,5 @@
-"""Code on screen: the course's own mechanism (`show_source`) and verl's own code (`upstream_source`,
-`upstream_diff`), read at run time.
+"""Code on screen: the course's own mechanism (`show_source`), its fix as a change (`show_change`) and verl's
+own code (`upstream_source`, `upstream_diff`), read at run time.
 
 Each is displayed as a Markdown code block (highlighted by JupyterLab and by the site's renderer) with a
 plain-text twin, and returned as a `CodeView`. The course's code may be stored in a notebook's outputs;
@@ -80,6 +80,34 @@ def show_source(obj: object) -> None:
 
     Returns None, so a cell ending in `show_source(fn)` shows the code once."""
     _display(source_view(obj))
+
+
+def change_view(before: object, after: object, *, title: str | None = None, context: int = 3) -> CodeView:
+    """The unified diff from the source of course function (or class) `before` to that of `after`, as a 'diff'
+    CodeView: the toy's fix as a change, the way verl's own diff is shown. The `def` lines are compared as
+    written, so a renamed function shows its rename. Raises ValueError when the two sources are the same (a
+    diff of nothing would show no fix)."""
+    if isinstance(context, bool) or not isinstance(context, int) or context < 0:
+        raise ValueError(f"context must be a non-negative int (lines around each change), got {context!r}")
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"title must be a str or None, got {type(title).__name__}")
+    old, new = source_view(before), source_view(after)
+    old_name = f"{before.__qualname__}"  # type: ignore[attr-defined]
+    new_name = f"{after.__qualname__}"  # type: ignore[attr-defined]
+    old_lines, new_lines = old.text.rstrip("\n").splitlines(), new.text.rstrip("\n").splitlines()
+    diff = list(difflib.unified_diff(old_lines, new_lines, old_name, new_name, lineterm="", n=context))
+    if not diff:
+        raise ValueError(f"{old_name} and {new_name} have the same source: there is no change to show")
+    wheres = dict.fromkeys(view.title.split(", from ", 1)[1] for view in (old, new))
+    where = " and ".join(wheres)
+    heading = title if title is not None else f"{old_name} -> {new_name}, from {where}"
+    return CodeView(heading, "\n".join(diff), language="diff")
+
+
+def show_change(before: object, after: object, *, title: str | None = None, context: int = 3) -> None:
+    """Display the unified diff between two of the course's functions (the toy before and after its fix),
+    highlighted as a diff (`change_view` returns it). Returns None, so the cell shows it once."""
+    _display(change_view(before, after, title=title, context=context))
 
 
 # ---------------------------------------------------------------- verl's own code, from the installed releases

@@ -286,19 +286,19 @@ def skip_line(release: str | None = None) -> str:
     return f"[skip] verl {release} was not fetched: `make setup` puts it in <venv>/verl-releases/{release}"
 
 
-def upstream_cell(body: Callable[[], object], *, releases: Sequence[str] = ()) -> bool:
+def upstream_cell(body: Callable[[], object], *, releases: Sequence[str] = ()) -> None:
     """Run a lesson-body cell that calls upstream's own code, or print one skip line when its source is absent.
 
-    `releases` names earlier verl releases the cell also reads (e.g. ['0.9.0']). Returns whether it ran.
+    `releases` names earlier verl releases the cell also reads (e.g. ['0.9.0']). Returns None, so a cell ending
+    in this call prints nothing beyond what the body prints (a returned flag would show as a stray `True`).
     """
     if not callable(body):
         raise TypeError(f"body must be a function taking no arguments, got {type(body).__name__}")
     for release in [None, *releases]:
         if not verl_available(release):
             print(skip_line(release))
-            return False
+            return
     body()
-    return True
 
 
 def report_check(lesson: str, runs: Sequence[Callable[[], Comparison]]) -> None:

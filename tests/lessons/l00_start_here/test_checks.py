@@ -130,7 +130,7 @@ def _with_context(text):
 WRONG = {
     "0.1": [
         Wrong(_global_seed, "global RNG", "seeds the global RNG"),
-        Wrong(lambda seed, n: torch.randn(n), "different numbers", "no seed at all"),
+        Wrong(lambda seed, n: torch.randn(n), "global stream", "no seed at all"),
         Wrong(lambda seed, n: seeded_sample(0, n), "seed parameter is not used", "a constant seed"),
         Wrong(lambda seed, n: seeded_sample(seed, 5), "is the parameter n", "n ignored (the example's 5)"),
         Wrong(lambda seed, n: torch.rand(n, generator=torch.Generator().manual_seed(seed)), "uniform", "uniform draws"),
@@ -146,6 +146,7 @@ WRONG = {
         Wrong(_generator_kept, "kept from an earlier call", "a generator made on the first call, kept for later"),
         Wrong(_numpy_as_a_tensor, "numpy's draws", "numpy's RNG, wrapped with torch.from_numpy"),
         Wrong(_reseeded_on_a_new_seed, "the same seed gave different numbers", "reseeded only on a new seed"),
+        Wrong(_forked, "seeds one of torch's global generators", "the global generator seeded inside fork_rng"),
     ],
     "0.2": [
         Wrong(_every_number, "stable text", "flags every number"),
@@ -156,7 +157,7 @@ WRONG = {
         Wrong(_groups, "whole match", "regex groups returned"),
         Wrong(_example_only, "missed", "the notebook's example only"),
         Wrong(_no_ports, "missed", "ports forgotten"),
-        Wrong(_with_context, "not exactly", "the word before included"),
+        Wrong(_with_context, ("not exactly", "holds more than"), "the word before included"),
         Wrong(lambda t: set(find_unstable(t)) or None, "list", "None for stable text"),
         Wrong(_lowercase_hex, "uppercase", "addresses in lowercase hex only"),
         Wrong(_hex_bounded, "only part of the changing fragment '0x00007f3a2b1c9d40'", "at most 12 hex digits"),
@@ -166,7 +167,6 @@ WRONG = {
 
 RIGHT = {
     "0.1": [
-        _forked,
         _normal_,
         lambda seed, n: torch.normal(0.0, 1.0, (n,), generator=torch.Generator().manual_seed(seed)),
     ],
@@ -202,3 +202,17 @@ def test_0_2_a_pids_digits_are_not_called_stable_text(assert_wrong):
 def test_0_1_numpys_draws_in_a_tensor_are_not_called_a_dtype_mistake(assert_wrong):
     verdict = assert_wrong("0.1", _numpy_as_a_tensor, mentions="numpy")
     assert "float32 is asked" not in verdict, verdict
+
+
+def test_an_answer_keeping_only_the_first_fragment_of_a_line_is_told_so(assert_wrong):
+    # a learner's review: re.search instead of a search for every match was told it "missed a date with a time"
+    import re
+
+    kinds = r"0x[0-9a-fA-F]{6,16}|\d+(?:\.\d+)? ?(?:ms|us|s)\b|\d{4}-\d\d-\d\d(?:T\d\d:\d\d)?|/tmp/\S+|pid \d+"
+    kinds += r"|(?:127\.0\.0\.1|localhost):\d+"
+
+    def first_only(line):
+        match = re.search(kinds, line)
+        return [match.group()] if match else []
+
+    assert_wrong("0.2", first_only, mentions="is only the first fragment of a line kept?")

@@ -44,7 +44,7 @@ def test_a_stub_is_not_attempted(capsys):
 def test_1_1_accepts_buffer_gradient_and_stored_output(capsys):
     check_exercise("1.1", predict_leak)
     out = capsys.readouterr().out
-    assert out.startswith("exercise 1.1: correct: right on 4 named cases and ") and "generated inputs" in out
+    assert out.startswith("exercise 1.1: correct: right on 5 named cases and ") and "generated inputs" in out
 
 
 @pytest.mark.parametrize(
@@ -104,9 +104,9 @@ def test_1_1_refuses_measuring_instead_of_predicting(assert_wrong):
 
 
 def test_1_2_accepts_the_largest_site_after_a_mark():
-    assert find_checker("1.2")(find_growth_site).startswith("right on 6 named cases and ")
+    assert find_checker("1.2")(find_growth_site).startswith("right on 7 named cases and ")
     assert pl._ACTIVATION_LOG == [] and pl._SCORE_CACHE == []
-    assert l01_checks._STEP_COUNTERS == [] and l01_checks._SNAPSHOTS == []
+    assert l01_checks._STEP_COUNTERS == [] and l01_checks._SNAPSHOTS == [] and l01_checks._TABLES == []
 
 
 def test_1_2_a_first_wrong_try_names_the_one_off_mistake_and_only_the_method_says_how(assert_wrong):
@@ -175,21 +175,20 @@ WRONG = {
         Wrong(lambda s, h, i: s * h * i + s * i, mentions="backward left something more", why="no gradient"),
         Wrong(lambda s, h, i: 2 * s * h * i + s, mentions="counts elements, not bytes", why="output in elements"),
         Wrong(lambda s, h, i: 2 * s * h * 4 + s * 4, mentions="itemsize you are given", why="itemsize ignored"),
-        Wrong(lambda s, h, i: 2 * s * h * 2 + s * 2, mentions="another dtype", why="bfloat16 hard-wired"),
+        Wrong(lambda s, h, i: 2 * s * h * 2 + s * 2, mentions="itemsize of 2 only", why="bfloat16 hard-wired"),
         Wrong(lambda s, h, i: 3 * s * h * i + s * i, mentions="saved activations", why="activations counted"),
-        Wrong(lambda s, h, i: s * h * i + 2 * s * i, mentions="bytes short", why="short"),
+        Wrong(lambda s, h, i: s * h * i + 2 * s * i, mentions="one tensor of the buffer's size", why="short"),
         Wrong(lambda s, h, i: 16640, mentions="notebook's own sizes", why="hard-coded example"),
         Wrong(lambda s, h, i: 2 * s * h * i + h * i, mentions="one value per token", why="output per hidden unit"),
-        Wrong(lambda s, h, i: 2.0 * s * h * i + s * i, mentions="not a float", why="float where int asked"),
         Wrong(lambda s, h, i: f"{2 * s * h * i + s * i} bytes", mentions="number of bytes", why="a string"),
-        Wrong(lambda s, h, i: 2 * s * h * i + s * 4, mentions="fixed size per value", why="output float32 assumed"),
+        Wrong(lambda s, h, i: 2 * s * h * i + s * 4, mentions="fixed 4 bytes per value", why="output float32 assumed"),
         Wrong(lambda s, h, i: 8 * (2 * s * h * i + s * i), mentions="in bits", why="bits instead of bytes"),
         Wrong(
             lambda s, h, i: 2 * (s + 1) * h * i + (s + 1) * i,
             mentions="one token too many",
             why="S + 1 tokens (the micro-batch's token ids)",
         ),
-        Wrong(lambda s, h, i: 4 * s * h * i + s * i, mentions="2 more tensors of the buffer's size", why="two more"),
+        Wrong(lambda s, h, i: 4 * s * h * i + s * i, mentions="4 tensors of the buffer's size", why="two more"),
         Wrong(_rounded_to_allocator_blocks, mentions="512-byte block", why="allocator rounding"),
     ],
     "1.2": [
@@ -220,6 +219,7 @@ RIGHT = {
     "1.1": [
         lambda seq_len, hidden, itemsize: seq_len * itemsize * (2 * hidden + 1),
         lambda s, h, i: int(sum([s * h * i, s * h * i, s * i])),
+        lambda s, h, i: 2.0 * s * h * i + s * i,  # a whole float: the lesson does not teach the type
     ],
     "1.2": [_right_by_live, _right_two_marks],
 }
@@ -247,6 +247,8 @@ PIPELINES = {
     None: (None, 0),
     "score_cache+counters": ("score_cache", 3),
     "activation_log+snapshot": ("activation_log", 1),
+    "score_cache+table": ("score_cache", 0),
+    "activation_log+table": ("activation_log", 0),
 }
 
 

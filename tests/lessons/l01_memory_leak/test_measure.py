@@ -54,12 +54,12 @@ def test_measure_controls_and_their_table() -> None:
         "PP=1": own,
         "3 layers/stage": leak,
     }
-    table = controls_table(controls).splitlines()
+    table = controls_table(controls).text().splitlines()  # a display object: these lines are its text/plain
     assert table[0].startswith("| run | ours") and len(table) == 2 + len(controls)
     assert table[4] == f"| forward only + entropy | {2 * own} | - |"
     assert table[3] == f"| forward only | {own} | {DIGEST_CONTROLS['forward only']} |"
     assert table[2] == f"| leak (PP=2, 1 layer/stage) | {leak} | - |"
-    assert controls_table({"x": 1}, {"x": "theirs"}).splitlines()[2] == "| x | 1 | theirs |"
+    assert controls_table({"x": 1}, {"x": "theirs"}).text().splitlines()[2] == "| x | 1 | theirs |"
     with pytest.raises(ValueError, match="non-empty dict"):
         controls_table({})
     with pytest.raises(TypeError, match="layers must be ints"):

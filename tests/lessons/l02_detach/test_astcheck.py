@@ -332,6 +332,9 @@ def test_bad_input() -> None:
         check_sources({})
     with pytest.raises(ValueError, match="no store under 'model_output'"):
         check_sources({"empty": "x = 1\n"})
+    # issue 43 item 8: a broken engine file is named, not only "source is not valid Python"
+    with pytest.raises(ValueError, match=r"^megatron/transformer_impl\.py: source is not valid Python: .* at line 2$"):
+        check_sources({"megatron/transformer_impl.py": "x = 1\ndef (:\n"})
 
 
 # --- the example engines in data/engines -----------------------------------------------------

@@ -346,28 +346,30 @@ WRONG = {
     "4.2": [
         Wrong(never_fails, mentions="let", why="never fails"),
         Wrong(coverage_only, mentions="every row once", why="checks coverage only"),
-        Wrong(sets_only, mentions=("wrong order", "out of place"), why="ignores order within a rank"),
+        Wrong(sets_only, mentions="not as a set", why="ignores order within a rank"),
         Wrong(rank_zero_only, mentions="but the last", why="checks rank 0 only"),
         Wrong(skips_last_rank, mentions="but the last", why="skips the last rank"),
-        Wrong(ends_only, mentions="first and last ranks only", why="checks the end ranks only"),
+        Wrong(ends_only, mentions="looked at the first and last ranks only", why="checks the end ranks only"),
         Wrong(always_fails, mentions="rejected the zigzag split", why="rejects the correct split"),
         Wrong(crashes, mentions="a guard fails with AssertionError", why="crashes instead of asserting"),
-        Wrong(chunk_starts_only, mentions=("out of place", "wrong order"), why="alignment but not row placement"),
+        Wrong(chunk_starts_only, mentions="not as a set", why="alignment but not row placement"),
         Wrong(bare_assert, mentions="bare AssertionError", why="an assertion without a message"),
         Wrong(fixed_rows, mentions="seq_len=", why="seq_len ignored: the split's own error"),
         Wrong(skips_cp_one, mentions="when cp == 1", why="nothing checked when cp == 1"),
-        Wrong(own_length, mentions="not the 24 it was given", why="seq_len ignored: rows of its own"),
+        Wrong(own_length, mentions="rows, not the 4 it was given", why="seq_len ignored: rows of its own"),
         Wrong(returns_false, mentions="returned False instead of raising", why="returns False instead of raising"),
         Wrong(prints_problem, mentions="printed 'split problem", why="prints instead of raising"),
     ],
     "4.3": [
-        Wrong(never_passes_none, mentions="pre-#7702 padding", why="never fails"),
+        Wrong(never_passes_none, mentions="never called pad_fn", why="never fails"),
         Wrong(no_cp, mentions="ignores cp", why="tested without cp"),
-        Wrong(sp_only, mentions="mask marks the padded positions", why="checks only the scatter"),
-        Wrong(aligned_inputs_only, mentions="pre-#7702 padding", why="longest length already aligned"),
+        Wrong(sp_only, mentions="none of them has an odd tp", why="checks only the scatter"),
+        Wrong(
+            aligned_inputs_only, mentions="a longest sequence off the alignment", why="longest length already aligned"
+        ),
         Wrong(exact_length, mentions="rejected", why="too strict: one exact length"),
-        Wrong(one_sequence_only, mentions="one-sequence batches", why="one-sequence batches only"),
-        Wrong(mask_counts_only, mentions="moves the real tokens", why="alignment but not token placement"),
+        Wrong(one_sequence_only, mentions="none of them has several sequences", why="one-sequence batches only"),
+        Wrong(mask_counts_only, mentions="where its real tokens are is wrong", why="alignment but not token placement"),
         Wrong(even_tp_only, mentions="odd tp", why="never an odd tp"),
         Wrong(first_row_tokens_only, mentions="later rows", why="token placement checked on the first row only"),
         Wrong(pad_guard_returns_false, mentions="returned False instead of raising", why="prints, returns False"),
@@ -399,7 +401,7 @@ def sets_and_skips_cp_one(split_fn, seq_len, cp):  # two mistakes; the order one
 
 def test_4_2_a_call_that_could_not_catch_the_split_is_not_blamed(assert_wrong):
     """Skipping cp == 1 is not why a split wrong only for cp > 1 got through: the message names no call."""
-    verdict = assert_wrong("4.2", sets_and_skips_cp_one, mentions="wrong order")
+    verdict = assert_wrong("4.2", sets_and_skips_cp_one, mentions="not as a set")
     assert "never called" not in verdict and "it was given" not in verdict, verdict
 
 
@@ -420,10 +422,10 @@ def test_a_stub_is_not_attempted(capsys, exercise_id):
     [("4.1", reference_packed_length), ("4.2", reference_split_guard), ("4.3", reference_padding_guard)],
 )
 def test_each_checker_call_takes_under_a_second(exercise_id, answer):
+    find_checker(exercise_id)(answer)  # warm: the first jagged tensor, hypothesis's imports
+    start = time.process_time()  # CPU, not wall: a loaded machine slows the clock, not the checker's work
     find_checker(exercise_id)(answer)
-    start = time.perf_counter()
-    find_checker(exercise_id)(answer)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
 
 
 def test_the_library_answers_are_refused(assert_wrong):
@@ -473,10 +475,10 @@ def split_verdict(split_fn, seq_len, cp):  # returns False where it should raise
 
 
 def test_4_3_the_guards_mistake_is_named_on_the_implementation_check_guard_let_through():
-    from verlstudy.lessons.l04_thd.guard_cases import BUGGY_PADS, GOOD_PADS, WatchedGuard
+    from verlstudy.lessons.l04_thd.guard_cases import BAD_PADS, GOOD_PADS, WatchedGuard
 
     run = WatchedGuard(returns_a_verdict, good=GOOD_PADS, impl_name="pad_fn")
-    wrong, right = BUGGY_PADS[0][0], GOOD_PADS[0][0]
+    wrong, right = BAD_PADS[0][0], GOOD_PADS[0][0]
     run(wrong)
     run(right)  # called after the wrong one: what was let through is told, not read off the last call
     assert run.why_let_through(wrong, [(wrong,)]).startswith("on guard(pad_fn) your guard returned False instead")

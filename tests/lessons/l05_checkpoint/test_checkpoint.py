@@ -11,6 +11,7 @@ from verlstudy.lessons.l05_checkpoint.checkpoint import (
     MTP_PREFIX,
     CheckpointMismatchError,
     LoadReport,
+    TinyLM,
     TinyLMWithMTP,
     audit_state_dict,
     check_patterns,
@@ -18,6 +19,7 @@ from verlstudy.lessons.l05_checkpoint.checkpoint import (
     export_without,
     load_state_dict_audited,
     matches_prefix,
+    matches_string_prefix,
     output_change,
     save_and_reload,
 )
@@ -109,6 +111,16 @@ def test_matches_prefix_property(module: str, rest: str) -> None:
     assert matches_prefix(f"{module}.{rest}", module)
     assert matches_prefix(f"{module}.{rest}", module + ".")
     assert not matches_prefix(f"{module}x.{rest}", module)
+
+
+@pytest.mark.parametrize(
+    ("key", "pattern"),
+    [("mtp_norm.weight", "mtp"), ("model.layers.78.eh_proj.weight", "model.layers.7"), ("mtp_extra.scale", "mtp")],
+)
+def test_the_plain_string_prefix_covers_a_neighbouring_module_where_the_fix_does_not(key: str, pattern: str) -> None:
+    assert matches_string_prefix(key, pattern) and not matches_prefix(key, pattern)
+    with pytest.raises(TypeError, match="strings"):
+        matches_string_prefix(key, 1)  # type: ignore[arg-type]
 
 
 def test_matches_prefix_rejects_non_strings() -> None:
@@ -267,3 +279,28 @@ def test_a_refused_load_leaves_the_model_untouched_even_for_a_value_that_is_not_
     with pytest.raises(TypeError, match=rf"given\['{first}'\] is a ndarray, not a torch.Tensor"):
         load_state_dict_audited(fresh, state)
     assert all(torch.equal(before[k], v) for k, v in fresh.state_dict().items())
+
+
+@pytest.mark.parametrize(
+    ("dtype", "said"),
+    [
+        (torch.complex64, "is complex64 but the model's is float32.*drop the imaginary part.*\\.real"),
+        (torch.int64, "is int64 but the model's is float32.*turn integer values into float32"),
+        (torch.bool, "is bool but the model's is float32"),
+    ],
+)
+def test_a_checkpoint_of_another_kind_of_number_is_refused_not_cast(dtype, said):
+    # issue 43 item 8: complex and int64 tensors were cast into float32 silently
+    model, source = TinyLM(8, 4, 2), TinyLM(8, 4, 2)
+    state = {k: (v.to(dtype) if k == "embed.weight" else v) for k, v in source.state_dict().items()}
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(TypeError, match=said) as info:
+        load_state_dict_audited(model, state)
+    assert "\n" not in str(info.value) and "'embed.weight'" in str(info.value)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items()), "nothing loaded"
+
+
+def test_a_floating_point_precision_change_still_loads():
+    model, source = TinyLM(8, 4, 2), TinyLM(8, 4, 2)
+    state = {k: v.to(torch.bfloat16) for k, v in source.state_dict().items()}
+    assert load_state_dict_audited(model, state).ok

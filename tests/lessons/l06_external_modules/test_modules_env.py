@@ -169,6 +169,16 @@ def test_a_hanging_child_is_stopped_within_the_timeout(tmp_path):
     assert time.monotonic() - start < 10
 
 
+def test_a_hanging_child_is_stopped_where_there_are_no_process_groups(tmp_path, monkeypatch):
+    write_toy_packages(tmp_path)
+    (tmp_path / "slowmod.py").write_text("import time\ntime.sleep(60)\n")
+    monkeypatch.delattr("os.killpg")  # as on Windows: the experiment's own process is stopped instead
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"experiment 'slow' did not finish within 0\.3 s"):
+        run_experiments([Experiment("slow", ("slowmod",), None)], tmp_path, timeout_s=0.3)
+    assert time.monotonic() - start < 10
+
+
 def _running(pid: int) -> bool:
     """True while `pid` is a live process (a zombie waiting to be reaped counts as stopped)."""
     try:
@@ -252,7 +262,10 @@ def test_experiment_validates_its_fields():
 
 def test_outcomes_table_has_one_row_per_process(toy_folder):
     outcomes = run_experiments(lesson_experiments()[2:4], toy_folder)
-    lines = outcomes_table(outcomes).splitlines()
+    table = outcomes_table(outcomes)
+    assert table.header == ("process", "variable", "import order", "patched", "worker patched")
+    assert table.rows[1] == ("no default (after #7886)", "unset", "toyverl -> toylib.model", "no", "-")
+    lines = table.text().splitlines()
     assert lines[2] == (
         f"| image default, worker never imports verl | {ENV_VAR}={ADAPTOR} | toyverl -> toylib.model | yes | no |"
     )

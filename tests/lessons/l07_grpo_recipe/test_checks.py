@@ -372,7 +372,7 @@ def test_named_cases_are_labelled_by_their_input_not_by_the_rule():
     """The kit appends a failing named case's label to a first try's message: no label may state the rule."""
     from verlstudy.lessons.l07_grpo_recipe import checks
 
-    labels = [c.name for c in (*checks._LAYOUT_CASES, *checks._LOSS_CASES, *checks._ADVANTAGE_CASES)]
+    labels = [c.name for c in (*checks._LAYOUT_CASES, *checks._LOSS_CASES, *checks.ADVANTAGE_CASES)]
     for exercise_id, words in RULE_WORDS.items():
         said = [(label, w) for label in labels for w in words if w in label]
         assert not said, f"{exercise_id}: {said}"
@@ -388,9 +388,9 @@ def test_7_3_wrong_numbers_near_no_slip_get_the_plain_line():
     from verlstudy.lessons.l07_grpo_recipe import checks
 
     rewards = [1.0, 0.0, 0.0, 1.0]
-    want = checks._reference_advantages(rewards)
-    assert checks._advantage_mistake((rewards,), [w * 1.001 for w in want], want) is None
+    want = checks.reference_advantages(rewards)
+    assert checks.advantage_mistake((rewards,), [w * 1.001 for w in want], want) is None
     # epsilon inside the square root gives numbers within the checker's tolerance on this group: never named here
     near_sqrt = [(r - 0.5) / math.sqrt(1 / 3 + 1e-6) for r in rewards]
-    named = checks._advantage_mistake((rewards,), [torch.tensor(v) for v in near_sqrt], want)
+    named = checks.advantage_mistake((rewards,), [torch.tensor(v) for v in near_sqrt], want)
     assert named is not None and "square root" not in named

@@ -3,7 +3,13 @@
 import pytest
 
 from verlstudy.kit.resources import data_dir
-from verlstudy.lessons.l07_grpo_recipe.memory import NO_OFFLOAD, OffloadSettings, memory_by_phase, totals
+from verlstudy.lessons.l07_grpo_recipe.memory import (
+    NO_OFFLOAD,
+    OffloadSettings,
+    memory_by_phase,
+    memory_by_phase_without_grad_copy,
+    totals,
+)
 from verlstudy.lessons.l07_grpo_recipe.parallel import ParallelLayout, load_recipe
 
 LAYOUT = ParallelLayout(nodes=32, devices_per_node=16, tp=8, pp=8, cp=1, ep=64, etp=1)
@@ -35,18 +41,35 @@ def test_the_recipes_offload_moves_the_optimizer_to_the_host_and_empties_the_dev
     per_param = 512e6 / SHARE
     assert totals(by) == {
         "train device": 6 * per_param,
-        "train host": 12 * per_param,
+        "train host": 16 * per_param,  # optimizer state 12 + the CPU optimizer's pinned fp32 grad copy 4
         "rollout device": 0.0,
-        "rollout host": 14 * per_param,  # weights copied out, grads freed, optimizer already there
+        "rollout host": 18 * per_param,  # weights copied out, device grads freed, optimizer and grad copy stay
     }
-    assert by["rollout"]["host"]["grads"] == 0.0
+    assert by["rollout"]["host"]["grads"] == by["train"]["host"]["grads"] == 4 * per_param
+
+
+def test_the_estimate_before_the_fix_misses_the_pinned_grad_copy():
+    recipe = OffloadSettings.from_recipe(RECIPE["offload"])
+    before = totals(memory_by_phase_without_grad_copy(LAYOUT, 0, 512e6, recipe))
+    after = totals(memory_by_phase(LAYOUT, 0, 512e6, recipe))
+    per_param = 512e6 / SHARE
+    assert {k: after[k] - before[k] for k in after} == {
+        "train device": 0.0,
+        "train host": 4 * per_param,
+        "rollout device": 0.0,
+        "rollout host": 4 * per_param,
+    }
+    # without a CPU optimizer there is no copy, so the two estimates agree
+    assert totals(memory_by_phase_without_grad_copy(LAYOUT, 64e6, 512e6, NO_OFFLOAD)) == totals(
+        memory_by_phase(LAYOUT, 64e6, 512e6, NO_OFFLOAD)
+    )
 
 
 def test_half_the_optimizer_on_the_cpu_and_no_idle_offload():
     s = OffloadSettings(optimizer_cpu_offload=True, optimizer_offload_fraction=0.5)
     t = totals(memory_by_phase(LAYOUT, 0, 512e6, s))
     per_param = 512e6 / SHARE
-    assert t["train device"] == 12 * per_param and t["train host"] == 6 * per_param
+    assert t["train device"] == 12 * per_param and t["train host"] == (6 + 2) * per_param  # half the state + copy
     assert t["rollout device"] == 12 * per_param  # weights, grads and half the optimizer stay resident
 
 

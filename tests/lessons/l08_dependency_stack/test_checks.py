@@ -270,7 +270,6 @@ WRONG = {
         Wrong(_requirements_text, "no install command", "requirements-file lines, no pip install"),
         Wrong(_commas, "comma", "pins separated by commas"),
         Wrong(_one_quoted_word, "one argument", "every pin inside one pair of quotes"),
-        Wrong(_sudo, "starts with 'sudo'", "an install that does not start with pip"),
     ],
 }
 
@@ -282,6 +281,7 @@ RIGHT = {
         lambda m: pip_line(m).replace("pip install", "python3 -m pip install"),
         lambda m: "uv " + pip_line(m),  # uv's own pip: the reader takes its pins, so no word before it is stray
         lambda m: "if true; then " + pip_line(m) + "; fi",
+        _sudo,  # sudo runs the install (the old reader refused it: a valid form, now read as pip reads it)
     ],
 }
 
@@ -319,7 +319,6 @@ def test_no_mechanism_function_passes(assert_mechanism_does_not_pass, exercise_i
         (_requirements_text, "not pinned to their version"),
         (_commas, "not pinned to their version"),
         (_one_quoted_word, "not pinned to their version"),
-        (_sudo, "not pinned to their version"),
         # `uv pip install` and `then pip install` start with an install the reader reads: neither word is stray
         (lambda m: "uv " + _versions_unpinned(m), "starts with"),
         (lambda m: "if true; then " + _versions_unpinned(m) + "; fi", "starts with"),

@@ -39,8 +39,10 @@ from verlstudy.lessons.l08_dependency_stack.manifests import (
     upgrade_diff,
 )
 from verlstudy.lessons.l08_dependency_stack.real_files import (
+    Clone,
     component_drift,
     component_name,
+    side_by_side,
     split_drift,
     unpinned_clones,
 )
@@ -390,7 +392,10 @@ def test_read_files_rejects_a_missing_folder(tmp_path):
 
 def test_pins_table_and_naming_problems_have_locations():
     pins = parse_pins(f"git clone -b core_r0.18.0 {MEGATRON}\ngit clone -b core_v0.18.0 {MINDSPEED}\n", "shell", "i.sh")
-    assert pins_table(pins).splitlines()[2] == "| nvidia/megatron-lm | core_r0.18.0 | git clone --branch | i.sh:1 |"
+    table = pins_table(pins)
+    assert table.header == ("repo", "ref", "pinned by", "where")
+    assert table.rows[0] == ("nvidia/megatron-lm", "core_r0.18.0", "git clone --branch", "i.sh:1")
+    assert table.text().splitlines()[2] == "| nvidia/megatron-lm | core_r0.18.0 | git clone --branch | i.sh:1 |"
     [problem] = naming_problems(pins)  # Megatron-LM's release branch is policy, not naming
     assert problem.startswith("i.sh:2: mindspeed ref 'core_v0.18.0'")
 
@@ -426,8 +431,10 @@ def test_fixture_upgrade_diff_matches_the_pr():
     assert diff.unchanged == ("vllm", "vllm-ascend", "torch", "torchvision", "setuptools")
     assert diff.settings == (("vanilla_mbridge", True, False),)
     table = diff.table()
-    assert "| changed | Megatron-LM | branch core_r0.16.0 | tag core_v0.18.0 |" in table
-    assert "| setting | vanilla_mbridge | true | false |" in table
+    assert table.header == ("change", "component", "before", "after")
+    assert ("changed", "Megatron-LM", "branch core_r0.16.0", "tag core_v0.18.0") in table.rows
+    assert table.rows[-1] == ("setting", "vanilla_mbridge", "true", "false")
+    assert "| setting | vanilla_mbridge | true | false |" in table.text()
     assert [p.split(": ")[1] for p in manifest_problems(new)] == ["unpinned"] * 3
     [policy] = manifest_problems(old)
     assert policy.startswith("Megatron-LM: policy:") and "prefer the tag 'core_v0.16.0'" in policy
@@ -639,3 +646,12 @@ def test_component_drift_merges_a_git_repository_with_the_pypi_package_of_its_na
     assert component_drift(parse_pins("pip install a==1\n", "shell", "x") * 2) == []
     with pytest.raises(TypeError, match="Pin"):
         component_drift(["pypi:a"])
+
+
+def test_side_by_side_is_a_table_with_a_column_per_set_of_files():
+    before = [Pin("a/x", "v1", "git clone --branch", "D", 1), Pin("a/x", "v1+cpu", "pip ==", "S", 2)]
+    after = [Pin("a/x", "v2", "git clone --branch", "D", 1)]
+    table = side_by_side({"before": before, "after": after}, {"after": [Clone("a/y", "D", 3)]}, ["a/x", "a/y"])
+    assert table.header == ("component", "before", "after")
+    assert table.rows == (("a/x", "v1 / v1+cpu", "v2"), ("a/y", "-", "no ref (default branch)"))
+    assert table.text().splitlines()[1] == "| --- | --- | --- |"

@@ -26,6 +26,15 @@ def test_fixture_has_exactly_one_dead_field(pkg):
     assert str(grad) == f"grad_offload: copied into self._is_offload_grad (engine.py:{line}), which is never read"
 
 
+def test_the_search_before_it_followed_copies_misses_grad_offload(pkg):
+    index = read_index._ReadIndex(read_index.source_texts([PKG / "config.py", PKG / "engine.py"], None))
+    names = [n for n in field_reads.field_names(pkg.config.McoreEngineConfig) if not n.startswith("_")]
+    assert field_reads._search_any_read_is_live(index, names, "McoreEngineConfig") == []
+    assert [d.name for d in field_reads._search(index, names, "McoreEngineConfig")] == ["grad_offload"]
+    # a field nothing mentions is dead for both
+    assert [d.name for d in field_reads._search_any_read_is_live(index, ["never_named"], None)] == ["never_named"]
+
+
 @dataclass
 class Cfg:
     a: bool = False
@@ -156,12 +165,12 @@ def test_a_reflective_read_of_an_annotated_config_makes_unread_fields_cannot_tel
     ["x = asdict(cfg)", "x = vars(cfg)", "x = cfg.__dict__", "x = getattr(cfg, name)", "x = dataclasses.fields(cfg)"],
 )
 def test_each_reflective_form_is_recognised(body):
-    assert reflective.reflective_reads({"m.py": f"def f(cfg: Cfg, name):\n    {body}\n"}, "Cfg") == ["m.py:2"]
+    assert read_index.reflective_reads({"m.py": f"def f(cfg: Cfg, name):\n    {body}\n"}, "Cfg") == ["m.py:2"]
 
 
 def test_a_constant_getattr_or_an_unannotated_object_is_not_reflective():
     src = {"m.py": "def f(cfg: Cfg, other):\n    getattr(cfg, 'a')\n    fields(other)\n"}
-    assert reflective.reflective_reads(src, "Cfg") == []
+    assert read_index.reflective_reads(src, "Cfg") == []
     dead = field_reads.dead_fields(src, Cfg)
     assert [d.name for d in dead if not d.cannot_tell] == ["b", "c", "d", "e"]
 
@@ -221,6 +230,6 @@ def test_a_filtered_loop_does_not_hide_an_unfiltered_read_of_the_same_config():
         "            continue\n        send(getattr(cfg, f.name))\n    dump(asdict(cfg))\n"
     }
     keep = (("endswith", ("_impl",), True),)
-    assert reflective.reflective_filters(src, "Ops") == [("m.py:2", keep), ("m.py:5", keep), ("m.py:6", ())]
+    assert read_index.reflective_filters(src, "Ops") == [("m.py:2", keep), ("m.py:5", keep), ("m.py:6", ())]
     assert [d.name for d in field_reads.dead_fields(src, Ops) if not d.cannot_tell] == []
     assert reflective.passes("x_impl", keep) and not reflective.passes("c", [("in", ("c",), False)])

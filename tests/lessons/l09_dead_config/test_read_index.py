@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from verlstudy.lessons.l09_dead_config import errors, field_reads, read_index, reflective
+from verlstudy.lessons.l09_dead_config import errors, field_reads, read_index, reflective, syntax
 
 # Sources that stress the spelling test and the walk: reads written across lines, after comments, as strings;
 # names that are prefixes of longer ones; stores and deletions; nested scopes, decorators, f-strings, odd nodes.
@@ -194,7 +194,7 @@ def test_a_parse_error_names_the_key_it_was_asked_under():
 def test_child_nodes_are_the_ast_children_less_markers_operators_and_names():
     tree = ast.parse(TRICKY["pkg/a.py"] + TRICKY["pkg/b.py"])
     for node in ast.walk(tree):
-        kept = read_index.child_nodes(node)
+        kept = syntax.child_nodes(node)
         every = list(ast.iter_child_nodes(node))
         assert kept == [c for c in every if c in kept]  # the same order
         left_out = [c for c in every if c not in kept]

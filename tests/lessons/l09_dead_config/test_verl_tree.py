@@ -91,9 +91,10 @@ def test_config_table_lists_classes_with_findings_and_counts_cannot_tell():
     dead, unsure = DeadField("g", ("self._g",), ("e.py:3",)), DeadField("m", (), (), ("v.py:7",))
     old = (ReleaseScan("0.9.0", "A", ("g", "m"), (dead, unsure), 2), ReleaseScan("0.9.0", "Quiet", ("x",), (), 2))
     new = (ReleaseScan("0.9.1", "A", ("m",), (unsure,), 2), ReleaseScan("0.9.1", "Quiet", ("x",), (), 2))
-    table = config_table(old, new).splitlines()
-    assert table[2] == "| A | 2/1 | g | - | 1 |"
-    assert len(table) == 3  # a class with nothing found is left out
+    table = config_table(old, new)
+    assert table.header == ("class", "fields (old/new)", "dead in 0.9.0", "dead in 0.9.1", "cannot tell in 0.9.1")
+    assert table.rows == (("A", "2/1", "g", "-", "1"),)  # a class with nothing found is left out
+    assert table.text().splitlines()[1:] == ["| --- | ---: | --- | --- | ---: |", "| A | 2/1 | g | - | 1 |"]
 
 
 @needs

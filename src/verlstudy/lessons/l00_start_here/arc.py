@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from verlstudy.kit.tables import Table
+
 # The stages in arc order, each with the words a heading uses to name it (lower case, whole words).
 STAGE_WORDS: dict[str, tuple[str, ...]] = {
     "symptom": ("symptom",),
@@ -115,14 +117,13 @@ def course_arcs(notebooks: Path) -> list[LessonArc]:
     return [lesson_arc(NOTEBOOK_NAME.match(p.name).group(1), read_cells(p)) for p in paths]
 
 
-def arc_table(arcs: Iterable[LessonArc]) -> str:
-    """A Markdown table: one row per lesson, a column per stage (y: a section names it, -: none does)."""
+def arc_table(arcs: Iterable[LessonArc]) -> Table:
+    """A table (shown with `show_table`): one row per lesson, a column per stage (y: a section names it, -: none)."""
     header = ["lesson", *ARC, "in order"]
     rows = [
         [a.code, *("y" if a.stages[s] is not None else "-" for s in ARC), "yes" if a.in_order else "NO"] for a in arcs
     ]
-    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    return "\n".join([*lines, *("| " + " | ".join(r) + " |" for r in rows)])
+    return Table.of(header, rows)
 
 
 TIME_LINE = re.compile(r"\*\*Time:\*\*\D{0,20}?(\d+)\s*min")

@@ -15,6 +15,8 @@ import torch
 from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.kit.hygiene import sanitize, unstable_fragments
 from verlstudy.kit.properties import Case, compare_on_inputs
+from verlstudy.lessons.l00_start_here.seed_judging import DREW, GlobalStreamWatch, effect_message
+from verlstudy.lessons.l00_start_here.unstable_judging import KINDS, as_found, line_inputs, mistake_namer
 
 # ---------------------------------------------------------------- 0.1 seeded_sample
 
@@ -30,7 +32,10 @@ def _reference_sample(seed: int, n: int) -> torch.Tensor:
 def _sample_inputs() -> Any:
     from hypothesis import strategies as st
 
-    return st.tuples(st.integers(0, 2**32 - 1), st.integers(1, 40))
+    # the whole seed range (the top bit set too) and sizes on both sides of torch's 16-value vectorised path
+    seeds = st.one_of(st.integers(0, 2**32 - 1), st.sampled_from([0, 1, 42, 2**31 - 1, 2**31, 2**32 - 1]))
+    sizes = st.one_of(st.integers(1, 40), st.sampled_from([15, 16, 17, 255, 1024, 4096]), st.integers(1, 5000))
+    return st.tuples(seeds, sizes)
 
 
 SAMPLE_CASES = [
@@ -39,10 +44,11 @@ SAMPLE_CASES = [
     Case((0, 1), "one draw, seed 0"),
     Case((123456, 17), "a longer sample: 17 draws"),
     Case((2**32 - 1, 3), "the largest seed"),
+    Case((2**31 + 5, 4096), "a seed above 2**31 and 4096 draws"),
 ]
 
 
-def _sample_mistake(fn: Callable[[int, int], object]) -> Callable[[tuple[Any, ...], Any, Any], str | None]:
+def _sample_mistake(fn: Callable[[int, int], object], watch: GlobalStreamWatch) -> Callable[..., str | None]:
     def name(args: tuple[Any, ...], got: object, want: torch.Tensor) -> str | None:
         seed, n = args
         if type(got).__module__ == "numpy":
@@ -62,6 +68,11 @@ def _sample_mistake(fn: Callable[[int, int], object]) -> Callable[[tuple[Any, ..
             return f"the draws are {got.dtype}: torch's default float32 is asked"
         if torch.equal(got, torch.rand(n, generator=_generator(seed))):
             return "these are uniform draws in [0, 1): standard-normal draws are asked"
+        if DREW in watch.effects_of(seed, n):
+            return (
+                "these numbers come from the global stream every cell shares, which this seed does not start "
+                "(each earlier draw moved it): the numbers must depend on the seed alone"
+            )
         try:
             first, again, other = fn(seed, n), fn(seed, n), fn((seed + 1) % 2**32, n)
         except Exception:
@@ -91,118 +102,91 @@ def _numpy_draws(seed: int, n: int, got: torch.Tensor) -> bool:
     return False
 
 
+def _plain_tensor(args: tuple[Any, ...], got: torch.Tensor, want: torch.Tensor) -> str | None:
+    if got.requires_grad:
+        return "the tensor requires grad: a sample is data, and every use of it would build an autograd graph"
+    return None
+
+
+def _calls_stay_apart(watch: GlobalStreamWatch) -> None:
+    """Later calls leave an earlier result alone, and a caller changing a result changes no later call."""
+    first = watch(11, 20)
+    kept = first.clone() if isinstance(first, torch.Tensor) else None
+    watch(12, 33)
+    if kept is not None and not torch.equal(first, kept):
+        raise ExerciseFailure(
+            "seeded_sample(12, 33) changed the tensor an earlier call, seeded_sample(11, 20), returned: each call "
+            "must return a tensor of its own, not one buffer filled again"
+        )
+    if isinstance(first, torch.Tensor):
+        first.add_(1.0)
+        again = watch(11, 20)
+        if isinstance(again, torch.Tensor) and not torch.equal(again, _reference_sample(11, 20)):
+            raise ExerciseFailure(
+                "after the caller added 1 to what seeded_sample(11, 20) returned, calling it again gave those "
+                "changed numbers: each call must return a new tensor, not one kept from an earlier call"
+            )
+
+
 @checker(
     "0.1",
     where=(
         "the section 'Why seeding matters': the global random stream is shared by every cell, and torch can also "
         "make a generator of your own that nothing else draws from"
     ),
+    question=(
+        "Cell A seeds the global stream and draws 3 numbers; cell B, run between two runs of A, draws 1 number "
+        "without seeding. Does B's output depend on whether A ran before it? Now suppose A restores the global "
+        "state when it is done, but B runs in another thread while A is drawing: what does B get? What would A "
+        "need so that no other cell could ever share its stream?"
+    ),
     method=(
         "Make a fresh random generator object that belongs to this call only, seed it with the seed you are given, "
         "and ask torch for n standard-normal numbers drawn from that object rather than from the global stream. "
-        "Nothing global is seeded or drawn from, so the other cells see the same stream as before."
+        "Nothing global is seeded or drawn from, not even for a moment, so the other cells see the same stream as "
+        "before."
     ),
     reveals=["torch.Generator", "generator=generator"],
 )
 def check_seeded_sample(seeded_sample: Callable[[int, int], torch.Tensor]) -> str:
-    """Exercise 0.1: seeded_sample(seed, n) gives torch's draws for `seed` and leaves the global RNG alone."""
-    moved: list[tuple[int, int]] = []
+    """Exercise 0.1: seeded_sample(seed, n) gives torch's draws for `seed` and touches no global stream.
 
-    def watched(seed: int, n: int) -> object:
-        before = torch.get_rng_state()
-        try:
-            return seeded_sample(seed, n)
-        finally:
-            if not torch.equal(before, torch.get_rng_state()):
-                moved.append((seed, n))
-            torch.set_rng_state(before)  # the checker itself leaves the learner's stream as it was
-
-    watched.__name__ = "seeded_sample"
+    Contract. Returns a new float32 tensor of shape (n,), not requiring grad, equal bit for bit to the n
+    standard-normal values torch draws (randn, normal_ or normal: the same values) from a CPU generator seeded
+    with `seed`; the same arguments give the same values on every call, whatever was called before; a later
+    call never changes an earlier result, and a caller changing a result changes no later call. Effects: none
+    on any global stream: torch's global generators (CPU, CUDA and every other accelerator's) are never seeded
+    and never drawn from, not even with the state put back afterwards (fork_rng, get/set_rng_state), and
+    Python's and numpy's global streams are left as they were. Domain: every seed in 0..2**32 - 1 (the top bit
+    set too) and n from 1 to thousands, on both sides of torch's 16-value vectorised sampling path.
+    """
+    if not callable(seeded_sample):
+        raise ExerciseFailure(f"the answer should be a function, got {type(seeded_sample).__name__}")
+    watch = GlobalStreamWatch(seeded_sample)
     summary = compare_on_inputs(
-        watched,
+        watch,
         _reference_sample,
         inputs=_sample_inputs(),
         edge_cases=SAMPLE_CASES,
-        mistakes=_sample_mistake(seeded_sample),
+        mistakes=_sample_mistake(watch, watch),
+        judge=_plain_tensor,
         name="seeded_sample",
         rtol=0.0,
         atol=0.0,
-        max_examples=40,
+        max_examples=30,
     )
-    if moved:
-        seed, n = moved[0]
-        raise ExerciseFailure(
-            f"seeded_sample({seed}, {n}) gives the right numbers but moved the global RNG: sampling here changes "
-            "what every later cell draws"
-        )
+    _calls_stay_apart(watch)
+    touched = watch.first_effect()
+    if touched is not None:
+        raise ExerciseFailure(effect_message(*touched))
     return summary
 
 
 # ---------------------------------------------------------------- 0.2 find_unstable
 
-# Stable words: none of them is, or starts, a fragment that changes run to run ("3 steps" is not a timing)
-STABLE_WORDS = (
-    "loss",
-    "0.3125",
-    "after",
-    "3",
-    "steps",
-    "epoch",
-    "rank",
-    "retained",
-    "4096",
-    "bytes",
-    "per",
-    "micro-batch",
-    "took",
-    "saved",
-    "to",
-    "at",
-    "listening",
-    "on",
-    "v0.9.1",
-    "layer.7",
-)
-
-UNSTABLE_FORMS = (
-    r"0x[0-9a-fA-F]{6,}",
-    r"\b\d+(?:\.\d+)?\s?(?:s|ms|us)\b",
-    r"\b\d{4}-\d\d-\d\d(?:T\d\d:\d\d)?",
-    r"/tmp/[\w./-]+",
-    r"\bpid \d+",
-    r"(?:127\.0\.0\.1|localhost):\d+",
-)
-
 
 def _reference_unstable(text: str) -> list[str]:
-    return sorted(m.group(0) for form in UNSTABLE_FORMS for m in re.finditer(form, text))
-
-
-def _fragments() -> Any:
-    from hypothesis import strategies as st
-
-    digits = st.integers(0, 99999).map(str)
-    hexes = st.text("0123456789abcdefABCDEF", min_size=6, max_size=16)
-    path = st.lists(st.text("abcxyz019_", min_size=1, max_size=5), min_size=1, max_size=3).map("/".join)
-    return st.one_of(
-        hexes.map(lambda h: "0x" + h),
-        st.tuples(
-            digits, st.sampled_from(["", ".42", ".5"]), st.sampled_from([" ", ""]), st.sampled_from(["s", "ms", "us"])
-        ).map("".join),
-        st.tuples(st.integers(1990, 2099), st.integers(1, 12), st.integers(1, 28), st.booleans()).map(
-            lambda d: f"{d[0]}-{d[1]:02d}-{d[2]:02d}" + ("T18:31" if d[3] else "")
-        ),
-        path.map(lambda p: "/tmp/" + p),
-        digits.map(lambda d: "pid " + d),
-        st.tuples(st.sampled_from(["127.0.0.1", "localhost"]), st.integers(1, 65535)).map(lambda h: f"{h[0]}:{h[1]}"),
-    )
-
-
-def _text_inputs() -> Any:
-    from hypothesis import strategies as st
-
-    pieces = st.lists(st.one_of(st.sampled_from(STABLE_WORDS), _fragments()), max_size=10, unique=True)
-    return pieces.map(lambda words: (" ".join(words),))
+    return sorted(m.group(0) for form in KINDS.values() for m in re.finditer(form, text))
 
 
 UNSTABLE_CASES = [
@@ -210,49 +194,17 @@ UNSTABLE_CASES = [
     Case(("loss 0.3125 after 3 steps",), "stable text with numbers in it: nothing changes here"),
     Case(("retained 4096 bytes per micro-batch",), "more stable numbers"),
     Case(("<Tensor at 0x7f3a2b1c9d40>",), "a memory address"),
-    Case(("buffer at 0x7F00DEADBEEF",), "a memory address in uppercase hex"),
-    Case(("tensor at 0x00007f3a2b1c9d40",), "a 16-digit address, as some platforms print it"),
+    Case(("tensor at 0x00007F3A2B1C9D40",), "a 16-digit address in uppercase hex, as some platforms print it"),
     Case(("epoch 3 took 1.25 s",), "a timing after a stable number"),
-    Case(("step 1 took 12 ms, step 2 took 9 ms, step 3 took 700 us",), "three timings in one line: every match"),
     Case(("saved to /tmp/tmpab12cd/model.pt at 2026-12-02T18:31",), "a path and a date with a time"),
     Case(("rank 0 listening on 127.0.0.1:29500 (pid 4242)",), "a port and a process id"),
-    Case(("localhost:8888 and localhost:8889",), "two ports, the second too"),
+    Case(("step 1 took 12 ms, step 2 took 9ms, step 3 took 700 us, step 4 took 0.5s",), "four timings: every one"),
+    Case(("ids 0xdeadbeef00 and 0x1f and [0xABCDEF]",), "two addresses and a short hex that is stable"),
+    Case(("ran 2026-12-02, again 2026-12-03T09:05.",), "two dates, the second with a time"),
+    Case(("wrote /tmp/a/b.pt and /tmp/pytest-of-x/run-1/log.txt",), "two paths"),
+    Case(("pid 4242 forked pid 7; 10 users",), "two process ids, and a count whose word starts like a unit"),
+    Case(("localhost:8888 and 127.0.0.1:8 (localhost:8888)",), "two ports, one of them twice"),
 ]
-
-
-def _sorted_result(fn: Callable[[str], object]) -> Callable[[str], object]:
-    def run(text: str) -> object:
-        got = fn(text)
-        if isinstance(got, (list, tuple, set, frozenset)) and all(isinstance(g, str) for g in got):
-            return sorted(got)
-        return got
-
-    run.__name__ = getattr(fn, "__name__", "find_unstable")
-    return run
-
-
-def _unstable_mistake(args: tuple[Any, ...], got: object, want: list[str]) -> str | None:
-    if not isinstance(got, (list, tuple)):
-        return "return a list of the fragments (strings)"
-    if not all(isinstance(g, str) for g in got):
-        return "return each fragment as one string (the whole match), not a group or a match object"
-    extra = [g for g in got if g not in want]
-    missing = [w for w in want if w not in got]
-    part = [(g, w) for g in extra for w in missing if g in w]
-    if part:
-        return f"{part[0][0]!r} is only part of the changing fragment {part[0][1]!r}: match the whole fragment"
-    if extra and not sanitize(" ".join(extra)).count("<"):
-        return f"{extra} is stable text (the same every run), not something that changes"
-    if extra:
-        return f"{extra} is not exactly a changing fragment: match the whole fragment and nothing around it"
-    if any(re.fullmatch(r"0x[0-9a-fA-F]*[A-F][0-9a-fA-F]*", w) for w in missing):
-        return f"you missed {missing}: hex digits may be written in uppercase (A-F) too"
-    kinds_seen = {k for k, f in unstable_fragments(" ".join(got))}
-    if missing and any(k in kinds_seen for k, f in unstable_fragments(" ".join(missing))):
-        return f"you missed {missing}, another fragment of a kind you found: is only the first match kept?"
-    if missing:
-        return f"you missed {missing}, which changes between runs"
-    return None
 
 
 @checker(
@@ -262,21 +214,40 @@ def _unstable_mistake(args: tuple[Any, ...], got: object, want: list[str]) -> st
         "the section 'Why seeding matters': the noisy line there holds three kinds of fragment, and the exercise "
         "text lists the six kinds with the exact form of each"
     ),
+    question=(
+        "In 'step 3 took 12 ms, then 0.5 s at 0xBEEF00 (pid 7)', which pieces change between two runs, and "
+        "where exactly does each start and end? Why is the 3 not one of them, though it is a number followed by "
+        "a space and an s? If a line held two timings, how many would you return?"
+    ),
     method=(
-        "Write one regular expression per kind the exercise lists, each matching the whole fragment and nothing "
-        "around it (a stable number such as a step count or a byte count must not match). Then collect every "
-        "match of every expression in the text, not only the first one of each, and return them as strings."
+        "Write one pattern per kind the exercise lists, each matching the whole fragment and nothing around it "
+        "(a stable number such as a step count or a byte count must not match, and a unit is a whole word). "
+        "Then collect every match of every pattern in the text, not only the first one of each, and return "
+        "them as strings."
     ),
     reveals=["0x[0-9a-fA-F]{6,}", "/tmp/[\\w./-]+"],
 )
 def check_unstable_detector(find_unstable: Callable[[str], list[str]]) -> str:
-    """Exercise 0.2: find_unstable(text) returns the fragments that change between runs."""
+    """Exercise 0.2: find_unstable(text) returns the fragments that change between runs.
+
+    Contract. Returns every fragment of the six kinds the exercise states, each the whole match as a str, in
+    a list, a tuple or a set, in any order: a memory address (0x and 6 or more hex digits, either case); a
+    duration (a number, maybe with decimals, maybe one space, then s, ms or us as a whole word); a date
+    YYYY-MM-DD, maybe with THH:MM; a path under /tmp/; `pid` and its digits; a port on 127.0.0.1 or
+    localhost. A fragment that occurs twice may be named once (a set) or twice, never more often than it
+    occurs; stable text, look-alikes included (0x and fewer than 6 digits, "3 steps", "10 users", a host
+    without a port), gives nothing. Effects: the text is a str, nothing to change. Domain: lines of nbval's
+    outputs, up to nine words, fragments after a space, (, [ or = and before a space, ), ], a comma, a
+    semicolon or a full stop (a path, whose end the exercise leaves open, before a space or the line's end).
+    """
+    if not callable(find_unstable):
+        raise ExerciseFailure(f"the answer should be a function, got {type(find_unstable).__name__}")
     return compare_on_inputs(
-        _sorted_result(find_unstable),
+        as_found(find_unstable, _reference_unstable),
         _reference_unstable,
-        inputs=_text_inputs(),
+        inputs=line_inputs(),
         edge_cases=UNSTABLE_CASES,
-        mistakes=_unstable_mistake,
+        mistakes=mistake_namer(find_unstable),
         name="find_unstable",
         max_examples=80,
     )

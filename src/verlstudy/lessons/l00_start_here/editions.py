@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from IPython.utils.capture import capture_output
 
+from verlstudy.kit import i18n
 from verlstudy.kit.exercises import attempts_held, check_exercise, exercise_results
 
 EXERCISE_TAG = re.compile(r"^exercise-(\d+\.\d+)$")
@@ -58,7 +59,7 @@ def demo_verdict(exercise_id: str, answer: object) -> tuple[str, str]:
         check_exercise(exercise_id, answer)
     verdict = exercise_results()[exercise_id]
     line = captured.stdout.strip().splitlines()[0]
-    prefix = f"exercise {exercise_id}: {verdict}"
+    prefix = i18n.pick("exercise {id}: {verdict}", id=exercise_id, verdict=i18n._(verdict))  # as it was printed
     message = line[len(prefix) :].removeprefix(": ") if line.startswith(prefix) else line
     return verdict, message
 
@@ -68,13 +69,14 @@ def demo_tries(exercise_id: str, answer: object, tries: int = 3) -> list[list[st
 
     Shows the escalation: a wrong answer's first tries print the nudge, the later ones the method too.
     Output and records are held back as in `demo_verdict`, and the learner's own count of wrong tries
-    and verdict are restored afterwards.
+    and verdict are restored afterwards. The lines are English in every edition (kit.i18n.held): the lesson's
+    cell finds each rung by its English words.
     """
     _check_id(exercise_id)
     if isinstance(tries, bool) or not isinstance(tries, int) or tries < 1:
         raise ValueError(f"tries must be a positive int, got {tries!r}")
     printed = []
-    with attempts_held(exercise_id, verdict=True, from_first_try=True):
+    with attempts_held(exercise_id, verdict=True, from_first_try=True), i18n.held(None):
         for _ in range(tries):
             with capture_output(stdout=True, stderr=False, display=True) as captured:
                 check_exercise(exercise_id, answer)

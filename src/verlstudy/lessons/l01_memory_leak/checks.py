@@ -15,9 +15,10 @@ from typing import Any
 
 import torch
 
-from verlstudy.common.memtrace import ALLOCATOR_GRANULARITY, AllocationTracker, allocator_block
+from verlstudy.common.memtrace import AllocationTracker
 from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.kit.properties import Case, a_kind, compare_on_inputs, one_thread
+from verlstudy.lessons.l01_memory_leak.leak_judging import count_of, name_leak_mistake
 from verlstudy.lessons.l01_memory_leak.measure import measure_slope
 from verlstudy.lessons.l01_memory_leak.pipeline import (
     MicroBatchRunner,
@@ -29,9 +30,6 @@ from verlstudy.lessons.l01_memory_leak.pipeline import (
 
 # ---------------------------------------------------------------- 1.1 predict the leak
 
-# The notebook's own sizes (S=64, H=32, float32): a number right only there is example-shaped
-NOTEBOOK_EXAMPLE = (64, 32, 4)
-
 
 def _reference_leak(seq_len: int, hidden: int, itemsize: int) -> int:
     buffer = seq_len * hidden * itemsize
@@ -41,7 +39,13 @@ def _reference_leak(seq_len: int, hidden: int, itemsize: int) -> int:
 def _leak_inputs() -> Any:
     from hypothesis import strategies as st
 
-    return st.tuples(st.integers(1, 4096), st.integers(1, 1024), st.sampled_from([1, 2, 4, 8]))
+    # S from one token to verl's 32k-token responses; H from 1 to 16384 (the toy's limit, a 70B-class model's
+    # 8192 inside it); every itemsize torch has (fp8, bf16/fp16, fp32, fp64)
+    seq = st.one_of(st.integers(1, 64), st.sampled_from([1, 2, 1024, 4096, 8192, 32768]), st.integers(1, 32768))
+    hidden = st.one_of(st.integers(1, 64), st.sampled_from([1, 896, 4096, 8192, 16384]), st.integers(1, 16384))
+    # long sequences on wide models: counts past 2**31 bytes, where a 32-bit integer wraps
+    large = st.tuples(st.integers(16384, 32768), st.integers(8192, 16384), st.sampled_from([8, 4]))
+    return st.one_of(st.tuples(seq, hidden, st.sampled_from([1, 2, 4, 8])), large)
 
 
 LEAK_CASES = (
@@ -49,56 +53,16 @@ LEAK_CASES = (
     Case((24, 40, 2), "bfloat16 (2 bytes per element), hidden wider than the sequence"),
     Case((1, 1, 4), "one token, hidden size 1"),
     Case((8, 64, 8), "float64, 8 bytes per element"),
+    Case((32768, 16384, 8), "a 32k-token micro-batch, hidden 16384, float64: past 2**32 bytes"),
 )
 
 
-def _leak_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
-    """The mistake a wrong byte count shows, named without the formula."""
-    s, h, isz = args
-    if not isinstance(got, int | float) or isinstance(got, bool):
-        return "return a number of bytes, as an int"
-    if isinstance(got, float):
-        return "return the byte count as an int, not a float" if got == want else None
-    buffer, output = s * h * isz, s * isz
-    if (s, h, isz) != NOTEBOOK_EXAMPLE and got == _reference_leak(*NOTEBOOK_EXAMPLE):
-        return "that is the count for the notebook's own sizes: use the seq_len, hidden and itemsize you are given"
-    if got == buffer:
-        return "that is the receive buffer alone, but more than the buffer survives with it"
-    if got == 2 * buffer:
-        return "the buffer's share is right, but you leave out what the store itself is meant to keep"
-    if got == buffer + output:
-        return "you count the buffer and the stored output, but backward left something more on the buffer"
-    if got == 2 * buffer + s:
-        return "your stored-output term counts elements, not bytes"
-    if got == 2 * buffer + h * isz:
-        return "the stored output holds one value per token, not one per hidden unit"
-    if any(got == 2 * s * h * k + s * k for k in (1, 2, 4, 8) if k != isz):
-        return "your count is right for another dtype: use the itemsize you are given, not a fixed one"
-    if got == 8 * want:
-        return "that is the count in bits, eight times too many: the tracker counts bytes"
-    if any(got == 2 * buffer + s * k for k in (1, 2, 4, 8) if k != isz):
-        return (
-            "the buffer and its gradient are right, but your stored-output term uses a fixed size per value: "
-            "the output has the itemsize you are given too"
-        )
-    for tokens, how in ((s + 1, "one token too many"), (s - 1, "one token too few")):
-        if tokens >= 1 and got == _reference_leak(tokens, h, isz):
-            return f"that is the count for {tokens} tokens, {how}: S is the number of tokens you are given"
-    if got == 2 * allocator_block(buffer) + allocator_block(output) != want:
-        return (
-            f"you rounded each tensor up to a {ALLOCATOR_GRANULARITY}-byte block, as the CUDA caching allocator does: "
-            "the tracker counts the bytes each tensor's storage holds"
-        )
-    extra = got - want
-    if extra > 0 and extra % buffer == 0 and extra // buffer <= 4:
-        many = "one more tensor" if extra == buffer else f"{extra // buffer} more tensors"
-        return (
-            f"you count {many} of the buffer's size: backward has already freed the graph's saved activations, "
-            "so they do not stay"
-        )
-    if extra > 0:
-        return f"you count {extra:g} bytes more than the tracker measures"
-    return f"you are {-extra:g} bytes short of what the tracker measures"
+def _as_count(predict: Callable[[int, int, int], Any]) -> Callable[[int, int, int], Any]:
+    def run(seq_len: int, hidden: int, itemsize: int) -> Any:
+        return count_of(predict(seq_len, hidden, itemsize))
+
+    run.__name__ = "predict_leak"
+    return run
 
 
 @checker(
@@ -108,13 +72,17 @@ def _leak_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
         "section 1's description of the toy pipeline and the mechanism the PR names: what the stored output's "
         "grad_fn keeps reachable on the last stage, and what backward has written onto it by then"
     ),
+    question=(
+        "Take a smaller case: S = 2 tokens, H = 3, float32. After one micro-batch's forward and backward, which "
+        "tensors on the last stage can you still reach from the stored output, by its grad_fn or as the output "
+        "itself? For each one, how many values does it hold? Which did backward create, and which did it free?"
+    ),
     method=(
-        "List what stays alive after one micro-batch's backward. The stored output's graph keeps its leaves; "
-        "on the last stage one leaf is the fresh receive buffer, one value per token per hidden unit. Backward "
-        "has just written that buffer's gradient, a tensor of the same size, and nothing clears it. The stored "
-        "output itself is meant to stay: one value per token. Backward freed the saved activations, so they "
-        "do not count. Add the three parts, each in elements times the bytes per element you are given, and "
-        "return an int."
+        "List what stays alive after one micro-batch's backward, then size each item. Follow the stored output's "
+        "graph back to its leaves on the last stage and ask which of them is new in every micro-batch; ask what "
+        "backward writes onto a leaf that requires grad, and whether anything clears it; ask whether the stored "
+        "output itself is meant to stay. Leave out what backward frees. Size each surviving tensor from its shape "
+        "and the bytes per element you are given, and check your total against the measured bytes per micro-batch."
     ),
     reveals=[
         "16640",
@@ -125,13 +93,24 @@ def _leak_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     ],
 )
 def check_leak_prediction(predict: Callable[[int, int, int], int]) -> str:
-    """Exercise 1.1: `predict(seq_len, hidden, itemsize)` must equal the leak the tracker measures, as an int."""
+    """Exercise 1.1: `predict(seq_len, hidden, itemsize)` must equal the bytes the tracker measures per micro-batch.
+
+    Contract. Returns the bytes one leaking micro-batch leaves alive on the last stage (the receive buffer,
+    the gradient backward wrote into it, and the stored per-token output), as a number: an int, or the same
+    whole value as a float, a numpy number or a one-value tensor (the lesson does not teach the type; a
+    fraction of a byte, a count wrapped by a 32-bit integer or rounded by float32 is wrong). Pure arithmetic:
+    no effect to check. Domain: S from 1 to 32768 (verl's long responses), H from 1 to 16384, itemsize 1, 2,
+    4 or 8, so counts run past 2**32 bytes. `_reference_leak` is pinned to what `measure_slope` measures
+    (tests/lessons/l01_memory_leak/test_checks.py).
+    """
+    if not callable(predict):
+        raise ExerciseFailure(f"the answer should be a function, got {type(predict).__name__}")
     return compare_on_inputs(
-        predict,
+        _as_count(predict),
         _reference_leak,
         inputs=_leak_inputs(),
         edge_cases=LEAK_CASES,
-        mistakes=_leak_mistake,
+        mistakes=name_leak_mistake(predict),
         name="predict_leak",
         max_examples=60,
     )
@@ -145,6 +124,8 @@ PLANTED_SITES = {
     None: "loss_func",
     "score_cache+counters": "cache_scores",
     "activation_log+snapshot": "record_activation_stats",
+    "score_cache+table": "cache_scores",
+    "activation_log+table": "record_activation_stats",
 }
 # Beside the planted cache, a site that keeps several tiny tensors per micro-batch: the most allocations, few bytes
 COUNTER_SITE = "keep_step_counters"
@@ -168,13 +149,27 @@ def keep_debug_snapshot(seq_len: int, hidden: int) -> None:
     _SNAPSHOTS.append(torch.zeros(seq_len + 1, hidden))
 
 
-ONE_OFF_SITES = ("backward_step", "stage_forward", "p2p_copy")
+# Beside a planted leak, a one-off larger than any growth: a table built in the first micro-batch and kept, never
+# grown (an answer that counts the first micro-batch, or totals instead of growth, names it)
+TABLE_SITE = "build_position_table"
+_TABLES: list[Any] = []
+
+
+def build_position_table(seq_len: int, hidden: int) -> None:
+    """A one-off: a (64 S) x H float32 table built on the first micro-batch only, kept for the whole run."""
+    if not _TABLES:
+        _TABLES.append(torch.zeros(64 * seq_len, hidden))
+
+
+ONE_OFF_SITES = ("backward_step", "stage_forward", "p2p_copy", TABLE_SITE)
 WHAT_IS_PLANTED = {
     "score_cache": "score cache planted",
     "activation_log": "activation log planted",
     None: "nothing planted",
     "score_cache+counters": "score cache planted, and a site keeping three tiny tensors per micro-batch",
     "activation_log+snapshot": "activation log planted, and a site keeping one larger tensor per micro-batch",
+    "score_cache+table": "score cache planted, and a large table built once in the first micro-batch",
+    "activation_log+table": "activation log planted, and a large table built once in the first micro-batch",
 }
 
 
@@ -183,6 +178,8 @@ WHAT_IS_PLANTED = {
 _GROWS_BESIDE: dict[str, tuple[str, Callable[[int, int], None]]] = {
     "score_cache+counters": ("score_cache", lambda seq_len, hidden: keep_step_counters()),
     "activation_log+snapshot": ("activation_log", keep_debug_snapshot),
+    "score_cache+table": ("score_cache", build_position_table),
+    "activation_log+table": ("activation_log", build_position_table),
 }
 
 
@@ -200,7 +197,7 @@ def _growth_inputs() -> Any:
     from hypothesis import strategies as st
 
     spec = st.tuples(
-        st.sampled_from(["score_cache", "activation_log", None, "activation_log+snapshot"]),
+        st.sampled_from(sorted(PLANTED_SITES, key=str)),
         st.integers(4, 48),
         st.integers(4, 48),
         st.integers(8, 64),
@@ -222,6 +219,10 @@ GROWTH_CASES = (
         (("activation_log+snapshot", 16, 8, 32, 3),),
         "the site that grows the most in bytes makes six smaller allocations per micro-batch; another makes "
         "the single largest one",
+    ),
+    Case(
+        (("score_cache+table", 16, 8, 32, 1),),
+        "the first micro-batch builds a table larger than anything that grows, and keeps it",
     ),
 )
 
@@ -256,6 +257,7 @@ def _clear_helpers() -> None:
     clear_planted_leaks()
     _STEP_COUNTERS.clear()
     _SNAPSHOTS.clear()
+    _TABLES.clear()
 
 
 def _with_helper(runner: Callable[[], None], helper: Callable[[], None]) -> Callable[[], None]:
@@ -278,6 +280,11 @@ def _growth_mistake(run: _GrowthRun) -> Callable[[tuple[Any, ...], Any, Any], st
             return "return the function's name only (Site.function), not the site's label with file and line"
         if got.endswith(".py") or "/" in got:
             return "that is a file name: return the name of the function that allocated (Site.function)"
+        if got == TABLE_SITE:
+            return (
+                "that site allocated once, in the first micro-batch, and never again: it holds many bytes but does "
+                "not grow"
+            )
         if got in ONE_OFF_SITES:
             return (
                 "that site allocates once, in the first micro-batch (one-off allocations such as the parameter "
@@ -319,10 +326,24 @@ def _growth_mistake(run: _GrowthRun) -> Callable[[tuple[Any, ...], Any, Any], st
         "sites of what was created after your marker and is still alive, largest first. The growing site is "
         "the first of them; return its function name as a string."
     ),
+    question=(
+        "Suppose micro-batch 1 leaves 10 MB alive at site A and 1 MB at site B, and micro-batch 2 leaves nothing "
+        "new at A and another 1 MB at B. Which site is the leak, and what would a table of everything alive after "
+        "micro-batch 2 rank first? What would you need to be able to ask the tracker to see only micro-batch 2?"
+    ),
     reveals=["tracker.top_sites(5, since=last_mb)", "warm-up: one-off allocations happen here"],
 )
 def check_growth_site(find: Callable[[AllocationTracker, Callable[[], None]], str]) -> str:
-    """Exercise 1.2: `find(tracker, run_micro_batch)` must name the function whose allocations grow."""
+    """Exercise 1.2: `find(tracker, run_micro_batch)` must name the function whose allocations grow.
+
+    Contract. Returns, as a str, the name of the function whose live allocations grow the most in bytes from
+    one micro-batch to the next (not its Site, its label or its file), however often it runs the micro-batch
+    function (at least twice: one-off allocations happen in the first). Effects: the pipeline's planted
+    stores and helpers are emptied by the checker after each run, whatever the answer did. Domain: toy
+    pipelines with the fix applied and a score cache, an activation log or nothing planted; S, H from 4 to 48,
+    a vocabulary of 8 to 64, one to three layers per stage; beside the leak, a site making more but tiny
+    allocations, a site making the single largest allocation, or a one-off table larger than any growth.
+    """
     if not callable(find):
         raise ExerciseFailure(f"the answer should be a function, got {type(find).__name__}")
     run = _GrowthRun(find)
@@ -339,5 +360,5 @@ def _compare_growth(run: _GrowthRun) -> str:
         mistakes=_growth_mistake(run),
         name="find_growth_site",
         show=_show_spec,
-        max_examples=6,
+        max_examples=8,
     )

@@ -22,8 +22,8 @@ from verlstudy.lessons.l01_memory_leak.pipeline import (
     last_stage_step,
     make_micro_batches,
     stage_forward,
-    store_output,
 )
+from verlstudy.lessons.l01_memory_leak.store import store_for
 
 # -- 1F1B over real ranks ----------------------------------------------------------------------
 
@@ -84,7 +84,7 @@ def _rank_mini_batch(
                 h = recv if last else stage_forward(model, rank, recv)
             if last:
                 loss, output = last_stage_step(model, h, labels)
-                store_output(store, output, detach_outputs)
+                store_for(detach_outputs)(store, output)
                 losses.append(float(loss.detach()))
                 in_flight[i] = (loss, recv)
                 del loss, output

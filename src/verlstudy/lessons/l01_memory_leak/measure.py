@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from verlstudy.common.memtrace import AllocationTracker, Site, snapshot_from_tracker
+from verlstudy.kit.tables import Table
 from verlstudy.lessons.l01_memory_leak.pipeline import (
     PipelineConfig,
     PipelineRun,
@@ -122,14 +123,14 @@ def bytes_by_function(sites: Sequence[Site]) -> dict[str, int]:
     return totals
 
 
-def controls_table(controls: dict[str, int], upstream: dict[str, str] | None = None) -> str:
-    """A markdown table of bytes per micro-batch, with the figures the course's digest quotes beside ours."""
+def controls_table(controls: dict[str, int], upstream: dict[str, str] | None = None) -> Table:
+    """A table (shown with `kit.tables.show_table`) of bytes per micro-batch, the digest's figures beside ours."""
     if not isinstance(controls, dict) or not controls:
         raise ValueError("controls must be a non-empty dict of run name -> bytes per micro-batch")
     quoted = DIGEST_CONTROLS if upstream is None else upstream
-    rows = ["| run | ours: bytes per micro-batch | the course's digest says (unverified) |", "| --- | ---: | --- |"]
-    rows += [f"| {name} | {nbytes} | {quoted.get(name, '-')} |" for name, nbytes in controls.items()]
-    return "\n".join(rows)
+    header = ["run", "ours: bytes per micro-batch", "the course's digest says (unverified)"]
+    rows = [[name, nbytes, quoted.get(name, "-")] for name, nbytes in controls.items()]
+    return Table.of(header, rows, align=["", "right", ""])
 
 
 # -- the guard: a test that would have caught it ---------------------------------------------

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numbers
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -43,8 +43,8 @@ from torch.autograd import Variable
 
 from verlstudy.common.memtrace import AllocationTracker, bytes_per_step
 from verlstudy.common.trees import detach_tree
+from verlstudy.lessons.l01_memory_leak.store import Detach, store_for
 
-Detach = Callable[[Any], Any]
 DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 PLANTED_LEAKS: tuple[str, ...] = ("activation_log", "score_cache")
 ENTROPY_MODES: tuple[str, ...] = ("stored", "in_loss")  # None: no entropy is computed
@@ -211,16 +211,6 @@ def last_stage_step(
     return loss_func(logits, labels, entropy)
 
 
-def store_output(
-    forward_data_store: list[Any], output: dict[str, Any], detach_outputs: bool, detach_fn: Detach = detach_tree
-) -> None:
-    """Append one micro-batch's output dict; the fix detaches it first (verl's four engine sites).
-
-    `detach_fn` is the course's `detach_tree` unless a caller passes another (upstream's own).
-    """
-    forward_data_store.append(detach_fn(output) if detach_outputs else output)
-
-
 def backward_step(output_tensor: torch.Tensor, output_tensor_grad: torch.Tensor | None) -> None:
     """Backward from a stage's output: the loss on the last stage, else with the received gradient."""
     if output_tensor_grad is None:
@@ -300,7 +290,7 @@ def _run_micro_batch(model: ToyPipelineModel, tokens: torch.Tensor, store: list[
         recv_buffers.append(recv)
         h = recv
     loss, output = last_stage_step(model, h, labels, opts.planted_leak, opts.entropy)
-    store_output(store, output, opts.detach_outputs, opts.detach_fn)
+    store_for(opts.detach_outputs)(store, output, opts.detach_fn)
     if not opts.forward_only:
         backward_step(loss, None)
         for stage in range(cfg.pp_size - 2, -1, -1):

@@ -1,9 +1,11 @@
 """A static check on source text: is every value stored under ``"model_output"`` wrapped in `detach_tree`?
 
-CI cannot assert GPU memory. Upstream's regression test for the leak is #6699's weakref test; the
-course's digest of #7874 also mentions a static check of the four engine call sites; we found no such
-test (verl's 0.9.1 release has no test of these call sites, and the stored upstream test files hold
-none). This module is the course's own static check. It finds every
+CI cannot assert GPU memory. Upstream's regression test for the leak is #6699's weakref test. The static
+check of the four engine call sites the course's digest of #7874 mentions is in a verl fork, not in verl:
+zhiyu-zhao-ucas/verl_meta_token (commit 9ac85640), tests/workers/test_engine_detach_tree_on_cpu.py, requires
+every "model_output" subscript store or dict key in the four engines' transformer_impl.py to be a direct
+`detach_tree(...)` call (that rule passes on verl 0.9.1 and fails on 0.9.0 at the four stores #7874 wrapped);
+verl's repository, as we can read it, does not hold it. This module is the course's own, wider check. It finds every
 place a value is *stored* under a key (default ``"model_output"``):
 
 - a dict display entry ``{"model_output": v}`` (at any nesting depth);
@@ -386,7 +388,10 @@ def check_sources(
         raise ValueError("sources must be a non-empty mapping of label -> source text")
     report = {}
     for label, text in sources.items():
-        stores = find_stores(text, key=key, wrapper=wrapper, reviewed=reviewed)
+        try:
+            stores = find_stores(text, key=key, wrapper=wrapper, reviewed=reviewed)
+        except ValueError as e:  # name the engine file: "source is not valid Python" alone does not say which
+            raise ValueError(f"{label}: {e}") from e
         if not stores:
             raise ValueError(f"{label}: no store under {key!r} found; is this an engine source?")
         report[label] = stores

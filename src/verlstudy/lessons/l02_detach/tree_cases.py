@@ -27,25 +27,42 @@ def _show_summaries(got: Any, want: Any) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class _T:
-    """A tensor in a drawn tree: 'live' (has a grad_fn), 'leaf' (requires grad, no grad_fn), 'plain', 'ints'."""
+    """A tensor in a drawn tree, one of `_KINDS`: live (a grad_fn), leaves requiring grad, parameters, plain ..."""
 
     kind: str
 
     def __repr__(self) -> str:
-        return {"live": "<live tensor>", "leaf": "<leaf tensor requiring grad>"}.get(self.kind, f"<{self.kind} tensor>")
+        return f"<{_KINDS[self.kind]}>"
+
+
+# What engines hand detach_tree: live outputs of every dtype and layout, leaves, a model's own parameters
+# (trainable, and frozen as PEFT freezes the embedding), grad-free masks and ids
+_KINDS = {
+    "live": "live tensor",
+    "leaf": "leaf tensor requiring grad",
+    "plain": "plain tensor",
+    "ints": "ints tensor",
+    "param": "nn.Parameter requiring grad",
+    "frozen": "frozen nn.Parameter",
+    "view": "live non-contiguous view",
+    "bf16": "live bfloat16 tensor",
+    "scalar": "live 0-dim tensor",
+    "f64leaf": "float64 leaf requiring grad",
+    "empty": "live empty tensor",
+    "trained": "nn.Parameter holding a .grad",
+    "slice": "live slice at an offset",
+    "plainview": "plain non-contiguous view",
+    "mask": "bool mask tensor",
+}
 
 
 def _build(spec: Any, counter: list[int]) -> Any:
     if isinstance(spec, _T):
         counter[0] += 1
         k = float(counter[0])
-        if spec.kind == "live":
-            return torch.ones(2, requires_grad=True) * k
-        if spec.kind == "leaf":
-            return torch.full((2,), k, requires_grad=True)
-        if spec.kind == "plain":
-            return torch.full((2,), k)
-        return torch.arange(2) + counter[0]
+        return _BUILDERS[spec.kind](k)
+    if isinstance(spec, _H):
+        return _Handle()
     if isinstance(spec, dict):
         return {key: _build(v, counter) for key, v in spec.items()}
     if isinstance(spec, list | tuple):
@@ -53,21 +70,87 @@ def _build(spec: Any, counter: list[int]) -> Any:
     return spec
 
 
-def _snapshot(obj: Any) -> list[Any]:
-    """Identity and grad state of every container and tensor: compared before and after the learner's call."""
+_BUILDERS: dict[str, Callable[[float], torch.Tensor]] = {
+    "live": lambda k: torch.ones(2, requires_grad=True) * k,
+    "leaf": lambda k: torch.full((2,), k, requires_grad=True),
+    "plain": lambda k: torch.full((2,), k),
+    "ints": lambda k: torch.arange(2) + int(k),
+    "param": lambda k: torch.nn.Parameter(torch.full((2,), k)),
+    "frozen": lambda k: torch.nn.Parameter(torch.full((2,), k), requires_grad=False),
+    "view": lambda k: (torch.ones(2, 3, requires_grad=True) * k).t(),
+    "bf16": lambda k: torch.ones(3, dtype=torch.bfloat16, requires_grad=True) * k,
+    "scalar": lambda k: torch.tensor(k, requires_grad=True) * 2,
+    "f64leaf": lambda k: torch.full((2,), k, dtype=torch.float64, requires_grad=True),
+    "empty": lambda k: torch.ones(0, 2, requires_grad=True) * k,
+    "trained": lambda k: _with_grad(torch.nn.Parameter(torch.full((2,), k)), k),
+    "slice": lambda k: (torch.ones(4, requires_grad=True) * k)[1:3],
+    "plainview": lambda k: torch.full((2, 3), k).t(),
+    "mask": lambda k: torch.tensor([True, int(k) % 2 == 0]),
+}
+
+
+def _with_grad(param: torch.nn.Parameter, k: float) -> torch.nn.Parameter:
+    param.grad = torch.full_like(param, -k)  # a parameter after backward: detaching must not touch its .grad
+    return param
+
+
+class _Handle:
+    """A non-tensor leaf that is neither a number nor a string (a tokenizer, a config object): it comes back as is."""
+
+    def __repr__(self) -> str:
+        return "<a handle object>"
+
+
+@dataclass(frozen=True)
+class _H:
+    """A `_Handle` in a drawn tree: built fresh for every call."""
+
+    def __repr__(self) -> str:
+        return "<a handle object>"
+
+
+def _snapshot(obj: Any, out: list[Any] | None = None) -> list[Any]:
+    """Every container and tensor of a tree, in order: identity, contents and (a tensor) requires_grad, values and
+    .grad; compared before and after the learner's call."""
+    out = [] if out is None else out
     if isinstance(obj, torch.Tensor):
-        return [id(obj), obj.requires_grad]
-    if isinstance(obj, dict):
-        return [id(obj), [(k, _snapshot(v)) for k, v in obj.items()]]
-    if isinstance(obj, list | tuple):
-        return [id(obj), [_snapshot(v) for v in obj]]
-    return [obj]
+        grad = obj.grad if obj.is_leaf else None  # .grad of a non-leaf warns and is always None
+        values = obj.detach().tolist()
+        out.append(("tensor", id(obj), obj.requires_grad, values, id(grad), None if grad is None else grad.tolist()))
+    elif isinstance(obj, dict):
+        out.append(("dict", id(obj), list(obj), [id(v) for v in obj.values()]))
+        for v in obj.values():
+            _snapshot(v, out)
+    elif isinstance(obj, list | tuple):
+        out.append((type(obj).__name__, id(obj), [id(v) for v in obj]))
+        for v in obj:
+            _snapshot(v, out)
+    else:
+        out.append(("leaf", id(obj)))
+    return out
+
+
+def _input_change(before: list[Any], after: list[Any]) -> str | None:
+    """How the learner's call changed its input, or None: the containers, a tensor's values or .grad, or only some
+    tensor's requires_grad (detached in place)."""
+    if before == after:
+        return None
+    if len(before) != len(after):
+        return _CHANGED_INPUT
+    pairs = list(zip(before, after, strict=True))
+    if any(b[:2] != a[:2] or (b[0] != "tensor" and b != a) for b, a in pairs):
+        return _CHANGED_INPUT
+    if any(b[3:] != a[3:] for b, a in pairs):
+        return _CHANGED_TENSOR
+    return _DETACHED_INPUT
 
 
 _CHANGED_INPUT = "your function changed its input"
 _DETACHED_INPUT = "your function detached a tensor of its input in place"
+_CHANGED_TENSOR = "your function changed the values or the .grad of a tensor of its input"
 _STILL_ATTACHED = "same object, still requires grad"
 _LEAF_ATTACHED = "same object, still requires grad (a leaf tensor: no grad_fn)"
+_PARAMETER_ATTACHED = "same object, still requires grad (an nn.Parameter)"
 
 
 def _requires_grad_inside(obj: Any) -> bool:
@@ -82,6 +165,8 @@ def _summary(got: Any, orig: Any) -> Any:
         if got is orig:
             if not orig.requires_grad:
                 return "same object"
+            if isinstance(orig, torch.nn.Parameter):
+                return _PARAMETER_ATTACHED
             return _LEAF_ATTACHED if orig.grad_fn is None else _STILL_ATTACHED
         if got.dtype != orig.dtype:
             return f"a tensor of dtype {got.dtype}, not {orig.dtype}"
@@ -89,7 +174,7 @@ def _summary(got: Any, orig: Any) -> Any:
             return "a tensor with other values"
         if got.requires_grad:
             return "a new tensor that still requires grad"
-        if got.data_ptr() != orig.data_ptr():
+        if got.data_ptr() != orig.data_ptr() or got.stride() != orig.stride():
             return "a copy (new storage)"
         return "detached" if orig.requires_grad else "a new tensor object"
     if isinstance(orig, dict):
@@ -106,7 +191,9 @@ def _summary(got: Any, orig: Any) -> Any:
         return type(got)(_summary(g, o) for g, o in zip(got, orig, strict=False)) + type(got)(
             ["an extra item"] * (len(got) - len(orig))
         )
-    if type(got) is type(orig) and got == orig:
+    if got is orig and isinstance(orig, _Handle):
+        return "the same object"
+    if type(got) is type(orig) and got == orig and not isinstance(orig, _Handle):
         return orig
     shown = repr(got)
     return f"changed to {shown if ' at 0x' not in shown else a_kind(got)}"
@@ -130,24 +217,8 @@ class _TreeRun:
                 f"{str(e).split('.')[0]} (a deep copy of the whole tree fails on tensors that are part of a "
                 "graph, and would allocate every tensor again anyway: build new containers around the same tensors)"
             ) from None
-        after = _snapshot(tree)
-        if after != before:
-            return _DETACHED_INPUT if _same_containers(after, before) else _CHANGED_INPUT
-        return _summary(got, tree)
-
-
-def _same_containers(after: Any, before: Any) -> bool:
-    """Two snapshots that differ only in some tensor's requires_grad (a tensor detached in place)."""
-    flat_after, flat_before = _flatten_ids(after), _flatten_ids(before)
-    return flat_after == flat_before
-
-
-def _flatten_ids(snap: Any) -> list[Any]:
-    if isinstance(snap, list) and len(snap) == 2 and isinstance(snap[1], bool):
-        return [snap[0]]  # a tensor: its identity only, not its requires_grad
-    if isinstance(snap, list) and len(snap) == 2 and isinstance(snap[1], list):
-        return [snap[0], *[_flatten_ids(v[1] if isinstance(v, tuple) else v) for v in snap[1]]]
-    return [snap]
+        changed = _input_change(before, _snapshot(tree))
+        return changed if changed is not None else _summary(got, tree)
 
 
 def _reference_detach_tree(obj: Any) -> Any:
@@ -164,10 +235,11 @@ def _tree_inputs() -> Any:
     from hypothesis import strategies as st
 
     leaves = st.one_of(
-        st.sampled_from([_T("live"), _T("live"), _T("leaf"), _T("plain"), _T("ints")]),
-        st.sampled_from(["text", 3, None, 2.5, True]),
+        st.sampled_from([_T("live"), _T("live"), _T("leaf"), _T("plain"), _T("ints"), *map(_T, list(_KINDS)[4:])]),
+        st.sampled_from(["text", 3, None, 2.5, True, _H()]),
     )
-    keys = st.sampled_from(["log_probs", "entropy", "mask", "meta", "a", "b"])
+    # engines key outputs by name, but a dict may be keyed by anything hashable (a layer index, a (name, rank) pair)
+    keys = st.sampled_from(["log_probs", "entropy", "mask", "meta", "a", "_b", 0, 3, ("experts", 1)])
     trees = st.recursive(
         leaves,
         lambda inner: st.one_of(
@@ -184,6 +256,14 @@ def _show_tree(args: tuple[Any, ...], kwargs: Any) -> str:
     return f"my_detach_tree({args[0]!r})"
 
 
+def _deep(levels: int) -> Any:
+    """A tree `levels` containers deep (dict, list, tuple in turn) with a live tensor and a plain one at the bottom."""
+    tree: Any = {"log_probs": _T("live"), 0: _T("plain")}
+    for level in range(levels - 1):
+        tree = [(tree, level)] if level % 3 == 0 else ({("layer", level): tree},) if level % 3 == 1 else {level: tree}
+    return tree
+
+
 _TREE_CASES = (
     Case(({"log_probs": _T("live"), "mask": _T("plain"), "meta": ("step", 3)},), "an engine-like output dict"),
     Case(({"log_probs": [_T("live"), _T("plain")]},), "a tensor that requires grad inside a list"),
@@ -194,6 +274,13 @@ _TREE_CASES = (
     Case(({"meta": None, "step": 3, "name": "text"},), "no tensors at all"),
     Case(([_T("plain"), [_T("plain")]],), "a list of detached tensors: still a new list"),
     Case((_T("live"),), "a bare tensor, no container"),
+    Case(({"weight": _T("param"), "embedding": _T("frozen")},), "a model's parameters: one trainable, one frozen"),
+    Case(({"log_probs": _T("view"), "entropy": _T("bf16")},), "a non-contiguous view and a bfloat16 output"),
+    Case(({"loss": _T("scalar"), "empty": _T("empty"), "old": _T("f64leaf")},), "0-dim, empty and float64"),
+    Case(({"outputs": [], "extra": {}, "pair": ()},), "empty containers: new ones come back"),
+    Case(({"w": _T("trained"), "h": _T("slice")},), "a parameter holding its .grad, a live slice at an offset"),
+    Case(([_T("plainview"), _T("mask"), _H()],), "a plain view, a bool mask and a handle object: all as they are"),
+    Case((_deep(12),), "twelve levels deep: dicts, lists and tuples in turn, keyed by ints and tuples too"),
 )
 
 
@@ -221,6 +308,11 @@ def _first_difference(got: Any, want: Any, trail: tuple[str, ...] = ()) -> tuple
 def _tree_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     if got == _CHANGED_INPUT:
         return "the input was mutated: your function assigned into the caller's containers; build new ones"
+    if got == _CHANGED_TENSOR:
+        return (
+            "a tensor of the caller's input has other values or another .grad after your call: leave every tensor "
+            "you are handed as it was (its values, its .grad) and return new objects instead"
+        )
     if got == _DETACHED_INPUT:
         return (
             "a tensor of the caller's input no longer requires grad: detaching in place (detach_(), or setting "
@@ -238,12 +330,24 @@ def _tree_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
             return f"{a_kind(w)} came back as {a_kind(g)}: lists must stay lists and tuples tuples"
         return "a container came back with another number of elements: every element must come back"
     if g == "the input dict itself":
+        if nested:
+            return (
+                "a dict deep in the tree came back as the input's own dict: your function does not reach deep "
+                "enough; every container, at every depth, comes back new"
+            )
         return "you handed back the input dict itself: a new dict must come back"
     if g == "the input list itself":
         where = "a nested list" if trail else "the list"
         return f"{where} came back as the input's own list: build a new list, and reach into nested containers"
+    if g == "the input tuple itself" and len(trail) >= 3:
+        return "a tuple deep in the tree came back untouched: your function does not reach deep enough"
     if g == "the input tuple itself":
         return "a tuple came back untouched though a tensor inside it requires grad: tuples must be walked too"
+    if g == _PARAMETER_ATTACHED:
+        return (
+            "an nn.Parameter that requires grad came back still attached: a parameter is a tensor too (a subclass "
+            "of torch.Tensor), and it must come back detached"
+        )
     if g == _LEAF_ATTACHED:
         return "a leaf tensor that requires grad (it has no grad_fn) came back still attached: it must be detached too"
     if g == _STILL_ATTACHED:

@@ -158,24 +158,52 @@ def policy_step(
     """One engine forward step: returns (loss, output to store), with `detach_tree` at `placement`.
 
     The policy-gradient term reads the ``model_output`` dict. With ``kl_reads="live"`` the KL penalty
-    is computed beside the forward from the live log-probs: then ``placement="before_loss"`` keeps the
-    loss value, backward still runs (the KL term keeps the loss attached), and no gradient flows
-    through the policy-gradient term (the silent case). With ``kl_reads="model_output"`` every term
-    reads the dict, as verl's ``ppo_loss`` does: the loss then does not require grad and backward
-    raises (the loud case).
+    is computed beside the forward from the live log-probs: then ``placement="before_loss"``
+    (`loss_detached_before`) keeps the loss value, backward still runs (the KL term keeps the loss attached),
+    and no gradient flows through the policy-gradient term (the silent case). With ``kl_reads="model_output"``
+    every term reads the dict, as verl's ``ppo_loss`` does: the loss then does not require grad and backward
+    raises (the loud case). ``placement="after_loss"`` is `loss_detached_after`.
     """
     _check_placement(placement)
     if kl_reads not in KL_READS:
         raise ValueError(f"kl_reads must be one of {KL_READS}, got {kl_reads!r}")
     log_probs = torch.log_softmax(policy(states), dim=-1).gather(-1, actions[:, None]).squeeze(-1)
+    step = loss_detached_before if placement == "before_loss" else loss_detached_after
+    return step(log_probs, old_log_probs, advantages, ref_log_probs, kl_coef, kl_reads == "live")
+
+
+def loss_detached_before(
+    log_probs: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    ref_log_probs: torch.Tensor,
+    kl_coef: float,
+    kl_live: bool,
+) -> tuple[torch.Tensor, dict[str, Any]]:
+    """The trap: `detach_tree` before the loss reads `model_output` (KL from the live log-probs if `kl_live`)."""
     model_output = {"log_probs": log_probs}
-    if placement == "before_loss":
-        model_output = detach_tree(model_output)  # the trap: detached before the loss reads it
-    kl = low_var_kl(log_probs if kl_reads == "live" else model_output["log_probs"], ref_log_probs).mean()
-    ratio = torch.exp(model_output["log_probs"] - old_log_probs)
-    pg_loss = -(advantages * ratio).mean()
+    model_output = detach_tree(model_output)
+    kl = low_var_kl(log_probs if kl_live else model_output["log_probs"], ref_log_probs).mean()
+    pg_loss = -(advantages * torch.exp(model_output["log_probs"] - old_log_probs)).mean()
     loss = pg_loss + kl_coef * kl
-    stored = model_output if placement == "before_loss" else detach_tree(model_output)
+    stored = model_output
+    return loss, {"model_output": stored, "metrics": {"pg_loss": pg_loss.item(), "kl": kl.item()}}
+
+
+def loss_detached_after(
+    log_probs: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    ref_log_probs: torch.Tensor,
+    kl_coef: float,
+    kl_live: bool,
+) -> tuple[torch.Tensor, dict[str, Any]]:
+    """The fix's placement: `detach_tree` on what is stored, after the loss is built from the live outputs."""
+    model_output = {"log_probs": log_probs}
+    kl = low_var_kl(log_probs if kl_live else model_output["log_probs"], ref_log_probs).mean()
+    pg_loss = -(advantages * torch.exp(model_output["log_probs"] - old_log_probs)).mean()
+    loss = pg_loss + kl_coef * kl
+    stored = detach_tree(model_output)
     return loss, {"model_output": stored, "metrics": {"pg_loss": pg_loss.item(), "kl": kl.item()}}
 
 

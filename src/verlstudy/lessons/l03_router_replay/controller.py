@@ -235,6 +235,7 @@ class PositionalReplayController(ReplayController):
         routes: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
     ) -> str:
+        """Ask the positional helper first, whatever the mode; then arm the registry's routers by position."""
         for action in (ReplayAction.REPLAY_BACKWARD, ReplayAction.REPLAY_FORWARD):  # forward_step's queries
             positional_action_is(self.tf_config, self.registry, action)
         if not self.enabled:
@@ -247,7 +248,8 @@ class PositionalReplayController(ReplayController):
             self._recording = True
             return "record"
         if routes is None:
-            raise RuntimeError(f"router_replay.mode={self.mode!r}: no routes for this forward")
+            where = "the old-logprob forward must record them" if self.mode == "R2" else "rollout must provide them"
+            raise RuntimeError(f"router_replay.mode={self.mode!r}: no routes for this forward ({where})")
         for column, router in enumerate(routers):  # column i to the i-th router of the slice (0.8.0, all-MoE)
             router.set_target(routes[:, column], mask)
             router.set_action(ReplayAction.REPLAY_FORWARD)

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from verlstudy.kit.params import positive_int
-from verlstudy.lessons.l03_router_replay.moe import ROUTE_DTYPE, RouterReplay, TopKRouter
+from verlstudy.lessons.l03_router_replay.moe import ROUTE_DTYPE, RouterReplay, TopKRouter, sgd_step
 
 __all__ = [
     "MissingRoutes",
@@ -224,3 +224,24 @@ def rerouted_per_layer(reference: torch.Tensor, other: torch.Tensor) -> list[int
     rerouted_tokens(reference, other)  # validates both
     changed = reference.long().sort(dim=-1).values != other.long().sort(dim=-1).values
     return [int(n) for n in changed.any(dim=-1).sum(dim=0)]
+
+
+MAX_UPDATES = 16  # the step doubles each time: 2**15 x lr moves every router the lesson's ranges allow
+
+
+def update_until_rerouted(
+    model: nn.Module, tokens: torch.Tensor, targets: torch.Tensor, recorded: torch.Tensor, lr: float
+) -> tuple[int, int]:
+    """Policy updates (cross-entropy on `targets`, an SGD step each) until the native forward routes some token
+    elsewhere than `recorded`; (updates taken, tokens rerouted). The first step is `lr` and usually does it; at a
+    rare seed (about 1 in 20 with hidden 2) it moves no route, and each further step doubles. Raises RuntimeError
+    after MAX_UPDATES updates that moved nothing."""
+    for updates in range(1, MAX_UPDATES + 1):
+        torch.nn.functional.cross_entropy(model(tokens), targets).backward()
+        sgd_step(model, lr * 2 ** (updates - 1))
+        with torch.no_grad():
+            model(tokens)
+        moved = rerouted_tokens(recorded, routes_used(model))
+        if moved:
+            return updates, moved
+    raise RuntimeError(f"{MAX_UPDATES} updates from lr {lr} up moved no token's route")

@@ -40,7 +40,8 @@ class ToyConfig:
     def __repr__(self) -> str:
         return f"{self.kind}Config"
 
-    def get_text_config(self) -> object:
+    def get_text_config(self, decoder: bool | None = None, encoder: bool | None = None) -> object:
+        # Hugging Face's PretrainedConfig.get_text_config takes these keywords; a learner may pass them
         text = getattr(self, "text_config", None)
         return self if text is None else text
 
@@ -56,7 +57,7 @@ class ComposedConfig(ToyConfig):
         super().__init__(kind, **attributes)
         self._text = text
 
-    def get_text_config(self) -> object:
+    def get_text_config(self, decoder: bool | None = None, encoder: bool | None = None) -> object:
         return self._text
 
 

@@ -1,12 +1,13 @@
 """Lesson 04's exercise checkers: 4.1 predict the packed THD length, 4.2 a guard that finds a CP split bug,
 4.3 the guard test for #7702 (padding that survives the SP scatter and the zigzag CP split).
 
-A notebook reaches them only as check_exercise("N.M", answer); the mechanism's own functions are
-refused as answers. 4.1 compares the learner's function with the reference on named edge cases and
-generated batches (`verlstudy.kit.properties.compare_on_inputs`); 4.2 and 4.3 hand the learner's guard
-known-good and known-bad functions (`check_guard`; they live only in `guard_cases.py`, with what names a guard's
-own mistake). A wrong answer's message names the mistake it shows; `where` and `method` are the later rungs of
-the hint ladder, in words.
+A notebook reaches them only as check_exercise("N.M", answer); the mechanism's own functions are refused as
+answers. 4.1 compares the learner's function with the reference on named cases and batches generated over the
+real domain (`verlstudy.kit.properties.compare_on_inputs`). 4.2 and 4.3 judge a guard by a generated family of
+mutants of the reference implementation (`split_mutants.py`, `pad_mutants.py`, more than 50 each): the guard
+must pass the right implementations, written several ways, and catch every mutant the reference guard catches
+(`check_guard`). A wrong answer's message names the mistake it shows; `where`, `question` and `method` are the
+later rungs of the hint ladder, in words. Nothing heavy runs at import (no jagged tensor is built here).
 """
 
 from __future__ import annotations
@@ -14,26 +15,29 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
+import torch
 from hypothesis import strategies as st
 
 from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.kit.guards import GuardLetThrough, check_guard
 from verlstudy.kit.properties import Case, compare_on_inputs
 from verlstudy.lessons.l04_thd.guard_cases import (
-    BUGGY_PADS,
-    BUGGY_SPLITS,
+    BAD_PADS,
+    BAD_SPLITS,
     GOOD_PADS,
     GOOD_SPLITS,
-    SPLIT_CASES,
     GuardProblem,
     Implementations,
     PadFn,
+    PadGuardRun,
     SplitFn,
     SplitGuardRun,
     WatchedGuard,
 )
+from verlstudy.lessons.l04_thd.split_mutants import SPLIT_CALLS, wrong_at
 from verlstudy.lessons.l04_thd.thd import (
     aligned_length,
     pack_sequences,
@@ -44,11 +48,6 @@ from verlstudy.lessons.l04_thd.thd import (
     zigzag_merge,
     zigzag_split,
 )
-
-# A jagged tensor's first use in a process imports torch's DTensor and compiler modules (about a second on a
-# laptop CPU). The lesson's cells pay it long before 4.3 is checked; a fresh process pays it here, when the
-# checks load, so that no checker call (a guard builds its batches with pack_sequences) carries it.
-pack_sequences([[1]]).values()
 
 # ---------------------------------------------------------------- 4.1 the packed THD length
 
@@ -152,9 +151,15 @@ def _packed_mistake(args: tuple[object, ...], got: object, want: object) -> str:
 
 
 @st.composite
-def _packed_inputs(draw: object) -> tuple[list[int], int, int]:
-    lengths = draw(st.lists(st.integers(1, 5000), min_size=1, max_size=6))  # type: ignore[operator]
-    return lengths, draw(st.integers(1, 8)), draw(st.integers(1, 4))  # type: ignore[operator]
+def _packed_inputs(draw: Any) -> tuple[list[int], int, int]:
+    """Batches of the real domain: one to 16 sequences of 1 to 16384 tokens (the recipe's 2048 + 6144 and more),
+    tp up to 16 and cp up to 8, odd sizes included."""
+    lengths = draw(st.lists(st.integers(1, 16384), min_size=1, max_size=16))
+    return lengths, draw(st.sampled_from([1, 2, 3, 4, 5, 6, 8, 16])), draw(st.sampled_from([1, 2, 3, 4, 8]))
+
+
+def _reference_packed_length(lengths: list[int], tp: int, cp: int) -> int:
+    return packed_thd_length(lengths, tp, cp)
 
 
 @checker(
@@ -164,22 +169,37 @@ def _packed_inputs(draw: object) -> tuple[list[int], int, int]:
         "Section 3 (what the SP scatter and the zigzag split each need of a length) and section 4's table; "
         "then think of one packed row holding several sequences, each attending only to itself."
     ),
+    question=(
+        "Take one sequence of 5 tokens. At TP=3 without CP, what is the smallest length the scatter accepts? "
+        "At TP=3 with CP=2, how many chunks does the zigzag cut it into, how many tokens does each CP rank "
+        "keep, and must that share still divide by 3? The 24-token picture of section 4 is that case: what "
+        "block did verl pad it to, and is that block the product of what the two rules need or something smaller?"
+    ),
     method=(
-        "Work out the alignment first: with context parallelism it must satisfy both the scatter over the "
-        "tensor-parallel ranks and the cut into twice as many chunks as CP ranks, without CP only the scatter. "
-        "Then take each sequence on its own and round its length up to the next multiple of that alignment "
-        "(a length already on a multiple stays). Add the rounded lengths of all sequences: that is the whole "
+        "Step 1: find the block each sequence is padded to. Without CP only the scatter over the TP ranks "
+        "matters. With CP, verl does not look for the least length both rules accept (section 3's lcm): it "
+        "multiplies what the zigzag cut needs by what each CP rank's scatter needs, as the 24-token picture "
+        "shows. Step 2: round each sequence's length up to the next multiple of that block on its own (a length "
+        "already on a multiple stays). Step 3: add the rounded lengths of all sequences: that is the whole "
         "row, every CP rank's part together. Return it as an int."
     ),
     reveals=["each sequence padded on its own", "align each sequence, then add", "expected=(1, 22)"],
 )
 def check_packed_length(fn: Callable[[list[int], int, int], int]) -> str:
-    """Exercise 4.1: fn(lengths, tp, cp) predicts the packed THD row count preprocess_thd_engine builds."""
+    """Exercise 4.1: fn(lengths, tp, cp) predicts the packed THD row count preprocess_thd_engine builds.
+
+    Contract: for any non-empty list of sequence lengths (each >= 1, up to 16384: the recipe's 2048 + 6144 and
+    more; one sequence or up to 16) and any tp in 1..16 and cp in 1..8 (odd sizes too), fn returns the length of
+    the packed row over all CP ranks, as verl 0.9.1 builds it (each sequence padded on its own to verl's
+    block, the product of the sizes when cp > 1). The lesson teaches the type: an int (a numpy integer is one;
+    a float, even a whole one, is refused). fn leaves the list it is given as it was, and keeps no state
+    between calls (every generated call must be right, whatever came before).
+    """
     if not callable(fn):
         raise ExerciseFailure(f"pass your function itself, got {type(fn).__name__}")
     return compare_on_inputs(
         fn,
-        lambda lengths, tp, cp: packed_thd_length(lengths, tp, cp),
+        _reference_packed_length,
         name="my_packed_length",
         edge_cases=[Case((list(lengths), tp, cp), why) for lengths, tp, cp, why in PACKED_CASES],
         inputs=_packed_inputs(),
@@ -190,6 +210,25 @@ def check_packed_length(fn: Callable[[list[int], int, int], int]) -> str:
 # ---------------------------------------------------------------- 4.2 a guard that finds a CP split bug
 
 
+def _reference_split_guard(split_fn: SplitFn, seq_len: int, cp: int) -> None:
+    """The notebook's guard: each rank holds exactly zigzag's rows, in order (a mutant is wrong where this fails)."""
+    rows = torch.arange(seq_len)
+    chunk = seq_len // (2 * cp) if cp > 1 else seq_len
+    for rank in range(cp):
+        pieces = (rank, 2 * cp - 1 - rank) if cp > 1 else (0,)
+        want = [p for c in pieces for p in range(c * chunk, (c + 1) * chunk)]
+        got = split_fn(rows, cp, rank).tolist()
+        assert got == want, f"cp={cp} rank {rank} holds {got}; zigzag gives it {want}"
+
+
+@cache
+def _split_calls(impl: SplitFn) -> tuple[tuple[int, int], ...]:
+    """The calls on which a wrong split is wrong (the reference guard fails it there); a right split: all calls."""
+    if any(impl is right for right, _ in GOOD_SPLITS):
+        return SPLIT_CALLS
+    return tuple(call for call in SPLIT_CALLS if wrong_at(impl, *call))
+
+
 @checker(
     "4.2",
     library_answers=[zigzag_split, rank_positions, zigzag_chunks, zigzag_merge],
@@ -197,24 +236,38 @@ def check_packed_length(fn: Callable[[list[int], int, int], int]) -> str:
         "Section 4: which two chunks zigzag gives each CP rank, and in which order; then the suspect split "
         "above: what does a check of shapes or of 'every row once' miss?"
     ),
+    question=(
+        "Take 8 rows at cp=2 and write by hand what rank 0 and rank 1 should hold, in order. Now think of a "
+        "split that gives rank 0 one row fewer and rank 1 one row more, or that holds rank 1's rows back to "
+        "front, or that is wrong only when cp is 1: which comparison in your guard would notice each of them?"
+    ),
     method=(
-        "For every rank, not only the first: write down by hand which rows zigzag gives that rank (cut the "
-        "rows into twice as many equal chunks as ranks; the rank takes the chunk with its own number and the "
-        "mirror chunk counted from the end, in that order; with one rank, all rows). Call the split function "
-        "on the row numbers for that rank and compare the rows it returns with your list, position by "
-        "position. Fail with an assertion that says which rank holds what."
+        "For every rank, not only the first, and for the cp and seq_len you are given (cp == 1 too): write "
+        "down which rows zigzag gives that rank (cut the rows into twice as many equal chunks as ranks; the "
+        "rank takes the chunk with its own number and the mirror chunk counted from the end, in that order; "
+        "with one rank, all rows). Call the split function on the row numbers for that rank and compare what "
+        "it returns with your list, position by position, length included. Fail with an assertion that says "
+        "which rank holds what."
     ),
     reveals=["a split that holds every row once can still be wrong"],
 )
 def check_split_guard(guard: Callable[[SplitFn, int, int], object]) -> str:
     """Exercise 4.2: guard(split_fn, seq_len, cp) raises AssertionError unless split_fn is the zigzag split.
 
-    Its AssertionError must carry a message (the exercise asks which rank holds what); an error the split
-    function itself raised, on rows the guard chose, is reported as that, not as the guard's own.
+    Contract: the guard is called with every (seq_len, cp) of `SPLIT_CALLS` (cp 1 to 8, the shortest length a
+    cp allows and longer ones). On each right split (three ways of writing zigzag) it returns without raising;
+    on each of more than 50 mutants of the zigzag split (other chunks, chunks in another order, rows moved
+    inside a chunk, one rank wrong, one cp wrong, a row moved across ranks so that all ranks together still
+    hold zigzag's rows, chunk lengths off by one, cp == 1 mishandled) it raises AssertionError, with a
+    message, on every call where that mutant is wrong (where the reference guard fails it). Any other
+    exception of the guard's own is a bug; an error the split raises on rows the guard chose is named.
     """
     run = SplitGuardRun(guard, good=GOOD_SPLITS, impl_name="split_fn")
     return _named_guard_verdict(
-        run, bad=BUGGY_SPLITS, calls=lambda impl: [(impl, seq_len, cp) for seq_len, cp in SPLIT_CASES]
+        run,
+        bad=BAD_SPLITS,
+        calls=lambda impl: [(impl, seq_len, cp) for seq_len, cp in _split_calls(impl)],
+        every_call=True,
     )
 
 
@@ -229,7 +282,9 @@ def _named_guard_verdict(run: WatchedGuard, *, bad: Implementations, **options: 
         why = run.why_let_through(failure.impl, failure.passed)
         if why is None:
             raise
-        raise ExerciseFailure(f"{failure}: {why}") from None
+        # `why` names the call it was let through on: the message's own example call would say it twice
+        said = str(failure).replace(failure.example, "") if failure.example else str(failure)
+        raise ExerciseFailure(f"{said}: {why}") from None
 
 
 # ---------------------------------------------------------------- 4.3 the guard test for the padding
@@ -242,16 +297,43 @@ def _named_guard_verdict(run: WatchedGuard, *, bad: Implementations, **options: 
         "Section 3 (the alignment rule and where it comes from) and section 2 (what failed): a guard is only "
         "as good as its cases. Which batches and sizes make each wrong padding show itself?"
     ),
+    question=(
+        "A padding can be right on one-sequence batches, right without CP, right when only one of tp and cp is "
+        "above 1, right for even tp, and still wrong elsewhere; it can also have the right length but a mask or "
+        "tokens out of place. For each of those, which batch (lengths, tp, cp) would show it, and which "
+        "assertion would notice?"
+    ),
     method=(
-        "Choose a few cases (the sequence lengths of a batch, tp, cp): some with several sequences whose "
-        "longest is not on the alignment, at least one with cp above 1 and one with an odd tp. For each, build "
-        "the batch with pack_sequences, call the padding function, and assert three things with a message: "
-        "the padded length is at least the longest sequence and divides by the alignment of section 3; each "
-        "mask row counts exactly its sequence's tokens; and reading the padded ids where the mask is set gives "
-        "back the packed tokens in order, so each token stays where it was."
+        "Choose several cases (the sequence lengths of a batch, tp, cp): batches of several sequences whose "
+        "longest is not on the alignment and not first, at least one with cp above 1, one with tp and cp both "
+        "above 1, and one with an odd tp. For each, build the batch with pack_sequences, call the padding "
+        "function, and assert three things with a message: the padded length is at least the longest sequence "
+        "and divides by the alignment of section 3; each mask row marks exactly its sequence's tokens; and "
+        "reading the padded ids where the mask is set gives back the packed tokens in order."
     ),
     reveals=["a padding guard needs an unaligned longest length and a case with CP"],
 )
 def check_padding_guard(guard: Callable[[PadFn], object]) -> str:
-    """Exercise 4.3: guard(pad_fn) raises AssertionError unless pad_fn's output survives SP and zigzag CP."""
-    return _named_guard_verdict(WatchedGuard(guard, good=GOOD_PADS, impl_name="pad_fn"), bad=BUGGY_PADS)
+    """Exercise 4.3: guard(pad_fn) raises AssertionError unless pad_fn's output survives SP and zigzag CP.
+
+    Contract: the guard chooses its own batches. It returns without raising on each right padding (0.9.1's,
+    one written on the batch's values and offsets, one a whole block longer: still safe); it raises
+    AssertionError on each of more than 50 mutants of the right padding that the reference guard catches
+    (another alignment rule, the wrong length aligned, a spoiled mask, tokens moved; some only when cp > 1,
+    only when tp and cp are both above 1, only for an odd tp, only on several sequences). A mutant let
+    through is named by what the guard's own cases never showed, or by the part of the output it did not
+    look at.
+    """
+    _warm_jagged_padding()
+    return _named_guard_verdict(PadGuardRun(guard, good=GOOD_PADS, impl_name="pad_fn"), bad=BAD_PADS)
+
+
+@cache
+def _warm_jagged_padding() -> None:
+    """Pad one jagged batch before the learner's guard is timed: a process's first jagged tensor imports torch's
+    DTensor and compiler modules (seconds on a loaded machine), which is not the guard's time."""
+    GOOD_PADS[0][0](pack_sequences([[1, 2, 3], [4]]), 0, 2, 2)
+
+
+# run by the lesson's set-up (`kit.lesson_start.prepare_checks`), so the learner's first 4.3 check does not pay it
+WARM_UP = (_warm_jagged_padding,)

@@ -1,11 +1,12 @@
 """Exercises 4.2 and 4.3's guard cases: serves `checks.py` only (nothing else imports it).
 
-A guard is handed right and wrong implementations (`GOOD_SPLITS`/`BUGGY_SPLITS` for 4.2's CP split,
-`GOOD_PADS`/`BUGGY_PADS` for 4.3's padding). `WatchedGuard` calls the learner's guard and records what each
-call did (what it returned or printed, how many rows it handed the split), so that when a wrong implementation
-gets through (check_guard's `GuardLetThrough` says which, and on which calls), the message can name what the
-guard did wrong where it is recognised: it returned False or printed instead of raising, or it never tested the
-seq_len it was given.
+A guard is handed right implementations written several ways (`GOOD_SPLITS`, `GOOD_PADS`) and a generated family of
+wrong ones, mutants of the reference (`BAD_SPLITS` from `split_mutants.py`, `BAD_PADS` from `pad_mutants.py`).
+`WatchedGuard` calls the learner's guard and records what each call did (what it returned or printed, how many rows it
+handed the split), so that when a wrong implementation gets through (check_guard's `GuardLetThrough` says which, and
+on which calls), the message can name what the guard did wrong where it is recognised: it returned False or printed
+instead of raising, it never tested the seq_len it was given, it never looked at each rank's own rows or their order,
+its cases never show the mistake, or it did not look at the part of the padding that is wrong.
 """
 
 from __future__ import annotations
@@ -19,63 +20,18 @@ from dataclasses import dataclass, field
 import torch
 
 from verlstudy.kit.exercises import ExerciseFailure
-from verlstudy.lessons.l04_thd.thd import aligned_length, pad_nested, pad_nested_unaligned, zigzag_split
+from verlstudy.lessons.l04_thd.pad_mutants import PadFn, aligned_padding, pad_mutants, unsafe_part, upstream_align
+from verlstudy.lessons.l04_thd.split_mutants import (
+    SplitFn,
+    how_wrong,
+    rank_rows,
+    split_mutants,
+    wrong_at,
+    zigzag_rows,
+    zigzag_table,
+)
 
-# ---------------------------------------------------------------- 4.2 the CP splits a guard is handed
-
-SplitFn = Callable[[torch.Tensor, int, int], torch.Tensor]
-
-
-def _split_contiguous(x: torch.Tensor, cp: int, rank: int) -> torch.Tensor:
-    return x.chunk(cp)[rank]
-
-
-def _split_one_from_each_half(x: torch.Tensor, cp: int, rank: int) -> torch.Tensor:
-    chunks = x.chunk(2 * cp)
-    return torch.cat([chunks[rank], chunks[cp + rank]]) if cp > 1 else x
-
-
-def _split_swapped(x: torch.Tensor, cp: int, rank: int) -> torch.Tensor:
-    chunks = x.chunk(2 * cp)
-    return torch.cat([chunks[2 * cp - 1 - rank], chunks[rank]]) if cp > 1 else x
-
-
-def _split_mirror_off_by_one(x: torch.Tensor, cp: int, rank: int) -> torch.Tensor:
-    chunks = x.chunk(2 * cp)
-    return torch.cat([chunks[rank], chunks[(2 * cp - 2 - rank) % (2 * cp)]]) if cp > 1 else x
-
-
-def _split_last_rank_wrong(x: torch.Tensor, cp: int, rank: int) -> torch.Tensor:
-    right = zigzag_split(x, cp, rank)
-    return right.flip(0) if cp > 1 and rank == cp - 1 else right
-
-
-def _split_middle_rank_wrong(x: torch.Tensor, cp: int, rank: int) -> torch.Tensor:
-    right = zigzag_split(x, cp, rank)
-    return right.roll(1) if 0 < rank < cp - 1 else right
-
-
-def _split_rows_reversed_in_chunks(x: torch.Tensor, cp: int, rank: int) -> torch.Tensor:
-    if cp == 1:
-        return x
-    chunks = x.chunk(2 * cp)
-    return torch.cat([chunks[rank].flip(0), chunks[2 * cp - 1 - rank].flip(0)])
-
-
-def _split_ignores_cp_2(x: torch.Tensor, cp: int, rank: int) -> torch.Tensor:
-    return zigzag_split(x, cp, rank) if cp == 2 else x.chunk(cp)[rank]
-
-
-def _split_drops_rows_without_cp(x: torch.Tensor, cp: int, rank: int) -> torch.Tensor:
-    return zigzag_split(x, cp, rank) if cp > 1 else x[: x.shape[0] // 2]
-
-
-def _split_two_row_chunks(x: torch.Tensor, cp: int, rank: int) -> torch.Tensor:
-    """Zigzag with the chunk length fixed at 2 rows: right only when the sequence has 4*cp rows."""
-    if cp == 1:
-        return x
-    mirror = 2 * cp - 1 - rank
-    return torch.cat([x[2 * rank : 2 * rank + 2], x[2 * mirror : 2 * mirror + 2]])
+# ---------------------------------------------------------------- the right implementations a guard must pass
 
 
 def _split_zigzag_by_hand(x: torch.Tensor, cp: int, rank: int) -> torch.Tensor:
@@ -87,112 +43,33 @@ def _split_zigzag_by_hand(x: torch.Tensor, cp: int, rank: int) -> torch.Tensor:
     return x[torch.tensor(rows, dtype=torch.long)]
 
 
-BUGGY_SPLITS: tuple[tuple[SplitFn, str], ...] = (
-    (_split_contiguous, "the contiguous split (rank r holds block r): every row once, but unbalanced"),
-    (_split_one_from_each_half, "a split giving rank r chunks r and cp+r: every row once, not the zigzag pairing"),
-    (_split_swapped, "a split holding the right chunks in the wrong order"),
-    (_split_mirror_off_by_one, "a split pairing chunk r with 2*cp-2-r: rows duplicated and missing"),
-    (_split_last_rank_wrong, "a split that is right on every rank but the last"),
-    (_split_middle_rank_wrong, "a split that is right on the first and last ranks only"),
-    (_split_rows_reversed_in_chunks, "a split with the right chunks whose rows are out of place inside them"),
-    (_split_ignores_cp_2, "a split that is zigzag only when cp == 2"),
-    (_split_drops_rows_without_cp, "a split that is right for cp > 1 but drops half the rows when cp == 1"),
-    (_split_two_row_chunks, "a split whose chunks are always 2 rows long, right only when seq_len is 4*cp"),
-)
-GOOD_SPLITS: tuple[tuple[SplitFn, str], ...] = (
-    (zigzag_split, "the zigzag split"),
-    (_split_zigzag_by_hand, "the zigzag split written by row index"),
-)
-SPLIT_CASES: tuple[tuple[int, int], ...] = ((8, 2), (24, 3), (16, 4), (12, 1), (32, 4), (6, 3))
-
-# ---------------------------------------------------------------- 4.3 the paddings a guard is handed
-
-PadFn = Callable[[torch.Tensor, int, int, int], tuple[torch.Tensor, torch.Tensor]]
+def _split_by_reshape(x: torch.Tensor, cp: int, rank: int) -> torch.Tensor:
+    """A right split written another way: the rows as a (2*cp, chunk) grid, two of its rows taken."""
+    grid = x.reshape(2 * cp, -1) if cp > 1 else x[None]
+    return grid[[rank, 2 * cp - 1 - rank] if cp > 1 else [0]].reshape(-1)
 
 
-def _pad_to(input_ids: torch.Tensor, pad_id: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
-    lengths = input_ids.offsets().diff()
-    rows = [torch.cat([s, s.new_full((max(length - len(s), 0),), pad_id)])[:length] for s in input_ids.unbind()]
-    padded = torch.stack(rows)
+def _pad_like_upstream(ids: torch.Tensor, pad_id: int, tp: int, cp: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """0.9.1's build_vlm_attn_mask_thd, written here (the course's pad_nested refuses to run for a learner's guard)."""
+    lengths = ids.offsets().diff()
+    block = upstream_align(tp, cp)
+    length = -(-int(lengths.max()) // block) * block
+    padded = ids.to_padded_tensor(pad_id, output_size=(len(lengths), length))
     return padded, torch.arange(length)[None, :] < lengths[:, None]
 
 
-def _pad_tp_only(ids: torch.Tensor, pad_id: int, tp: int, cp: int) -> tuple[torch.Tensor, torch.Tensor]:
-    return _pad_to(ids, pad_id, aligned_length(int(ids.offsets().diff().max()), tp, 1))
-
-
-def _pad_tp_times_cp(ids: torch.Tensor, pad_id: int, tp: int, cp: int) -> tuple[torch.Tensor, torch.Tensor]:
-    return _pad_to(ids, pad_id, aligned_length(int(ids.offsets().diff().max()), tp * cp, 1))
-
-
-def _pad_mask_all_true(ids: torch.Tensor, pad_id: int, tp: int, cp: int) -> tuple[torch.Tensor, torch.Tensor]:
-    padded, mask = pad_nested(ids, pad_id, tp, cp)
-    return padded, torch.ones_like(mask)
-
-
-def _pad_rounds_down(ids: torch.Tensor, pad_id: int, tp: int, cp: int) -> tuple[torch.Tensor, torch.Tensor]:
-    longest = int(ids.offsets().diff().max())
-    align = aligned_length(1, tp, cp)
-    return _pad_to(ids, pad_id, max(longest - longest % align, align))
-
-
-def _pad_first_length(ids: torch.Tensor, pad_id: int, tp: int, cp: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right on one-sequence batches: aligns the first sequence's length, not the longest."""
-    return _pad_to(ids, pad_id, aligned_length(int(ids.offsets().diff()[0]), tp, cp))
-
-
-def _pad_shuffles_tokens(ids: torch.Tensor, pad_id: int, tp: int, cp: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Aligned, with the right mask, but each sequence's tokens written back to front."""
-    padded, mask = pad_nested(ids, pad_id, tp, cp)
-    for row, seq in enumerate(ids.unbind()):
-        padded[row, : len(seq)] = seq.flip(0)
-    return padded, mask
-
-
-def _pad_later_rows_shifted(ids: torch.Tensor, pad_id: int, tp: int, cp: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Aligned and masked right, the first row right, later rows read from one token too early."""
-    padded, mask = pad_nested(ids, pad_id, tp, cp)
-    values, offsets = ids.values(), ids.offsets()
-    for row in range(1, len(offsets) - 1):
-        n = int(offsets[row + 1] - offsets[row])
-        padded[row, :n] = values[int(offsets[row]) - 1 : int(offsets[row]) - 1 + n]
-    return padded, mask
-
-
-def _pad_left(ids: torch.Tensor, pad_id: int, tp: int, cp: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Aligned and masked, but the tokens pushed to the end of each row (the pads in front)."""
-    padded, mask = pad_nested(ids, pad_id, tp, cp)
-    return padded.flip(1), mask
-
-
-def _pad_odd_tp_fails(ids: torch.Tensor, pad_id: int, tp: int, cp: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Aligns to tp rounded down to a power of two (right for tp = 1, 2, 4, 8 only)."""
-    power = 1 << (tp.bit_length() - 1)
-    return pad_nested(ids, pad_id, power, cp)
-
-
-def _pad_one_more_block(ids: torch.Tensor, pad_id: int, tp: int, cp: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """A right padding written another way: always one alignment block more than needed."""
-    longest = int(ids.offsets().diff().max())
-    return _pad_to(ids, pad_id, aligned_length(longest, tp, cp) + aligned_length(1, tp, cp))
-
-
-BUGGY_PADS: tuple[tuple[PadFn, str], ...] = (
-    (pad_nested_unaligned, "the pre-#7702 padding (to the longest sequence, no alignment)"),
-    (_pad_tp_only, "a padding that aligns to tp and ignores cp"),
-    (_pad_tp_times_cp, "a padding that aligns to tp*cp, without the factor 2 of the zigzag chunks"),
-    (_pad_mask_all_true, "a padding whose mask marks the padded positions as real"),
-    (_pad_rounds_down, "a padding that rounds the longest length down and drops real tokens"),
-    (_pad_first_length, "a padding that aligns the first sequence's length, right only on one-sequence batches"),
-    (_pad_shuffles_tokens, "a padding that is aligned and masked right but moves the real tokens"),
-    (_pad_left, "a padding that puts the pads in front of the tokens"),
-    (_pad_later_rows_shifted, "a padding whose first row is right but whose later rows hold their neighbours' tokens"),
-    (_pad_odd_tp_fails, "a padding that is right for tp = 1, 2, 4, 8 and wrong for an odd tp"),
+GOOD_SPLITS: tuple[tuple[SplitFn, str], ...] = (
+    (zigzag_rows, "the zigzag split"),
+    (_split_zigzag_by_hand, "the zigzag split written by row index"),
+    (_split_by_reshape, "the zigzag split written as a reshape"),
 )
 GOOD_PADS: tuple[tuple[PadFn, str], ...] = (
-    (pad_nested, "the aligned padding of verl 0.9.1"),
-    (_pad_one_more_block, "a padding one alignment block longer than needed (still safe)"),
+    (_pad_like_upstream, "the aligned padding of verl 0.9.1"),
+    (aligned_padding(), "the aligned padding written on the batch's values and offsets"),
+    (aligned_padding(extra=1), "a padding one alignment block longer than needed (still safe)"),
 )
+BAD_SPLITS: tuple[tuple[SplitFn, str], ...] = tuple((m.split, m.what) for m in split_mutants())
+BAD_PADS: tuple[tuple[PadFn, str], ...] = tuple((m.pad, m.what) for m in pad_mutants())
 
 
 # ---------------------------------------------------------------- the learner's guard, watched
@@ -210,7 +87,9 @@ class _GuardCall:
     impl: Callable[..., object]
     args: tuple[object, ...]
     rows: list[int] = field(default_factory=list)  # 4.2: how many rows each call of the split was handed
+    asked: list[tuple[int, object, object]] = field(default_factory=list)  # 4.2: (rows, cp, rank) of each split
     split_errors: list[tuple[BaseException, int]] = field(default_factory=list)  # 4.2: the split's errors, rows
+    tried: list[tuple[torch.Tensor, int, int]] = field(default_factory=list)  # 4.3: (ids, tp, cp) of each padding
     raised: bool = False
     returned: object = None
     printed: str = ""
@@ -296,6 +175,7 @@ class SplitGuardRun(WatchedGuard):
             except TypeError:
                 count = -1
             call.rows.append(count)
+            call.asked.append((count, cp_, rank))
             try:
                 return impl(rows, cp_, rank)
             except Exception as e:
@@ -331,7 +211,7 @@ class SplitGuardRun(WatchedGuard):
             return why
         for call in self.passed_calls(impl, passed):
             seq_len, cp = call.args
-            if not _split_wrong_at(impl, seq_len, cp):
+            if not wrong_at(impl, seq_len, cp):
                 continue  # nothing to catch on this call: what the guard did here is not why the split got through
             if not call.rows:
                 return f"on {self.describe(call)} your guard never called {self.impl_name}"
@@ -342,16 +222,90 @@ class SplitGuardRun(WatchedGuard):
                     f"on {self.describe(call)} your guard split {shown} rows, not the {seq_len} it was given: "
                     "test the length you are given"
                 )
+            asked = [(c, r) for n, c, r in call.asked if n == seq_len]
+            if all(c != cp for c, _ in asked):
+                cps = sorted({repr(c) for c, _ in asked})
+                return (
+                    f"on {self.describe(call)} your guard split with cp={', '.join(cps)}, not the cp={cp} it was "
+                    "given: test the cp you are given"
+                )
+            unseen = _ranks_not_asked(impl, seq_len, cp, {r for c, r in asked if c == cp})
+            if unseen is not None:
+                return f"on {self.describe(call)} {unseen}"
+            return f"on {self.describe(call)} {how_wrong(impl, seq_len, cp)}"
         return None
 
 
-def _split_wrong_at(split: Callable[..., object], seq_len: int, cp: int) -> bool:
-    """Whether `split` gives some rank other rows than zigzag does, for seq_len rows at this cp."""
-    rows = torch.arange(seq_len)
-    try:
-        return any(not torch.equal(split(rows, cp, r), zigzag_split(rows, cp, r)) for r in range(cp))
-    except Exception:
-        return True
+def _ranks_not_asked(impl: Callable[..., object], seq_len: int, cp: int, ranks: set[object]) -> str | None:
+    """When the guard never asked the split for a rank that is wrong there: which ranks it looked at (else None)."""
+    held = rank_rows(impl, seq_len, cp)
+    want = zigzag_table(seq_len, cp)
+    if held is None:
+        return None
+    wrong = [r for r in range(cp) if tuple(held[r]) != want[r]]
+    if any(r in ranks for r in wrong):
+        return None  # it looked at a wrong rank: what it compared there is the mistake
+    looked = sorted(r for r in ranks if isinstance(r, int))
+    if looked == [0, cp - 1] and cp > 2:
+        only = "the first and last ranks only"
+    elif len(looked) == 1:
+        only = f"rank {looked[0]} only"
+    else:
+        only = f"ranks {looked} only" if looked else "no rank at all"
+    return f"your guard looked at {only}, and rank(s) {wrong} are wrong there: check every rank"
+
+
+class PadGuardRun(WatchedGuard):
+    """4.3's guard, handed a watched padding: the batches and sizes the guard tries are recorded, so a padding let
+    through is named by what the guard's cases never showed or by the part of the output it did not look at."""
+
+    def handed(self, impl: Callable[..., object], call: _GuardCall) -> Callable[..., object]:
+        def watched(ids: torch.Tensor, pad_id: int, tp: int, cp: int) -> object:
+            call.tried.append((ids, tp, cp))
+            return impl(ids, pad_id, tp, cp)
+
+        return watched
+
+    def why_let_through(self, impl: Callable[..., object], passed: Sequence[tuple[object, ...]]) -> str | None:
+        why = super().why_let_through(impl, passed)
+        if why is not None:
+            return why
+        tried = [case for call in self.passed_calls(impl, passed) for case in call.tried]
+        if not tried:
+            return f"your guard never called {self.impl_name}"
+        for ids, tp, cp in tried:
+            try:
+                part = unsafe_part(impl, ids, tp, cp)
+                shown = ids.offsets().diff().tolist()
+            except Exception:  # the guard handed something that is not a jagged batch: nothing to name
+                continue
+            if part is not None:
+                return (
+                    f"on your batch of lengths {shown} at tp={tp}, cp={cp} {part} is wrong and your guard did "
+                    "not notice: look at it"
+                )
+        missing = _missing_kinds(tried)
+        lacking = f" (none of them has {', '.join(missing)})" if missing else ""
+        return f"none of the batches and sizes your guard tries shows this mistake{lacking}: choose cases that do"
+
+
+def _missing_kinds(tried: Sequence[tuple[torch.Tensor, int, int]]) -> list[str]:
+    """The kinds of case a padding guard needs that none of its tried cases is."""
+    cases = []
+    for ids, tp, cp in tried:
+        try:
+            cases.append((ids.offsets().diff().tolist(), tp, cp))
+        except Exception:
+            continue
+    kinds = {
+        "cp > 1": lambda ls, tp, cp: cp > 1,
+        "tp and cp both above 1": lambda ls, tp, cp: tp > 1 and cp > 1,
+        "an odd tp above 1": lambda ls, tp, cp: tp > 1 and tp % 2 == 1,
+        "several sequences": lambda ls, tp, cp: len(ls) > 1,
+        "a longest sequence off the alignment": lambda ls, tp, cp: max(ls) % upstream_align(tp, cp) != 0,
+        "a longest sequence that is not the first": lambda ls, tp, cp: max(ls) != ls[0],
+    }
+    return [kind for kind, shows in kinds.items() if not any(shows(*case) for case in cases)]
 
 
 def _first_line(text: str, limit: int = 80) -> str:

@@ -204,12 +204,23 @@ def pad_nested(input_ids: torch.Tensor, pad_token_id: int, tp: int, cp: int) -> 
 
 
 def pad_nested_unaligned(
-    input_ids: torch.Tensor, pad_token_id: int, tp: int = 1, cp: int = 1
+    input_ids: torch.Tensor, pad_token_id: int, tp: int, cp: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The behaviour before #7702: pad to the longest sequence and ignore tp/cp (the bug, kept to show it)."""
-    positive_int("tp", tp)
-    positive_int("cp", cp)
-    return pad_nested(input_ids, pad_token_id, 1, 1)
+    """Jagged `[B, j]` ids -> (`[B, L]` padded ids, `[B, L]` bool mask), L the longest sequence: before #7702.
+
+    tp and cp are checked and ignored, as verl 0.9.0's `build_vlm_attn_mask_thd` ignored them (the bug, kept to
+    show it); `pad_nested` is the fix.
+    """
+    input_ids = _check_jagged("input_ids", input_ids)
+    if isinstance(pad_token_id, bool) or not isinstance(pad_token_id, numbers.Integral):
+        raise TypeError(f"pad_token_id must be an int, got {type(pad_token_id).__name__} {pad_token_id!r}")
+    positive_int("tp", tp), positive_int("cp", cp)  # checked, then ignored: the bug
+    lengths = input_ids.offsets().diff()
+    length = int(lengths.max())
+    with quiet_nested():
+        padded = input_ids.to_padded_tensor(int(pad_token_id), output_size=(input_ids.shape[0], length))
+    mask = torch.arange(length, device=padded.device) < lengths.to(padded.device)[:, None]
+    return padded, mask
 
 
 def packing_picture(lengths: Sequence[int], tp: int, cp: int) -> str:

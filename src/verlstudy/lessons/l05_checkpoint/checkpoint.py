@@ -107,6 +107,17 @@ def check_patterns(name: str, patterns: object) -> tuple[str, ...]:
     return tuple(result)
 
 
+def matches_string_prefix(key: str, pattern: str) -> bool:
+    """True when `key` starts with `pattern`: Megatron-Bridge's rule for its ignored source prefixes.
+
+    Kept to show the fix as a change: "mtp" also matches "mtp_norm.weight", and "model.layers.7" matches
+    GLM-5's MTP layer "model.layers.78.eh_proj.weight".
+    """
+    if not isinstance(key, str) or not isinstance(pattern, str):
+        raise TypeError(f"key and pattern must be strings, got {type(key).__name__} and {type(pattern).__name__}")
+    return key.startswith(pattern)
+
+
 def matches_prefix(key: str, pattern: str) -> bool:
     """True when `key` is `pattern` or lies inside the module it names.
 
@@ -186,11 +197,15 @@ def load_state_dict_audited(
     Raises CheckpointMismatchError (a ValueError) listing every key outside the patterns and every
     shape mismatch, before any weight is copied, so a failed load leaves the model untouched.
     Returns the LoadReport otherwise; the allowed-missing weights keep their initial values.
+    A tensor whose kind of number differs from the model's (complex into real, integers or bools into floating
+    point, or the reverse), which torch's copy would cast silently, is a TypeError naming it; a floating-point
+    precision change (a bfloat16 checkpoint into a float32 model) loads as torch loads it.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     report = audit_state_dict(model.state_dict(), state_dict, allow_missing, allow_unexpected)
     report.raise_if_not_ok()
+    refuse_silent_casts(model.state_dict(), state_dict, report.loaded)
     fitting = {k: state_dict[k] for k in report.loaded}
     before = {k: v.detach().clone() for k, v in model.state_dict().items()}
     try:
@@ -204,6 +219,34 @@ def load_state_dict_audited(
             f"audit and torch disagree: torch missing {result.missing_keys}, unexpected {result.unexpected_keys}"
         )
     return report
+
+
+def _number_kind(dtype: torch.dtype) -> str:
+    if dtype.is_complex:
+        return "complex"
+    if dtype.is_floating_point:
+        return "floating-point"
+    return "bool" if dtype == torch.bool else "integer"
+
+
+def refuse_silent_casts(
+    expected: Mapping[str, torch.Tensor], given: Mapping[str, torch.Tensor], keys: Iterable[str]
+) -> None:
+    """TypeError, one line, when a checkpoint tensor among `keys` holds another kind of number than the model's
+    (torch's load_state_dict would cast it on copy: a complex tensor loses its imaginary part, int64 values above
+    2**24 lose digits in float32)."""
+    wrong = [k for k in keys if _number_kind(given[k].dtype) != _number_kind(expected[k].dtype)]
+    if wrong:
+        key = wrong[0]
+        have, want = given[key].dtype, expected[key].dtype
+        name = str(want).removeprefix("torch.")
+        loss = "drop the imaginary part" if have.is_complex else f"turn {_number_kind(have)} values into {name}"
+        fix = ".real" if have.is_complex and not want.is_complex else f".to(torch.{name})"
+        raise TypeError(
+            f"checkpoint tensor {key!r} is {str(have).removeprefix('torch.')} but the model's is {name} "
+            f"({len(wrong)} such tensor(s)): loading would silently {loss}; convert it in the checkpoint first "
+            f"if that is meant ({fix})"
+        )
 
 
 class TinyLM(nn.Module):

@@ -1,16 +1,16 @@
 """Lesson 05's exercise checkers: 5.1 matches a module pattern, 5.2 audits a strict=False load.
 
-Both judge by property (`verlstudy.kit.properties`): the learner's function against the reference on
-named edge cases (GLM-5's MTP layer `model.layers.78` next to layer 7, `mtp` next to `mtp_norm`, a nested
-`blocks.mtp`, unexpected checkpoint keys ...) and then on generated inputs. A notebook reaches them only
-as check_exercise("N.M", answer); the mechanism's own matcher and audit are refused as answers.
+Each checker tests a contract (its docstring) on generated inputs that span real state-dict names (GLM-5's
+`model.layers.78` next to layer 7, `mtp` next to `mtp_norm`, capitals, a letter where a dot was, eight-deep
+expert keys) and, for 5.2, runs the learner's load twice into one model and compares every effect with the
+contract. Named cases illustrate; the generated inputs are the check. A notebook reaches them only as
+check_exercise("N.M", answer); the mechanism's own matcher and audit are refused as answers.
 """
 
 from __future__ import annotations
 
-import copy
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -19,6 +19,7 @@ from torch import nn
 
 from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.kit.properties import Case, compare_on_inputs
+from verlstudy.lessons.l05_checkpoint.audit_cases import Load, Spec, run_loads, specs
 from verlstudy.lessons.l05_checkpoint.checkpoint import audit_state_dict, load_state_dict_audited, matches_prefix
 
 # ---------------------------------------------------------------- 5.1: whole module names
@@ -29,14 +30,18 @@ def _reference_matcher(key: str, pattern: str) -> bool:
     return key == module or key.startswith(module + ".")
 
 
-# pieces of real and toy state-dict names: GLM-5 keeps its MTP layer at model.layers.{num_hidden_layers}
-_PIECES = ("model", "layers", "7", "78", "1", "10", "mtp", "mtp_norm", "norm", "eh_proj", "blocks", "weight", "bias")
+# pieces of real and toy state-dict names: GLM-5 keeps its MTP layer at model.layers.{num_hidden_layers}, its
+# experts at mlp.experts.0..383; capitals and underscores appear in real checkpoints (lm_head, HF's `LayerNorm`)
+_PIECES = (
+    "model", "layers", "7", "78", "1", "10", "mtp", "mtp_norm", "norm", "eh_proj", "blocks", "weight", "bias",
+    "mlp", "experts", "383", "38", "MTP", "LayerNorm", "layer", "lm_head",
+)  # fmt: skip
 
 
 @st.composite
 def _key_and_pattern(draw: Any) -> tuple[str, str]:
-    key = draw(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=5))
-    kind = draw(st.sampled_from(("prefix", "letters", "elsewhere", "other")))
+    key = draw(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=8))
+    kind = draw(st.sampled_from(("prefix", "prefix", "letters", "elsewhere", "other", "not_a_dot", "capitals")))
     if kind == "prefix":  # a whole-module prefix of the key, or the key itself
         pattern = key[: draw(st.integers(1, len(key)))]
     elif kind == "letters":  # a prefix whose last piece is cut short: "7" of "78", "mtp" of "mtp_norm"
@@ -46,6 +51,13 @@ def _key_and_pattern(draw: Any) -> tuple[str, str]:
     elif kind == "elsewhere":  # pieces of the key that do not start it
         start = draw(st.integers(0, len(key) - 1))
         pattern = key[start : start + draw(st.integers(1, 2))]
+    elif kind == "not_a_dot" and len(key) > 1:  # the key has a letter where the pattern has a dot
+        cut = draw(st.integers(2, len(key)))
+        pattern, at = key[:cut], draw(st.integers(1, cut - 1))
+        glue = draw(st.sampled_from(("_", "X", "0")))
+        key = [*key[: at - 1], key[at - 1] + glue + key[at], *key[at + 1 :]]
+    elif kind == "capitals":  # a prefix written with other capitals
+        pattern = [p.swapcase() for p in key[: draw(st.integers(1, len(key)))]]
     else:
         pattern = draw(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=3))
     dot = draw(st.booleans())
@@ -66,29 +78,38 @@ _MATCH_CASES = [
     Case(("model.layers.7.weight", "model.layers.7"), "a numbered layer, pattern without its dot"),
     Case(("mtp_norm.weight", "mtp.norm"), "a dot in the pattern is a dot: mtp_norm is not the module mtp.norm"),
     Case(("modelXlayers.78.weight", "model.layers.78."), "a dot in the pattern is a dot, not any character"),
+    Case(("MTP.eh_proj.weight", "mtp"), "names are case-sensitive"),
 ]
+
+
+def _answers_alike(fn: Callable[[str, str], object]) -> bool:
+    """Whether `fn` gives one answer per key whatever the pattern (it does not read the pattern)."""
+    try:
+        probes = ("mtp.eh_proj.weight", "model.layers.1.weight", "head.weight")
+        patterns = ("mtp", "mtp.", "model.layers.1.", "head.", "zz_unrelated")
+        return all(len({fn(k, p) for p in patterns}) == 1 for k in probes)
+    except Exception:
+        return False
 
 
 def _matcher_mistake(fn: Callable[[str, str], object]) -> Callable[[tuple[Any, ...], Any, Any], str | None]:
     def name(args: tuple[Any, ...], got: object, want: object) -> str | None:
         key, pattern = args
-        module = pattern.rstrip(".")
+        module = pattern[:-1] if pattern.endswith(".") else pattern
         if not isinstance(got, bool):
             return "return True or False"
-        try:
-            probes = ("mtp.eh_proj.weight", "model.layers.1.weight", "head.weight")
-            patterns = ("mtp", "mtp.", "model.layers.1.", "head.", "zz_unrelated")
-            same = all(len({fn(k, p) for p in patterns}) == 1 for k in probes)
-        except Exception:
-            same = False
-        if same:
+        if _answers_alike(fn):
             return "your answer is the same whatever the pattern: is the pattern read?"
+        if got and not key.startswith(module) and module in key:
+            return f"{module!r} is not the first module of {key!r}: your test finds it further in"
         wildcard = re.match(re.escape(module).replace(r"\.", "."), key)
         if got and wildcard and not key.startswith(module):
             return (
                 f"the dots of {module!r} match any character in your test ({key!r} is not inside it): "
                 "a dot in a module name is a dot"
             )
+        if got and key.lower().startswith(module.lower()) and not key.startswith(module):
+            return f"your test ignores capitals: {key!r} is not inside {module!r} (module names are case-sensitive)"
         if got and key.startswith(module) and not key.startswith(module + ".") and key != module:
             return f"your test matches the letters of {module!r}, not the whole module name"
         if got and module not in key:
@@ -115,16 +136,29 @@ def _matcher_mistake(fn: Callable[[str, str], object]) -> Callable[[tuple[Any, .
         "the section 'Root cause': Megatron-Bridge matches its ignored prefixes letter by letter, and the trailing "
         "dot is all that keeps `mtp.` from covering `mtp_extra`; GLM-5's MTP layer is layer 78, right after layer 77"
     ),
+    question=(
+        "Take the module `mtp` and three keys: `mtp.eh_proj.weight`, `mtp_norm.weight` and `mtp`. All three begin "
+        "with the same three letters. Which character (or the lack of one) right after those letters tells the "
+        "keys inside the module from the one that is not? And does the pattern's own trailing dot change the module?"
+    ),
     method=(
-        "First turn the pattern into a module name: drop one trailing dot if it has one. Then a key belongs to "
-        "that module in exactly two situations: the key is the module name itself, or the key begins with the "
-        "module name and the very next character is a dot. Never compare letters past the end of the name, and "
-        "only look at the start of the key."
+        "First decide what module the pattern names, whether or not it ends with a dot. Then compare the key with "
+        "that name from the key's first character only, never further in, and case by case. Once the name's "
+        "letters are used up, ask what the key may have next for it to be this module or inside it: the answer "
+        "to the question rung gives you two situations; write both."
     ),
     reveals=['module names, so `"mtp"` and `"mtp."` both mean the module `mtp`', 'starts with `name + "."`'],
 )
 def check_prefix_matcher(fn: Callable[[str, str], bool]) -> str:
-    """Exercise 5.1: `fn(key, pattern)` must match a whole module name, not a string prefix."""
+    """Exercise 5.1: `fn(key, pattern)` says whether `key` is the module `pattern` names or lies inside it.
+
+    Contract. Returns a bool (the exercise asks for True/False, not 1/0 nor a match object): True exactly when
+    the key equals the module name or begins with the module name followed by a dot, the module name being the
+    pattern less one trailing dot. Names are compared as written: case-sensitive, a dot only matches a dot,
+    only at the key's start. Domain: dot-separated state-dict names of one to eight pieces (GLM-5's
+    `model.layers.78.*`, `mlp.experts.383.*`, `mtp_norm`, `LayerNorm`), patterns never empty, with or
+    without their dot; strings are immutable, so there is no effect to check.
+    """
     return compare_on_inputs(
         fn,
         _reference_matcher,
@@ -132,87 +166,11 @@ def check_prefix_matcher(fn: Callable[[str, str], bool]) -> str:
         edge_cases=_MATCH_CASES,
         mistakes=_matcher_mistake(fn),
         name="matches_module",
+        max_examples=60,
     )
 
 
 # ---------------------------------------------------------------- 5.2: the audit of a strict=False load
-
-# leaf modules a checker model may have; names chosen so whole-name matching matters
-_LEAVES = (
-    "embed",
-    "head",
-    "mtp.proj",
-    "mtp.head",
-    "mtp_extra",
-    "mtp_norm",
-    "layers.1",
-    "layers.10",
-    "layers.2",
-    "blocks.0",
-    "blocks.mtp",
-)
-_BIASED = {"mtp.proj", "layers.1", "layers.10", "blocks.mtp", "blocks.0"}
-_SAVED_BUFFER = {"mtp_norm", "layers.2", "mtp.head"}  # a persistent buffer `scale`: in the state dict, can be missing
-_CACHE_BUFFER = {"embed", "blocks.0", "layers.2"}  # a non-persistent buffer `cache`: never in a state dict
-_PATTERNS = ("mtp", "mtp.", "layers.1", "layers.1.", "blocks", "mtp_extra", "layers.")
-_STRAYS = ("old_head.weight", "mtp.extra_scale")  # checkpoint keys the model does not have (unexpected)
-
-
-def _build(leaves: Sequence[str]) -> nn.Module:
-    """A nested ModuleDict with one Linear(2, 2) per leaf path, initialised to zeros; some leaves carry a saved
-    buffer `scale` (part of the state dict) or a non-persistent buffer `cache` (never saved)."""
-    root = nn.ModuleDict()
-    for path in leaves:
-        *parents, last = path.split(".")
-        node = root
-        for part in parents:
-            if part not in node:
-                node[part] = nn.ModuleDict()
-            node = node[part]
-        leaf = nn.Linear(2, 2, bias=path in _BIASED)
-        if path in _SAVED_BUFFER:
-            leaf.register_buffer("scale", torch.zeros(2))
-        if path in _CACHE_BUFFER:
-            leaf.register_buffer("cache", torch.zeros(2), persistent=False)
-        node[last] = leaf
-    with torch.no_grad():
-        for p in root.parameters():
-            p.zero_()
-    return root
-
-
-def _checkpoint(leaves: Sequence[str], lost: Sequence[str], strays: Sequence[str]) -> dict[str, torch.Tensor]:
-    """The model's state dict with distinct non-zero values, less the lost leaves, plus stray keys."""
-    full = _build(leaves).state_dict()
-    state = {k: torch.full_like(v, float(i + 1)) for i, (k, v) in enumerate(full.items())}
-    kept = {k: v for k, v in state.items() if not any(k.startswith(leaf + ".") for leaf in lost)}
-    return {**kept, **{s: torch.ones(2) for s in strays}}
-
-
-Spec = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]  # leaves, lost, strays, allowed
-
-
-def _run_audit(fn: Callable[..., Any]) -> Callable[[Spec], Any]:
-    """Build the model and checkpoint a spec describes, call `fn`, and check that the weights were loaded."""
-
-    def run(leaves: tuple[str, ...], lost: tuple[str, ...], strays: tuple[str, ...], allowed: tuple[str, ...]) -> Any:
-        model, state = _build(leaves), _checkpoint(leaves, lost, strays)
-        kept = copy.deepcopy(state)
-        got = fn(model, state, allowed)
-        if set(state) != set(kept) or not all(torch.equal(state[k], kept[k]) for k in kept):
-            raise ExerciseFailure(
-                f"{_describe(leaves, lost, strays, allowed)}: your function changed the checkpoint it was given "
-                "(leave the state dict as it was)"
-            )
-        held = model.state_dict()
-        if not all(torch.equal(held[k], v) for k, v in state.items() if k in held):
-            raise ExerciseFailure(
-                f"{_describe(leaves, lost, strays, allowed)}: the model does not hold the checkpoint's weights "
-                "afterwards: your function worked out the keys but did not load the weights into the model"
-            )
-        return got
-
-    return run
 
 
 def _reference_audit(model: nn.Module, state_dict: Mapping[str, torch.Tensor], allowed: tuple[str, ...]) -> list[str]:
@@ -220,42 +178,50 @@ def _reference_audit(model: nn.Module, state_dict: Mapping[str, torch.Tensor], a
     return sorted(k for k in result.missing_keys if not any(_reference_matcher(k, p) for p in allowed))
 
 
-def _describe(leaves: Sequence[str], lost: Sequence[str], strays: Sequence[str], allowed: Sequence[str]) -> str:
-    extra = f" plus unexpected {list(strays)}" if strays else ""
-    return f"model with modules {list(leaves)}, checkpoint lacking {list(lost)}{extra}, allowed={tuple(allowed)}"
-
-
-@st.composite
-def _audit_spec(draw: Any) -> Spec:
-    leaves = tuple(draw(st.lists(st.sampled_from(_LEAVES), min_size=1, max_size=6, unique=True)))
-    lost = tuple(draw(st.lists(st.sampled_from(leaves), max_size=len(leaves), unique=True)))
-    strays = tuple(draw(st.lists(st.sampled_from(_STRAYS), max_size=2, unique=True)))
-    allowed = tuple(draw(st.lists(st.sampled_from(_PATTERNS), max_size=3, unique=True)))
-    return leaves, lost, strays, allowed
-
-
 _FULL = ("embed", "blocks.0", "blocks.mtp", "mtp.proj", "mtp.head", "mtp_extra", "head")
+_MTP = ("mtp.proj", "mtp.head")
+_GLM = ("embed", "model.layers.7", "model.layers.78", "head")
+_BF16, _F32 = torch.bfloat16, torch.float32
+
+
+def _case(leaves: tuple[str, ...], lost: tuple[str, ...], allowed: tuple[str, ...], name: str, **more: Any) -> Case:
+    strays, layout = more.pop("strays", ()), more.pop("layout", "own")
+    spec = Spec(leaves, (Load(lost, strays, layout), Load(())), allowed, **more)
+    return Case((spec,), name)
+
+
 _AUDIT_CASES = [
-    Case((_FULL, ("mtp.proj", "mtp.head"), (), ("mtp.",)), "the export without MTP: nothing hidden"),
-    Case((_FULL, ("mtp.proj", "mtp.head", "blocks.0"), (), ("mtp.",)), "an export that also lost blocks.0"),
-    Case((_FULL, ("mtp.proj", "mtp.head", "mtp_extra"), (), ("mtp.",)), "mtp_extra is not inside mtp"),
-    Case((_FULL, ("mtp.proj", "mtp.head", "mtp_extra"), (), ("mtp",)), "the same, the module written 'mtp'"),
-    Case((_FULL, ("mtp.proj", "blocks.mtp"), (), ("mtp.",)), "the nested blocks.mtp is not the module mtp"),
-    Case((_FULL, (), (), ("mtp.",)), "a complete checkpoint"),
-    Case((_FULL, ("mtp.proj", "mtp.head"), (), ()), "no module allowed at all"),
-    Case((_FULL, ("mtp.proj", "mtp.head"), ("old_head.weight",), ("mtp.",)), "a checkpoint with an unexpected key"),
-    Case((("layers.1", "layers.10", "head"), ("layers.10",), (), ("layers.1",)), "layers.10 is not inside layers.1"),
-    Case((("embed", "layers.2", "head"), ("layers.2",), (), ("mtp.",)), "layers.2 lost, its saved buffer with it"),
-    Case((("embed", "blocks.0", "head"), (), (), ()), "non-persistent buffers: never saved, so never missing"),
-    Case((_FULL, ("mtp.proj", "mtp.head", "blocks.0"), (), ("blocks.0", "mtp.")), "two allowed modules, each counts"),
+    _case(_FULL, _MTP, ("mtp.",), "the export without MTP: nothing hidden"),
+    _case(_FULL, (*_MTP, "blocks.0"), ("mtp.",), "an export that also lost blocks.0"),
+    _case(_FULL, (*_MTP, "mtp_extra"), ("mtp.",), "mtp_extra is not inside mtp"),
+    _case(_FULL, (*_MTP, "mtp_extra"), ("mtp",), "the same, the module written 'mtp'"),
+    _case(_FULL, ("mtp.proj", "blocks.mtp"), ("mtp.",), "the nested blocks.mtp is not the module mtp"),
+    _case(_GLM, ("model.layers.78",), ("model.layers.7",), "GLM-5's MTP layer 78 is not inside layer 7"),
+    _case(_FULL, (), ("mtp.",), "a complete checkpoint"),
+    _case(_FULL, _MTP, (), "no module allowed at all"),
+    _case(_FULL, _MTP, ("mtp.",), "a checkpoint with an unexpected key", strays=("old_head.weight",)),
+    _case(("layers.1", "layers.10", "head"), ("layers.10",), ("layers.1",), "layers.10 is not inside layers.1"),
+    _case(("embed", "layers.2", "head"), ("layers.2",), ("mtp.",), "layers.2 lost, its saved buffer with it"),
+    _case(("embed", "blocks.0", "head"), (), (), "non-persistent buffers: never saved, so never missing"),
+    _case(_FULL, (*_MTP, "blocks.0"), ("blocks.0", "mtp."), "two allowed modules, each counts"),
+    _case(_FULL, _MTP, ("mtp.",), "a bfloat16 checkpoint into a float32 model", checkpoint_dtype=_BF16),
+    _case(_FULL, _MTP, ("mtp.",), "a checkpoint memory-mapped as one buffer", layout="flat"),
+    _case((), (), ("mtp.",), "an empty model"),
 ]
 
 
 def _audit_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
-    _leaves, _lost, strays, allowed = args
-    if not isinstance(got, (list, tuple)):
+    (spec,) = args
+    at = next((i for i, (g, w) in enumerate(zip(got, want, strict=True)) if list(g or ()) != list(w)), 0)
+    second = " (on the second load into the same model)" if at else ""
+    named = _one_audit_mistake(spec.loads[at].strays, spec.allowed, got[at], want[at])
+    return named + second if named else None
+
+
+def _one_audit_mistake(strays: tuple[str, ...], allowed: tuple[str, ...], got: Any, want: Any) -> str:
+    if not isinstance(got, (list, tuple)) or not all(isinstance(k, str) for k in got):
         return "return a list of key names"
-    got_keys, want_keys = [str(k) for k in got], list(want)
+    got_keys, want_keys = list(got), list(want)
     caches = [k for k in got_keys if k.endswith(".cache") and k not in want_keys]
     if caches:
         return (
@@ -269,8 +235,10 @@ def _audit_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
         return "you also returned unexpected keys (in the checkpoint, not in the model): only missing keys count"
     if set(got_keys) == set(want_keys) and len(got_keys) == len(want_keys):
         return "the right keys, but not sorted"
+    if set(got_keys) == set(want_keys):
+        return "your list holds a key more than once"
     hidden = sorted(set(want_keys) - set(got_keys))
-    if hidden and allowed and any(any(p.rstrip(".") in k for p in allowed) for k in hidden):
+    if hidden and allowed and any(any(p.rstrip(".").lower() in k.lower() for p in allowed) for k in hidden):
         return (
             f"you left out {', '.join(hidden)}, which no allowed module covers: your test of the allowed "
             "modules covers more than the modules themselves"
@@ -289,25 +257,42 @@ def _audit_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
         "the section 'The danger': a plain strict=False load reports what it skipped and carries on; and your "
         "5.1, which says whether a key lies inside an allowed module"
     ),
+    question=(
+        "A load with the check switched off hands you back an object holding two lists of keys: which of the two "
+        "names keys the model has and the checkpoint lacks? And after the load, what must still be true of the "
+        "model's own tensors: their dtype, the objects themselves, the memory they live in?"
+    ),
     method=(
-        "Load the checkpoint into the model with the check switched off, and keep what the load returns: it "
-        "names the keys the model has that the checkpoint lacked (and, separately, the ones it did not expect). "
-        "From the missing ones only, drop every key that lies inside one of the allowed modules, asking your "
-        "5.1 matcher module by module. Return the keys left, in sorted order, without touching the checkpoint."
+        "Let PyTorch do the load with the check switched off, so it copies every tensor the checkpoint has into "
+        "the model's own tensors (keeping their dtype and leaving the checkpoint alone), and keep what it returns. "
+        "Take only the keys the model lacked a value for; drop those your 5.1 matcher puts inside some allowed "
+        "module, and return what is left in a sorted order."
     ),
     reveals=["any other missing source tensor", "missing key(s) not allowed"],
 )
 def check_missing_audit(fn: Callable[[nn.Module, Mapping[str, torch.Tensor], tuple[str, ...]], list[str]]) -> str:
-    """Exercise 5.2: `fn(model, state_dict, allowed)` loads, then returns the sorted missing keys no module allows."""
+    """Exercise 5.2: `fn(model, state_dict, allowed)` loads the checkpoint and names the missing keys no module allows.
+
+    Contract. Returns the model's state-dict keys the checkpoint lacks (parameters and saved buffers, never a
+    non-persistent buffer, never an unexpected checkpoint key), less those inside an allowed module (whole
+    names, as 5.1), sorted, each once, in a list (a tuple passes). Effects: afterwards the model holds every
+    checkpoint value it has a key for, converted to its own dtype, in its own tensor objects (an optimizer holds
+    them), sharing no memory with the checkpoint; a tensor the checkpoint lacks, and every non-persistent
+    buffer, keeps its value; the caller's dict keeps its keys, order, values and dtypes; a second load into the
+    same model behaves the same. Domain: models of zero to six leaves with biases, saved and non-persistent
+    buffers (GLM-5's `model.layers.78` next to layer 7, `mtp` next to `mtp_extra`, `blocks.mtp`), checkpoints
+    lacking any leaves and carrying stray keys, tensors owned, strided or views of one flat buffer, float32 or
+    bfloat16 models and float32, bfloat16 or float64 checkpoints, any tuple of patterns (empty included).
+    """
     if not callable(fn):
         raise ExerciseFailure(f"the answer should be a function, got {type(fn).__name__}")
     return compare_on_inputs(
-        _run_audit(fn),
-        _run_audit(_reference_audit),
-        inputs=_audit_spec(),
+        lambda spec: run_loads(fn, spec),
+        lambda spec: run_loads(_reference_audit, spec),
+        inputs=specs().map(lambda spec: (spec,)),
         edge_cases=_AUDIT_CASES,
         mistakes=_audit_mistake,
-        show=lambda args, kwargs: _describe(*args),
+        show=lambda args, kwargs: args[0].describe(),
         name="silently_missing",
-        max_examples=40,
+        max_examples=25,
     )

@@ -43,7 +43,9 @@ def _parse_mistake(value: str, got: object) -> str:
             "and only the blanks around an entry go (your parser cut or squeezed it, so the import would name "
             "something else)"
         )
-    if any(" " in n for n in names) or len(names) > len(value.split(",")):
+    if len(names) > len([part for part in value.split(",") if part.strip()]):
+        return "your parser also cuts where there is no comma: only a comma separates names"
+    if any(" " in n for n in names):
         return "your names are not the text between the commas"
     return "your list does not hold the names between the commas"
 
@@ -59,13 +61,18 @@ def _reference_parse(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-_NAMES = ("megatron_adaptor", "json", "pkg.sub", "a", "b", "megatron adaptor")
-_GAPS = ("", " ", "  ", "\t")
+# hand-typed entries: real adaptor names, capitals, a dash or a colon (PATH-like), a blank or a tab inside one
+_NAMES = (
+    "megatron_adaptor", "json", "pkg.sub", "a", "b", "megatron adaptor", "Megatron_Adaptor",
+    "mindspeed.megatron_adaptor", "my-adaptor", "pkg:mod", "x\ty", "B", "_private",
+)  # fmt: skip
+_GAPS = ("", " ", "  ", "\t", " \t")
 
 
 @st.composite
 def _env_value(draw: Any) -> tuple[str]:
-    entries = draw(st.lists(st.tuples(st.sampled_from(_GAPS), st.sampled_from(("", *_NAMES)), st.sampled_from(_GAPS))))
+    entry = st.tuples(st.sampled_from(_GAPS), st.sampled_from(("", *_NAMES)), st.sampled_from(_GAPS))
+    entries = draw(st.lists(entry, max_size=6))
     return (",".join(f"{left}{name}{right}" for left, name, right in entries),)
 
 
@@ -82,6 +89,8 @@ _PARSE_CASES = [
     Case(("megatron adaptor,json",), "a blank inside an entry: one (bad) name, which the import will name"),
     Case((" megatron\tadaptor ",), "a tab inside an entry, blanks around it"),
     Case(("Megatron_Adaptor, json",), "capital letters: Python's import tells Megatron_Adaptor from megatron_adaptor"),
+    Case(("b,a,b",), "a name written twice, out of alphabetical order"),
+    Case(("pkg:mod, my-adaptor",), "a colon and a dash are no separators"),
 ]
 
 
@@ -104,22 +113,30 @@ def _parse_names(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
         "the paragraph before the exercise: the value is typed by hand into a Dockerfile or a workflow, so look at "
         "what lies between two commas, before the first and after the last one"
     ),
+    question=(
+        "Work ' a ,, b\\t,' by hand: which pieces do the commas give you, which of them name a module once you "
+        "look past the blanks around them, and what would a blank between two letters of one piece become?"
+    ),
     method=(
-        "Cut the value at every comma. Each piece may carry blanks (spaces, tabs) on either side: remove them from "
-        "both ends. A piece that is nothing once its blanks are gone names no module, so leave it out; what remains, "
-        "in the order written, is the answer (an empty value therefore gives an empty list)."
+        "Cut only where a comma is. Look at each piece in turn and decide what the blanks at its two ends are worth, "
+        "and what a piece made of blanks alone is worth, then keep the survivors in the order written. Check your "
+        "parser on the empty value and on a value that is only commas and blanks."
     ),
     reveals=["strips blanks, drops empty entries"],
 )
 def check_parse_modules(fn: Callable[[str], list[str]]) -> str:
-    """Exercise 6.1: the course's forgiving parser of the variable, ignoring blanks and empty entries."""
+    """Exercise 6.1: the course's forgiving parser of VERL_USE_EXTERNAL_MODULES.
+
+    Contract. Returns, as a list of str (a tuple passes), the entries between commas with the blanks (spaces
+    and tabs) around each removed, entries that are blank or empty dropped, every other entry kept as written
+    (capitals, a blank, tab, dash or colon inside it, a name written twice), in the order written; the empty
+    value gives an empty list. Only a comma separates. Domain: hand-typed values of zero to six entries
+    (Dockerfiles, workflows), blanks of any mix around them, a trailing comma, only commas, only blanks;
+    strings are immutable, so there is no effect to check.
+    """
     return compare_on_inputs(
         fn, _reference_parse, inputs=_env_value(), edge_cases=_PARSE_CASES, mistakes=_parse_names, name="parse_modules"
     )
-
-
-# A module whose name only contains the adaptor's: the hook imports the names between the commas, whole
-LOOK_ALIKE = f"{ADAPTOR}_v2"
 
 
 def _first_patcher(imports: Sequence[str], env: str | None) -> int | None:
@@ -146,12 +163,6 @@ def _patch_mistake(imports: Sequence[str], env: str | None, got: bool) -> str | 
             return (
                 "the variable names the adaptor, but nothing here imports toyverl, yet you said patched: your answer "
                 "lets the variable act without toyverl"
-            )
-        if env is not None and ADAPTOR in env:
-            other = next(name for name in names if ADAPTOR in name)
-            return (
-                f"the variable names {other!r} here, another module whose name only contains {ADAPTOR!r}, yet you "
-                "said patched: your answer matches a part of a name"
             )
         unset = " (it is unset)" if env is None else ""
         return (
@@ -181,12 +192,16 @@ def _patch_mistake(imports: Sequence[str], env: str | None, got: bool) -> str | 
 _MODULES = (HOOK_PACKAGE, ADAPTOR, "toylib.ops", LIBRARY)
 
 
+# what the variable may name in the toy world: modules that exist there (a name that does not would make the
+# hook's import, and so `import toyverl`, fail), never toylib.model itself (the exercise rules it out)
+_IMPORTABLE = (ADAPTOR, "toylib.ops", "toylib", "json", "os")
+
+
 @st.composite
 def _process(draw: Any) -> tuple[list[str], str | None]:
-    imports = draw(st.permutations(_MODULES))[: draw(st.integers(1, len(_MODULES)))]
-    names = st.sampled_from((ADAPTOR, "toylib.ops", "json", LOOK_ALIKE))
-    env = draw(st.none() | st.lists(names, min_size=1, max_size=3))
-    return list(imports), None if env is None else ",".join(env)
+    imports = draw(st.permutations(_MODULES))[: draw(st.integers(0, len(_MODULES)))]
+    env = draw(st.none() | st.just("") | st.lists(st.sampled_from(_IMPORTABLE), min_size=1, max_size=4).map(",".join))
+    return list(imports), env
 
 
 _PATCH_CASES = [
@@ -194,13 +209,15 @@ _PATCH_CASES = [
     Case(([LIBRARY], ADAPTOR), "a worker that never imports verl"),
     Case(([LIBRARY, HOOK_PACKAGE], ADAPTOR), "the image default, the library imported first"),
     Case(([HOOK_PACKAGE, LIBRARY], None), "no variable"),
+    Case(([HOOK_PACKAGE, LIBRARY], ""), "the variable set, but empty"),
     Case(([ADAPTOR, LIBRARY], None), "an explicit import at the entry point"),
     Case(([LIBRARY, ADAPTOR], None), "the adaptor imported after the library"),
     Case(([HOOK_PACKAGE, LIBRARY], f"toylib.ops,{ADAPTOR}"), "the adaptor is the last name of a list"),
-    Case(([HOOK_PACKAGE, LIBRARY], LOOK_ALIKE), "the variable names another module with a longer name"),
+    Case(([HOOK_PACKAGE, LIBRARY], f"{ADAPTOR},json"), "the adaptor is the first name of a list"),
     Case((["toylib.ops", HOOK_PACKAGE, LIBRARY], ADAPTOR), "toylib.ops imported first"),
     Case(([HOOK_PACKAGE, "toylib.ops", LIBRARY], "toylib.ops"), "the variable names another module"),
     Case(([HOOK_PACKAGE], ADAPTOR), "the library is never imported"),
+    Case(([], None), "a process that imports nothing before the library"),
 ]
 
 
@@ -223,17 +240,37 @@ def _patch_names(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
         "the printed sources of toylib/model.py and toylib_adaptor.py, and the paragraph 'How verl reads the "
         "variable': which line runs at import time, and what does the hook do with the value?"
     ),
+    question=(
+        "Three processes with the variable naming the adaptor: (toyverl, toylib.model), (toylib.model, toyverl) and "
+        "(toylib.ops, toylib.model). For each, at the moment toylib.model is imported and takes its `attention`, "
+        "has anything replaced the function yet? What in each process could have replaced it?"
+    ),
     method=(
-        "Walk the imports in the order given and stop at the first one that decides. Importing the adaptor itself "
-        "decides 'patched'; so does importing toyverl when the variable, cut at its commas, names the adaptor. "
-        "Importing the model module before either of those decides 'unpatched', because it takes its reference "
-        "to the attention function then. Importing toylib.ops decides nothing. If the walk ends undecided, the "
-        "answer is 'unpatched'."
+        "Follow the process one import at a time, asking at each: does this import run the adaptor's code (itself, "
+        "or through the hook reading the variable, split as verl splits it)? Does it bind the library's function "
+        "for good? Which imports do neither? The first import that settles the question settles it for the "
+        "process; decide what a process that settles nothing ends up with, given that the script imports the "
+        "library last."
     ),
     reveals=["patched iff the adaptor is imported before the library", "toylib.model -> toyverl | no"],
 )
 def check_predict_patched(fn: Callable[[Sequence[str], str | None], bool]) -> str:
-    """Exercise 6.2: predict whether a process ends up patched from its import order and the variable."""
+    """Exercise 6.2: predict whether a process ends up patched from its import order and the variable.
+
+    Contract. Returns a bool (the exercise asks for one): what `toylib.model.forward()` gives in a fresh process
+    that imports `imports` in order, with VERL_USE_EXTERNAL_MODULES set to `env_value` (None: unset), then
+    imports toylib.model, the toy packages with verl 0.9.1's own hook; leaves `imports` unchanged. Domain:
+    every order of any subset of toyverl, toylib_adaptor, toylib.ops and toylib.model (none, one, all four),
+    the variable unset, set but empty, or naming one to four modules that exist in the toy world (the adaptor,
+    toylib, toylib.ops, json, os; repeats allowed), never toylib.model and never a name that would make the
+    hook's import fail. tests/lessons/l06_external_modules checks the reference against real processes there.
+    """
     return compare_on_inputs(
-        fn, predict_patched, inputs=_process(), edge_cases=_PATCH_CASES, mistakes=_patch_names, name="will_be_patched"
+        fn,
+        predict_patched,
+        inputs=_process(),
+        edge_cases=_PATCH_CASES,
+        mistakes=_patch_names,
+        name="will_be_patched",
+        max_examples=120,
     )

@@ -25,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from verlstudy.kit.tables import Table
+
 ENV_VAR = "VERL_USE_EXTERNAL_MODULES"
 LIBRARY = "toylib.model"  # the module whose behaviour the patch is meant to change
 ADAPTOR = "toylib_adaptor"
@@ -283,8 +285,12 @@ def hook_errors(values: Sequence[str], folder: str | Path, timeout_s: float = 10
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:
     """Stop a still-running experiment and every process in its group (the worker it started)."""
+    killpg = getattr(os, "killpg", None)
     try:
-        os.killpg(proc.pid, signal.SIGKILL)  # the child leads its own group: start_new_session=True
+        if killpg is None:  # Windows: no process groups to signal; the child alone is stopped
+            proc.kill()
+        else:
+            killpg(proc.pid, signal.SIGKILL)  # the child leads its own group: start_new_session=True
     except (ProcessLookupError, PermissionError):
         proc.kill()
     proc.communicate()
@@ -317,12 +323,13 @@ def predict_patched(imports: Sequence[str], env_value: str | None) -> bool:
     return False  # the script imports the library last; nothing patched it before
 
 
-def outcomes_table(outcomes: Sequence[Outcome]) -> str:
-    """The experiments as a Markdown table: process, variable, import order, patched, worker patched."""
-    rows = ["| process | variable | import order | patched | worker patched |", "| --- | --- | --- | --- | --- |"]
+def outcomes_table(outcomes: Sequence[Outcome]) -> Table:
+    """The experiments as a table (show it with `kit.tables.show_table`): process, variable, import order, patched,
+    worker patched."""
+    rows = []
     for o in outcomes:
         e = o.experiment
         env = "unset" if e.env_value is None else f"{ENV_VAR}={e.env_value}"
         worker = "-" if o.worker_patched is None else ("yes" if o.worker_patched else "no")
-        rows.append(f"| {e.name} | {env} | {' -> '.join(e.imports)} | {'yes' if o.patched else 'no'} | {worker} |")
-    return "\n".join(rows)
+        rows.append([e.name, env, " -> ".join(e.imports), "yes" if o.patched else "no", worker])
+    return Table.of(["process", "variable", "import order", "patched", "worker patched"], rows)

@@ -15,12 +15,20 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from hypothesis import strategies as st
 
 from verlstudy.kit.exercises import ExerciseFailure, checker
-from verlstudy.kit.params import a_kind
 from verlstudy.kit.properties import Case, compare_on_inputs, describe_call
-from verlstudy.lessons.l07_grpo_recipe.grpo import GRPO_EPSILON, clipped_token_loss, group_advantages, policy_loss
+from verlstudy.lessons.l07_grpo_recipe.advantage_judging import (
+    ADVANTAGE_ATOL,
+    ADVANTAGE_CASES,
+    ADVANTAGE_RTOL,
+    advantage_mistake,
+    no_zero_division,
+    reference_advantages,
+    within_float32,
+)
+from verlstudy.lessons.l07_grpo_recipe.check_inputs import layouts, reward_groups, token_inputs
+from verlstudy.lessons.l07_grpo_recipe.grpo import clipped_token_loss, group_advantages, policy_loss
 
 RAISES = "raises ValueError"  # what a layout that does not divide must give
 
@@ -59,18 +67,6 @@ def _raising_as_value(fn: Callable[..., Any]) -> Callable[..., Any]:
             ) from None
 
     return run
-
-
-_SIZES = st.sampled_from((1, 2, 4, 8))
-
-
-@st.composite
-def _layout(draw: Any) -> tuple[int, ...]:
-    tp, pp, cp, etp = draw(_SIZES), draw(_SIZES), draw(st.sampled_from((1, 1, 2, 4))), draw(st.sampled_from((1, 1, 2)))
-    ep = draw(st.sampled_from((1, 2, 4, 8, 16, 32, 64)))
-    base = tp * cp * pp
-    world = draw(st.one_of(st.integers(1, 32).map(lambda m: m * base), st.integers(1, 1024)))
-    return world, tp, pp, cp, ep, etp
 
 
 # Each case is named by its input: which sizes belong to which grid, and so which product divides, is the exercise
@@ -122,22 +118,35 @@ def _layout_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
         "the paragraph before the exercise and ParallelLayout's error: which parallel sizes split the dense "
         "(attention) weights, and which split the experts"
     ),
+    question=(
+        "On 16 devices with tp=2, pp=2, cp=2, ep=4, etp=1: how many devices hold between them one whole copy of "
+        "the attention weights, and how many one whole copy of the experts? For each of the five sizes, did you "
+        "count it for the attention weights, the experts, or both, and why?"
+    ),
     method=(
-        "Multiply together the sizes that shard the dense weights: tensor, context and pipeline parallel. Do the "
-        "same for the experts: expert tensor, expert and pipeline parallel; context parallel does not shard "
-        "experts. If the world size is not a whole multiple of either product, raise ValueError. Otherwise each "
-        "replica count is the world size divided (as a whole number) by its own product."
+        "For each kind of weight, go through the five sizes and ask: does this size split one copy of these weights "
+        "(or the work on them) across devices? The devices that together hold one copy form a group; count how "
+        "many such groups the world holds, and check that they come out whole (if not, raise ValueError, which is "
+        "what the exercise asks for). Do it once for the attention weights and once for the experts."
     ),
     reveals=["world = tp * cp * dp * pp", "world = etp * ep * edp * pp", "dp = 512 / 64 = 8"],
 )
 def check_dp_sizes(fn: Callable[[int, int, int, int, int, int], tuple[int, int]]) -> str:
-    """Exercise checker: `fn(world, tp, pp, cp, ep, etp)` returns (dp, edp) or raises ValueError."""
+    """Exercise 7.1: `fn(world, tp, pp, cp, ep, etp)` returns (dp, edp) or raises ValueError.
+
+    Contract. Returns the dense and the expert replica counts as two ints (the exercise asks for whole numbers;
+    a tuple or a list, numpy ints pass), or raises ValueError (not an assert, not another error) exactly when
+    the world does not divide into whole replicas of either grid. Domain: positive sizes of real recipes:
+    #7788's 512 devices with tp 8, pp 8, ep 64; GLM-5's 384 experts split up to ep 256; tp up to 16, cp and
+    etp up to 8, pipeline sizes 3 and 6; worlds up to 8192 that divide both grids, one of them, or neither.
+    Pure arithmetic: no effect to check.
+    """
     if not callable(fn):
         raise ExerciseFailure(f"the answer should be a function, got {type(fn).__name__}")
     return compare_on_inputs(
         _raising_as_value(fn),
         _reference_dp_sizes,
-        inputs=_layout(),
+        inputs=layouts(),
         edge_cases=_LAYOUT_CASES,
         mistakes=_layout_mistake,
         name="my_dp_sizes",
@@ -167,7 +176,12 @@ def _token_loss_variants(ratio: float, adv: float, low: float, high: float, c: f
     optimistic = min(unclipped, -adv * min(max(ratio, 1 - low), 1 + high))
     right = min(pessimistic, -adv * c) if adv < 0 else pessimistic
     cap_at_c = min(pessimistic, c) if adv < 0 else pessimistic
+    inside_band = {}
+    if adv < 0 and c < ratio <= 1 + high:  # past clip_c, yet not above the band: a ceiling kept for above it misses
+        inside_band["your ceiling for a negative advantage acts only above the clip band; here the ratio is past "
+                    "clip_c but inside the band"] = pessimistic  # fmt: skip
     return {
+        **inside_band,
         "the dual clip is missing: a negative advantage's loss is not capped": pessimistic,
         "the dual clip applies only when A < 0": min(pessimistic, -adv * c),
         "the upper bound is 1 + clip_high, not 1 + clip_low": min(symmetric, -adv * c) if adv < 0 else symmetric,
@@ -218,16 +232,6 @@ _LOSS_CASES = [
     Case((1.4142136, -0.7071068, 0.2, 0.28, 10.0), "many digits, A < 0 above the band"),
 ]
 
-_LOSS_INPUTS = st.tuples(
-    st.sampled_from(
-        (0.1, 0.5, 0.75, 0.9, 1.0, 1.1, 1.2, 1.3, 1.6, 2.0, 4.0, 12.0, 40.0, 0.8660254, 1.0471975, 3.1415927)
-    ),
-    st.sampled_from((-3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.5, -0.7071068, 0.6180339)),
-    st.sampled_from((0.0, 0.1, 0.2, 0.3)),
-    st.sampled_from((0.0, 0.2, 0.28, 0.5)),
-    st.sampled_from((1.5, 3.0, 10.0)),
-)
-
 
 @checker(
     "7.2",
@@ -236,163 +240,81 @@ _LOSS_INPUTS = st.tuples(
         "the recipe's clip settings (clip_ratio_low, clip_ratio_high, clip_ratio_c) and the figure of the loss "
         "surface further on; PPO minimises a loss, the negative of the clipped objective"
     ),
+    question=(
+        "Take A = -1, clip_low = clip_high = 0.2, clip_c = 3 and the ratios 0.5, 1.1, 2 and 5. For each, what is "
+        "the loss with the ratio as it is, and with the ratio held in its band? Which of the two does PPO keep, "
+        "and what does the sentence about clip_c then do to the ratio 5? What changes if A = +1?"
+    ),
     method=(
-        "Build two candidate losses for the token: the advantage times the ratio as it is, and the advantage "
-        "times the ratio held inside its band (low end one minus clip_low, high end one plus clip_high), both "
-        "negated. Keep the larger of the two (the pessimistic choice). Then, only for a negative advantage, do "
-        "not let the result exceed clip_c times the negated advantage."
+        "Work out the token's loss twice: once with the ratio as it is, once with the ratio held inside the band "
+        "the two clip settings give. A loss is minimised, so decide which of the two the pessimistic choice keeps. "
+        "Then reread the exercise's sentence on clip_c: decide which tokens it applies to and what ceiling it "
+        "puts on their loss, and apply it last."
     ),
     reveals=["max(-A r, -A clip(r, 1 - 0.2, 1 + high))", "`-A c`"],
 )
 def check_token_loss(fn: Callable[[float, float, float, float, float], float]) -> str:
-    """Exercise checker: `fn(ratio, advantage, clip_low, clip_high, clip_c)` must equal verl's per-token loss."""
+    """Exercise 7.2: `fn(ratio, advantage, clip_low, clip_high, clip_c)` must equal verl's per-token loss.
+
+    Contract. Returns one number (an int, a float, a numpy scalar or a one-element tensor) equal, to 1e-6
+    relative, to verl's compute_policy_loss_vanilla for one token: the pessimistic clipped PPO loss with the band
+    [1 - clip_low, 1 + clip_high], then for a negative advantage the dual-clip ceiling. Domain: any ratio a
+    token can have (0.01 to 60, the band's edges, clip_c itself), any advantage (0 included), clip_low in
+    [0, 0.95], clip_high in [0, 2], clip_c from just above 1 (where the ceiling binds inside the band) to 30.
+    Floats in, a float out: no effect to check.
+    """
     if not callable(fn):
         raise ExerciseFailure(f"the answer should be a function, got {type(fn).__name__}")
     return compare_on_inputs(
         _as_number(fn),
         _reference_token_loss,
-        inputs=_LOSS_INPUTS,
+        inputs=token_inputs(),
         edge_cases=_LOSS_CASES,
         mistakes=_token_loss_mistake,
         name="my_token_loss",
     )
 
 
-def _reference_advantages(rewards: list[float]) -> list[float]:
-    return group_advantages(torch.tensor([rewards], dtype=torch.float64)).squeeze(0).tolist()
-
-
-_OTHER_EPSILONS = (0.0, 1e-8, 1e-7, 1e-5, 1e-4, 1e-3, 1e-2)
-_ADVANTAGE_RTOL, _ADVANTAGE_ATOL = 1e-5, 1e-6  # what the checker forgives (a float32 answer passes)
-
-
-def _advantage_variants(rewards: list[float]) -> dict[str, list[float]]:
-    """Typical wrong versions of GRPO's advantages for one group, keyed by the mistake they make."""
-    n, mean = len(rewards), sum(rewards) / len(rewards)
-    var = sum((r - mean) ** 2 for r in rewards) / (n - 1)
-    population = (sum((r - mean) ** 2 for r in rewards) / n) ** 0.5
-    out: dict[str, list[float]] = {}
-    if population > 0:
-        out["your std is the population one (divided by n): verl uses the unbiased std, torch's default"] = [
-            (r - mean) / (population + GRPO_EPSILON) for r in rewards
-        ]
-    out["your epsilon sits inside the square root, added to the variance"] = [
-        (r - mean) / (var + GRPO_EPSILON) ** 0.5 for r in rewards
-    ]
-    if 0 < var**0.5 < GRPO_EPSILON:
-        floor = f"your answer holds the spread at {GRPO_EPSILON} or above (a floor): that is not how epsilon enters"
-        out[floor] = [(r - mean) / GRPO_EPSILON for r in rewards]
-    # true of a spread of 1 too (the range of 0/1 rewards): on such a group the values cannot tell them apart
-    out["your advantages are not scaled by the group's std here: they are the deviations from the mean as they are"] = [
-        r - mean for r in rewards
-    ]
-    if var > 0:
-        out["your epsilon is added to each advantage after the division"] = [
-            (r - mean) / var**0.5 + GRPO_EPSILON for r in rewards
-        ]
-    for eps in _OTHER_EPSILONS:
-        if var > 0 or eps > 0:
-            out[f"epsilon must be {GRPO_EPSILON} (verl's default); your answer matches epsilon={eps:g}"] = [
-                (r - mean) / (var**0.5 + eps) for r in rewards
-            ]
-    return out
-
-
-def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=_ADVANTAGE_RTOL, abs_tol=_ADVANTAGE_ATOL)
-
-
-def _advantage_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
-    (rewards,) = args
-    try:
-        values = [float(g) for g in got]
-    except (TypeError, ValueError):
-        return "return a list of numbers, one advantage per reward"
-    if len(values) != len(rewards):
-        return f"return one advantage per reward ({len(rewards)} here)"
-    if any(math.isnan(v) for v in values):
-        return "every reward is equal here, so the group's spread is 0: your division gives NaN"
-    wanted = [float(w) for w in want]
-    in_order = all(_close(v, w) for v, w in zip(values, wanted, strict=True))
-    if in_order:  # the numbers are right: what is wrong is what holds them
-        kinds = sorted({a_kind(g) for g in got})
-        return (
-            f"your numbers are right, but each is {' or '.join(kinds)} inside {a_kind(got)}: return "
-            "floats, in a list, a tuple, a numpy array or one tensor"
-        )
-    if all(_close(v, w) for v, w in zip(sorted(values), sorted(wanted), strict=True)):
-        return "your advantages are the right numbers in another order: the i-th advantage belongs to the i-th reward"
-    for digits in range(1, 7):
-        if all(math.isclose(v, round(w, digits), abs_tol=1e-12) for v, w in zip(values, wanted, strict=True)):
-            return "your advantages are rounded: return them at full precision"
-    for mistake, alt in _advantage_variants(list(rewards)).items():
-        if all(_close(a, w) for a, w in zip(alt, wanted, strict=True)):
-            continue  # on this group the slip gives the right numbers: it cannot be what went wrong
-        if all(math.isclose(a, v, rel_tol=1e-6, abs_tol=1e-9) for a, v in zip(alt, values, strict=True)):
-            return mistake
-    if abs(sum(values)) > 1e-6 * len(values):
-        return "your advantages do not sum to 0 over the group: subtract the group mean"
-    return None
-
-
-def _no_zero_division(fn: Callable[..., Any]) -> Callable[..., Any]:
-    def run(rewards: list[float]) -> Any:
-        try:
-            return fn(rewards)
-        except ZeroDivisionError:
-            raise ExerciseFailure(
-                f"my_advantages({rewards!r}) raised ZeroDivisionError: every reward is equal, so the group's "
-                "spread is 0 and you divided by it"
-            ) from None
-
-    return run
-
-
-_ADVANTAGE_CASES = [
-    Case(([1.0, 0.0, 0.0, 1.0],), "half the group right"),
-    Case(([0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0],), "one right answer in eight"),
-    Case(([1.0, 1.0, 1.0, 1.0],), "every reward equal: advantage 0, not NaN"),
-    Case(([0.2, 0.9, 0.4],), "an odd group size"),
-    Case(([0.0, 1.0],), "the smallest group, two responses"),
-    Case(([0.0, 0.0, 0.0, 1e-6],), "std 5e-7, below epsilon"),
-    Case(([0.0, 0.0, 0.0, 4e-6],), "std 2e-6: where epsilon 1e-6 moves the answer"),
-]
-
-_ADVANTAGE_INPUTS = st.tuples(
-    st.lists(
-        st.one_of(st.sampled_from((0.0, 1.0, 0.5)), st.floats(-5, 5, allow_nan=False).map(lambda x: round(x, 3))),
-        min_size=2,
-        max_size=8,
-    )
-)
-
-
 @checker(
     "7.3",
-    library_answers=[group_advantages],
+    library_answers=[group_advantages, reference_advantages],
     where=(
-        "the recipe's algorithm settings (GRPO, its epsilon) and the idea of a group: one prompt's responses "
-        "are compared with each other, not with a critic"
+        "the task's own words (GRPO's normalised advantage: which std, which epsilon; the recipe's printout shows "
+        "its clip and KL settings, not these) and the idea of a group: one prompt's responses are compared with "
+        "each other, not with a critic"
+    ),
+    question=(
+        "Take the group [1, 0, 0, 0]. What is its mean, and what is its spread as torch.std measures it by default "
+        "(which divisor does that use)? What advantage does the 1 get then? And for [1, 1, 1, 1], what keeps the "
+        "answer from being 0 / 0?"
     ),
     method=(
-        "Find the group's mean reward, then its spread: the square root of the squared deviations from the mean, "
-        f"summed and divided by one less than the group size (the unbiased estimate). Add {GRPO_EPSILON} to that "
-        "spread, then give each reward its deviation from the mean divided by the padded spread; a group of equal "
-        "rewards then gets zeros instead of a division by zero."
+        "Centre the group on its mean. Measure its spread as torch measures a sample's standard deviation by "
+        "default, pad that spread with the small constant the exercise names (added, before dividing), and give "
+        "each reward its centred value over the padded spread, in the order of the rewards. Return new numbers: "
+        "the caller's list stays as it was."
     ),
     reveals=["its reward minus its group's mean, over the group's (unbiased) std + 1e-6"],
 )
 def check_advantages(fn: Callable[[list[float]], list[float]]) -> str:
-    """Exercise checker: `fn(rewards_of_one_group)` must return GRPO's normalised advantages."""
+    """Exercise 7.3: `fn(rewards_of_one_group)` must return GRPO's normalised advantages.
+
+    Contract. Returns one float per reward, in order (a list, a tuple, a 1-D numpy array or tensor), equal to
+    verl's (r - mean) / (unbiased std + 1e-6) to the precision of float32 arithmetic (verl's rewards are
+    float32 tensors): see `check_inputs.advantage_tolerances`. Effects: the caller's list is unchanged and is
+    not what is returned. Domain: groups of 2 to 64 responses: 0/1 rewards, graded rewards in [-5, 5], groups
+    of equal rewards at any value (advantage 0, never NaN nor a ZeroDivisionError), and spreads near 0 down
+    to 1e-7, where epsilon decides the answer.
+    """
     if not callable(fn):
         raise ExerciseFailure(f"the answer should be a function, got {type(fn).__name__}")
     return compare_on_inputs(
-        _no_zero_division(fn),
-        _reference_advantages,
-        inputs=_ADVANTAGE_INPUTS,
-        edge_cases=_ADVANTAGE_CASES,
-        mistakes=_advantage_mistake,
+        within_float32(no_zero_division(fn)),
+        reference_advantages,
+        inputs=reward_groups(),
+        edge_cases=ADVANTAGE_CASES,
+        mistakes=advantage_mistake,
         name="my_advantages",
-        rtol=_ADVANTAGE_RTOL,
-        atol=_ADVANTAGE_ATOL,
+        rtol=ADVANTAGE_RTOL,
+        atol=ADVANTAGE_ATOL,
     )

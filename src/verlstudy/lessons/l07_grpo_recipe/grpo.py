@@ -246,6 +246,9 @@ def tabular_policy_gradient(
     The tests check it against autograd through `policy_loss`; it exists because it is several times faster.
     Returns (gradient, pg_clipfrac).
     """
+    for name, value in (("logits", logits), ("actions", actions), ("old_logp", old_logp), ("advantages", advantages)):
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__} {value!r:.60}")
     if logits.dim() != 2 or actions.shape != old_logp.shape or actions.shape != advantages.shape:
         raise ValueError(
             "logits must be (prompts, arms) and actions, old_logp, advantages all (prompts, n); got "

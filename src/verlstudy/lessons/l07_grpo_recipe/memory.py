@@ -19,9 +19,14 @@ settings do, each fact from the source that owns the setting:
   ``override_optimizer_config`` and leaves ``main_grads_dtype``/``exp_avg_dtype``/``exp_avg_sq_dtype``
   at Megatron's fp32 defaults, so it changes no byte count here.
 
+- Megatron-core's ``HybridDeviceOptimizer`` (``megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py``,
+  ``_set_sub_optimizer_grads``) gives every parameter it steps on the CPU a host copy of its gradient, allocated
+  once (``pin_memory=pin_cpu_grads``, default True) in the parameter's own dtype (fp32 main params here) and kept
+  in ``cpu_copy_map_grad`` between steps: 4 B per optimizer-held parameter on the host, in both phases.
+  ``memory_by_phase_without_grad_copy`` is the course's estimate before it counted that copy.
+
 Byte counts per parameter as in ``parallel.estimate_train_memory_per_device`` (bf16 weights 2, fp32
-main grads 4, fp32 master + Adam m + v 12); activations, buffers and the CPU optimizer's own
-staging copies are not modelled.
+main grads 4, fp32 master + Adam m + v 12); activations and other buffers are not modelled.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from verlstudy.lessons.l07_grpo_recipe.parallel import ParallelLayout, estimate_
 
 PHASES = ("train", "rollout")  # actor forward/backward/step; actor inactive while the engine generates
 PLACES = ("device", "host")
+STATE_BYTES, GRAD_COPY_BYTES = 12.0, 4.0  # per optimizer-held param: fp32 master + Adam m, v; its fp32 grad copy
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,28 @@ class OffloadSettings:
 NO_OFFLOAD = OffloadSettings()
 
 
+def memory_by_phase_without_grad_copy(
+    layout: ParallelLayout, dense_params: float, expert_params: float, offload: OffloadSettings
+) -> dict[str, dict[str, dict[str, float]]]:
+    """The course's estimate before it counted the CPU optimizer's pinned gradient copy (kept to show the fix
+    as a change): as ``memory_by_phase``, with no gradient bytes on the host in either phase."""
+    if not isinstance(offload, OffloadSettings):
+        raise TypeError(f"offload must be an OffloadSettings, got {type(offload).__name__}")
+    est = estimate_train_memory_per_device(layout, dense_params, expert_params)
+    params = est["dense_params_per_device"] + est["expert_params_per_device"]
+    weights, grads, optimizer = params * 2.0, params * 4.0, est["optimizer_bytes"]
+    on_host = offload.host_optimizer_fraction
+    idle_optimizer_host = 1.0 if offload.optimizer_offload else on_host
+    out = {phase: {place: {"weights": 0.0, "grads": 0.0, "optimizer": 0.0} for place in PLACES} for phase in PHASES}
+    out["train"]["device"].update(weights=weights, grads=grads, optimizer=optimizer * (1 - on_host))
+    out["train"]["host"]["optimizer"] = optimizer * on_host
+    out["rollout"]["device" if not offload.param_offload else "host"]["weights"] = weights
+    out["rollout"]["device"]["grads"] = 0.0 if offload.param_offload else grads  # freed, not copied
+    out["rollout"]["device"]["optimizer"] = optimizer * (1 - idle_optimizer_host)
+    out["rollout"]["host"]["optimizer"] = optimizer * idle_optimizer_host
+    return out
+
+
 def memory_by_phase(
     layout: ParallelLayout, dense_params: float, expert_params: float, offload: OffloadSettings
 ) -> dict[str, dict[str, dict[str, float]]]:
@@ -82,7 +110,9 @@ def memory_by_phase(
 
     ``train``: weights and grads on the device (param_offload brings them back); the optimizer state
     split by ``host_optimizer_fraction``. ``rollout``: with param_offload the weights sit on the host
-    and the grad buffer is freed; with optimizer_offload all optimizer state is on the host.
+    and the grad buffer is freed; with optimizer_offload all optimizer state is on the host. The CPU
+    optimizer's pinned fp32 copy of the gradients it steps (4 B per optimizer-held parameter, the same share
+    as its state) stays on the host in both phases.
     """
     if not isinstance(offload, OffloadSettings):
         raise TypeError(f"offload must be an OffloadSettings, got {type(offload).__name__}")
@@ -94,6 +124,9 @@ def memory_by_phase(
     out = {phase: {place: {"weights": 0.0, "grads": 0.0, "optimizer": 0.0} for place in PLACES} for phase in PHASES}
     out["train"]["device"].update(weights=weights, grads=grads, optimizer=optimizer * (1 - on_host))
     out["train"]["host"]["optimizer"] = optimizer * on_host
+    host_grad_copy = optimizer / STATE_BYTES * GRAD_COPY_BYTES * on_host  # pinned, never freed
+    for phase in PHASES:
+        out[phase]["host"]["grads"] = host_grad_copy
     out["rollout"]["device" if not offload.param_offload else "host"]["weights"] = weights
     out["rollout"]["device"]["grads"] = 0.0 if offload.param_offload else grads  # freed, not copied
     out["rollout"]["device"]["optimizer"] = optimizer * (1 - idle_optimizer_host)

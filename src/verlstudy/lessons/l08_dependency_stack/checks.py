@@ -7,20 +7,17 @@ manifest. A wrong answer's message names the mistake; where to look and the meth
 
 from __future__ import annotations
 
+import random
+from collections import deque
 from collections.abc import Callable, Collection
 from typing import Any
 
-from verlstudy.common.pins import parse_pins
-from verlstudy.common.refs import COMMIT_HASH, repo_key
-from verlstudy.common.shell_pins import pip_installs
-from verlstudy.kit.exercises import ExerciseFailure, checker
+from verlstudy.common.refs import COMMIT_HASH
+from verlstudy.kit.exercises import checker
 from verlstudy.kit.properties import Case, compare_on_inputs
-from verlstudy.lessons.l08_dependency_stack.manifests import (
-    Component,
-    StackManifest,
-    manifest_pins,
-    render_install_script,
-)
+from verlstudy.lessons.l08_dependency_stack.check_pip_line import check_pip_line
+
+__all__ = ["check_pin_policy", "check_pip_line"]  # importing this module registers both checkers
 
 # ---------------------------------------------------------------- 8.1 pin_policy
 
@@ -41,36 +38,124 @@ def _reference_policy(ref: str | None, tags: Collection[str], branches: Collecti
 # and names that are themselves 7 or more lower-case hex digits (a tag called 'deadbeef' is a tag, not a commit)
 _NAMES = ("core_r0.18.0", "core_v0.18.0", "core_r0.16.0", "core_v0.16.0", "main", "master", "v0.5.0", "v0.5",
           "releases/v0.23.0", "v0.23.0", "release-1.2", "stable", "dev", "deadbeef", "c0ffee1", "2024101")  # fmt: skip
+_HEX = "0123456789abcdef"
+# how real repositories name refs: Megatron-LM (core_r/core_v), vllm-ascend (releases/vX, vX.rcN), PyPI-style
+# tags (v1.2.3, 1.2.3.post1), release branches (release-1.2, release/1.2), and words (main, dev, HEAD-like names)
+_PREFIXES = ("", "v", "core_r", "core_v", "release-", "release/", "releases/v", "r", "V")
+_SUFFIXES = ("", "rc1", "-rc1", ".rc2", ".post1", "-beta", "+build.7", ".dev0")
+_WORDS = ("main", "master", "dev", "develop", "stable", "nightly", "gh-pages", "feature/thd", "fix_offload")
+
+
+def _ref_names() -> Any:
+    """Ref names as real repositories spell them, hex-looking ones included."""
+    from hypothesis import strategies as st
+
+    version = st.lists(st.integers(0, 30), min_size=1, max_size=3).map(lambda ns: ".".join(map(str, ns)))
+    scheme = st.tuples(st.sampled_from(_PREFIXES), version, st.sampled_from(_SUFFIXES)).map("".join)
+    hexname = st.text(_HEX, min_size=7, max_size=12)  # a tag or branch named like a short hash
+    return st.one_of(scheme, st.sampled_from(_WORDS + _NAMES), hexname)
+
+
+def _near(name: str, pick: int) -> str:
+    """A ref the repository does not hold though it resembles `name`: what a loose comparison takes for it."""
+    cut = max(1, len(name) // 2)
+    variants = (
+        name[:-1] or name + "x",  # a prefix
+        name[1:] or "x" + name,  # a suffix (the tail of 'core_v0.18.0' is 'v0.18.0'-like)
+        name[1:-1] or name + name,  # inside it
+        name.upper() if name.upper() != name else name.title() + "X",  # another case
+        " " + name,
+        name + "\n",
+        name + " ",
+        "origin/" + name,  # a remote-tracking name: `git clone --branch` does not take it
+        name + "^{}",
+        name.split("/")[-1] if "/" in name else name + "/" + name[:cut],  # the last part of a path
+        name + "," + name,
+    )
+    return variants[pick % len(variants)]
+
+
+def _hash_like() -> Any:
+    """Lower-case hashes of 7..40 digits, and refs that look like one and are not."""
+    from hypothesis import strategies as st
+
+    hexes = st.one_of(st.text(_HEX, min_size=7, max_size=40), st.sampled_from([7, 8, 10, 12, 40]).flatmap(
+        lambda n: st.text(_HEX, min_size=n, max_size=n)))  # fmt: skip
+    near = st.one_of(
+        st.text(_HEX, min_size=1, max_size=6),
+        st.text(_HEX, min_size=41, max_size=64),  # 64: a SHA-256 object name, which this contract does not take
+        st.text("0123456789ABCDEF", min_size=7, max_size=40).filter(lambda r: r != r.lower()),
+        hexes.map(lambda r: r[:-1] + r[-1].upper() if r[-1].isalpha() else r + "A"),  # one capital
+        hexes.map(lambda r: "0x" + r[:38]),
+        hexes.map(lambda r: r[:4] + "_" + r[4:]),
+        hexes.map(lambda r: "+" + r[:39]),
+        hexes.map(lambda r: "-" + r[:39]),
+        st.tuples(hexes, st.text("ghxyz", min_size=1, max_size=3)).map(lambda t: t[0][:38] + t[1]),
+        st.text("0123456789abcdefghijklmnopqrstuvwxyz", min_size=7, max_size=12),
+        st.tuples(hexes, st.sampled_from(["\n", " ", "\t", "\r\n"]), st.booleans()).map(
+            lambda t: t[1] + t[0] if t[2] else t[0] + t[1]
+        ),  # a hash read from a file or a form with its blanks
+        hexes.map(lambda r: r[:3] + " " + r[3:]),
+        st.text("٠١٢٣٤٥٦٧٨٩", min_size=7, max_size=12),  # digits that str.isdigit takes, not hex
+    )
+    return hexes, near
+
+
+def _collection(names: list[str], kind: int) -> Any:
+    """The names in one of the collections the exercise allows: a list, a tuple, a set, a frozenset, a deque."""
+    return (list, tuple, set, frozenset, deque)[kind](names)
 
 
 def _policy_inputs() -> Any:
     from hypothesis import strategies as st
 
-    hexes = st.text("0123456789abcdef", min_size=7, max_size=40)
-    # refs that look like a hash and are not one: too short or too long, upper-case, a 0x or an underscore,
-    # other letters after the hex digits, letters and digits that are not hex
-    near = st.one_of(
-        st.text("0123456789abcdef", min_size=1, max_size=6),
-        st.text("0123456789abcdef", min_size=41, max_size=48),
-        st.text("0123456789ABCDEF", min_size=7, max_size=40).filter(lambda r: r != r.lower()),
-        hexes.map(lambda r: "0x" + r[:38]),
-        hexes.map(lambda r: r[:4] + "_" + r[4:]),
-        st.tuples(hexes, st.text("ghxyz", min_size=1, max_size=3)).map(lambda t: t[0][:38] + t[1]),
-        st.text("0123456789abcdefghijklmnopqrstuvwxyz", min_size=7, max_size=12),
-        hexes.map(lambda r: r + "\n"),  # a hash read from a file with its line end
-    )
-    ref = st.one_of(st.sampled_from(_NAMES), hexes, near, st.sampled_from([None, ""]))
+    hexes, near = _hash_like()
+    names = st.lists(st.one_of(_ref_names(), hexes), unique=True, max_size=8)
+    free_ref = st.one_of(hexes, near, st.sampled_from([None, "", " ", "\n"]), _ref_names())
+    # (names, which are tags, the two containers, a free ref, how the ref is chosen, which name, which resemblance)
+    drawn = st.tuples(names, st.integers(0, 255), st.integers(0, 4), st.integers(0, 4), free_ref,
+                      st.integers(0, 3), st.integers(0, 7), st.integers(0, 11))  # fmt: skip
 
-    def split(names: list[str]) -> Any:
-        return st.lists(st.booleans(), min_size=len(names), max_size=len(names)).map(
-            lambda flags: (
-                [n for n, f in zip(names, flags, strict=True) if f],
-                [n for n, f in zip(names, flags, strict=True) if not f],
-            )
-        )
+    def build(t: tuple[Any, ...]) -> tuple[Any, Any, Any]:
+        held, flags, tag_kind, branch_kind, free, how, which, pick = t
+        tags = [n for i, n in enumerate(held) if flags >> i & 1]
+        branches = [n for i, n in enumerate(held) if not flags >> i & 1]
+        name = held[which % len(held)] if held else None
+        # a ref the repository holds, or one resembling such a name, half the time; a free one otherwise
+        ref = free if name is None or how < 2 else name if how == 2 else _near(name, pick)
+        return ref, _collection(tags, tag_kind), _collection(branches, branch_kind)
 
-    repo_refs = st.lists(st.sampled_from(_NAMES), unique=True, max_size=6).flatmap(split)
-    return st.tuples(ref, repo_refs).map(lambda t: (t[0], t[1][0], t[1][1]))
+    return drawn.map(build)
+
+
+def _swept_cases(seed: int = 8) -> list[Case]:
+    """Every way a ref can resemble a name the repository holds, and every kind of near-hash, each tried on one
+    repository drawn at random (seeded): a sweep, so no kind depends on what the random draws happen to reach."""
+    rng = random.Random(seed)
+    words = [*_WORDS, *_NAMES]
+    cases: list[Case] = []
+    for pick in range(12):
+        version = f"{rng.choice(_PREFIXES)}{rng.randint(0, 30)}.{rng.randint(0, 9)}"
+        names = list(dict.fromkeys([*rng.sample(words, 5), version]))
+        held = rng.choice(names)
+        others = [n for n in names if n != held]
+        flags = [rng.random() < 0.5 for _ in others]
+        tags = [n for n, f in zip(others, flags, strict=True) if f]
+        branches = [n for n, f in zip(others, flags, strict=True) if not f]
+        (tags if pick % 2 else branches).append(held)
+        kinds = (list, tuple, set, frozenset, deque)
+        ref = _near(held, pick)
+        cases.append(Case((ref, kinds[pick % 5](tags), kinds[(pick + 2) % 5](branches)), f"generated: {ref!r}"))
+    digits = "".join(rng.choice(_HEX) for _ in range(64))
+    hashes = [digits[:n] for n in (7, 8, 9, 11, 12, 20, 39, 40)]
+    near_hashes = [digits[:n] for n in (1, 5, 6, 41, 64)] + [
+        digits[:10].upper(), digits[:9] + "A", "0x" + digits[:10], digits[:4] + "_" + digits[4:12], "+" + digits[:9],
+        "-" + digits[:9], " " + digits[:9], digits[:9] + " ", digits[:9] + "\t", "\n" + digits[:9],
+        digits[:3] + " " + digits[3:10], "٠١٢٣٤٥٦٧", digits[:9] + "g", "\t", " ",
+    ]  # fmt: skip
+    for i, ref in enumerate(hashes + near_hashes):
+        cases.append(Case((ref, (), deque(rng.sample(words, 2))) if i % 2 else (ref, set(), []), f"generated: {ref!r}"))
+    return cases
 
 
 POLICY_CASES = [
@@ -113,10 +198,11 @@ def _policy_mistake(args: tuple[Any, ...], got: object, want: str) -> str | None
     if want == "unpinned":
         return "no ref at all (None or an empty string) means the clone takes whatever the default branch holds"
     if want == "missing" and got == "unpinned":
+        if not ref.strip():
+            return f"{ref!r} is blank, not empty: only None or '' mean no ref; a blank is a ref nobody has"
         return f"{ref!r} is a ref, so the pin is not empty; it is one the repository does not have"
-    longer = [n for n in (*tags, *branches) if n != ref and n.startswith(ref)]
-    if want == "missing" and got in ("tag", "branch") and longer:
-        return f"{ref!r} is not in either list, though {longer[0]!r} starts with it: compare whole names"
+    if want == "missing" and got in ("tag", "branch"):
+        return _loose_match(ref, [*tags, *branches])
     name_says = "tag" if ref.startswith(("core_v", "v")) else "branch" if ref.startswith("core_r") else None
     if got == name_says and got != want:
         return "you decided by the letters of the name; what it is depends on which list of the repository holds it"
@@ -127,6 +213,21 @@ def _policy_mistake(args: tuple[Any, ...], got: object, want: str) -> str | None
     if want == "tag":
         return f"{ref!r} is in the repository's tags"
     return None
+
+
+def _loose_match(ref: str, names: list[str]) -> str:
+    """Why a ref the repository does not hold was taken for one it holds."""
+    if any(n.lower() == ref.lower() for n in names):
+        return f"{ref!r} differs from a name the repository has only in case: git's ref names are case-sensitive"
+    if any(n == ref.strip() for n in names):
+        return f"{ref!r} has blanks around a name the repository has: the ref is the whole string, blanks included"
+    longer = [n for n in names if n.startswith(ref)]
+    if longer:
+        return f"{ref!r} is not in either list, though {longer[0]!r} starts with it: compare whole names"
+    near = [n for n in names if n in ref or ref in n]
+    if near:
+        return f"{ref!r} is not in either list, though it and {near[0]!r} share letters: compare whole names"
+    return f"{ref!r} is in neither list: a ref is a tag or a branch only when one of the lists holds it exactly"
 
 
 def _not_a_hash(ref: str) -> str:
@@ -156,6 +257,11 @@ def _not_a_hash(ref: str) -> str:
         "files, side by side': Megatron-LM has both a release branch and a release tag for one version, and the "
         "after-files clone three repositories with no ref at all"
     ),
+    question=(
+        "A ref is a name the repository holds, or a commit it can resolve, or neither. Which of the two lists you "
+        "are given would hold core_r0.18.0, which core_v0.18.0, and what is left to decide for a ref in neither? "
+        "And what tells you that a ref was never set at all?"
+    ),
     method=(
         "Deal first with a missing or empty ref. Then ask which of the repository's own lists holds the ref as "
         "a whole name: its tags, then its branches. Only a ref in neither list may still be a commit hash (7 to "
@@ -165,198 +271,26 @@ def _not_a_hash(ref: str) -> str:
     reveals=["7 <= len(ref) <= 40"],
 )
 def check_pin_policy(fn: Callable[[str | None, Collection[str], Collection[str]], str]) -> str:
-    """Exercise 8.1: pin_policy(ref, tags, branches) says what a pin is, from the repository's own refs."""
+    """Exercise 8.1: `pin_policy(ref, tags, branches)` says what a pin is, from the repository's own refs.
+
+    Contract. Returns one `str` (the lesson asks for a word, so the type is checked): "unpinned" for `None` or ""
+    (only those: a blank is a ref), "tag" or "branch" when that collection holds the ref as a whole name, exactly
+    (case and blanks count; a name is never in both), "commit" for a ref in neither that is 7 to 40 lower-case hex
+    digits and nothing else (no sign, 0x, blanks, line end, other scripts' digits, SHA-256's 64), "missing"
+    otherwise. `tags` and `branches` are any collections (list, tuple, set, frozenset, deque; each its own kind)
+    and are left as they were.
+
+    Domain: refs named as real repositories name them (Megatron-LM's core_r/core_v, vllm-ascend's releases/v...,
+    v1.2.3 with rc/post/dev/build suffixes, main, feature/..., names of hex digits), refs resembling a held name
+    (a prefix, a suffix, inside it, another case, blanks, origin/, ^{}, the last part of a path), hashes of every
+    length 7..40 and near-hashes; a sweep of every resemblance and near-hash kind (seeded), then random draws.
+    """
     return compare_on_inputs(
         fn,
         _reference_policy,
         inputs=_policy_inputs(),
-        edge_cases=POLICY_CASES,
+        edge_cases=POLICY_CASES + _swept_cases(),
         mistakes=_policy_mistake,
         name="pin_policy",
         strict_types=True,
     )
-
-
-# ---------------------------------------------------------------- 8.2 pip_line
-
-_GIT_REPOS = (
-    ("Megatron-LM", "https://github.com/NVIDIA/Megatron-LM.git", "tag", "core_v0.18.0"),
-    ("MindSpeed", "https://gitcode.com/Ascend/MindSpeed.git", "branch", "core_r0.18.0"),
-    ("Megatron-Bridge", "https://github.com/NVIDIA-NeMo/Megatron-Bridge.git", "tag", "v0.5.0"),
-    ("vllm-ascend", "https://github.com/vllm-project/vllm-ascend.git", "branch", "releases/v0.23.0"),
-    (
-        "transformers",
-        "https://github.com/huggingface/transformers.git",
-        "commit",
-        "cc7ab9be508ce6ed3637bba9e50367b29b742dc6",
-    ),
-)
-# component name differs from the package name on purpose (the package name is what pip wants)
-_PYPI = (
-    ("torch", "torch", "2.10.0"),
-    ("torchvision", "torchvision", "0.25.0"),
-    ("FLA", "flash-linear-attention", "0.5.0"),
-    ("xgrammar", "xgrammar", "0.1.33"),
-    ("setuptools", "setuptools", "80.10.2"),
-    # names that begin or end with letters of the prefix 'pypi:' (p, y, i): cutting it off letter by letter eats them
-    ("numpy", "numpy", "1.26.4"),
-    ("PyYAML", "pyyaml", "6.0.2"),
-)
-
-
-def _component(raw: tuple[str, ...]) -> Component:
-    if len(raw) == 4:
-        return Component(raw[0], raw[1], raw[2], raw[3])
-    return Component(raw[0], f"pypi:{raw[1]}", "version", raw[2])
-
-
-def _manifest(picked: list[tuple[str, ...]], name: str = "generated") -> StackManifest:
-    return StackManifest(name, tuple(_component(r) for r in picked), {})
-
-
-def _manifest_inputs() -> Any:
-    from hypothesis import strategies as st
-
-    return st.lists(st.sampled_from(_GIT_REPOS + _PYPI), min_size=1, max_size=6, unique=True).map(
-        lambda picked: (_manifest(picked),)
-    )
-
-
-PIP_CASES = [
-    Case((_manifest([_PYPI[0]], "one package"),), "a manifest of one PyPI package"),
-    Case((_manifest([_GIT_REPOS[4]], "one commit"),), "a repository pinned to a commit hash"),
-    Case((_manifest([_GIT_REPOS[0]], "one repository"),), "a manifest of one git repository"),
-    Case((_manifest([_PYPI[2], _GIT_REPOS[4]], "names differ"),), "a component whose name is not its package name"),
-    Case((_manifest([*_GIT_REPOS[:3], *_PYPI[:2]], "mixed"),), "tags, a branch and packages together"),
-    Case((_manifest([_PYPI[5], _PYPI[6]], "p, y, i"),), "package names that begin or end with p, y or i"),
-]
-
-
-# Only pins the install command itself makes count: a `git clone --branch X` (or a checkout) before it pins outside
-# pip, and `--branch` refuses a commit hash, so such a command fails on a manifest with a commit pin.
-_PIP_VIAS = ("pip ==", "pip git+")
-
-
-def _pins_of(fn: Callable[[StackManifest], object]) -> Callable[[StackManifest], object]:
-    """The learner's command read back as pins: what the checker compares with the manifest."""
-
-    def read(manifest: StackManifest) -> object:
-        text = fn(manifest)
-        if not isinstance(text, str):
-            return text
-        try:
-            return {(p.repo, p.ref) for p in parse_pins(text, "shell", "pip_line") if p.via in _PIP_VIAS}
-        except ValueError as e:
-            return f"unparsable: {e}"
-
-    read.__name__ = "pip_line"
-    return read
-
-
-def _shape_mistake(text: str, got: set[tuple[str, str]], missing: set[tuple[str, str]]) -> str | None:
-    """A mistake in the command's shape (pins outside the install, no install, glued or merged arguments)."""
-    pins = parse_pins(text, "shell", "pip_line")
-    outside = [p for p in pins if p.via not in _PIP_VIAS and (p.repo, p.ref) in missing]
-    if outside:
-        hashes = [p.ref for p in outside if p.via == "git clone --branch" and COMMIT_HASH.fullmatch(p.ref)]
-        refuse = (
-            f"; and git refuses the commit hash {hashes[0][:12]!r}... after `--branch`, which takes a branch or a tag"
-            if hashes
-            else " (and `git clone --branch` takes only a branch or a tag: a commit pin would fail there)"
-        )
-        return (
-            f"your command pins {sorted(p.repo for p in outside)} with `{outside[0].via}` and installs what was "
-            f"cloned: that pin is outside the install command, where the exercise asks for every pin{refuse}"
-        )
-    installs = pip_installs(text)
-    if not installs:
-        return "your text has no install command (pip install, pip3 install or python -m pip install) to read pins from"
-    before, args = installs[0]
-    if before and not got:  # the reader took no pin from it: it does not start with pip
-        return (
-            f"your install starts with {' '.join(before)!r}: the checker reads a command that starts with pip, pip3 or "
-            "python -m pip, the forms the exercise lists"
-        )
-    merged = [a for a in args if any(ch.isspace() for ch in a.strip()) and a.count("==") + a.count("git+") > 1]
-    if merged:
-        word = merged[0] if len(merged[0]) <= 60 else merged[0][:60] + "..."
-        return f"the quotes make {word!r} one argument: several pins reach pip as a single word"
-    glued = [a for a in args if a.endswith(",") or a.startswith(",")]
-    if glued:
-        return f"a comma is glued to {glued[0]!r}: the shell splits arguments at blanks only, so it is part of the pin"
-    return None
-
-
-def _pip_mistake(fn: Callable[[StackManifest], object]) -> Callable[[tuple[Any, ...], Any, Any], str | None]:
-    def name(args: tuple[Any, ...], got: object, want: set[tuple[str, str]]) -> str | None:
-        (manifest,) = args
-        if isinstance(got, str) and got.startswith("unparsable"):
-            return f"the command does not parse as shell ({got[len('unparsable: ') :]})"
-        if not isinstance(got, set):
-            return "return the command as one string"
-        text = fn(manifest)
-        missing, extra = want - got, got - want
-        shape = _shape_mistake(text, got, missing) if missing else None
-        if shape:
-            return shape
-        comps = {c.key: c for c in manifest.components}
-        # a component's own name where its package's name differs (FLA for flash-linear-attention)
-        named = {c.name.lower(): c for c in manifest.components if c.is_pypi and repo_key(f"pypi:{c.name}") != c.key}
-        if extra and all(r.startswith("pypi:") and r[5:] in named for r, _ in extra):
-            wrote = named[sorted(extra)[0][0][5:]]
-            return (
-                f"you wrote the component's name {wrote.name!r} where pip needs the package name "
-                f"{wrote.key[5:]!r}: a component is named in the manifest, a package on PyPI"
-            )
-        cut = [(r[5:], e[5:]) for r, _ in missing for e, _ in extra
-               if r.startswith("pypi:") and e.startswith("pypi:") and e[5:] != r[5:] and e[5:] in r[5:]]  # fmt: skip
-        if cut:
-            return (
-                f"the package {cut[0][0]!r} came out as {cut[0][1]!r}: your command lost letters of its name along "
-                "with the prefix 'pypi:'"
-            )
-        if missing and all(comps[r].is_pypi for r, _ in missing if r in comps):
-            return f"the PyPI packages {sorted(r[5:] for r, _ in missing)} are not pinned to their version"
-        if missing and all(not comps[r].is_pypi for r, _ in missing if r in comps):
-            if "git+" in text and "@" not in text.split("git+", 1)[1].split()[0]:
-                return "a git URL without '@<ref>' installs whatever the default branch holds"
-            return "the git repositories are not pinned as pip installs a repository at a ref"
-        if missing:
-            return f"{len(missing)} component(s) of the manifest are not in the command"
-        if extra:
-            return f"the command pins {sorted(extra)}, which the manifest does not hold"
-        return None
-
-    return name
-
-
-@checker(
-    "8.2",
-    library_answers=[render_install_script, manifest_pins],
-    where=(
-        "the section 'The stack as data' (a component is a PyPI package at a version or a repository at a ref) "
-        "and the pins table, which shows the two ways pip pins a thing"
-    ),
-    method=(
-        "Go through the manifest's components once. A PyPI component is pinned by its package name (what follows "
-        "the 'pypi:' prefix, not the component's own name) and its version, joined by the equality operator pip "
-        "uses; a git component by pip's 'git+' form of its URL with the ref after an at sign. Put every pin after "
-        "one install command (pip's own name or python's -m form), separated by spaces."
-    ),
-    reveals=["git+{c.repo}@{c.ref}", "=={c.ref}"],
-)
-def check_pip_line(fn: Callable[[StackManifest], str], manifests: Collection[StackManifest] = ()) -> str:
-    """Exercise 8.2: pip_line(manifest) is one install command whose pins are exactly the manifest's."""
-    extra_cases = [Case((m,), f"the lesson's manifest {m.name!r}") for m in manifests]
-    try:
-        return compare_on_inputs(
-            _pins_of(fn),
-            manifest_pins,
-            inputs=_manifest_inputs(),
-            edge_cases=PIP_CASES + extra_cases,
-            mistakes=_pip_mistake(fn),
-            name="pip_line",
-            max_examples=40,
-        )
-    except ExerciseFailure as e:  # the call shows the read-back pins; say so
-        raise ExerciseFailure(str(e).replace("pip_line(", "the pins of pip_line(", 1)) from None

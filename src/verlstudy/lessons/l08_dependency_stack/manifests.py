@@ -12,6 +12,7 @@ from typing import Any
 
 from verlstudy.common.pins import pins_in_files, ref_findings
 from verlstudy.common.refs import COMMIT_HASH, REF_KINDS, Pin, ref_finding, repo_key
+from verlstudy.kit.tables import Table
 from verlstudy.lessons.l08_dependency_stack.real_files import component_drift
 
 # ---------------------------------------------------------------- stack manifests
@@ -110,6 +111,8 @@ def load_manifest(path: str | Path) -> StackManifest:
 def manifest_problems(manifest: StackManifest) -> list[str]:
     """Ref findings of a manifest's components: 'name: naming: ...' (ref or recorded kind breaks the repo's
     scheme) or 'name: policy: ...' (a movable release branch where the repo publishes a tag)."""
+    if not isinstance(manifest, StackManifest):
+        raise TypeError(f"manifest must be a StackManifest (load_manifest's), got {type(manifest).__name__}")
     out = []
     for c in manifest.components:
         if c.kind == UNPINNED:
@@ -147,16 +150,16 @@ class UpgradeDiff:
     unchanged: tuple[str, ...]
     settings: tuple[tuple[str, object, object], ...]  # (key, old, new); None where absent
 
-    def table(self) -> str:
-        """The diff as a Markdown table, one row per component or setting that differs."""
-        rows = ["| change | component | before | after |", "| --- | --- | --- | --- |"]
-        rows += [f"| added | {c.name} | - | {f'{c.kind} {c.ref}'.rstrip()} |" for c in self.added]
-        rows += [f"| removed | {c.name} | {c.kind} {c.ref} | - |" for c in self.removed]
+    def table(self) -> Table:
+        """The diff as a table (show it with `kit.tables.show_table`), one row per component or setting that
+        differs."""
+        rows = [["added", c.name, "-", f"{c.kind} {c.ref}".rstrip()] for c in self.added]
+        rows += [["removed", c.name, f"{c.kind} {c.ref}", "-"] for c in self.removed]
         rows += [
-            f"| changed | {ch.name} | {ch.old.kind} {ch.old.ref} | {ch.new.kind} {ch.new.ref} |" for ch in self.changed
+            ["changed", ch.name, f"{ch.old.kind} {ch.old.ref}", f"{ch.new.kind} {ch.new.ref}"] for ch in self.changed
         ]
-        rows += [f"| setting | {k} | {_show(o)} | {_show(n)} |" for k, o, n in self.settings]
-        return "\n".join(rows)
+        rows += [["setting", k, _show(o), _show(n)] for k, o, n in self.settings]
+        return Table.of(["change", "component", "before", "after"], rows)
 
 
 def _show(value: object) -> str:

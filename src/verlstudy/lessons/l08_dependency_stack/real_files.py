@@ -6,7 +6,8 @@ MindSpeed-Ops and MindSpeed-Bridge so). `split_drift` separates a real disagreem
 variant: `0.25.0+cpu` is the x86_64 CPU wheel of `0.25.0` (a local version, PEP 440), not another version.
 `component_drift` groups pins by the package they install rather than by repository key, so a git checkout of
 `huggingface/transformers` at a commit (the pre-#7604 image) and `transformers==5.10.4` from PyPI (the install
-script) are compared as one component. `side_by_side` lines up each component's ref across several sets of files.
+script) are compared as one component. `side_by_side` lines up each component's ref across several sets of files;
+`pin_lines` prints the file lines a set of pins was read from.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 from verlstudy.common.pins import Drift
 from verlstudy.common.refs import Pin, repo_key
+from verlstudy.kit.tables import Table
 
 _CLONE = re.compile(
     r"git clone\s+(?P<opts>(?:-[^\s]+(?:\s+[^\s-][^\s]*)?\s+)*)(?P<url>https?://\S+?)(?:\.git)?(?=[\s;&|\\]|$)"
@@ -70,6 +72,8 @@ def component_name(repo: str) -> str:
     A PyPI key gives the name after `pypi:`; a git key the repository's own name (its last part). Names are
     compared as pip compares them (PEP 503: lower-case, runs of `-`, `_`, `.` as one `-`).
     """
+    if not isinstance(repo, str):
+        raise TypeError(f"repo must be a repository key such as 'pypi:transformers', got {type(repo).__name__}")
     name = repo[len("pypi:") :] if repo.startswith("pypi:") else repo.rstrip("/").rsplit("/", 1)[-1]
     return re.sub(r"[-_.]+", "-", name.lower())
 
@@ -115,8 +119,9 @@ def split_drift(drifts: Iterable[Drift]) -> tuple[list[Drift], list[Drift]]:
 
 def side_by_side(
     columns: Mapping[str, Iterable[Pin]], clones: Mapping[str, Sequence[Clone]], repos: Sequence[str]
-) -> str:
-    """A Markdown table: one row per repository, one column per set of files, each cell the ref(s) pinned there."""
+) -> Table:
+    """A table (show it with `kit.tables.show_table`): one row per repository, one column per set of files, each
+    cell the ref(s) pinned there."""
     header = ["component", *columns]
     rows = []
     for repo in repos:
@@ -126,5 +131,37 @@ def side_by_side(
             unpinned = any(c.repo == repo for c in clones.get(title, ()))
             cells.append(" / ".join(refs) or ("no ref (default branch)" if unpinned else "-"))
         rows.append([repo, *cells])
-    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+    return Table.of(header, rows)
+
+
+def _line_of(pin: Pin, lines: list[str]) -> int:
+    """The line of the pin's command that names its ref (and its repository, when one line does both)."""
+    command = [pin.line]
+    while lines[command[-1] - 1].rstrip().endswith("\\") and command[-1] < len(lines):
+        command.append(command[-1] + 1)
+    name = pin.repo.removeprefix("pypi:").rsplit("/", 1)[-1].lower()
+    for wanted in (lambda s: pin.ref in s and name in s.lower(), lambda s: pin.ref in s):
+        hits = [n for n in command if wanted(lines[n - 1])]
+        if hits:
+            return hits[0]
+    return pin.line
+
+
+def pin_lines(files: Mapping[str, str], pins: Iterable[Pin]) -> list[str]:
+    """'file:line: the line as written' for each pin, in the order given: the real lines a comparison rests on.
+
+    A pin inside a command continued over several lines (`\\` at the end) is reported at the command's first
+    line; here the line shown is the one in that command that holds the ref. `files` is {file name: text} as the
+    pins were read from; a pin whose file or line is not there raises ValueError (the pins came from other files)."""
+    if not isinstance(files, Mapping):
+        raise TypeError(f"files must be a mapping of file name to text, got {type(files).__name__}")
+    out = []
+    for p in pins:
+        if not isinstance(p, Pin):
+            raise TypeError(f"pin_lines takes Pin objects, got {type(p).__name__}")
+        lines = files.get(p.file, "").splitlines()
+        if not 1 <= p.line <= len(lines):
+            raise ValueError(f"{p.file}:{p.line} is not a line of the files given")
+        number = _line_of(p, lines)
+        out.append(f"{p.file}:{number}: {lines[number - 1].strip()}")
+    return out

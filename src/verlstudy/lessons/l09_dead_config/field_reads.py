@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verlstudy.common.heap import collector_paused
-from verlstudy.lessons.l09_dead_config.read_index import _ReadIndex, source_texts
-from verlstudy.lessons.l09_dead_config.reflective import passes, reflective_filters
+from verlstudy.lessons.l09_dead_config.read_index import _ReadIndex, reflective_filters, source_texts
+from verlstudy.lessons.l09_dead_config.reflective import passes
 from verlstudy.lessons.l09_dead_config.schema import field_names
 
 
@@ -80,6 +80,34 @@ def dead_fields(
     cls = class_name or (config.__name__ if isinstance(config, type) else None)
     with collector_paused():  # the search frees what it builds by reference counting: no collection need walk the heap
         return _search(index, names, cls)
+
+
+def _search_any_read_is_live(index: _ReadIndex, names: list[str], class_name: str | None) -> list[DeadField]:
+    """`_search` before it followed copies (kept to show the fix as a change): a field is live as soon as any
+    code reads it, so `self._is_offload_grad = engine_config.grad_offload` keeps `grad_offload` alive."""
+    prefer = index.spelling_counts(names)  # the files that write most of the fields are tried first
+
+    def live(attr: str, seen: frozenset[str]) -> bool:
+        for _read in index.reads_of(attr, prefer=prefer):
+            return True  # a grep's verdict: any mention that reads the field keeps it
+        return False
+
+    out = []
+    for name in names:
+        if live(name, frozenset({name})):
+            continue
+        # dead: every read is a copy; list them in source order, whichever files the search tried first
+        into: list[str] = []
+        sites: list[str] = []
+        for read in index.reads_of(name, in_source_order=True):
+            sites.append(f"{read.file}:{read.line}")
+            into += [t if kind == "local" else f"self.{t}" if t.startswith("_") else f".{t}"
+                     for kind, t in read.copied_into or ()]  # fmt: skip
+        named = tuple(index.string_sites(name, first=2))  # e.g. a tuple of field names read with .get(field)
+        reflective = reflective_filters(index, class_name) if class_name else []  # only a dead field needs them
+        reads = tuple(site for site, tests in reflective if passes(name, tests))
+        out.append(DeadField(name, tuple(into), tuple(sites), reads or named))
+    return out
 
 
 def _search(index: _ReadIndex, names: list[str], class_name: str | None) -> list[DeadField]:

@@ -24,6 +24,8 @@ from pathlib import Path
 
 from verlstudy.common.heap import collector_paused
 from verlstudy.lessons.l09_dead_config.errors import ConfigError
+from verlstudy.lessons.l09_dead_config.reflective import NameTest, reads_reflectively, typed_rows
+from verlstudy.lessons.l09_dead_config.syntax import _CHILD_FIELDS, WORD, _child_fields
 
 
 def source_texts(
@@ -72,16 +74,15 @@ def attribute_read(node: ast.AST) -> str | None:
     return None
 
 
-_WORD = r"[A-Za-z_]\w*"
 # between a dot (or a read's `[` or `,`) and what it reads: spaces, line breaks, backslashes, comments to line end
 _READ_GAP = r"(?:[\s\\]|#[^\n]*+)*+"
 # `.name`; `. name`, `.\<newline>name`, `(x.<newline>name)` and a comment between the dot and the name. The name
 # is matched in a lookahead, so a match takes only the dot and every dot is tried (one in a comment a gap runs over)
-_DOTTED = re.compile(rf"\.(?={_READ_GAP}({_WORD}))")
+_DOTTED = re.compile(rf"\.(?={_READ_GAP}({WORD}))")
 # a string a read takes: getattr(x, "name"), x["name"], x[("name")] (not f("name")); the gap as above, or a `(`
-_QUOTED_READ = re.compile(rf"[\[,](?=(?:[\s\\(]|#[^\n]*+)*+[rRbBuUfF]{{0,2}}[\"']{{1,3}}({_WORD})[\"'])")
+_QUOTED_READ = re.compile(rf"[\[,](?=(?:[\s\\(]|#[^\n]*+)*+[rRbBuUfF]{{0,2}}[\"']{{1,3}}({WORD})[\"'])")
 # any string that can be just "name": "name", 'name', and the pieces of an f-string: f"{x}name{y}", f"{x:name}"
-_QUOTED = re.compile(rf"[\"'}}:]({_WORD})(?=[\"'{{}}])")
+_QUOTED = re.compile(rf"[\"'}}:]({WORD})(?=[\"'{{}}])")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -93,7 +94,7 @@ def _spellings(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str
 
 @functools.lru_cache(maxsize=4096)
 def _words(text: str) -> frozenset[str]:
-    return frozenset(re.findall(_WORD, text))
+    return frozenset(re.findall(WORD, text))
 
 
 CopyTargets = tuple[tuple[str, str], ...]  # ('attr', '_x') for `self._x = <read>`, ('local', 'x') for `x = <read>`
@@ -128,31 +129,6 @@ def copy_targets(node: ast.AST, parent: ast.AST | None) -> CopyTargets | None:
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-# fields that never hold a node with a read, a loaded name or a string in it: load/store markers, operators, and
-# names written as plain text (`def name`, `x.attr`, `import names`, keyword `arg=`)
-_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "name", "names", "id", "attr", "arg", "module", "level", "kind"})
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _child_fields(kind: type) -> tuple[str, ...]:
-    """The fields of a node type that may hold child nodes, last first (`()` for a value that is not a node)."""
-    fields = _CHILD_FIELDS.get(kind)
-    if fields is None:
-        fields = _CHILD_FIELDS[kind] = tuple(f for f in reversed(getattr(kind, "_fields", ())) if f not in _LEAF_FIELDS)
-    return fields
-
-
-def child_nodes(node: ast.AST) -> list[ast.AST]:
-    """`ast.iter_child_nodes(node)` as a list, less the nodes that hold no read, loaded name or string (`Load`,
-    `Add`, `alias`...)."""
-    out: list[ast.AST] = []
-    for name in reversed(_child_fields(type(node))):
-        value = getattr(node, name, None)
-        if isinstance(value, ast.AST):
-            out.append(value)
-        elif type(value) is list:
-            out.extend(item for item in value if isinstance(item, ast.AST))
-    return out
 
 
 class _ScopeEnd:
@@ -171,8 +147,6 @@ class SourceFile:
     file would make every later garbage collection slower."""
 
     def __init__(self, file: str, text: str) -> None:
-        from verlstudy.lessons.l09_dead_config.reflective import typed_rows  # reflective imports this module
-
         self.text = text
         with collector_paused():  # a parse builds ~10^5 acyclic nodes; the tree goes before the collector is back
             try:
@@ -370,3 +344,42 @@ def _index_reads(sources: dict[str, str]) -> tuple[dict[str, list[_Read]], dict[
         for name, r in found.items()
     }
     return reads, loads
+
+
+def reflective_reads(sources: Mapping[str, str] | _ReadIndex, class_name: str) -> list[str]:
+    """'file:line' of every reflective read of a variable annotated with `class_name` (a function parameter or an
+    annotated assignment in the same function): code that reads such a config's fields by computed name.
+
+    Only files that mention `class_name` are parsed. A reflective read of an object whose type is not written
+    down (or of `self` inside the config's own methods) is not found: the search stays a by-name search there.
+    A read inside a loop that filters the fields by name reads only some of them: `reflective_filters` says which.
+    """
+    return [site for site, _ in reflective_filters(sources, class_name)]
+
+
+def reflective_filters(
+    sources: Mapping[str, str] | _ReadIndex, class_name: str
+) -> list[tuple[str, tuple[NameTest, ...]]]:
+    """('file:line', filter) for each reflective read `reflective_reads` finds: the fields it reads are those
+    whose names pass the filter (`passes`); () reads every field."""
+    if not isinstance(class_name, str) or not class_name.isidentifier():
+        raise TypeError(f"class_name must be a class name, got {class_name!r}")
+    index = sources if isinstance(sources, _ReadIndex) else _ReadIndex(source_texts(sources))
+    if class_name in index._reflective:
+        return list(index._reflective[class_name])
+    found: dict[str, set[tuple[NameTest, ...]]] = {}
+    if index._reflective_files is None:
+        index._reflective_files = [f for f, text in index.sources.items() if reads_reflectively(text)]
+    for file in index.files_naming(class_name, among=index._reflective_files):
+        for annotated, reflective in index.file(file).typed_functions:
+            typed = {name for name, annotation in annotated if class_name in annotation}
+            for target, line, tests in reflective:
+                if target in typed:
+                    found.setdefault(f"{file}:{line}", set()).add(tests)
+    sites = []
+    for site in sorted(found, key=lambda site: (site.rsplit(":", 1)[0], int(site.rsplit(":", 1)[1]))):
+        # one line read twice, once filtered and once not, reads every field
+        tests = found[site]
+        sites.append((site, () if () in tests or len(tests) > 1 else next(iter(tests))))
+    index._reflective[class_name] = sites
+    return list(sites)

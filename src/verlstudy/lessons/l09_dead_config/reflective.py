@@ -11,9 +11,9 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 
-from verlstudy.lessons.l09_dead_config.read_index import _WORD, _ReadIndex, child_nodes, source_texts
+from verlstudy.lessons.l09_dead_config.syntax import WORD, child_nodes
 
 REFLECTIVE_CALLS = frozenset({"fields", "asdict", "astuple", "vars"})
 _REFLECTIVE_WORDS = ("fields(", "asdict(", "astuple(", "vars(", "getattr(", "__dict__")
@@ -22,7 +22,7 @@ _REFLECTIVE_WORDS = ("fields(", "asdict(", "astuple(", "vars(", "getattr(", "__d
 _GAP = r"(?:\s|\\|#[^\n]*)*+"  # possessive: the lookahead below cannot make it give back a space
 REFLECTIVE_SPELLING = re.compile(
     rf"\b(?:fields|asdict|astuple|vars){_GAP}\({_GAP}[A-Za-z_]"
-    rf"|\bgetattr{_GAP}\({_GAP}{_WORD}{_GAP},{_GAP}(?![rRbBuU]{{0,2}}[\"'])"
+    rf"|\bgetattr{_GAP}\({_GAP}{WORD}{_GAP},{_GAP}(?![rRbBuU]{{0,2}}[\"'])"
     r"|__dict__"
 )
 _LINE_END = re.compile(r"\r\n?|\n")
@@ -233,42 +233,3 @@ def _filter_of(node: ast.AST, target: str, loops: tuple[tuple[str, str, tuple[Na
             return tests if ast.dump(node.args[1]) == name else ()
         return tests
     return ()
-
-
-def reflective_reads(sources: Mapping[str, str] | _ReadIndex, class_name: str) -> list[str]:
-    """'file:line' of every reflective read of a variable annotated with `class_name` (a function parameter or an
-    annotated assignment in the same function): code that reads such a config's fields by computed name.
-
-    Only files that mention `class_name` are parsed. A reflective read of an object whose type is not written
-    down (or of `self` inside the config's own methods) is not found: the search stays a by-name search there.
-    A read inside a loop that filters the fields by name reads only some of them: `reflective_filters` says which.
-    """
-    return [site for site, _ in reflective_filters(sources, class_name)]
-
-
-def reflective_filters(
-    sources: Mapping[str, str] | _ReadIndex, class_name: str
-) -> list[tuple[str, tuple[NameTest, ...]]]:
-    """('file:line', filter) for each reflective read `reflective_reads` finds: the fields it reads are those
-    whose names pass the filter (`passes`); () reads every field."""
-    if not isinstance(class_name, str) or not class_name.isidentifier():
-        raise TypeError(f"class_name must be a class name, got {class_name!r}")
-    index = sources if isinstance(sources, _ReadIndex) else _ReadIndex(source_texts(sources))
-    if class_name in index._reflective:
-        return list(index._reflective[class_name])
-    found: dict[str, set[tuple[NameTest, ...]]] = {}
-    if index._reflective_files is None:
-        index._reflective_files = [f for f, text in index.sources.items() if reads_reflectively(text)]
-    for file in index.files_naming(class_name, among=index._reflective_files):
-        for annotated, reflective in index.file(file).typed_functions:
-            typed = {name for name, annotation in annotated if class_name in annotation}
-            for target, line, tests in reflective:
-                if target in typed:
-                    found.setdefault(f"{file}:{line}", set()).add(tests)
-    sites = []
-    for site in sorted(found, key=lambda site: (site.rsplit(":", 1)[0], int(site.rsplit(":", 1)[1]))):
-        # one line read twice, once filtered and once not, reads every field
-        tests = found[site]
-        sites.append((site, () if () in tests or len(tests) > 1 else next(iter(tests))))
-    index._reflective[class_name] = sites
-    return list(sites)

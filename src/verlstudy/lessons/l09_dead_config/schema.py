@@ -244,8 +244,18 @@ def assert_field_removed(cls: type, name: str, *, removals: Mapping[str, Removal
         raise AssertionError(f"{cls.__name__} has field {name!r} again: {reason}")
 
 
+def nested_dataclass(annotation: Any) -> type | None:
+    """The dataclass a field's YAML block is built as: the field's type itself, or the one dataclass of an
+    `Optional[...]` / `X | None` (verl 0.9.1: `RolloutConfig.profiler: Optional[ProfilerConfig]`,
+    `AlgoConfig.filter_groups: Optional[FilterGroupsConfig]`); None for any other type."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        arms = [arm for arm in typing.get_args(annotation) if arm is not type(None)]
+        annotation = arms[0] if len(arms) == 1 else None
+    return annotation if isinstance(annotation, type) and dataclasses.is_dataclass(annotation) else None
+
+
 def yaml_field_mismatches(cls: type, data: Mapping[str, Any], path: KeyPath = ()) -> dict[str, list[str]]:
-    """Compare a YAML block with its dataclass, recursing into dataclass-typed fields:
+    """Compare a YAML block with its dataclass, recursing into dataclass-typed fields (`Optional[...]` ones too):
     'yaml_only' keys (instantiation will fail) and 'dataclass_only' fields (the YAML is incomplete)."""
     hints = typing.get_type_hints(cls)
     out: dict[str, list[str]] = {"yaml_only": [], "dataclass_only": []}
@@ -257,8 +267,8 @@ def yaml_field_mismatches(cls: type, data: Mapping[str, Any], path: KeyPath = ()
         if name not in data:
             out["dataclass_only"].append(dotted((*path, name)))
             continue
-        sub = hints[name]
-        if isinstance(sub, type) and dataclasses.is_dataclass(sub) and isinstance(data[name], Mapping):
+        sub = nested_dataclass(hints[name])
+        if sub is not None and isinstance(data[name], Mapping):
             nested = yaml_field_mismatches(sub, data[name], (*path, name))
             for kind in out:
                 out[kind].extend(nested[kind])

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from verlstudy.kit.tables import Table
 from verlstudy.kit.upstream import UpstreamMoved, verl_root, verl_version
 from verlstudy.lessons.l09_dead_config.errors import ConfigError
 from verlstudy.lessons.l09_dead_config.field_reads import DeadField, dead_fields
@@ -101,6 +102,9 @@ def engine_config_fields(class_name: str = "McoreEngineConfig", release: str | N
 
 def package_files(root: Path) -> list[Path]:
     """Every .py file of a package folder, sorted (the order is the same on every machine)."""
+    if not isinstance(root, str | Path):
+        raise TypeError(f"root must be a package folder's path (str or Path), got {type(root).__name__} {root!r:.60}")
+    root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"no package folder {root.name!r}")
     return sorted(root.rglob("*.py"))
@@ -169,22 +173,22 @@ def scan_config_classes(release: str | None = None) -> tuple[ReleaseScan, ...]:
     return tuple(scans)
 
 
-def config_table(before: tuple[ReleaseScan, ...], after: tuple[ReleaseScan, ...]) -> str:
-    """A Markdown table: each config class with a dead or cannot-tell field in either release, and what was found."""
+def config_table(before: tuple[ReleaseScan, ...], after: tuple[ReleaseScan, ...]) -> Table:
+    """A table (show it with `kit.tables.show_table`): each config class with a dead field in either release, and
+    what was found."""
     old = {s.class_name: s for s in before}
     new = {s.class_name: s for s in after}
-    rows = ["| class | fields (old/new) | dead in " + before[0].release + " | dead in " + after[0].release
-            + " | cannot tell in " + after[0].release + " |", "| --- | ---: | --- | --- | ---: |"]  # fmt: skip
+    header = ["class", "fields (old/new)", f"dead in {before[0].release}", f"dead in {after[0].release}",
+              f"cannot tell in {after[0].release}"]  # fmt: skip
+    rows = []
     for name in dict.fromkeys([*old, *new]):
         a, b = old.get(name), new.get(name)
         if not any(s and s.dead for s in (a, b)):
             continue
         cell = lambda s: ", ".join(s.dead_names()) if s else "(no class)"  # noqa: E731
         fields = f"{len(a.fields) if a else '-'}/{len(b.fields) if b else '-'}"
-        rows.append(
-            f"| {name} | {fields} | {cell(a) or '-'} | {cell(b) or '-'} | {len(b.cannot_tell_names()) if b else '-'} |"
-        )
-    return "\n".join(rows)
+        rows.append([name, fields, cell(a) or "-", cell(b) or "-", len(b.cannot_tell_names()) if b else "-"])
+    return Table.of(header, rows, align=["", "right", "", "", "right"])
 
 
 def scan_keyed_by_name(

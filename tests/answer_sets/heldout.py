@@ -1,0 +1,76 @@
+"""The held-out answer sets as test cases: each answer checked as a learner's first try, its verdict returned."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+import io
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SETS = Path(__file__).resolve().parent / "heldout_2026_12"
+
+
+@functools.cache  # each answer file executed once per process, not once per answer
+def _module(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"heldout_2026_12_{name}", SETS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def cases(lessons: range) -> list[tuple[str, str, str]]:
+    """(exercise id, WRONG or RIGHT, label) of every answer of `lessons`' exercises, in file order."""
+    found = []
+    for path in sorted(SETS.glob("ex_*.py")):
+        exercise = path.stem[3:].replace("_", ".")
+        if int(exercise.split(".")[0]) in lessons:
+            module = _module(path.stem)
+            found += [(exercise, group, label) for group in ("WRONG", "RIGHT") for label in getattr(module, group)]
+    return found
+
+
+def library_cases() -> list[str]:
+    """The labels of the answers that hand over verl's or the course's own function (all must be refused)."""
+    return list(_module("library").LIBRARY)
+
+
+def verdict(exercise: str, group: str, label: str) -> str:
+    """The verdict of the answer and the line `check_exercise` printed, after forgetting every earlier try."""
+    return _run(exercise, getattr(_module("ex_" + exercise.replace(".", "_")), group)[label])
+
+
+def library_verdict(label: str) -> tuple[str, str]:
+    """The exercise a library answer is handed to, and its verdict as `verdict` gives it."""
+    exercise, args = _module("library").LIBRARY[label]
+    return exercise, _run(exercise, args)
+
+
+def _run(exercise: str, args: tuple[object, ...]) -> str:
+    from verlstudy.kit.exercises import check_exercise, exercise_results, reset_exercises
+
+    reset_exercises()
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        check_exercise(exercise, *args)
+    first = next((line for line in printed.getvalue().splitlines() if line.startswith(f"exercise {exercise}:")), "")
+    return f"{exercise_results()[exercise]} | {first}"
+
+
+def verdict_test(lessons: range) -> Callable[[str, str, str], None]:
+    """A test, parametrized over `lessons`' answers: every wrong one is refused, every right one passes.
+
+    One test module per group of lessons, so pytest-xdist's workers (one file each) share the answers."""
+
+    @pytest.mark.parametrize(("exercise", "group", "label"), cases(lessons))
+    def test_a_held_out_answer_gets_the_verdict_it_deserves(exercise: str, group: str, label: str) -> None:
+        got = verdict(exercise, group, label)
+        expected = "correct" if group == "RIGHT" else "not yet right"
+        assert got.startswith(expected + " |"), f"{exercise} {group.lower()} answer '{label}': {got}"
+
+    return test_a_held_out_answer_gets_the_verdict_it_deserves
