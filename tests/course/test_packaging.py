@@ -231,7 +231,7 @@ def test_every_package_in_the_tree_is_listed_and_every_listed_one_exists():
     }
     assert templates == {"verlstudy.course.site_template"}
     catalogs = (
-        {"verlstudy.kit.locale"}
+        {"verlstudy.kit.locale", "verlstudy.kit.locale.zh_CN"}
         | {  # gettext catalogs (issue 45): folders of .po files, no code
             ".".join(("verlstudy._course.notebooks", *d.relative_to(ROOT / "notebooks").parts))
             for d in (ROOT / "notebooks" / "locale").rglob("*")

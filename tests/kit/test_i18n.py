@@ -34,13 +34,25 @@ def test_a_language_setting_names_a_catalog_or_english(value, expected):
     assert i18n.normalize(value) == expected
 
 
-def test_every_catalog_entry_is_translated_and_keeps_its_fields():
-    catalog = polib.pofile(CATALOG.read_text(encoding="utf-8"))
+@pytest.mark.parametrize("source", i18n.catalog_files("zh_CN"), ids=lambda f: f.name)
+def test_every_catalog_entry_is_translated_and_keeps_its_fields(source):
+    catalog = polib.pofile(source.read_text(encoding="utf-8"))
     assert catalog.metadata["Language"] == "zh_CN"
     for entry in catalog:
         assert entry.msgstr and "fuzzy" not in entry.flags, entry.msgid
         fields = re.compile(r"\{\w*\}")
         assert sorted(fields.findall(entry.msgid)) == sorted(fields.findall(entry.msgstr)), entry.msgid
+
+
+def test_the_kit_and_every_lessons_catalog_are_read_and_agree():
+    files = i18n.catalog_files("zh_CN")
+    assert [f.name for f in files] == ["zh_CN.po", *(f"l{n:02d}.po" for n in range(10))]
+    said: dict[tuple[str | None, str], str] = {}
+    for source in files:  # a message two catalogs translate is translated alike (the merged catalog keeps the first)
+        for entry in polib.pofile(source.read_text(encoding="utf-8")):
+            key = (entry.msgctxt, entry.msgid)
+            assert said.setdefault(key, entry.msgstr) == entry.msgstr, f"{source.name}: {entry.msgid!r}"
+    assert i18n.translations("zh_CN").gettext("correct") == "正确"
 
 
 def test_english_output_is_the_english_code_byte_for_byte(english, capsys):

@@ -83,16 +83,36 @@ def held(lang: str | None) -> Iterator[None]:
         _HELD.pop()
 
 
+def catalog_files(lang: str) -> list:
+    """The PO files of `lang`: the kit's own (`locale/<lang>.po`), then one per lesson's checker messages
+    (`locale/<lang>/lNN.po`, so lessons are translated apart without editing one file), in name order."""
+    locale = resources.files("verlstudy.kit") / "locale"
+    found = [locale / f"{lang}.po"] if (locale / f"{lang}.po").is_file() else []
+    folder = locale / lang
+    if folder.is_dir():
+        found += sorted((f for f in folder.iterdir() if f.name.endswith(".po")), key=lambda f: f.name)
+    return found
+
+
 @functools.lru_cache(maxsize=4)
 def translations(lang: str) -> gettext.NullTranslations:
-    """The catalog of `lang` as stdlib gettext translations (fuzzy entries left out); English if there is none."""
+    """The catalogs of `lang` as stdlib gettext translations (fuzzy entries left out); English if there is none.
+
+    One message translated in two catalogs must be translated alike (a test holds them to it); the first wins."""
     import polib
 
-    source = resources.files("verlstudy.kit") / "locale" / f"{lang}.po"
-    if not source.is_file():
+    files = catalog_files(lang)
+    if not files:
         return gettext.NullTranslations()
-    catalog = polib.pofile(source.read_text(encoding="utf-8"))
-    return gettext.GNUTranslations(io.BytesIO(catalog.to_binary()))
+    merged = polib.POFile()
+    merged.metadata = {"Content-Type": "text/plain; charset=UTF-8", "Language": lang}
+    seen: set[tuple[str | None, str]] = set()
+    for source in files:
+        for entry in polib.pofile(source.read_text(encoding="utf-8")):
+            if (entry.msgctxt, entry.msgid) not in seen and not entry.obsolete:
+                seen.add((entry.msgctxt, entry.msgid))
+                merged.append(entry)
+    return gettext.GNUTranslations(io.BytesIO(merged.to_binary()))
 
 
 def _(message: str) -> str:
