@@ -12,42 +12,43 @@ from types import ModuleType
 
 import pytest
 
-SETS = Path(__file__).resolve().parent / "heldout_2026_12"
+HERE = Path(__file__).resolve().parent
+FIRST_SET = "heldout_2026_12"  # each set is a folder of answers from one tester who never saw the checkers
 
 
 @functools.cache  # each answer file executed once per process, not once per answer
-def _module(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"heldout_2026_12_{name}", SETS / f"{name}.py")
+def _module(name: str, answer_set: str = FIRST_SET) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"{answer_set}_{name}", HERE / answer_set / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def cases(lessons: range) -> list[tuple[str, str, str]]:
+def cases(lessons: range, answer_set: str = FIRST_SET) -> list[tuple[str, str, str]]:
     """(exercise id, WRONG or RIGHT, label) of every answer of `lessons`' exercises, in file order."""
     found = []
-    for path in sorted(SETS.glob("ex_*.py")):
+    for path in sorted((HERE / answer_set).glob("ex_*.py")):
         exercise = path.stem[3:].replace("_", ".")
         if int(exercise.split(".")[0]) in lessons:
-            module = _module(path.stem)
+            module = _module(path.stem, answer_set)
             found += [(exercise, group, label) for group in ("WRONG", "RIGHT") for label in getattr(module, group)]
     return found
 
 
-def library_cases() -> list[str]:
+def library_cases(answer_set: str = FIRST_SET) -> list[str]:
     """The labels of the answers that hand over verl's or the course's own function (all must be refused)."""
-    return list(_module("library").LIBRARY)
+    return list(_module("library", answer_set).LIBRARY)
 
 
-def verdict(exercise: str, group: str, label: str) -> str:
+def verdict(exercise: str, group: str, label: str, answer_set: str = FIRST_SET) -> str:
     """The verdict of the answer and the line `check_exercise` printed, after forgetting every earlier try."""
-    return _run(exercise, getattr(_module("ex_" + exercise.replace(".", "_")), group)[label])
+    return _run(exercise, getattr(_module("ex_" + exercise.replace(".", "_"), answer_set), group)[label])
 
 
-def library_verdict(label: str) -> tuple[str, str]:
+def library_verdict(label: str, answer_set: str = FIRST_SET) -> tuple[str, str]:
     """The exercise a library answer is handed to, and its verdict as `verdict` gives it."""
-    exercise, args = _module("library").LIBRARY[label]
+    exercise, args = _module("library", answer_set).LIBRARY[label]
     return exercise, _run(exercise, args)
 
 
@@ -62,14 +63,14 @@ def _run(exercise: str, args: tuple[object, ...]) -> str:
     return f"{exercise_results()[exercise]} | {first}"
 
 
-def verdict_test(lessons: range) -> Callable[[str, str, str], None]:
+def verdict_test(lessons: range, answer_set: str = FIRST_SET) -> Callable[[str, str, str], None]:
     """A test, parametrized over `lessons`' answers: every wrong one is refused, every right one passes.
 
     One test module per group of lessons, so pytest-xdist's workers (one file each) share the answers."""
 
-    @pytest.mark.parametrize(("exercise", "group", "label"), cases(lessons))
+    @pytest.mark.parametrize(("exercise", "group", "label"), cases(lessons, answer_set))
     def test_a_held_out_answer_gets_the_verdict_it_deserves(exercise: str, group: str, label: str) -> None:
-        got = verdict(exercise, group, label)
+        got = verdict(exercise, group, label, answer_set)
         expected = "correct" if group == "RIGHT" else "not yet right"
         assert got.startswith(expected + " |"), f"{exercise} {group.lower()} answer '{label}': {got}"
 
