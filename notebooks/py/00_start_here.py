@@ -515,12 +515,10 @@ paired = [r["next cell"] == ["checker", f"exercise-{r['exercise']}"] for r in ro
 claim("solution cells here, each followed by its checker", sum(paired), expected=2)
 
 # %% [markdown]
-# `check_exercise` gives one of three verdicts: **correct**; **not yet right**, with the checker's
-# message naming the mistake; **not attempted**, when the answer still raises `NotImplementedError`, as
-# every stub does. Here are all three on exercise 0.1: a stub written the way the student edition
-# writes it, a plausible wrong answer, and your `seeded_sample` from above (in the student edition,
-# the stub until you fill it in). `demo_verdict` calls `check_exercise` but holds back its printed
-# line and its record, so the course's report counts only the checker cells' verdicts.
+# `check_exercise` gives one of three verdicts: **correct**; **not yet right**, with the mistake named;
+# **not attempted**, when the answer still raises `NotImplementedError`, as every stub does. Below, all three on
+# 0.1: a stub, a wrong answer, and your `seeded_sample`. `demo_verdict` holds back its line and record, so the
+# report counts only checker cells.
 
 # %%
 def seeded_sample_stub(seed: int, n: int) -> torch.Tensor:
@@ -541,10 +539,9 @@ claim("verdict for the unseeded answer", verdicts["no seed at all"][0], expected
 
 # %% [markdown]
 # ## Hints climb a ladder, and the solution is one call away
-# Each wrong try prints what is wrong; more wrong tries add rungs (constants in `verlstudy.kit.exercises`):
-# **where to look**, then a **question** (a smaller case), then the **method** in words, never the code.
-# `exercise_hint("N.M")` prints all three on request; `show_solution("N.M")` the reference. Every check is
-# appended to an attempt log (`.verlstudy/` beside the notebook). The demo below holds its tries back:
+# Each wrong try prints what is wrong; more wrong tries add rungs: **where to look**, then a **question** (a
+# smaller case), then the **method** in words, never the code. `exercise_hint("N.M")` prints all three;
+# `show_solution("N.M")` the reference. The demo holds its tries back:
 
 # %%
 from verlstudy.kit.exercises import METHOD_AFTER_TRIES, QUESTION_AFTER_TRIES, WHERE_AFTER_TRIES
@@ -559,11 +556,11 @@ for rung, after in rungs.items():
 
 # %% [markdown]
 # ## Where progress shows
-# - Each checker cell prints `exercise N.M: <verdict>` and records it as data; `exercise_results()` gives this
-#   lesson's verdicts so far, and the claims table at the end lists them.
-# - `python -m verlstudy run` writes `build/report.md`, whose "exercises correct" column counts them.
-# - A facilitator runs `python -m verlstudy progress DIR` (a learner's folder, or a folder of them): it reads the
-#   attempt logs, executing nothing, and prints one row per exercise; `--verify` re-executes changed notebooks.
+# - Each checker cell prints `exercise N.M: <verdict>` and records it; `exercise_results()` lists them, and so
+#   does the claims table.
+# - `python -m verlstudy run` counts them in `build/report.md`.
+# - `python -m verlstudy progress DIR` reads the attempt logs (`.verlstudy/` beside each notebook) without
+#   executing anything; `--verify` re-executes changed notebooks.
 
 # %%
 from verlstudy.kit.exercises import exercise_results
@@ -582,11 +579,9 @@ if skip_unless("cuda"):
 
 # %% [markdown]
 # ## Checked against upstream verl
-# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
-# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
-# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
-# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
-# the cell prints a one-line skip. `python -m verlstudy verify-upstream` runs every lesson's comparison at once.
+# The helpers here re-implement upstream code in small form, so they can drift from it. With `verl` installed,
+# the next cell compares upstream's own function with ours on generated inputs (or says why there is none); a
+# disagreement stops the notebook. Without verl it prints one skip line.
 
 # %% tags=["nbval-ignore-output"]
 from verlstudy.lessons.l00_start_here.upstream import upstream_check
