@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from verlstudy.kit import i18n
 from verlstudy.kit.exercises import ExerciseFailure
 from verlstudy.kit.params import a_kind
 from verlstudy.kit.properties import Case
@@ -36,28 +37,35 @@ def _advantage_variants(rewards: list[float]) -> dict[str, list[float]]:
     population = (sum((r - mean) ** 2 for r in rewards) / n) ** 0.5
     out: dict[str, list[float]] = {}
     if population > 0:
-        out["your std is the population one (divided by n): verl uses the unbiased std, torch's default"] = [
-            (r - mean) / (population + GRPO_EPSILON) for r in rewards
-        ]
-    out["your epsilon sits inside the square root, added to the variance"] = [
+        population_std = i18n._(
+            "your std is the population one (divided by n): verl uses the unbiased std, torch's default"
+        )
+        out[population_std] = [(r - mean) / (population + GRPO_EPSILON) for r in rewards]
+    out[i18n._("your epsilon sits inside the square root, added to the variance")] = [
         (r - mean) / (var + GRPO_EPSILON) ** 0.5 for r in rewards
     ]
     if 0 < var**0.5 < GRPO_EPSILON:
-        floor = f"your answer holds the spread at {GRPO_EPSILON} or above (a floor): that is not how epsilon enters"
+        floor = i18n.pick(
+            "your answer holds the spread at {eps} or above (a floor): that is not how epsilon enters", eps=GRPO_EPSILON
+        )
         out[floor] = [(r - mean) / GRPO_EPSILON for r in rewards]
     # true of a spread of 1 too (the range of 0/1 rewards): on such a group the values cannot tell them apart
-    out["your advantages are not scaled by the group's std here: they are the deviations from the mean as they are"] = [
-        r - mean for r in rewards
-    ]
+    unscaled = i18n._(
+        "your advantages are not scaled by the group's std here: they are the deviations from the mean as they are"
+    )
+    out[unscaled] = [r - mean for r in rewards]
     if var > 0:
-        out["your epsilon is added to each advantage after the division"] = [
+        out[i18n._("your epsilon is added to each advantage after the division")] = [
             (r - mean) / var**0.5 + GRPO_EPSILON for r in rewards
         ]
     for eps in _OTHER_EPSILONS:
         if var > 0 or eps > 0:
-            out[f"epsilon must be {GRPO_EPSILON} (verl's default); your answer matches epsilon={eps:g}"] = [
-                (r - mean) / (var**0.5 + eps) for r in rewards
-            ]
+            other_epsilon = i18n.pick(
+                "epsilon must be {eps} (verl's default); your answer matches epsilon={other}",
+                eps=GRPO_EPSILON,
+                other=f"{eps:g}",
+            )
+            out[other_epsilon] = [(r - mean) / (var**0.5 + eps) for r in rewards]
     return out
 
 
@@ -70,31 +78,35 @@ def advantage_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     try:
         values = [float(g) for g in got]
     except (TypeError, ValueError):
-        return "return a list of numbers, one advantage per reward"
+        return i18n._("return a list of numbers, one advantage per reward")
     if len(values) != len(rewards):
-        return f"return one advantage per reward ({len(rewards)} here)"
+        return i18n.pick("return one advantage per reward ({n} here)", n=len(rewards))
     if any(math.isnan(v) for v in values):
-        return "every reward is equal here, so the group's spread is 0: your division gives NaN"
+        return i18n._("every reward is equal here, so the group's spread is 0: your division gives NaN")
     wanted = [float(w) for w in want]
     in_order = all(_close(v, w) for v, w in zip(values, wanted, strict=True))
     if in_order:  # the numbers are right: what is wrong is what holds them
         kinds = sorted({a_kind(g) for g in got})
-        return (
-            f"your numbers are right, but each is {' or '.join(kinds)} inside {a_kind(got)}: return "
-            "floats, in a list, a tuple, a numpy array or one tensor"
+        return i18n.pick(
+            "your numbers are right, but each is {kinds} inside {container}: return floats, in a list, a tuple, "
+            "a numpy array or one tensor",
+            kinds=" or ".join(kinds),
+            container=a_kind(got),
         )
     if all(_close(v, w) for v, w in zip(sorted(values), sorted(wanted), strict=True)):
-        return "your advantages are the right numbers in another order: the i-th advantage belongs to the i-th reward"
+        return i18n._(
+            "your advantages are the right numbers in another order: the i-th advantage belongs to the i-th reward"
+        )
     for digits in range(1, 7):
         if all(math.isclose(v, round(w, digits), abs_tol=1e-12) for v, w in zip(values, wanted, strict=True)):
-            return "your advantages are rounded: return them at full precision"
+            return i18n._("your advantages are rounded: return them at full precision")
     for mistake, alt in _advantage_variants(list(rewards)).items():
         if all(_close(a, w) for a, w in zip(alt, wanted, strict=True)):
             continue  # on this group the slip gives the right numbers: it cannot be what went wrong
         if all(math.isclose(a, v, rel_tol=1e-6, abs_tol=1e-9) for a, v in zip(alt, values, strict=True)):
             return mistake
     if abs(sum(values)) > 1e-6 * len(values):
-        return "your advantages do not sum to 0 over the group: subtract the group mean"
+        return i18n._("your advantages do not sum to 0 over the group: subtract the group mean")
     return None
 
 
@@ -106,8 +118,10 @@ def within_float32(fn: Callable[..., Any]) -> Callable[..., Any]:
         got = fn(rewards)
         if got is rewards:
             raise ExerciseFailure(
-                f"my_advantages({rewards!r}) returned the very list it was given: return new numbers, the caller's "
-                "rewards stay theirs"
+                i18n.pick(
+                    "{call} returned the very list it was given: return new numbers, the caller's rewards stay theirs",
+                    call=f"my_advantages({rewards!r})",
+                )
             )
         if isinstance(got, torch.Tensor) and got.dim() == 1:
             values: Any = got.detach().double().tolist()
@@ -136,8 +150,11 @@ def no_zero_division(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(rewards)
         except ZeroDivisionError:
             raise ExerciseFailure(
-                f"my_advantages({rewards!r}) raised ZeroDivisionError: every reward is equal, so the group's "
-                "spread is 0 and you divided by it"
+                i18n.pick(
+                    "{call} raised ZeroDivisionError: every reward is equal, so the group's spread is 0 and you "
+                    "divided by it",
+                    call=f"my_advantages({rewards!r})",
+                )
             ) from None
 
     return run

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from verlstudy.kit import i18n
 from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.kit.properties import Case, compare_on_inputs, describe_call
 from verlstudy.lessons.l07_grpo_recipe.advantage_judging import (
@@ -53,17 +54,25 @@ def _raising_as_value(fn: Callable[..., Any]) -> Callable[..., Any]:
             want = _reference_dp_sizes(*args)
             if want != RAISES:
                 raise ExerciseFailure(
-                    f"{describe_call('my_dp_sizes', args)} raised ValueError ({e}), but this layout divides: "
-                    "return the pair (dp, edp) for it; only a layout that does not divide raises"
+                    i18n.pick(
+                        "{call} raised ValueError ({error}), but this layout divides: return the pair (dp, edp) "
+                        "for it; only a layout that does not divide raises",
+                        call=describe_call("my_dp_sizes", args),
+                        error=e,
+                    )
                 ) from None
             return RAISES
         except _OTHER_ERRORS as e:
             if isinstance(e, NotImplementedError) or _reference_dp_sizes(*args) != RAISES:
                 raise
             raise ExerciseFailure(
-                f"{describe_call('my_dp_sizes', args)} raised {type(e).__name__} ({e}): this layout does not "
-                "divide, and the exercise asks for a ValueError (an `assert` raises AssertionError, and "
-                "`python -O` skips it)"
+                i18n.pick(
+                    "{call} raised {error_type} ({error}): this layout does not divide, and the exercise asks for "
+                    "a ValueError (an `assert` raises AssertionError, and `python -O` skips it)",
+                    call=describe_call("my_dp_sizes", args),
+                    error_type=type(e).__name__,
+                    error=e,
+                )
             ) from None
 
     return run
@@ -86,29 +95,31 @@ _LAYOUT_CASES = [
 def _layout_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     world, tp, pp, cp, _ep, etp = args
     if want == RAISES:
-        return "this layout does not divide, so raise ValueError"
+        return i18n._("this layout does not divide, so raise ValueError")
     if got == RAISES:
-        return f"this layout divides (dp={want[0]}, edp={want[1]}) but your function raised ValueError"
+        return i18n.pick(
+            "this layout divides (dp={dp}, edp={edp}) but your function raised ValueError", dp=want[0], edp=want[1]
+        )
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        return "return a pair (dp, edp)"
+        return i18n._("return a pair (dp, edp)")
     if any(isinstance(g, float) for g in got):
-        return "return whole numbers (ints): replicas come in whole numbers"
+        return i18n._("return whole numbers (ints): replicas come in whole numbers")
     pair = tuple(got)
     if pair == (8, 1) and tuple(args) != (512, 8, 8, 1, 64, 1):
-        return "(8, 1) is the recipe's answer, not this layout's: does your function read its arguments?"
+        return i18n._("(8, 1) is the recipe's answer, not this layout's: does your function read its arguments?")
     if pair == want[::-1]:
-        return "the two are swapped"
+        return i18n._("the two are swapped")
     # the kind of slip, by the factor it is off by; which sizes belong where is the exercise (the method's job)
     if pair[0] == want[0] and pair[1] * cp == want[1] and cp > 1:
-        return f"your dp is right; your edp is cp times too small here (cp={cp})"
+        return i18n.pick("your dp is right; your edp is cp times too small here (cp={cp})", cp=cp)
     if pair[1] == want[1] and pair[0] == world // (tp * pp) and cp > 1:
-        return f"your edp is right; your dp is cp times too large here (cp={cp})"
+        return i18n.pick("your edp is right; your dp is cp times too large here (cp={cp})", cp=cp)
     if pair[1] == want[1] * etp and etp > 1 and pair[0] == want[0]:
-        return f"your dp is right; your edp is etp times too large here (etp={etp})"
+        return i18n.pick("your dp is right; your edp is etp times too large here (etp={etp})", etp=etp)
     if pair[0] == want[0]:
-        return "your dp is right, your edp is not"
+        return i18n._("your dp is right, your edp is not")
     if pair[1] == want[1]:
-        return "your edp is right, your dp is not"
+        return i18n._("your edp is right, your dp is not")
     return None
 
 
@@ -142,7 +153,7 @@ def check_dp_sizes(fn: Callable[[int, int, int, int, int, int], tuple[int, int]]
     Pure arithmetic: no effect to check.
     """
     if not callable(fn):
-        raise ExerciseFailure(f"the answer should be a function, got {type(fn).__name__}")
+        raise ExerciseFailure(i18n.pick("the answer should be a function, got {kind}", kind=type(fn).__name__))
     return compare_on_inputs(
         _raising_as_value(fn),
         _reference_dp_sizes,
@@ -178,42 +189,58 @@ def _token_loss_variants(ratio: float, adv: float, low: float, high: float, c: f
     cap_at_c = min(pessimistic, c) if adv < 0 else pessimistic
     inside_band = {}
     if adv < 0 and c < ratio <= 1 + high:  # past clip_c, yet not above the band: a ceiling kept for above it misses
-        inside_band["your ceiling for a negative advantage acts only above the clip band; here the ratio is past "
-                    "clip_c but inside the band"] = pessimistic  # fmt: skip
+        ceiling_too_late = i18n._(
+            "your ceiling for a negative advantage acts only above the clip band; here the ratio is past clip_c but "
+            "inside the band"
+        )
+        inside_band[ceiling_too_late] = pessimistic
     return {
         **inside_band,
-        "the dual clip is missing: a negative advantage's loss is not capped": pessimistic,
-        "the dual clip applies only when A < 0": min(pessimistic, -adv * c),
-        "the upper bound is 1 + clip_high, not 1 + clip_low": min(symmetric, -adv * c) if adv < 0 else symmetric,
-        "your cap for a negative advantage is clip_c itself, whatever the size of the advantage": cap_at_c,
-        "your loss keeps the optimistic term here (the smaller of the clipped and the unclipped one)": optimistic,
-        "the sign is flipped: return the loss (what is minimised), not the objective": -right,
-        "your loss is the unclipped one here (the ratio as it is), where the clipped loss differs": unclipped,
+        i18n._("the dual clip is missing: a negative advantage's loss is not capped"): pessimistic,
+        i18n._("the dual clip applies only when A < 0"): min(pessimistic, -adv * c),
+        i18n._("the upper bound is 1 + clip_high, not 1 + clip_low"): (
+            min(symmetric, -adv * c) if adv < 0 else symmetric
+        ),
+        i18n._("your cap for a negative advantage is clip_c itself, whatever the size of the advantage"): cap_at_c,
+        i18n._("your loss keeps the optimistic term here (the smaller of the clipped and the unclipped one)"): (
+            optimistic
+        ),
+        i18n._("the sign is flipped: return the loss (what is minimised), not the objective"): -right,
+        i18n._("your loss is the unclipped one here (the ratio as it is), where the clipped loss differs"): unclipped,
     }
 
 
-def _loss_region(ratio: float, adv: float, low: float, high: float, c: float) -> str:
+def _wrong_in_region(ratio: float, adv: float, low: float, high: float, c: float) -> str:
+    """That the loss is wrong, naming the region of (ratio, advantage) it is wrong in: one sentence per region."""
     if adv < 0 and ratio > c:
-        return "A < 0 with the ratio past clip_c, where the dual clip binds"
+        return i18n._("your loss is wrong for A < 0 with the ratio past clip_c, where the dual clip binds")
+    if ratio > 1 + high and adv > 0:
+        return i18n._("your loss is wrong for A > 0 with the ratio above 1 + clip_high, where the upper clip binds")
     if ratio > 1 + high:
-        side = "the upper clip binds" if adv > 0 else "nothing clips (the pessimistic side)"
-        return f"A {'>' if adv > 0 else '<='} 0 with the ratio above 1 + clip_high, where {side}"
+        return i18n._(
+            "your loss is wrong for A <= 0 with the ratio above 1 + clip_high, where nothing clips "
+            "(the pessimistic side)"
+        )
+    if ratio < 1 - low and adv < 0:
+        return i18n._("your loss is wrong for A < 0 with the ratio below 1 - clip_low, where the lower clip binds")
     if ratio < 1 - low:
-        side = "the lower clip binds" if adv < 0 else "nothing clips (the pessimistic side)"
-        return f"A {'>=' if adv >= 0 else '<'} 0 with the ratio below 1 - clip_low, where {side}"
-    return "the ratio inside [1 - clip_low, 1 + clip_high], where nothing clips"
+        return i18n._(
+            "your loss is wrong for A >= 0 with the ratio below 1 - clip_low, where nothing clips "
+            "(the pessimistic side)"
+        )
+    return i18n._("your loss is wrong for the ratio inside [1 - clip_low, 1 + clip_high], where nothing clips")
 
 
 def _token_loss_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     if isinstance(got, bool) or not isinstance(got, numbers.Real):
-        return "return one number (a float)"
+        return i18n._("return one number (a float)")
     rounded = any(math.isclose(float(got), round(float(want), d), abs_tol=1e-12) for d in range(1, 7))
     if rounded and got not in (0, want):
-        return "your loss is rounded: return it at full precision"
+        return i18n._("your loss is rounded: return it at full precision")
     for name, value in _token_loss_variants(*args).items():
         if math.isclose(float(got), value, rel_tol=1e-6, abs_tol=1e-9):
             return name
-    return f"your loss is wrong for {_loss_region(*args)}"
+    return _wrong_in_region(*args)
 
 
 _LOSS_CASES = [
@@ -264,7 +291,7 @@ def check_token_loss(fn: Callable[[float, float, float, float, float], float]) -
     Floats in, a float out: no effect to check.
     """
     if not callable(fn):
-        raise ExerciseFailure(f"the answer should be a function, got {type(fn).__name__}")
+        raise ExerciseFailure(i18n.pick("the answer should be a function, got {kind}", kind=type(fn).__name__))
     return compare_on_inputs(
         _as_number(fn),
         _reference_token_loss,
@@ -307,7 +334,7 @@ def check_advantages(fn: Callable[[list[float]], list[float]]) -> str:
     to 1e-7, where epsilon decides the answer.
     """
     if not callable(fn):
-        raise ExerciseFailure(f"the answer should be a function, got {type(fn).__name__}")
+        raise ExerciseFailure(i18n.pick("the answer should be a function, got {kind}", kind=type(fn).__name__))
     return compare_on_inputs(
         within_float32(no_zero_division(fn)),
         reference_advantages,

