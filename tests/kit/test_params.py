@@ -59,3 +59,26 @@ def test_a_range_open_on_one_side_reads_plainly():
         check_int("seed", -1, minimum=0)
     with pytest.raises(ValueError, match=r"allowed: 0.0 <= lr <= 1.0$"):
         check_float("lr", 2.0, minimum=0.0, maximum=1.0)
+
+
+def test_check_str_path_instance_and_items_name_the_argument_on_one_line():
+    from pathlib import Path
+
+    from verlstudy.kit.params import check_instance, check_items, check_path, check_str
+
+    assert check_str("text", "a") == "a"
+    assert check_path("folder", "x") == Path("x")
+    assert check_instance("n", 3, int, what="an int") == 3
+    assert check_items("pins", (1, 2), int, what="an int") == [1, 2]
+    with pytest.raises(TypeError, match=r"^argument text must be shell text \(a str\), got NoneType None$"):
+        check_str("text", None, what="shell text (a str)")
+    with pytest.raises(TypeError, match=r"^argument folder must be a path \(str or Path\), got bytes b'x'$"):
+        check_path("folder", b"x")
+    with pytest.raises(TypeError, match=r"^argument pins must be a list of Pins \(from pins_in_files\), got str 'ab'$"):
+        check_items("pins", "ab", int, what="a Pin (from pins_in_files)")
+    with pytest.raises(TypeError, match=r"^argument pins\[1\] must be a Pin, got str 'b'$"):
+        check_items("pins", [1, "b"], int, what="a Pin")
+    with pytest.raises(TypeError, match=r"argument pins must be a list of Pins, got list_iterator"):
+        check_items("pins", iter([1]), int, what="a Pin")
+    with pytest.raises(TypeError, match=r"got str 'x{59}\.\.\.$"):
+        check_instance("tree", "x" * 200 + "\n", dict, what="a dict")

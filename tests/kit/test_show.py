@@ -56,6 +56,25 @@ def test_symbol_lines_finds_methods_with_decorators_assignments_and_a_window():
         symbol_lines(SOURCE, "Engine.step", contains="y")  # `y = x + 1` and the store: which one was meant?
 
 
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [
+        (lambda bad: symbol_lines(bad, "Engine.step"), "argument source must be Python source text"),
+        (lambda bad: symbol_lines(SOURCE, bad if bad is not None else 3), "argument symbol must be a name like"),
+        (lambda bad: symbol_lines(SOURCE, None, contains=bad if bad is not None else 3), "argument contains must be"),
+        (lambda bad: symbol_lines(SOURCE, None, context=bad), "argument context must be an integer"),
+    ],
+)
+@pytest.mark.parametrize("bad", [None, 7, [1], {"a": 1}, float("nan")])
+def test_symbol_lines_names_an_argument_of_the_wrong_type(call, named, bad):
+    # issue 43 item 8: these ended in a raw AttributeError ('NoneType' object has no attribute 'splitlines')
+    if "context" in named and isinstance(bad, int):
+        bad = "8"
+    with pytest.raises(TypeError, match=named) as info:
+        call(bad)
+    assert "\n" not in str(info.value)
+
+
 def test_an_ambiguous_search_text_is_named_with_the_file_not_shown_at_its_first_match():
     if not upstream.verl_available():
         pytest.skip("verl 0.9.1 not installed")

@@ -62,6 +62,26 @@ def test_bad_inputs_are_named():
         show_table(3)
 
 
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [
+        (lambda bad: split_row(bad), r"argument line must be one pipe line like '\| a \| b \|' \(a str\), got "),
+        (lambda bad: Table.of(bad, []), "argument header must be a list of column names, got "),
+        (lambda bad: Table.of(["a"], bad), r"argument rows must be a list of rows \(each a list of cells\), got "),
+        (lambda bad: Table.of(["a"], [bad]), r"argument rows\[0\] must be a list of cells, got "),
+        (lambda bad: Table.of(["a"], [], notes=bad), "argument notes must be a list of lines, got "),
+        (lambda bad: Table.of(["a"], [], align=bad), "argument align must be a list of alignments, got "),
+        (lambda bad: Table.of(["a"], [], align=[bad]), r"argument align\[0\] must be one of \[''"),
+    ],
+)
+@pytest.mark.parametrize("bad", [None, 7, float("nan")])
+def test_table_helpers_name_an_argument_of_the_wrong_type(call, named, bad):
+    # issue 43 item 8: split_row(None) ended in a raw AttributeError ('NoneType' object has no attribute 'strip')
+    with pytest.raises(TypeError, match=named) as info:
+        call(bad)
+    assert "\n" not in str(info.value)
+
+
 cell_text = st.text(st.characters(blacklist_categories=["Cs", "Cc"]), max_size=12).map(lambda s: " ".join(s.split()))
 
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+import os
+from collections.abc import Collection, Iterable, Mapping
+from pathlib import Path
+from typing import Any
 
 
 def allowed_range(name: str, minimum: float | None, maximum: float | None) -> str:
@@ -77,3 +80,57 @@ def a_kind(value: object) -> str:
         return described
     name = type(value).__name__
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def _got(value: object) -> str:
+    """What a message says it got, on one line and short: `int 7`, `NoneType None`, `str 'abc...'`."""
+    try:
+        shown = repr(value)
+    except Exception:  # a repr that fails still gets its type named
+        shown = "<unprintable>"
+    shown = " ".join(shown.split())
+    return f"{type(value).__name__} {shown[:60]}{'...' if len(shown) > 60 else ''}"
+
+
+def check_str(name: str, value: object, *, what: str = "a str", kind: str = "argument") -> str:
+    """Return `value` if it is a str, else a one-line TypeError: `argument text must be shell text (a str), got ...`."""
+    if not isinstance(value, str):
+        raise TypeError(f"{kind} {name} must be {what}, got {_got(value)}")
+    return value
+
+
+def check_path(name: str, value: object, *, what: str = "a path (str or Path)", kind: str = "argument") -> Path:
+    """Return `value` as a Path if it is a str or os.PathLike (not bytes), else a one-line TypeError naming it."""
+    if isinstance(value, str) or (isinstance(value, os.PathLike) and isinstance(os.fspath(value), str)):
+        return Path(value)
+    raise TypeError(f"{kind} {name} must be {what}, got {_got(value)}")
+
+
+def check_instance(name: str, value: object, cls: type | tuple[type, ...], *, what: str, kind: str = "argument") -> Any:
+    """Return `value` if it is an instance of `cls`, else a one-line TypeError: `argument tree must be a ConfigTree
+    (from parse_yaml), got NoneType None`. `what` says what is allowed, in the reader's words."""
+    if not isinstance(value, cls):
+        raise TypeError(f"{kind} {name} must be {what}, got {_got(value)}")
+    return value
+
+
+def check_items(
+    name: str, value: object, cls: type | tuple[type, ...], *, what: str, kind: str = "argument"
+) -> list[Any]:
+    """Return `value` as a list if it is a collection (not a str, bytes or mapping) whose every item is a `cls`,
+    else a one-line TypeError naming the argument or its first bad item: `argument pins[2] must be a Pin, got ...`.
+    `what` names one item (`a Pin`). An iterator is refused: checking it would use it up."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Collection):
+        raise TypeError(f"{kind} {name} must be a list of {_plural(what)}, got {_got(value)}")
+    items = list(value)
+    for i, item in enumerate(items):
+        if not isinstance(item, cls):
+            raise TypeError(f"{kind} {name}[{i}] must be {what}, got {_got(item)}")
+    return items
+
+
+def _plural(what: str) -> str:
+    """'a Pin' -> 'Pins', 'an int' -> 'ints' (the last word only gets the s; '(...)' notes stay after it)."""
+    words = what.split(" ", 1)[1] if what.split(" ", 1)[0] in ("a", "an") else what
+    head, _, note = words.partition(" (")
+    return f"{head}s" + (f" ({note}" if note else "")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verlstudy.kit import upstream
+from verlstudy.kit.params import check_int, check_str
 
 UPSTREAM_TAG = "upstream-source"
 FENCE = "````"  # four backticks: a shown source may itself hold a ``` fence in a docstring
@@ -155,6 +156,12 @@ def symbol_lines(
     file) in `source`, decorators included; with `contains`, only `context` lines around the one line holding
     that text. Raises LookupError when the symbol or the text is not there, or when the text is on more than one
     line (the window would silently centre on the first: a cell would show code its prose does not describe)."""
+    check_str("source", source, what="Python source text (a str)")
+    if symbol is not None:
+        check_str("symbol", symbol, what="a name like 'func' or 'Class.method', or None for the whole file")
+    if contains is not None:
+        check_str("contains", contains, what="the text of one line (a str) or None")
+    check_int("context", context, minimum=0, kind="argument")
     lines = source.splitlines()
     start, end = 1, len(lines)
     if symbol:

@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from verlstudy.kit.params import check_str
+
 _SEPARATOR = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
 _RULES = {"": "---", "left": ":---", "right": "---:", "center": ":---:"}
 
@@ -24,7 +26,7 @@ def _cell(value: object) -> str:
 
 def split_row(line: str) -> list[str]:
     """The cells of one pipe line `| a | b \\| c |`, unescaped (an escaped pipe or backslash stays in its cell)."""
-    text = line.strip()
+    text = check_str("line", line, what="one pipe line like '| a | b |' (a str)").strip()
     cells, current, escaped, closed = [], [], False, False
     for char in text:
         closed = False
@@ -47,6 +49,13 @@ def split_row(line: str) -> list[str]:
     return [c.strip() for c in cells]
 
 
+def _iterable(name: str, value: object, what: str) -> Iterable[object]:
+    """`value` if it can be iterated over (a str counts, as before), else a one-line TypeError naming `name`."""
+    if not isinstance(value, Iterable):
+        raise TypeError(f"argument {name} must be {what}, got {type(value).__name__} {value!r:.60}")
+    return value
+
+
 @dataclass(frozen=True)
 class Table:
     """A table of text cells with notes after it (summary lines), displayed as Markdown with a plain-text twin."""
@@ -67,13 +76,20 @@ class Table:
         """A Table from cells of any type (each shown as str); rows must be as wide as the header.
 
         `align` holds '', 'left', 'right' or 'center' per column. Raises ValueError naming a bad row or alignment."""
-        head = tuple(str(h) for h in header)
+        head = tuple(str(h) for h in _iterable("header", header, "a list of column names"))
         if not head:
             raise ValueError("a table needs at least one header cell")
-        body = tuple(tuple(str(c) for c in row) for row in rows)
+        rows = _iterable("rows", rows, "a list of rows (each a list of cells)")
+        body = tuple(
+            tuple(str(c) for c in _iterable(f"rows[{i}]", row, "a list of cells")) for i, row in enumerate(rows)
+        )
         for row in body:
             if len(row) != len(head):
                 raise ValueError(f"table row {list(row)!r} has {len(row)} cells; the header has {len(head)}")
+        align = [
+            check_str(f"align[{i}]", a, what=f"one of {sorted(_RULES)}")
+            for i, a in enumerate(_iterable("align", align, "a list of alignments"))
+        ]
         unknown = sorted(set(align) - set(_RULES))
         if unknown:
             raise ValueError(f"alignment must be one of {sorted(_RULES)}, got {unknown}")
@@ -81,6 +97,7 @@ class Table:
             raise ValueError(f"align has {len(align)} entries; the header has {len(head)} columns")
         if isinstance(notes, str):
             raise TypeError("notes must be a list of lines, not one str")
+        notes = _iterable("notes", notes, "a list of lines")
         aligns = tuple(align) + ("",) * (len(head) - len(align))  # one per column: equal tables compare equal
         return cls(head, body, tuple(str(n) for n in notes), aligns)
 
