@@ -46,7 +46,7 @@ def test_every_catalog_entry_is_translated_and_keeps_its_fields(source):
 
 def test_the_kit_and_every_lessons_catalog_are_read_and_agree():
     files = i18n.catalog_files("zh_CN")
-    assert [f.name for f in files] == ["zh_CN.po", *(f"l{n:02d}.po" for n in range(10))]
+    assert [f.name for f in files] == ["zh_CN.po", "claims.po", *(f"l{n:02d}.po" for n in range(10))]
     said: dict[tuple[str | None, str], str] = {}
     for source in files:  # a message two catalogs translate is translated alike (the merged catalog keeps the first)
         for entry in polib.pofile(source.read_text(encoding="utf-8")):

@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from verlstudy.course import edition, registry
+from verlstudy.course import claim_catalog, edition, registry
 from verlstudy.course.files import read_notebook
 from verlstudy.course.registry import Lesson
 
@@ -60,17 +60,22 @@ def cmd_edition(args: argparse.Namespace) -> int:
         lessons = registry.select_lessons(args.lessons)
         if args.update:  # make translations
             changes = [line for lesson in lessons for line in edition.update_catalog(lesson, lang)]
-            print(f"edition {lang}: {len(lessons)} catalogs updated, {len(changes)} entries need a translator")
+            changes += claim_catalog.update_claims_catalog(lang)  # every lesson's claims: one catalog
+            need = f"{len(changes)} entries need a translator"
+            print(f"edition {lang}: {len(lessons)} catalogs and the claims' catalog updated, {need}")
             for line in changes:
                 print(f"  {line}")
             return 0
         if args.check:
             stale = edition.stale_cells(lang, lessons)
-            for item in stale:
+            claims = claim_catalog.stale_claims(lang)
+            for item in stale + claims:
                 print(item.line())
             cells = sum(len(edition.markdown_cells(read_notebook(lesson.notebook))) for lesson in lessons)
+            strings = len(claim_catalog.claim_strings())
             print(f"edition {lang}: {cells - len(stale)} of {cells} markdown cells translated from today's English")
-            return 1 if stale else 0
+            print(f"edition {lang}: {strings - len(claims)} of {strings} claim names and upstream notes translated")
+            return 1 if stale or claims else 0
         if args.out is None:
             raise ValueError("name a folder with --out DIR (or pass --check or --update)")
         out = check_target(args.out, "--out")

@@ -110,11 +110,11 @@ def claim(
     # Re-running a cell replaces the earlier record instead of duplicating it.
     _CLAIMS[:] = [c for c in _CLAIMS if c.name != name]
     _CLAIMS.append(record)
-    line = f"{CLAIM_PREFIX} {name}: {record.ours}"
+    line = f"{CLAIM_PREFIX} {i18n._(name)}: {record.ours}"  # the name and the upstream note as the learner reads them
     if expected is not None:
         line += i18n.pick(" (expected {expected})", expected=record.expected)
     if upstream:
-        line += i18n.pick(" | upstream: {upstream}", upstream=upstream)
+        line += i18n.pick(" | upstream: {upstream}", upstream=i18n._(upstream))
     print(line)
     records.emit({"kind": "claim", **asdict(record)})
 
@@ -134,7 +134,7 @@ def claims_table_view() -> tables.Table:
     """The lesson's claims as a Table (claim, upstream, ours, reproduced), the counts and exercise verdicts as notes."""
     if not _CLAIMS:
         raise ValueError("no claims recorded yet: call claim(...) in the lesson before claims_table()")
-    rows = [(c.name, c.upstream, c.ours, i18n._("yes" if c.reproduced else "no")) for c in _CLAIMS]
+    rows = [(i18n._(c.name), i18n._(c.upstream), c.ours, i18n._("yes" if c.reproduced else "no")) for c in _CLAIMS]
     done = sum(c.reproduced for c in _CLAIMS)
     notes = [i18n.pick("{done}/{total} claims reproduced", done=done, total=len(_CLAIMS))]
     verdicts = exercises.exercise_results()

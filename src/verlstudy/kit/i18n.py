@@ -118,7 +118,9 @@ def translations(lang: str) -> gettext.NullTranslations:
 def _(message: str) -> str:
     """`message` in the learner's language (itself when English is chosen or the catalog lacks it)."""
     lang = language()
-    return message if lang is None else translations(lang).gettext(message)
+    if lang is None or not message:  # gettext("") is the catalog's header, never a translation
+        return message
+    return translations(lang).gettext(message)
 
 
 def pick(message: str, **values: object) -> str:
