@@ -149,6 +149,22 @@ def test_ties_go_to_the_earliest_site() -> None:
     assert [s.function for s in group_sites(items)] == ["first", "second"]
 
 
+@pytest.mark.parametrize(
+    ("items", "named"),
+    [
+        (None, r"argument items must be a list of \(Frame, bytes, order\) triples, got NoneType None"),
+        (7, "argument items must be a list of"),
+        ("abc", "argument items must be a list of"),
+        ([1], r"argument items\[0\] must be a \(Frame, bytes, order\) triple, got int 1"),
+        ([("a.py", 1, 2)], r"argument items\[0\] must be a \(Frame, bytes, order\) triple, got tuple"),
+    ],
+)
+def test_group_sites_names_items_of_the_wrong_type(items, named) -> None:
+    # issue 43 item 8: these ended in a raw TypeError ('NoneType' object is not iterable)
+    with pytest.raises(TypeError, match=named):
+        group_sites(items)
+
+
 def test_bad_arguments() -> None:
     tracker = AllocationTracker()
     with pytest.raises(ValueError, match="n must be a positive int"):

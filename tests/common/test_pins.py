@@ -136,3 +136,34 @@ def test_a_script_that_is_not_utf8_is_named(tmp_path):
     (tmp_path / "install_npu.sh").write_bytes(b"pip install torch==2.1 # caf\xe9\n")
     with pytest.raises(ValueError, match=r"install_npu.sh is not UTF-8 text \(byte 28 is b'\\xe9'\).*save it as UTF-8"):
         read_files(tmp_path)
+
+
+@pytest.mark.parametrize("value", [None, 7, "Dockerfile", float("nan")])
+def test_pin_helpers_name_an_argument_of_the_wrong_type(value):
+    # issue 43 item 8: these ended in a raw TypeError/AttributeError ("'str' object has no attribute 'repo'")
+    from verlstudy.common.pins import image_env_settings, naming_problems, pins_table, ref_drift
+
+    calls = [
+        (naming_problems, r"argument pins must be a list of Pins \(from parse_pins or pins_in_files\)"),
+        (ref_findings, r"argument pins must be a list of Pins"),
+        (pins_table, r"argument pins must be a list of Pins"),
+        (ref_drift, r"argument source must be \{file name: text\} or a list of Pins"),
+        (lambda v: image_env_settings(v, "PATH"), "argument files must be a mapping of file name to text"),
+    ]
+    if not isinstance(value, str):
+        calls.append((read_files, r"argument folder must be a folder's path \(str or Path\)"))
+    for call, named in calls:
+        with pytest.raises(TypeError, match=named) as info:
+            call(value)
+        assert "\n" not in str(info.value)
+    with pytest.raises(TypeError, match=r"argument pins\[0\] must be a Pin"):
+        naming_problems([value])
+
+
+def test_pin_helpers_still_take_pins_from_a_generator():
+    pins = parse_pins("pip install a==1\npip install a==2\n", "shell")
+    assert ref_findings(p for p in pins) == ref_findings(pins)
+    from verlstudy.common.pins import pins_table, ref_drift
+
+    assert pins_table(iter(pins)) == pins_table(pins)
+    assert ref_drift(iter(pins)) == ref_drift(pins)

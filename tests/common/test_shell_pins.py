@@ -69,3 +69,41 @@ def test_an_install_with_no_words_before_it_is_exactly_one_the_pin_reader_reads(
     ((before, _args),) = pip_installs(line)
     read = [(p.repo, p.ref) for p in parse_pins(line + "\n", "shell", "f")]
     assert (read == [("pypi:a", "1")]) == (before == [])
+
+
+def _shell_calls():
+    from verlstudy.common.shell_pins import (
+        ShellState,
+        expand_vars,
+        logical_lines,
+        run_shell,
+        run_shell_line,
+        shell_tokens,
+    )
+
+    def state():
+        return ShellState(file="x.sh")
+
+    return [
+        (lambda v: logical_lines(v), r"argument text must be shell text \(a str\)"),
+        (lambda v: shell_tokens(v), r"argument text must be shell text \(a str\)"),  # shlex would read stdin for None
+        (lambda v: pip_installs(v), r"argument text must be shell text \(a str\)"),
+        (lambda v: expand_vars(v, {}), r"argument token must be one shell word \(a str\)"),
+        (lambda v: expand_vars("$X", v), "argument env must be a mapping of variable name to value"),
+        (lambda v: run_shell(v, state()), r"argument text must be shell text \(a str\)"),
+        (lambda v: run_shell("ls", v), r"argument state must be a ShellState"),
+        (lambda v: run_shell_line(v, state(), 1), r"argument logical must be one logical shell line \(a str\)"),
+        (lambda v: run_shell_line("ls", v, 1), r"argument state must be a ShellState"),
+        (lambda v: run_shell_line("ls", state(), v), "argument line must be an integer"),
+    ]
+
+
+@pytest.mark.parametrize("value", [None, 7, [1], float("nan")])
+def test_shell_helpers_name_an_argument_of_the_wrong_type(value):
+    # issue 43 item 8: these ended in a raw AttributeError ('NoneType' object has no attribute 'splitlines')
+    for call, named in _shell_calls():
+        if value == 7 and "line must be an integer" in named:
+            continue  # 7 is a good line number
+        with pytest.raises(TypeError, match=named) as info:
+            call(value)
+        assert "\n" not in str(info.value)

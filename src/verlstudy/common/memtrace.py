@@ -32,6 +32,8 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from verlstudy.kit.params import got
+
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _THIS_FILE = os.path.abspath(__file__)
 _MAX_FRAMES = 12
@@ -238,8 +240,13 @@ def group_sites(items: Iterable[tuple[Frame, int, int]], n: int = 5) -> list[Sit
     """Group (site frame, bytes, order) triples by function and line; the `n` largest, stable order."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int (how many sites to return), got {n!r}")
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise TypeError(f"argument items must be a list of (Frame, bytes, order) triples, got {got(items)}")
     totals: dict[Frame, list[int]] = {}
-    for frame, nbytes, order in items:
+    for i, item in enumerate(items):
+        if not (isinstance(item, tuple) and len(item) == 3 and isinstance(item[0], Frame)):
+            raise TypeError(f"argument items[{i}] must be a (Frame, bytes, order) triple, got {got(item)}")
+        frame, nbytes, order = item
         entry = totals.setdefault(frame, [0, 0, order])
         entry[0] += nbytes
         entry[1] += 1

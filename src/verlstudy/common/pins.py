@@ -21,11 +21,13 @@ import yaml
 
 from verlstudy.common.refs import Drift, EnvSetting, Pin, ref_finding, ref_naming_problem, repo_key
 from verlstudy.common.shell_pins import ShellState, expand_vars, logical_lines, run_shell, run_shell_line, shell_tokens
+from verlstudy.kit.params import check_instance, check_items, check_path, got
 from verlstudy.kit.resources import check_data_folder, read_data_text
 from verlstudy.kit.tables import Table
 
 FileKind = Literal["dockerfile", "shell", "workflow"]
 FILE_KINDS: tuple[str, ...] = ("dockerfile", "shell", "workflow")
+_A_PIN = "a Pin (from parse_pins or pins_in_files)"
 
 
 # ---------------------------------------------------------------- file kinds
@@ -174,7 +176,9 @@ def read_files(folder: str | Path, names: Sequence[str] | None = None) -> dict[s
 
     A file that is not UTF-8, or missing (a course data folder is checked against data/FILES first), is a
     DataFileError (a ValueError) naming it and what to do."""
-    root = Path(folder)
+    root = check_path("folder", folder, what="a folder's path (str or Path)")
+    if names is not None:
+        names = check_items("names", names, str, what="a file name (a str)")
     if not root.is_dir():
         raise ValueError(f"folder {str(root)!r} does not exist or is not a directory")
     check_data_folder(root)
@@ -192,6 +196,8 @@ def _known_kind(name: str) -> bool:
 
 def ref_drift(source: Mapping[str, str] | Iterable[Pin]) -> list[Drift]:
     """Every repository pinned to more than one ref, across files given as {name: text} or as pins."""
+    if isinstance(source, (str, bytes)) or not isinstance(source, Mapping | Iterable):
+        raise TypeError(f"argument source must be {{file name: text}} or a list of Pins, got {got(source)}")
     pins = pins_in_files(source) if isinstance(source, Mapping) else list(source)
     if not all(isinstance(p, Pin) for p in pins):
         raise TypeError("ref_drift takes {file name: text} or an iterable of Pin")
@@ -204,6 +210,7 @@ def ref_drift(source: Mapping[str, str] | Iterable[Pin]) -> list[Drift]:
 
 def naming_problems(pins: Iterable[Pin]) -> list[str]:
     """`ref_naming_problem` for each pin, with where it is: 'file:line: problem'."""
+    pins = check_items("pins", pins, Pin, what=_A_PIN)
     out = []
     for p in pins:
         problem = ref_naming_problem(p.repo, p.ref)
@@ -220,6 +227,7 @@ def ref_findings(pins: Iterable[Pin], kind: str | None = None) -> list[str]:
     """
     if kind not in (None, "naming", "policy"):
         raise ValueError(f"kind={kind!r} is not allowed; choose 'naming', 'policy' or None (both)")
+    pins = check_items("pins", pins, Pin, what=_A_PIN)
     out = []
     for p in pins:
         found = ref_finding(p.repo, p.ref)
@@ -237,6 +245,7 @@ def unpinned_installs(files: Mapping[str, str]) -> list[Pin]:
 
 def pins_table(pins: Iterable[Pin]) -> Table:
     """A table of pins (show it with `kit.tables.show_table`): repo, ref, how, where."""
+    pins = check_items("pins", pins, Pin, what=_A_PIN)
     return Table.of(["repo", "ref", "pinned by", "where"], [[p.repo, p.ref, p.via, f"{p.file}:{p.line}"] for p in pins])
 
 
@@ -244,6 +253,7 @@ def image_env_settings(files: Mapping[str, str], name: str) -> list[EnvSetting]:
     """Where Dockerfiles among `files` bake the variable `name` into an image (`ENV`): every container gets it."""
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be an environment variable name, got {name!r}")
+    check_instance("files", files, Mapping, what="a mapping of file name to text")
     found = []
     for file, text in files.items():
         if file_kind(file) == "dockerfile":

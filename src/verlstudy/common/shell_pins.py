@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from verlstudy.common.refs import EnvSetting, Pin, repo_key
+from verlstudy.kit.params import check_instance, check_int, check_str
 
 _OPERATORS = {";", "&&", "||", "|", "&", "(", ")", ";;"}
 # words that open or continue a compound command; the command after them still runs (`then pip install ...`)
@@ -54,6 +55,7 @@ def _strip_comment(line: str) -> str:
 
 def logical_lines(text: str, drop_comment_lines: bool = False) -> list[tuple[int, str]]:
     """Join backslash continuations; return (first physical line number, joined text) pairs."""
+    check_str("text", text, what="shell text (a str)")
     out: list[tuple[int, str]] = []
     buf: list[str] = []
     start = 0
@@ -77,6 +79,7 @@ def logical_lines(text: str, drop_comment_lines: bool = False) -> list[tuple[int
 
 
 def shell_tokens(text: str) -> list[str]:
+    check_str("text", text, what="shell text (a str)")  # shlex would read stdin for None
     lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|()")
     lexer.whitespace_split = True
     lexer.commenters = ""
@@ -87,6 +90,9 @@ def shell_tokens(text: str) -> list[str]:
 
 
 def expand_vars(token: str, env: Mapping[str, str]) -> str:
+    check_str("token", token, what="one shell word (a str)")
+    check_instance("env", env, Mapping, what="a mapping of variable name to value")
+
     def sub(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(3)
         if name in env:
@@ -222,6 +228,7 @@ def pip_installs(text: str) -> list[tuple[list[str], list[str]]]:
     words before are what else the command runs first (`sudo`, `echo`): where there are any, `run_shell_line`
     reads no pins from that command. Variables are not expanded.
     """
+    check_str("text", text, what="shell text (a str)")
     found: list[tuple[list[str], list[str]]] = []
     for _, logical in logical_lines(text):
         for cmd in _commands(shell_tokens(logical)):
@@ -237,11 +244,17 @@ def pip_installs(text: str) -> list[tuple[list[str], list[str]]]:
 
 
 def run_shell(text: str, state: ShellState, first_line: int = 1, drop_comment_lines: bool = False) -> None:
+    check_str("text", text, what="shell text (a str)")
+    check_instance("state", state, ShellState, what="a ShellState (ShellState(file=...))")
+    check_int("first_line", first_line, minimum=1, kind="argument")
     for line, logical in logical_lines(text, drop_comment_lines):
         run_shell_line(logical, state, first_line + line - 1)
 
 
 def run_shell_line(logical: str, state: ShellState, line: int) -> None:
+    check_str("logical", logical, what="one logical shell line (a str)")
+    check_instance("state", state, ShellState, what="a ShellState (ShellState(file=...))")
+    check_int("line", line, minimum=1, kind="argument")
     for cmd in _commands(shell_tokens(logical)):
         cmd = _skip_keywords(cmd)  # `if ...; then \` joins onto the next line: skip to the command
         if not cmd:

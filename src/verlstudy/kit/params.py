@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,7 @@ def a_kind(value: object) -> str:
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
-def _got(value: object) -> str:
+def got(value: object) -> str:
     """What a message says it got, on one line and short: `int 7`, `NoneType None`, `str 'abc...'`."""
     try:
         shown = repr(value)
@@ -95,7 +95,7 @@ def _got(value: object) -> str:
 def check_str(name: str, value: object, *, what: str = "a str", kind: str = "argument") -> str:
     """Return `value` if it is a str, else a one-line TypeError: `argument text must be shell text (a str), got ...`."""
     if not isinstance(value, str):
-        raise TypeError(f"{kind} {name} must be {what}, got {_got(value)}")
+        raise TypeError(f"{kind} {name} must be {what}, got {got(value)}")
     return value
 
 
@@ -103,29 +103,29 @@ def check_path(name: str, value: object, *, what: str = "a path (str or Path)", 
     """Return `value` as a Path if it is a str or os.PathLike (not bytes), else a one-line TypeError naming it."""
     if isinstance(value, str) or (isinstance(value, os.PathLike) and isinstance(os.fspath(value), str)):
         return Path(value)
-    raise TypeError(f"{kind} {name} must be {what}, got {_got(value)}")
+    raise TypeError(f"{kind} {name} must be {what}, got {got(value)}")
 
 
 def check_instance(name: str, value: object, cls: type | tuple[type, ...], *, what: str, kind: str = "argument") -> Any:
     """Return `value` if it is an instance of `cls`, else a one-line TypeError: `argument tree must be a ConfigTree
     (from parse_yaml), got NoneType None`. `what` says what is allowed, in the reader's words."""
     if not isinstance(value, cls):
-        raise TypeError(f"{kind} {name} must be {what}, got {_got(value)}")
+        raise TypeError(f"{kind} {name} must be {what}, got {got(value)}")
     return value
 
 
 def check_items(
     name: str, value: object, cls: type | tuple[type, ...], *, what: str, kind: str = "argument"
 ) -> list[Any]:
-    """Return `value` as a list if it is a collection (not a str, bytes or mapping) whose every item is a `cls`,
+    """Return `value` as a list if it is an iterable (not a str, bytes or mapping) whose every item is a `cls`,
     else a one-line TypeError naming the argument or its first bad item: `argument pins[2] must be a Pin, got ...`.
-    `what` names one item (`a Pin`). An iterator is refused: checking it would use it up."""
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Collection):
-        raise TypeError(f"{kind} {name} must be a list of {_plural(what)}, got {_got(value)}")
+    `what` names one item (`a Pin`). An iterator is read into the list returned: use that list, not the iterator."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(f"{kind} {name} must be a list of {_plural(what)}, got {got(value)}")
     items = list(value)
     for i, item in enumerate(items):
         if not isinstance(item, cls):
-            raise TypeError(f"{kind} {name}[{i}] must be {what}, got {_got(item)}")
+            raise TypeError(f"{kind} {name}[{i}] must be {what}, got {got(item)}")
     return items
 
 
