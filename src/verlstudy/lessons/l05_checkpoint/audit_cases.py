@@ -19,6 +19,7 @@ import torch
 from hypothesis import strategies as st
 from torch import nn
 
+from verlstudy.kit import i18n
 from verlstudy.kit.exercises import ExerciseFailure
 
 # leaf modules a checker model may have; names chosen so whole-name matching matters (GLM-5's MTP layer is 78)
@@ -77,21 +78,42 @@ class Spec:
     checkpoint_dtype: torch.dtype = torch.float32
 
     def describe(self) -> str:
-        dtypes = (
-            ""
-            if self.model_dtype == self.checkpoint_dtype == torch.float32
-            else (f", model in {_short(self.model_dtype)}, checkpoint in {_short(self.checkpoint_dtype)}")
-        )
-        loads = "; then ".join(
-            f"a checkpoint lacking {list(load.lost)}"
-            + (f" plus unexpected {list(load.strays)}" if load.strays else "")
-            + ("" if load.layout == "own" else f" ({_LAYOUT_WORDS[load.layout]})")
+        loads = [
+            i18n.pick(_LOAD_WORDS[bool(load.strays), load.layout], lost=list(load.lost), strays=list(load.strays))
             for load in self.loads
+        ]
+        in_turn = functools.reduce(_then, loads) if loads else ""
+        if self.model_dtype == self.checkpoint_dtype == torch.float32:
+            return i18n.pick(
+                "model with modules {leaves}: {loads}, allowed={allowed}",
+                leaves=list(self.leaves),
+                loads=in_turn,
+                allowed=self.allowed,
+            )
+        return i18n.pick(
+            "model with modules {leaves}, model in {model_dtype}, checkpoint in {checkpoint_dtype}: {loads}, "
+            "allowed={allowed}",
+            leaves=list(self.leaves),
+            model_dtype=_short(self.model_dtype),
+            checkpoint_dtype=_short(self.checkpoint_dtype),
+            loads=in_turn,
+            allowed=self.allowed,
         )
-        return f"model with modules {list(self.leaves)}{dtypes}: {loads}, allowed={self.allowed}"
 
 
-_LAYOUT_WORDS = {"strided": "its tensors non-contiguous views", "flat": "its tensors views of one flat buffer"}
+def _then(before: str, then: str) -> str:
+    return i18n.pick("{before}; then {then}", before=before, then=then)
+
+
+# one checkpoint of a spec, by (whether it carries stray keys, its layout): a whole phrase each, for translation
+_LOAD_WORDS = {
+    (False, "own"): "a checkpoint lacking {lost}",
+    (True, "own"): "a checkpoint lacking {lost} plus unexpected {strays}",
+    (False, "strided"): "a checkpoint lacking {lost} (its tensors non-contiguous views)",
+    (True, "strided"): "a checkpoint lacking {lost} plus unexpected {strays} (its tensors non-contiguous views)",
+    (False, "flat"): "a checkpoint lacking {lost} (its tensors views of one flat buffer)",
+    (True, "flat"): "a checkpoint lacking {lost} plus unexpected {strays} (its tensors views of one flat buffer)",
+}
 
 
 def _short(dtype: torch.dtype) -> str:
@@ -162,43 +184,64 @@ def _effect_problem(model: nn.Module, before: dict[str, Any], state: Mapping[str
         not isinstance(state[k], torch.Tensor) or state[k].dtype != d or not torch.equal(state[k], v)
         for k, (d, v) in kept.items()
     ):
-        return "your function changed the checkpoint it was given (leave the state dict as it was)"
+        return i18n._("your function changed the checkpoint it was given (leave the state dict as it was)")
     tensors = dict([*model.named_parameters(), *model.named_buffers()])
     for name, (obj, dtype, grad, _value) in before.items():
         now = tensors.get(name)
         if now is not obj:
-            return (
-                f"after your load the model's {name} is another tensor object, not the one it had: anything "
-                "holding the old one (an optimizer) no longer sees the model's weights (write into it)"
+            return i18n.pick(
+                "after your load the model's {name} is another tensor object, not the one it had: anything holding "
+                "the old one (an optimizer) no longer sees the model's weights (write into it)",
+                name=name,
             )
         if now.dtype != dtype:
-            return f"after your load the model's {name} is {_short(now.dtype)}, not its own {_short(dtype)}"
+            return i18n.pick(
+                "after your load the model's {name} is {dtype}, not its own {own_dtype}",
+                name=name,
+                dtype=_short(now.dtype),
+                own_dtype=_short(dtype),
+            )
         if now.requires_grad != grad:
-            return f"after your load the model's {name} changed requires_grad"
+            return i18n.pick("after your load the model's {name} changed requires_grad", name=name)
     theirs = _storages([v for v in state.values() if isinstance(v, torch.Tensor)])
     shared = [name for name, t in tensors.items() if _storages([t]) & theirs]
     if shared:
-        return (
-            f"after your load the model's {shared[0]} shares memory with the checkpoint: a training step would "
-            "write into the checkpoint (the model must hold copies)"
+        return i18n.pick(
+            "after your load the model's {name} shares memory with the checkpoint: a training step would write into "
+            "the checkpoint (the model must hold copies)",
+            name=shared[0],
         )
     held = model.state_dict()
     loadable = [name for name in before if name in state and name in held]
     skipped = [name for name in loadable if not torch.equal(held[name], state[name].to(before[name][1]))]
     if skipped and len(skipped) == len(loadable):
-        return (
-            "the model does not hold the checkpoint's weights afterwards: your function worked out the keys but "
-            "did not load the weights into the model"
+        return i18n._(
+            "the model does not hold the checkpoint's weights afterwards: your function worked out the keys but did "
+            "not load the weights into the model"
+        )
+    if skipped and skipped[0] not in dict(model.named_parameters()):
+        return i18n.pick(
+            "your load skipped {name} (a saved buffer): the model does not hold the checkpoint's value for it",
+            name=skipped[0],
         )
     if skipped:
-        kind = "a saved buffer" if skipped[0] not in dict(model.named_parameters()) else "a parameter"
-        return f"your load skipped {skipped[0]} ({kind}): the model does not hold the checkpoint's value for it"
+        return i18n.pick(
+            "your load skipped {name} (a parameter): the model does not hold the checkpoint's value for it",
+            name=skipped[0],
+        )
     for name, (_obj, _dtype, _grad, value) in before.items():
         if name in loadable:
             continue
+        if not torch.equal(tensors[name].detach(), value) and name in state:
+            return i18n.pick(
+                "your load changed the model's {name}, a buffer the model never saves: it keeps the model's own value",
+                name=name,
+            )
         if not torch.equal(tensors[name].detach(), value):
-            why = "a buffer the model never saves" if name in state else "a key the checkpoint lacks"
-            return f"your load changed the model's {name}, {why}: it keeps the model's own value"
+            return i18n.pick(
+                "your load changed the model's {name}, a key the checkpoint lacks: it keeps the model's own value",
+                name=name,
+            )
     return ""
 
 
@@ -216,9 +259,10 @@ def run_loads(fn: Callable[..., Any], spec: Spec) -> tuple[Any, ...]:
         }
         results.append(fn(model, state, spec.allowed))
         problem = _effect_problem(model, before, state, kept)
+        if problem and index:
+            problem = i18n.pick("{mistake} (on the second load into the same model)", mistake=problem)
         if problem:
-            which = "" if index == 0 else " (on the second load into the same model)"
-            raise ExerciseFailure(f"{spec.describe()}: {problem}{which}")
+            raise ExerciseFailure(i18n.pick("{spec}: {problem}", spec=spec.describe(), problem=problem))
     return tuple(results)
 
 

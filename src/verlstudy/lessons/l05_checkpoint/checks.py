@@ -17,6 +17,7 @@ import torch
 from hypothesis import strategies as st
 from torch import nn
 
+from verlstudy.kit import i18n
 from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.kit.properties import Case, compare_on_inputs
 from verlstudy.lessons.l05_checkpoint.audit_cases import Load, Spec, run_loads, specs
@@ -96,35 +97,42 @@ def _matcher_mistake(fn: Callable[[str, str], object]) -> Callable[[tuple[Any, .
     def name(args: tuple[Any, ...], got: object, want: object) -> str | None:
         key, pattern = args
         module = pattern[:-1] if pattern.endswith(".") else pattern
+        names = {"key": repr(key), "module": repr(module)}
+        further_in = "{module} is not the first module of {key}: your test finds it further in"
         if not isinstance(got, bool):
-            return "return True or False"
+            return i18n._("return True or False")
         if _answers_alike(fn):
-            return "your answer is the same whatever the pattern: is the pattern read?"
+            return i18n._("your answer is the same whatever the pattern: is the pattern read?")
         if got and not key.startswith(module) and module in key:
-            return f"{module!r} is not the first module of {key!r}: your test finds it further in"
+            return i18n.pick(further_in, **names)
         wildcard = re.match(re.escape(module).replace(r"\.", "."), key)
         if got and wildcard and not key.startswith(module):
-            return (
-                f"the dots of {module!r} match any character in your test ({key!r} is not inside it): "
-                "a dot in a module name is a dot"
+            return i18n.pick(
+                "the dots of {module} match any character in your test ({key} is not inside it): a dot in a module "
+                "name is a dot",
+                **names,
             )
         if got and key.lower().startswith(module.lower()) and not key.startswith(module):
-            return f"your test ignores capitals: {key!r} is not inside {module!r} (module names are case-sensitive)"
+            return i18n.pick(
+                "your test ignores capitals: {key} is not inside {module} (module names are case-sensitive)", **names
+            )
         if got and key.startswith(module) and not key.startswith(module + ".") and key != module:
-            return f"your test matches the letters of {module!r}, not the whole module name"
+            return i18n.pick("your test matches the letters of {module}, not the whole module name", **names)
         if got and module not in key:
-            return f"your test matches {key!r}, which does not mention {module!r} at all: is the pattern read?"
+            return i18n.pick(
+                "your test matches {key}, which does not mention {module} at all: is the pattern read?", **names
+            )
         if got:
-            return f"{module!r} is not the first module of {key!r}: your test finds it further in"
+            return i18n.pick(further_in, **names)
         if key == module:
-            return "a key that is the module's own name lies in it too"
+            return i18n._("a key that is the module's own name lies in it too")
         if not pattern.endswith("."):
             try:
                 if fn(key, pattern + ".") is True:
-                    return "your matcher works only when the pattern ends with a dot"
+                    return i18n._("your matcher works only when the pattern ends with a dot")
             except Exception:
                 pass
-        return "your matcher misses a key inside the module"
+        return i18n._("your matcher misses a key inside the module")
 
     return name
 
@@ -213,41 +221,48 @@ _AUDIT_CASES = [
 def _audit_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     (spec,) = args
     at = next((i for i, (g, w) in enumerate(zip(got, want, strict=True)) if list(g or ()) != list(w)), 0)
-    second = " (on the second load into the same model)" if at else ""
     named = _one_audit_mistake(spec.loads[at].strays, spec.allowed, got[at], want[at])
-    return named + second if named else None
+    if named and at:
+        return i18n.pick("{mistake} (on the second load into the same model)", mistake=named)
+    return named or None
 
 
 def _one_audit_mistake(strays: tuple[str, ...], allowed: tuple[str, ...], got: Any, want: Any) -> str:
     if not isinstance(got, (list, tuple)) or not all(isinstance(k, str) for k in got):
-        return "return a list of key names"
+        return i18n._("return a list of key names")
     got_keys, want_keys = list(got), list(want)
     caches = [k for k in got_keys if k.endswith(".cache") and k not in want_keys]
     if caches:
-        return (
-            f"you returned {caches[0]}, a buffer the model does not save (non-persistent): it is never in a "
-            "checkpoint, so it is never missing"
+        return i18n.pick(
+            "you returned {key}, a buffer the model does not save (non-persistent): it is never in a checkpoint, so "
+            "it is never missing",
+            key=caches[0],
         )
     buffers = [k for k in want_keys if k.endswith(".scale") and k not in got_keys]
     if buffers:
-        return f"you left out {buffers[0]}, a buffer the model saves: a missing buffer is missing too"
+        return i18n.pick(
+            "you left out {key}, a buffer the model saves: a missing buffer is missing too", key=buffers[0]
+        )
     if set(got_keys) & set(strays):
-        return "you also returned unexpected keys (in the checkpoint, not in the model): only missing keys count"
+        return i18n._(
+            "you also returned unexpected keys (in the checkpoint, not in the model): only missing keys count"
+        )
     if set(got_keys) == set(want_keys) and len(got_keys) == len(want_keys):
-        return "the right keys, but not sorted"
+        return i18n._("the right keys, but not sorted")
     if set(got_keys) == set(want_keys):
-        return "your list holds a key more than once"
+        return i18n._("your list holds a key more than once")
     hidden = sorted(set(want_keys) - set(got_keys))
     if hidden and allowed and any(any(p.rstrip(".").lower() in k.lower() for p in allowed) for k in hidden):
-        return (
-            f"you left out {', '.join(hidden)}, which no allowed module covers: your test of the allowed "
-            "modules covers more than the modules themselves"
+        return i18n.pick(
+            "you left out {keys}, which no allowed module covers: your test of the allowed modules covers more than "
+            "the modules themselves",
+            keys=", ".join(hidden),
         )
     if set(got_keys) - set(want_keys) and allowed:
-        return "you also returned keys that an allowed module covers: those may be missing"
+        return i18n._("you also returned keys that an allowed module covers: those may be missing")
     if hidden:
-        return f"you left out {', '.join(hidden)}: missing, and no allowed module covers them"
-    return "you returned keys that are not missing"
+        return i18n.pick("you left out {keys}: missing, and no allowed module covers them", keys=", ".join(hidden))
+    return i18n._("you returned keys that are not missing")
 
 
 @checker(
@@ -285,7 +300,7 @@ def check_missing_audit(fn: Callable[[nn.Module, Mapping[str, torch.Tensor], tup
     bfloat16 models and float32, bfloat16 or float64 checkpoints, any tuple of patterns (empty included).
     """
     if not callable(fn):
-        raise ExerciseFailure(f"the answer should be a function, got {type(fn).__name__}")
+        raise ExerciseFailure(i18n.pick("the answer should be a function, got {kind}", kind=type(fn).__name__))
     return compare_on_inputs(
         lambda spec: run_loads(fn, spec),
         lambda spec: run_loads(_reference_audit, spec),
