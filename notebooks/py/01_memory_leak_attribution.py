@@ -66,12 +66,9 @@ from verlstudy.lessons.l01_memory_leak.store import (
 
 # %% [markdown]
 # ## 0. The schedule, and where the outputs pile up
-# In 1F1B each stage runs a few forwards to fill the pipe (warm-up), then alternates one forward and one
-# backward (steady state), then drains the remaining backwards (cool-down). A stage holds the graph of every
-# micro-batch whose forward has run and whose backward has not: at most as many as there are stages. The last
-# stage also *stores* each micro-batch's output until the mini-batch ends (Megatron's `forward_data_store`);
-# if a stored output still references its graph, that graph stays too, and the last stage ends up holding one
-# graph per micro-batch. Below, 4 stages and 8 micro-batches (each step one time slot):
+# Under [1F1B](00_start_here.ipynb#1F1B) a stage holds a micro-batch's graph from forward to backward: at most
+# as many graphs as stages. The last stage also *stores* each output until the mini-batch ends (Megatron's
+# `forward_data_store`); an output still referencing its graph keeps it: one graph per micro-batch.
 
 # %%
 held = plot_schedule(4, 8)
@@ -81,11 +78,10 @@ claim("last stage, store keeps graphs: one per micro-batch at the end",
       held["last stage, store keeps graphs (leak)"][-1], expected=8)
 
 # %% [markdown]
-# The toy this lesson runs has two stages in one process. Its whole mechanism is the loop below, in the
-# course's own code: every stage after the first reads its input from a fresh buffer that requires grad (as
-# Megatron's `create_tensor_recv_prev` does), the last stage's `loss_func` returns the loss and a
-# `{"model_output": ...}` dict, and `store_for` picks the store: `store_output_as_is` appends that dict as it is
-# (section 6 shows the fix as a change of it).
+# The toy (two stages, one process) is the loop below, in the course's code: later stages read their input from
+# a fresh buffer that requires grad (as Megatron's `create_tensor_recv_prev` does); the last stage's `loss_func`
+# returns the loss and a `{"model_output": ...}` dict, which `store_output_as_is` appends as it is (`store_for`
+# picks the store).
 
 # %%
 show_source(pl.create_tensor_recv_prev)
@@ -138,12 +134,11 @@ check_exercise("1.1", predict_leak)
 # %% [markdown] tags=["after-you-try-1.1"]
 # **After you try 1.1** (open once you have run the checker)
 #
-# Three parts stay per micro-batch: the receive buffer (a graph leaf the stored output still reaches), the
-# gradient backward wrote into that buffer's `.grad`, and the stored per-token output itself. Sections 3 and
-# 3b measure each of them by allocation site.
+# Three parts stay per micro-batch: the receive buffer (a graph leaf the stored output still reaches), its
+# `.grad` from backward, and the stored per-token output. Sections 3 and 3b measure each.
 
 # %% [markdown]
-# Now the measurement, with this notebook's S, H and dtype (the parameters cell):
+# The measurement, at this notebook's S, H and dtype:
 
 # %%
 tracker = AllocationTracker()
@@ -290,10 +285,9 @@ claim("bfloat16: all the toy keeps = buffer + its gradient + S x 2 B of output",
       expected=2 * bf16.seq_len * bf16.hidden * 2 + bf16.seq_len * 2, unit="B")
 
 # %% [markdown]
-# The store lives until the mini-batch ends. Then the engine merges it (`postprocess_batch_func`) and
-# drops it, and everything it pinned goes at once: residency is bounded by the micro-batches of one
-# mini-batch, which is why the leak shows only at scale (hundreds of micro-batches). The merge keeps
-# the autograd link, as upstream's does, so the merged tensor pins the graphs until it is dropped too.
+# The store lives until the mini-batch ends, when the engine merges it (`postprocess_batch_func`) and drops it,
+# freeing all it pinned: the leak is bounded by one mini-batch and shows only at scale. The merge keeps the
+# autograd link, as upstream's does, so the merged tensor pins the graphs until it is dropped.
 
 # %%
 merged = consume_store(leak_run.forward_data_store)["log_probs"]
@@ -444,16 +438,13 @@ claim("gloo: last stage bytes per micro-batch", int(ranks[1]["slope"]), expected
 claim("gloo: same losses as the single-process schedule", ranks[1]["losses"] == leak_run.losses[: max(counts)])
 
 # %% [markdown]
-# **Inside one mini-batch.** Each rank also records its live bytes after every step of a 1F1B
-# mini-batch of 6 micro-batches (gradient buffers already exist, so only the schedule's own bytes
-# move).
+# **Inside one mini-batch** (6 micro-batches), stage 0 goes up each forward and down each backward: a
+# **sawtooth**.
 
 # %% [markdown]
-# Stage 0 rises with each forward and falls with each backward, a **sawtooth** bounded by the
-# micro-batches in flight; the last stage's backward frees the saved activations but its store keeps
-# each graph's leaf, a **staircase** (read its low points, right after each backward); with `detach_tree` the steps shrink to the stored outputs (from
-# the second backward on: the first also holds gradient sends still on their way to stage 0, a cost
-# bounded by the schedule, not by the number of micro-batches).
+# The last stage's store keeps each graph's leaf: a **staircase** (read its low points, after each backward).
+# With `detach_tree` its steps shrink to the stored outputs from the second backward on (the first also holds
+# gradient sends in flight).
 
 # %%
 tl0, tl1, tl1_fix = ranks[0]["timeline"], ranks[1]["timeline"], fixed[1]["timeline"]
@@ -569,9 +560,8 @@ with expect_error(measure.ResidencyError, match="create_tensor_recv_prev"):
 # %% [markdown]
 # ## 8. Reading upstream's own numbers with the same tool
 # In #6699 (FSDP + PEFT, a LoRA run), `memory_allocated` read 24.8, 37.9, ~50 and 64 GiB at micro-batch 250,
-# 300, 350 and 400, then OOM; upstream estimated ~0.27 GiB per micro-batch (the docstring of #6699's test). These
-# are upstream's figures,
-# quoted, not measured here; the least-squares slope of them agrees with their estimate.
+# 300, 350 and 400, then OOM; upstream estimated ~0.27 GiB per micro-batch (the docstring of #6699's test).
+# Quoted, not measured here; their least-squares slope agrees.
 
 # %%
 upstream_gib = {250: 24.8, 300: 37.9, 350: 50.0, 400: 64.0}
@@ -581,17 +571,13 @@ claim("slope of #6699's quoted memory figures", upstream_slope, expected=0.27, r
 
 # %% [markdown]
 # ## 9. Exercises
-# Both exercises came before the sections that answer them: **1.1** (predict the leak) before section 1
-# measured it and section 3 explained it part by part, **1.2** (find a planted leak) before section 2
-# attributed this one. Any still "not yet right"? Go back to it now: `exercise_hint("1.N")` prints where to
-# look and the method, and the sections since then show the reasoning.
+# Stuck on 1.1 or 1.2? `exercise_hint("1.N")` prints where to look and the method.
 
 # %% [markdown]
 # ## 10. The same view from a CUDA memory snapshot
-# `snapshot_top_sites` reads the pickle that `torch.cuda.memory._dump_snapshot` writes (segments,
-# blocks, and each block's allocation frames) and groups live blocks by site, like the tracker.
-# `data/memory/pipeline_leak_snapshot.pickle` was **constructed** on CPU in that format from this
-# pipeline's tracker (see its README), not recorded on a GPU:
+# `snapshot_top_sites` groups a `torch.cuda.memory._dump_snapshot` pickle's live blocks by site.
+# `data/memory/pipeline_leak_snapshot.pickle` is one, **constructed** on CPU from this pipeline's tracker, not
+# recorded on a GPU (see its README):
 
 # %%
 fixture = data_dir() / "memory" / "pipeline_leak_snapshot.pickle"
@@ -601,16 +587,12 @@ for site in snap_sites:
 claim("snapshot fixture: top site", snap_sites[0].function, expected="create_tensor_recv_prev")
 
 # %% [markdown]
-# On a machine with a CUDA GPU, the next cell records a real `_record_memory_history` snapshot of the
-# same pipeline (leaking, 4 micro-batches, after one warm-up micro-batch so that the parameter
-# gradients exist before recording starts) and reads it with the same reader. On a CPU it prints one
-# skip line; where it runs, it checks that the snapshot holds exactly one receive buffer per stored
-# micro-batch.
+# On a CUDA GPU the next cell records a real `_record_memory_history` snapshot of the leaking pipeline and
+# checks it holds one receive buffer per micro-batch (on a CPU: one skip line).
 
 # %% [markdown]
-# One difference from the CPU tracker: on CUDA, autograd runs backward on its own device
-# thread, which has no Python frames, so the receive buffer's gradient lands in the `<no Python stack>`
-# group, together with everything allocated before recording began (parameters, their gradients).
+# On CUDA, autograd's backward thread has no Python frames, so the buffer's gradient lands in
+# `<no Python stack>`, with all allocated before recording.
 
 # %% tags=["gpu"]
 if skip_unless("cuda"):
@@ -631,11 +613,9 @@ if skip_unless("cuda"):
 
 # %% [markdown]
 # ## Checked against upstream verl
-# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
-# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
-# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
-# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
-# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+# The helpers here re-implement upstream code in small form and can drift from it. With `verl` installed, the
+# next cell compares upstream's own function with ours on generated inputs (or says why there is none); a
+# disagreement stops the notebook. Without verl: one skip line.
 
 # %% tags=["nbval-ignore-output"]
 from verlstudy.lessons.l01_memory_leak.upstream import upstream_check
