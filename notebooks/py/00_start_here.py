@@ -506,7 +506,7 @@ check_exercise("0.2", find_unstable)
 # cells, read from its notebook:
 
 # %%
-from verlstudy.lessons.l00_start_here.editions import demo_tries, demo_verdict, exercise_cells
+from verlstudy.lessons.l00_start_here.editions import demo_tries, demo_verdict, exercise_cells, rung_of
 
 rows = exercise_cells(read_cells(notebooks_dir() / "00_start_here.ipynb"))
 for row in rows:
@@ -551,7 +551,7 @@ for number, lines in enumerate(tries, start=1):
     print(f"try {number}:", *lines, sep="\n  ")
 rungs = {"where to look": WHERE_AFTER_TRIES, "a question": QUESTION_AFTER_TRIES, "method": METHOD_AFTER_TRIES}
 for rung, after in rungs.items():
-    first = next(n for n, lines in enumerate(tries, start=1) if any(ln.startswith(f"  {rung} (try") for ln in lines))
+    first = next(n for n, lines in enumerate(tries, start=1) if any(rung_of(ln) == rung for ln in lines))
     claim(f"the try that adds {rung}", first, expected=after)
 
 # %% [markdown]

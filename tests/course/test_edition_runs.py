@@ -53,6 +53,14 @@ def test_the_lesson_runs_in_chinese_with_every_claim(executed, code):
     assert sum("的" in text for text in markdown) > len(markdown) / 2  # the prose is Chinese
 
 
+def test_lesson_00_shows_the_hint_ladder_and_its_claims_in_chinese(executed):
+    printed = _printed(executed["00"][2])
+    for rung in ("  该看哪里（第 ", "  一个问题（第 ", "  方法（第 "):  # the demonstration's tries, as a learner meets them
+        assert rung in printed
+    assert "[claim] 课程中的课数: " in printed and "[claim] lessons in the course" not in printed
+    assert "where to look (try" not in printed
+
+
 def test_the_claims_table_is_in_chinese(executed):
     printed = _printed(executed["05"][2]) + "".join(
         o.get("data", {}).get("text/plain", "")

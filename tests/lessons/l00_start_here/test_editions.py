@@ -3,8 +3,10 @@
 import pytest
 import torch
 
+from verlstudy.kit import exercises, i18n
 from verlstudy.kit.exercises import exercise_results, reset_exercises
 from verlstudy.kit.resources import notebooks_dir
+from verlstudy.lessons.l00_start_here import editions
 from verlstudy.lessons.l00_start_here.arc import read_cells
 from verlstudy.lessons.l00_start_here.editions import demo_verdict, exercise_cells
 
@@ -49,3 +51,27 @@ def test_demo_verdict_gives_each_verdict_and_prints_nothing(capsys, answer, verd
 def test_demo_verdict_refuses_a_non_string_id():
     with pytest.raises(TypeError, match="exercise_id must be a string"):
         demo_verdict(0.1, stub)
+
+
+@pytest.mark.parametrize("lang", [None, "zh_CN"])
+def test_the_ladders_rungs_are_found_in_every_edition(lang, monkeypatch):
+    monkeypatch.setenv("VERLSTUDY_ATTEMPTS", "0")
+    if lang:
+        monkeypatch.setenv(i18n.LANG_ENV, lang)
+    else:
+        monkeypatch.delenv(i18n.LANG_ENV, raising=False)
+    tries = editions.demo_tries("0.1", lambda seed, n: torch.randn(n), tries=exercises.METHOD_AFTER_TRIES)
+    first = {}  # rung -> the try that first prints it
+    for number, lines in enumerate(tries, start=1):
+        for line in lines:
+            first.setdefault(editions.rung_of(line), number)
+    first.pop(None)
+    assert first == {"where to look": exercises.WHERE_AFTER_TRIES, "a question": exercises.QUESTION_AFTER_TRIES,
+                     "method": exercises.METHOD_AFTER_TRIES}  # fmt: skip
+    assert any("该看哪里" in line for lines in tries for line in lines) == bool(lang)  # the learner's language
+
+
+def test_a_line_that_is_no_rung_is_none_and_a_non_line_is_refused():
+    assert editions.rung_of("exercise 0.1: not yet right") is None
+    with pytest.raises(TypeError, match="line must be a printed line"):
+        editions.rung_of(None)

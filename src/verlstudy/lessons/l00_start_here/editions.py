@@ -64,19 +64,39 @@ def demo_verdict(exercise_id: str, answer: object) -> tuple[str, str]:
     return verdict, message
 
 
+# the hint ladder's rungs, each by the line check_exercise prints for it (kit.exercises), in English
+RUNGS = {
+    "where to look": "  where to look (try {tries}): {where}",
+    "a question": "  a question (try {tries}): {question}",
+    "method": "  method (try {tries}): {method}",
+}
+
+
+def rung_of(line: object) -> str | None:
+    """Which rung of the hint ladder a printed line is ("where to look", "a question", "method"), or None.
+
+    Read in the learner's language: the line is matched against the rung's template as `check_exercise` prints
+    it in that language, so the same cell finds the rungs in every edition."""
+    if not isinstance(line, str):
+        raise TypeError(f"line must be a printed line (a str), got {type(line).__name__}")
+    for rung, template in RUNGS.items():
+        if line.startswith(i18n._(template).split("{tries}")[0]):
+            return rung
+    return None
+
+
 def demo_tries(exercise_id: str, answer: object, tries: int = 3) -> list[list[str]]:
     """The lines `check_exercise(exercise_id, answer)` prints on each of `tries` tries in a row.
 
     Shows the escalation: a wrong answer's first tries print the nudge, the later ones the method too.
     Output and records are held back as in `demo_verdict`, and the learner's own count of wrong tries
-    and verdict are restored afterwards. The lines are English in every edition (kit.i18n.held): the lesson's
-    cell finds each rung by its English words.
+    and verdict are restored afterwards. The lines are in the learner's language; `rung_of` names each rung.
     """
     _check_id(exercise_id)
     if isinstance(tries, bool) or not isinstance(tries, int) or tries < 1:
         raise ValueError(f"tries must be a positive int, got {tries!r}")
     printed = []
-    with attempts_held(exercise_id, verdict=True, from_first_try=True), i18n.held(None):
+    with attempts_held(exercise_id, verdict=True, from_first_try=True):
         for _ in range(tries):
             with capture_output(stdout=True, stderr=False, display=True) as captured:
                 check_exercise(exercise_id, answer)
