@@ -144,9 +144,9 @@ def test_pin_helpers_name_an_argument_of_the_wrong_type(value):
     from verlstudy.common.pins import image_env_settings, naming_problems, pins_table, ref_drift
 
     calls = [
-        (naming_problems, r"argument pins must be a list of Pins \(from parse_pins or pins_in_files\)"),
-        (ref_findings, r"argument pins must be a list of Pins"),
-        (pins_table, r"argument pins must be a list of Pins"),
+        (naming_problems, r"argument pins must be a list, each item a Pin \(from parse_pins or pins_in_files\)"),
+        (ref_findings, r"argument pins must be a list, each item a Pin"),
+        (pins_table, r"argument pins must be a list, each item a Pin"),
         (ref_drift, r"argument source must be \{file name: text\} or a list of Pins"),
         (lambda v: image_env_settings(v, "PATH"), "argument files must be a mapping of file name to text"),
     ]

@@ -74,12 +74,14 @@ def test_check_str_path_instance_and_items_name_the_argument_on_one_line():
         check_str("text", None, what="shell text (a str)")
     with pytest.raises(TypeError, match=r"^argument folder must be a path \(str or Path\), got bytes b'x'$"):
         check_path("folder", b"x")
-    with pytest.raises(TypeError, match=r"^argument pins must be a list of Pins \(from pins_in_files\), got str 'ab'$"):
+    with pytest.raises(
+        TypeError, match=r"^argument pins must be a list, each item a Pin \(from pins_in_files\), got str 'ab'$"
+    ):
         check_items("pins", "ab", int, what="a Pin (from pins_in_files)")
     with pytest.raises(TypeError, match=r"^argument pins\[1\] must be a Pin, got str 'b'$"):
         check_items("pins", [1, "b"], int, what="a Pin")
     assert check_items("pins", iter([1]), int, what="an int") == [1]
-    with pytest.raises(TypeError, match=r"^argument pins must be a list of Pins, got dict \{'a': 1\}$"):
+    with pytest.raises(TypeError, match=r"^argument pins must be a list, each item a Pin, got dict \{'a': 1\}$"):
         check_items("pins", {"a": 1}, int, what="a Pin")
     with pytest.raises(TypeError, match=r"got str 'x{59}\.\.\.$"):
         check_instance("tree", "x" * 200 + "\n", dict, what="a dict")

@@ -121,16 +121,9 @@ def check_items(
     else a one-line TypeError naming the argument or its first bad item: `argument pins[2] must be a Pin, got ...`.
     `what` names one item (`a Pin`). An iterator is read into the list returned: use that list, not the iterator."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise TypeError(f"{kind} {name} must be a list of {_plural(what)}, got {got(value)}")
+        raise TypeError(f"{kind} {name} must be a list, each item {what}, got {got(value)}")
     items = list(value)
     for i, item in enumerate(items):
         if not isinstance(item, cls):
             raise TypeError(f"{kind} {name}[{i}] must be {what}, got {got(item)}")
     return items
-
-
-def _plural(what: str) -> str:
-    """'a Pin' -> 'Pins', 'an int' -> 'ints' (the last word only gets the s; '(...)' notes stay after it)."""
-    words = what.split(" ", 1)[1] if what.split(" ", 1)[0] in ("a", "an") else what
-    head, _, note = words.partition(" (")
-    return f"{head}s" + (f" ({note}" if note else "")

@@ -58,3 +58,18 @@ def test_generated_diff_is_empty_when_fresh_and_takes_context(tmp_pkg):
 def test_missing_generated_file(tmp_path):
     with pytest.raises(errors.ConfigError, match=r"'gen\.yaml' does not exist"):
         golden.check_generated(tmp_path / "gen.yaml", ROOT)
+
+
+@pytest.mark.parametrize("value", [None, 7, [1], {"a": 1}, float("nan")])
+def test_golden_helpers_name_an_argument_of_the_wrong_type(value, tmp_path):
+    # issue 43 item 8: these ended in pathlib's raw "expected str, bytes or os.PathLike object, not NoneType"
+    calls = [
+        (lambda v: golden.generate_flat_config(v), r"argument root must be the root YAML file's path"),
+        (lambda v: golden.write_generated(tmp_path / "r.yaml", v), r"argument out must be the file to write"),
+        (lambda v: golden.generated_diff(v, tmp_path), r"argument generated must be the generated file's path"),
+        (lambda v: golden.check_generated(tmp_path, v), r"argument root must be the root YAML file's path"),
+    ]
+    for call, named in calls:
+        with pytest.raises(TypeError, match=named) as info:
+            call(value)
+        assert "\n" not in str(info.value)

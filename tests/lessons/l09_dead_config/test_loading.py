@@ -238,3 +238,19 @@ def test_a_yaml_error_is_reported_before_a_key_the_config_refuses():
         loading.parse_yaml(text, "m.yaml")
     with pytest.raises(errors.ConfigError, match="merge keys"):
         loading.parse_yaml("a: &b {x: 1}\nc:\n  <<: *b\n", "m.yaml")
+
+
+@pytest.mark.parametrize("value", [None, 7, [1], {"a": 1}, float("nan")])
+def test_loading_helpers_name_an_argument_of_the_wrong_type(value):
+    # issue 43 item 8: apply_overrides([...], ...) ended in a raw AttributeError ('list' object has no attribute 'data')
+    calls = [
+        (lambda v: loading.apply_overrides(v, ["a=1"]), r"argument tree must be a ConfigTree \(from parse_yaml"),
+        (lambda v: loading.load_yaml(v), r"argument path must be a YAML file's path \(str or Path\)"),
+        (lambda v: loading.compose(v), r"argument root must be the root YAML file's path \(str or Path\)"),
+        (lambda v: loading.dotted(v), r"argument path must (be a key path|hold str keys)"),
+    ]
+    for call, named in calls:
+        with pytest.raises(TypeError, match=named) as info:
+            call(value)
+        assert "\n" not in str(info.value)
+    assert loading.dotted(("optim", "betas", "[0]")) == "optim.betas[0]" and loading.dotted(()) == "<root>"

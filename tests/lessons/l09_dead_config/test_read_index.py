@@ -267,3 +267,19 @@ def test_typed_rows_walk_only_functions_that_spell_a_reflective_read():
 def test_spellings_find_each_dot_and_each_quoted_read_past_gaps_and_comments(text, dotted, read_quoted):
     found_dotted, found_read_quoted, _ = read_index._spellings(text)
     assert (set(found_dotted), set(found_read_quoted)) == (dotted, read_quoted)
+
+
+@pytest.mark.parametrize("value", [None, 7, [1], float("nan")])
+def test_read_index_helpers_name_an_argument_of_the_wrong_type(value):
+    # issue 43 item 8: these ended in a raw TypeError from inside re or pathlib
+    calls = [
+        (lambda v: read_index.source_texts({"a.py": v}), r"argument source_files\['a.py'\] must be Python source"),
+        (lambda v: read_index.source_texts([v]), r"argument source_files\[0\] must be a file's path"),
+        (lambda v: read_index.source_file(v, "x = 1"), r"argument file must be a file's name \(a str\)"),
+        (lambda v: read_index.source_file("a.py", v), r"argument text must be Python source text \(a str\)"),
+        (lambda v: field_reads.dead_fields({"a.py": v}, ["x"]), r"argument source_files\['a.py'\] must be"),
+    ]
+    for call, named in calls:
+        with pytest.raises(TypeError, match=named) as info:
+            call(value)
+        assert "\n" not in str(info.value)

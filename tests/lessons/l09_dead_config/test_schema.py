@@ -205,3 +205,22 @@ def test_the_hydra_like_message_is_the_same_on_pythons_that_suggest_a_keyword():
     plain = TypeError("McoreEngineConfig.__init__() got an unexpected keyword argument 'grad_offload'")
     suggested = TypeError(f"{plain}. Did you mean 'param_offload'?")  # Python 3.13's wording
     assert _stable_repr(suggested) == _stable_repr(plain) == repr(plain)
+
+
+@pytest.mark.parametrize("value", [None, 7, "x", [1], float("nan")])
+def test_schema_helpers_name_an_argument_of_the_wrong_type(value):
+    # issue 43 item 8: instantiate(None) ended in a raw AttributeError ('NoneType' object has no attribute 'data')
+    @dataclass
+    class Block:
+        n: int = 1
+
+    calls = [
+        (lambda v: schema.instantiate(v), r"argument tree must be a ConfigTree \(from parse_yaml"),
+        (lambda v: schema.dump_yaml(v), r"argument data must be a mapping"),
+        (lambda v: schema.yaml_field_mismatches(Block, v), r"argument data must be a YAML block \(a mapping\)"),
+        (lambda v: schema.yaml_field_mismatches(v, {}), "field_names takes a dataclass type"),
+    ]
+    for call, named in calls:
+        with pytest.raises(TypeError, match=named) as info:
+            call(value)
+        assert "\n" not in str(info.value)

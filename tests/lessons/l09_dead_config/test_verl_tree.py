@@ -108,3 +108,23 @@ def test_veomni_loop_in_verl_keeps_only_implementation_fields():
     assert (len(kept), len(veomni.fields) - len(kept)) == (14, 38)  # the loop reads 14, skips 38
     # the 14th kept field is also read by name (VeOmniEngineConfig.__post_init__: self.attn_implementation)
     assert set(kept) - set(veomni.cannot_tell_names()) - set(veomni.dead_names()) == {"attn_implementation"}
+
+
+@pytest.mark.parametrize("value", [None, 7, "engine.py", [1], float("nan")])
+def test_verl_tree_helpers_name_an_argument_of_the_wrong_type(value):
+    # issue 43 item 8: these ended in a raw TypeError ('NoneType' object is not iterable)
+    calls = [
+        (lambda v: verl_tree.release_sources(v), r"argument relative must be a list, each item a path inside verl"),
+        (lambda v: verl_tree.config_table(v, v), r"argument before must be a list, each item a ReleaseScan"),
+    ]
+    if isinstance(value, list):
+        calls = [
+            (lambda v: verl_tree.release_sources(v), r"argument relative\[0\] must be a path inside verl"),
+            (lambda v: verl_tree.config_table(v, v), r"argument before\[0\] must be a ReleaseScan"),
+        ]
+    for call, named in calls:
+        with pytest.raises(TypeError, match=named) as info:
+            call(value)
+        assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="before and after must not be empty"):
+        verl_tree.config_table((), ())

@@ -79,3 +79,21 @@ def test_replace_once(tmp_path):
         workspace.replace_once(path, "zz", "x")
     with pytest.raises(ValueError, match="non-empty"):
         workspace.replace_once(path, "", "x")
+
+
+@pytest.mark.parametrize("value", [None, 7, [1], {"a": 1}, float("nan")])
+def test_workspace_helpers_name_an_argument_of_the_wrong_type(value, tmp_path):
+    # issue 43 item 8: these ended in pathlib's raw "expected str, bytes or os.PathLike object, not NoneType"
+    (tmp_path / "f.txt").write_text("a", encoding="utf-8")
+    calls = [
+        (lambda v: workspace.import_fresh(v), r"argument package_dir must be a package folder's path"),
+        (lambda v: workspace.copy_package(v, tmp_path), r"argument package_dir must be a package folder's path"),
+        (lambda v: workspace.copy_package(tmp_path, v), r"argument dest_parent must be a folder's path"),
+        (lambda v: workspace.replace_once(v, "a", "b"), r"argument path must be a file's path"),
+        (lambda v: workspace.replace_once(tmp_path / "f.txt", "a", v), r"argument new must be the replacement text"),
+    ]
+    for call, named in calls:
+        with pytest.raises(TypeError, match=named) as info:
+            call(value)
+        assert "\n" not in str(info.value)
+    assert (tmp_path / "f.txt").read_text(encoding="utf-8") == "a"

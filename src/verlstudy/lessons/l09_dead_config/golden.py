@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
+from verlstudy.kit.params import check_path
 from verlstudy.lessons.l09_dead_config.errors import ConfigError, StaleGeneratedConfigError
 from verlstudy.lessons.l09_dead_config.loading import compose
 from verlstudy.lessons.l09_dead_config.schema import dump_yaml
@@ -23,13 +24,13 @@ GENERATED_HEADER = (
 def generate_flat_config(root: str | Path) -> str:
     """The composed config as one flat YAML text with a 'generated, do not edit' header.
     Deterministic: keys keep composition order, so the same sources always give the same bytes."""
-    root = Path(root)
+    root = check_path("root", root, what="the root YAML file's path (str or Path)")
     return GENERATED_HEADER.format(root=root.name) + "\n" + dump_yaml(compose(root).data)
 
 
 def write_generated(root: str | Path, out: str | Path) -> Path:
     """Regenerate the flat config and write it to `out` (what the generate script does)."""
-    out = Path(out)
+    out = check_path("out", out, what="the file to write (str or Path)")
     out.write_text(generate_flat_config(root), encoding="utf-8")
     return out
 
@@ -37,7 +38,8 @@ def write_generated(root: str | Path, out: str | Path) -> Path:
 def generated_diff(generated: str | Path, root: str | Path, *, context: int = 2) -> str:
     """The unified diff from the committed `generated` file to a fresh regeneration from `root`
     ('' when they agree); file labels are `a/<name>` and `b/<name>`, never full paths."""
-    generated, root = Path(generated), Path(root)
+    generated = check_path("generated", generated, what="the generated file's path (str or Path)")
+    root = check_path("root", root, what="the root YAML file's path (str or Path)")
     if isinstance(context, bool) or not isinstance(context, int) or context < 0:
         raise ValueError(f"context must be a non-negative int (lines around each change), got {context!r}")
     if not generated.is_file():

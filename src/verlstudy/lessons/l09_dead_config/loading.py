@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from verlstudy.kit.params import check_instance, check_path, got
 from verlstudy.lessons.l09_dead_config.errors import REMOVED_KEYS, ConfigError, Removal, unknown_key_error
 
 TARGET_KEY = "_target_"
@@ -23,6 +24,7 @@ DEFAULTS_KEY = "defaults"
 SELF_ENTRY = "_self_"
 
 KeyPath = tuple[str, ...]
+_A_TREE = "a ConfigTree (from parse_yaml, load_yaml or compose)"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -66,8 +68,14 @@ class ConfigTree:
 
 def dotted(path: KeyPath) -> str:
     """A key path as text: 'actor.megatron', 'optim.betas[0]' (list items), or '<root>' for the empty path."""
+    if isinstance(path, str) or not isinstance(path, tuple | list):
+        raise TypeError(
+            f"argument path must be a key path (a tuple of str, like ('actor', 'megatron')), got {got(path)}"
+        )
     text = ""
     for key in path:
+        if not isinstance(key, str):
+            raise TypeError(f"argument path must hold str keys, got {got(key)} in {got(path)}")
         text += key if key.startswith("[") or not text else f".{key}"
     return text or "<root>"
 
@@ -139,7 +147,7 @@ def parse_yaml(text: str, source: str = "<string>") -> ConfigTree:
 
 def load_yaml(path: str | Path, *, display: str | None = None) -> ConfigTree:
     """Read and parse a YAML file; errors name `display` (default: the file name, never a full path)."""
-    path = Path(path)
+    path = check_path("path", path, what="a YAML file's path (str or Path)")
     if not path.is_file():
         raise FileNotFoundError(f"no YAML file {display or path.name!r}")
     try:
@@ -196,7 +204,7 @@ def compose(root: str | Path) -> ConfigTree:
     """Compose a root YAML: mount each `defaults` entry `group@place: name` (the file
     `<root dir>/group/name.yaml`) at `place`, then merge the root's own keys where `_self_` stands
     (last when absent). Locations name files relative to the root's folder."""
-    root = Path(root)
+    root = check_path("root", root, what="the root YAML file's path (str or Path)")
     top = load_yaml(root)
     entries = top.data.get(DEFAULTS_KEY, [])
     where = top.where((DEFAULTS_KEY,))
@@ -254,6 +262,7 @@ def apply_overrides(
     like Hydra's; `+a.b.c=value` adds a new key."""
     if isinstance(overrides, str) or not isinstance(overrides, Sequence):
         raise TypeError("overrides must be a list of strings like 'actor.megatron.param_offload=true'")
+    check_instance("tree", tree, ConfigTree, what=_A_TREE)
     out = ConfigTree(copy.deepcopy(tree.data), dict(tree.locations))
     for i, text in enumerate(overrides, start=1):
         if not isinstance(text, str) or "=" not in text:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verlstudy.common.heap import collector_paused
+from verlstudy.kit.params import check_path, check_str
 from verlstudy.lessons.l09_dead_config.errors import ConfigError
 from verlstudy.lessons.l09_dead_config.reflective import NameTest, reads_reflectively, typed_rows
 from verlstudy.lessons.l09_dead_config.syntax import _CHILD_FIELDS, WORD, _child_fields
@@ -34,10 +35,15 @@ def source_texts(
     """{key: source text}, keyed by path: a mapping is taken as it is; paths are keyed relative to
     `root` (default: the folder they all share), with '/' separators, so same-named files stay apart."""
     if isinstance(source_files, Mapping):
-        return {str(k): v for k, v in source_files.items()}
+        return {
+            str(k): check_str(f"source_files[{k!r}]", v, what="Python source text (a str)")
+            for k, v in source_files.items()
+        }
     if isinstance(source_files, str | Path) or not isinstance(source_files, Sequence):
         raise TypeError("source_files must be a list of paths or a mapping of name -> source text")
-    paths = [Path(p) for p in source_files]
+    paths = [
+        check_path(f"source_files[{i}]", p, what="a file's path (str or Path)") for i, p in enumerate(source_files)
+    ]
     if not paths:
         return {}
     base = Path(root) if root is not None else Path(os.path.commonpath([p.parent for p in paths]))
@@ -228,6 +234,8 @@ _FILES_KEPT = 1024
 def source_file(file: str, text: str) -> SourceFile:
     """The `SourceFile` of `text`, made once per text: two releases, or two keyings of one release, share the
     walk of every file they have in common (`file` names it in a parse error). The oldest of 1024 are let go."""
+    check_str("file", file, what="a file's name (a str)")
+    check_str("text", text, what="Python source text (a str)")
     found = _FILES.get(text)
     if found is None:
         found = _FILES[text] = SourceFile(file, text)

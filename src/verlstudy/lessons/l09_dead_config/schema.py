@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from verlstudy.kit.params import check_instance
 from verlstudy.lessons.l09_dead_config.errors import REMOVED_KEYS, ConfigError, Removal, unknown_key_error
 from verlstudy.lessons.l09_dead_config.loading import TARGET_KEY, ConfigTree, KeyPath, dotted
 
@@ -162,6 +163,7 @@ def build(
 def instantiate(tree: ConfigTree, *, removals: Mapping[str, Removal] = REMOVED_KEYS) -> dict[str, Any]:
     """Walk a composed config and build every block that has a `_target_` (strictly, with `build`);
     other mappings stay plain dicts."""
+    check_instance("tree", tree, ConfigTree, what="a ConfigTree (from parse_yaml, load_yaml or compose)")
 
     def walk(node: Any, path: KeyPath) -> Any:
         if isinstance(node, Mapping):
@@ -227,6 +229,7 @@ def to_dict(instance: Any) -> dict[str, Any]:
 
 def dump_yaml(data: Mapping[str, Any]) -> str:
     """YAML text in the project's one style: block style, keys in insertion order."""
+    check_instance("data", data, Mapping, what="a mapping (to_dict's output, or a dict)")
     return yaml.safe_dump(dict(data), sort_keys=False, default_flow_style=False, width=100)
 
 
@@ -257,9 +260,10 @@ def nested_dataclass(annotation: Any) -> type | None:
 def yaml_field_mismatches(cls: type, data: Mapping[str, Any], path: KeyPath = ()) -> dict[str, list[str]]:
     """Compare a YAML block with its dataclass, recursing into dataclass-typed fields (`Optional[...]` ones too):
     'yaml_only' keys (instantiation will fail) and 'dataclass_only' fields (the YAML is incomplete)."""
+    names = field_names(cls)
+    check_instance("data", data, Mapping, what="a YAML block (a mapping)")
     hints = typing.get_type_hints(cls)
     out: dict[str, list[str]] = {"yaml_only": [], "dataclass_only": []}
-    names = field_names(cls)
     for key in data:
         if key != TARGET_KEY and key not in names:
             out["yaml_only"].append(dotted((*path, key)))

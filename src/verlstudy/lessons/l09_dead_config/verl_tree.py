@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from verlstudy.kit.params import check_items
 from verlstudy.kit.tables import Table
 from verlstudy.kit.upstream import UpstreamMoved, verl_root, verl_version
 from verlstudy.lessons.l09_dead_config.errors import ConfigError
@@ -85,6 +86,7 @@ def dataclass_fields(sources: Mapping[str, str], class_name: str) -> list[str]:
 
 def release_sources(relative: list[str], release: str | None = None) -> dict[str, str]:
     """{'verl/<relative>': text} for files of the installed verl (`release=None`) or an earlier release."""
+    relative = check_items("relative", relative, str, what="a path inside verl (a str, like 'base_config.py')")
     root = verl_root(release)
     out = {}
     for rel in relative:
@@ -176,6 +178,10 @@ def scan_config_classes(release: str | None = None) -> tuple[ReleaseScan, ...]:
 def config_table(before: tuple[ReleaseScan, ...], after: tuple[ReleaseScan, ...]) -> Table:
     """A table (show it with `kit.tables.show_table`): each config class with a dead field in either release, and
     what was found."""
+    before = check_items("before", before, ReleaseScan, what="a ReleaseScan (from scan_config_classes)")
+    after = check_items("after", after, ReleaseScan, what="a ReleaseScan (from scan_config_classes)")
+    if not before or not after:
+        raise ValueError("config_table needs the scans of both releases: before and after must not be empty")
     old = {s.class_name: s for s in before}
     new = {s.class_name: s for s in after}
     header = ["class", "fields (old/new)", f"dead in {before[0].release}", f"dead in {after[0].release}",

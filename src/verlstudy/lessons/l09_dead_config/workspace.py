@@ -8,11 +8,13 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from verlstudy.kit.params import check_path, check_str
+
 
 def import_fresh(package_dir: str | Path) -> ModuleType:
     """Import the package in `package_dir` under its own name, dropping any cached copy first, so
     that `_target_` paths resolve to this copy's classes (e.g. after editing a temporary copy)."""
-    package_dir = Path(package_dir)
+    package_dir = check_path("package_dir", package_dir, what="a package folder's path (str or Path)")
     if not (package_dir / "__init__.py").is_file():
         raise ValueError(f"{package_dir.name!r} is not a package folder (no __init__.py)")
     name = package_dir.name
@@ -31,7 +33,8 @@ def import_fresh(package_dir: str | Path) -> ModuleType:
 
 def copy_package(package_dir: str | Path, dest_parent: str | Path) -> Path:
     """Copy a package folder into `dest_parent` (same folder name); return the copy's path."""
-    package_dir, dest_parent = Path(package_dir), Path(dest_parent)
+    package_dir = check_path("package_dir", package_dir, what="a package folder's path (str or Path)")
+    dest_parent = check_path("dest_parent", dest_parent, what="a folder's path (str or Path)")
     if not package_dir.is_dir():
         raise ValueError(f"no package folder {package_dir.name!r}")
     dest = dest_parent / package_dir.name
@@ -41,9 +44,10 @@ def copy_package(package_dir: str | Path, dest_parent: str | Path) -> Path:
 
 def replace_once(path: str | Path, old: str, new: str) -> None:
     """Edit a file by replacing text that must occur exactly once (an edit that cannot half-apply)."""
-    path = Path(path)
+    path = check_path("path", path, what="a file's path (str or Path)")
     if not isinstance(old, str) or not old:
         raise ValueError("old must be a non-empty string")
+    check_str("new", new, what="the replacement text (a str)")
     text = path.read_text(encoding="utf-8")
     count = text.count(old)
     if count != 1:
