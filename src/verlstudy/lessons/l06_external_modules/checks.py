@@ -7,11 +7,13 @@ is each checker's `method`, shown after repeated tries or by `exercise_hint`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from hypothesis import strategies as st
 
+from verlstudy.kit import i18n
 from verlstudy.kit.exercises import checker
 from verlstudy.kit.properties import Case, compare_on_inputs
 from verlstudy.lessons.l06_external_modules.modules_env import (
@@ -27,27 +29,31 @@ from verlstudy.lessons.l06_external_modules.modules_env import (
 def _parse_mistake(value: str, got: object) -> str:
     """The mistake a wrong parse shows, named without the rule."""
     if not isinstance(got, list | tuple):
-        return f"return a list of names, not {type(got).__name__}"
+        return i18n.pick("return a list of names, not {kind}", kind=type(got).__name__)
     names = [str(n) for n in got]
     if value == "" and names:
-        return "an empty value names no modules, but your list is not empty"
+        return i18n._("an empty value names no modules, but your list is not empty")
+    if any(n != n.strip() for n in names) and list(got) == value.split(","):
+        return i18n._(
+            "your names keep the blanks around them (verl 0.9.1's own split does that; this parser forgives what "
+            "verl does not)"
+        )
     if any(n != n.strip() for n in names):
-        note = " (verl 0.9.1's own split does that; this parser forgives what verl does not)"
-        return "your names keep the blanks around them" + (note if list(got) == value.split(",") else "")
+        return i18n._("your names keep the blanks around them")
     if any(not n for n in names):
-        return "your list holds empty names"
+        return i18n._("your list holds empty names")
     inner = [part.strip() for part in value.split(",") if any(c.isspace() for c in part.strip())]
     if inner and not all(n in names for n in inner):
-        return (
-            f"{inner[0]!r} is one entry between two commas, blank inside and all: only a comma separates names, "
-            "and only the blanks around an entry go (your parser cut or squeezed it, so the import would name "
-            "something else)"
+        return i18n.pick(
+            "{entry} is one entry between two commas, blank inside and all: only a comma separates names, and only "
+            "the blanks around an entry go (your parser cut or squeezed it, so the import would name something else)",
+            entry=repr(inner[0]),
         )
     if len(names) > len([part for part in value.split(",") if part.strip()]):
-        return "your parser also cuts where there is no comma: only a comma separates names"
+        return i18n._("your parser also cuts where there is no comma: only a comma separates names")
     if any(" " in n for n in names):
-        return "your names are not the text between the commas"
-    return "your list does not hold the names between the commas"
+        return i18n._("your names are not the text between the commas")
+    return i18n._("your list does not hold the names between the commas")
 
 
 def _case_changed(got: Any, want: list[str]) -> bool:
@@ -96,12 +102,13 @@ _PARSE_CASES = [
 
 def _parse_names(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     if isinstance(got, list | tuple) and len(got) < len(want) and list(got) == list(dict.fromkeys(want)):
-        return "your list drops a name written twice: keep every entry, in the order written"
+        return i18n._("your list drops a name written twice: keep every entry, in the order written")
     if _case_changed(got, want):
         changed = next(g for g, w in zip(got, want, strict=True) if g != w)
-        return (
-            f"your list changes the case of the letters ({changed!r}): module names are case-sensitive, so "
-            "the import would name another module"
+        return i18n.pick(
+            "your list changes the case of the letters ({name}): module names are case-sensitive, so the import "
+            "would name another module",
+            name=repr(changed),
         )
     return _parse_mistake(args[0], got)
 
@@ -155,38 +162,57 @@ def _patch_mistake(imports: Sequence[str], env: str | None, got: bool) -> str | 
     """
     first = _first_patcher(imports, env)
     if got:  # said patched: nothing patches here, or toylib.model comes before what does
+        if first is not None and imports[0] == LIBRARY:
+            return i18n._(
+                "toylib.model is the first import here, yet you said patched: your answer ignores the order of the "
+                "imports"
+            )
         if first is not None:
-            placed = "the first import" if imports[0] == LIBRARY else f"imported before {imports[first]}"
-            return f"toylib.model is {placed} here, yet you said patched: your answer ignores the order of the imports"
+            return i18n.pick(
+                "toylib.model is imported before {module} here, yet you said patched: your answer ignores the order "
+                "of the imports",
+                module=imports[first],
+            )
         names = split_like_verl_091(env)  # the variable's names, split as verl splits it
         if ADAPTOR in names:
-            return (
+            return i18n._(
                 "the variable names the adaptor, but nothing here imports toyverl, yet you said patched: your answer "
                 "lets the variable act without toyverl"
             )
-        unset = " (it is unset)" if env is None else ""
-        return (
-            f"the variable does not name toylib_adaptor here{unset}, nor is the adaptor imported, yet you said patched"
+        if env is None:
+            return i18n._(
+                "the variable does not name toylib_adaptor here (it is unset), nor is the adaptor imported, yet you "
+                "said patched"
+            )
+        return i18n._(
+            "the variable does not name toylib_adaptor here, nor is the adaptor imported, yet you said patched"
         )
     if first is None:
         return None
     if first == 0:
         if imports[0] == ADAPTOR:
-            return "the process imports the adaptor itself first, yet you said unpatched"
+            return i18n._("the process imports the adaptor itself first, yet you said unpatched")
         if env is not None and "," in env:
-            return "the variable holds a comma-separated list here: your answer does not read every name in it"
-        return "toyverl comes first here, with the variable naming the adaptor, yet you said unpatched"
+            return i18n._("the variable holds a comma-separated list here: your answer does not read every name in it")
+        return i18n._("toyverl comes first here, with the variable naming the adaptor, yet you said unpatched")
     if LIBRARY not in imports or (imports[first] == HOOK_PACKAGE and env is not None and "," in env):
         return None  # more than one slip gives this answer here: the two values say it
     before = list(imports[:first])
     if len(before) == 1:
-        return (
-            f"{before[0]} comes before {imports[first]} here, yet you said unpatched: your answer stops at {before[0]}"
+        return i18n.pick(
+            "{module} comes before {patcher} here, yet you said unpatched: your answer stops at {module}",
+            module=before[0],
+            patcher=imports[first],
         )
-    return (
-        f"{' and '.join(before)} come before {imports[first]} here, yet you said unpatched: your answer stops before "
-        f"{imports[first]}"
+    return i18n.pick(
+        "{modules} come before {patcher} here, yet you said unpatched: your answer stops before {patcher}",
+        modules=functools.reduce(_and, before),
+        patcher=imports[first],
     )
+
+
+def _and(left: str, right: str) -> str:
+    return i18n.pick("{left} and {right}", left=left, right=right)
 
 
 _MODULES = (HOOK_PACKAGE, ADAPTOR, "toylib.ops", LIBRARY)
@@ -224,11 +250,11 @@ _PATCH_CASES = [
 def _patch_names(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     imports, env = args
     if not isinstance(got, bool):
-        return "return True or False"
+        return i18n._("return True or False")
     if LIBRARY not in imports and not got and want and _first_patcher(imports, env) == 0:
-        return (
-            "the process never imports toylib.model here: the question is then whether an import of it after "
-            "these would be patched, and you said unpatched"
+        return i18n._(
+            "the process never imports toylib.model here: the question is then whether an import of it after these "
+            "would be patched, and you said unpatched"
         )
     return _patch_mistake(imports, env, got)
 
