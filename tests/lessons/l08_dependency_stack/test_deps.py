@@ -655,3 +655,28 @@ def test_side_by_side_is_a_table_with_a_column_per_set_of_files():
     assert table.header == ("component", "before", "after")
     assert table.rows == (("a/x", "v1 / v1+cpu", "v2"), ("a/y", "-", "no ref (default branch)"))
     assert table.text().splitlines()[1] == "| --- | --- | --- |"
+
+
+@pytest.mark.parametrize("value", [None, 7, "abc", float("nan")])
+def test_lesson_08_helpers_name_an_argument_of_the_wrong_type(value):
+    # issue 43 item 8: these ended in a raw TypeError ('NoneType' object is not iterable / has no len())
+    from verlstudy.lessons.l08_dependency_stack.layers import draw_layers
+    from verlstudy.lessons.l08_dependency_stack.manifests import load_manifest
+    from verlstudy.lessons.l08_dependency_stack.real_files import component_drift, side_by_side, split_drift
+
+    calls = [
+        (lambda v: draw_layers(v), r"argument columns must be a mapping \{column title: \{repo: pin kind\}\}"),
+        (lambda v: draw_layers({"a": v}), r"argument columns\['a'\] must be a mapping \{repo: pin kind\}"),
+        (lambda v: component_drift(v), r"argument pins must be a list, each item a Pin"),
+        (lambda v: split_drift(v), r"argument drifts must be a list, each item a Drift"),
+        (lambda v: side_by_side(v, {}, []), r"argument columns must be a mapping \{column title: list of Pins\}"),
+        (lambda v: side_by_side({"a": v}, {}, []), r"argument columns\['a'\] must be a list, each item a Pin"),
+        (lambda v: side_by_side({}, v, []), r"argument clones must be a mapping"),
+        (lambda v: side_by_side({}, {}, v), r"argument repos must be a list, each item a repository key"),
+    ]
+    if not isinstance(value, str):
+        calls.append((lambda v: load_manifest(v), r"argument path must be a \.toml manifest's path"))
+    for call, named in calls:
+        with pytest.raises(TypeError, match=named) as info:
+            call(value)
+        assert "\n" not in str(info.value)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from verlstudy.kit.params import check_instance
+
 # bottom to top: what sits on what in the Ascend images
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("torch", ("pypi:torch", "pypi:torchvision")),
@@ -30,6 +32,11 @@ def draw_layers(columns: Mapping[str, Mapping[str, str]], layers: Sequence[tuple
 
     A repo missing from a column is not installed there. Pin kinds: tag, version, commit, branch, unpinned.
     """
+    check_instance("columns", columns, Mapping, what="a mapping {column title: {repo: pin kind}}")
+    if not columns:
+        raise ValueError("argument columns must hold at least one column {title: {repo: pin kind}}")
+    for title, kinds in columns.items():
+        check_instance(f"columns[{title!r}]", kinds, Mapping, what="a mapping {repo: pin kind}")
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch, Rectangle
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from verlstudy.common.pins import pins_in_files, ref_findings
 from verlstudy.common.refs import COMMIT_HASH, REF_KINDS, Pin, ref_finding, repo_key
+from verlstudy.kit.params import check_path
 from verlstudy.kit.tables import Table
 from verlstudy.lessons.l08_dependency_stack.real_files import component_drift
 
@@ -102,7 +103,7 @@ def parse_manifest(text: str, where: str = "<manifest>") -> StackManifest:
 
 def load_manifest(path: str | Path) -> StackManifest:
     """Read a stack manifest (.toml) from disk."""
-    p = Path(path)
+    p = check_path("path", path, what="a .toml manifest's path (str or Path)")
     if p.suffix != ".toml":
         raise ValueError(f"manifest path must end in .toml, got {p.name!r}")
     return parse_manifest(p.read_text(encoding="utf-8"), p.name)
