@@ -80,10 +80,9 @@ from verlstudy.lessons.l03_router_replay.text_config import ComposedConfig, ToyC
 
 # %% [markdown]
 # ## 1. Why replay: one update moves the routing
-# `TinyMoE` is embedding -> 3 MoE layers (router: linear -> softmax -> top-k; each expert a small matrix)
-# -> head. Each router carries a `RouterReplay`, as verl's patched `TopKRouter` (Megatron-Core's router class) does. The R2 controller
-# arms the model's routers to RECORD during the old-logprob forward and hands back the routes: int16,
-# one row per token, one column per layer (in layer-number order), `topk` experts each.
+# `TinyMoE`: embedding -> 3 MoE layers (router: linear -> softmax -> top-k) -> head. Each router carries a
+# `RouterReplay`, as verl's patched `TopKRouter` (Megatron-Core's router) does. The R2 controller arms them to RECORD
+# in the old-logprob forward and returns int16 routes `(tokens, layers, topk)`, in layer-number order.
 
 # %%
 tokens = torch.randint(0, 16, (n_tokens,))
@@ -139,9 +138,9 @@ _ = bar_plot(
 )
 
 # %% [markdown]
-# A **replay mask** replays only where it is set (R3 leaves the last response row native, for example).
-# Replay only the first half of the tokens: that half follows the record, the other half routes exactly as
-# the native forward above did (tokens do not interact in this toy, so native routes are per token).
+# A **replay mask** replays only where it is set (R3 leaves the last response row native, for example). Replay the
+# first half of the tokens: that half follows the record, the other half routes as the native forward above did (tokens
+# do not interact in this toy).
 
 # %%
 half = torch.arange(n_tokens) < n_tokens // 2
@@ -154,14 +153,12 @@ claim("with a mask, tokens of the masked half off the record", rerouted_tokens(r
 claim("with a mask, the other half routes natively", torch.equal(masked[~half].sort(-1).values, native_routes[~half].sort(-1).values))
 
 # %% [markdown]
-# **REPLAY_BACKWARD is a FIFO.** With activation recompute, each micro-batch's layers are run again in
-# backward, after *later* micro-batches have already been forwarded ([1F1B](00_start_here.ipynb#1F1B)). Every `set_target` also queues
-# the routes, and after its forward a router switches to REPLAY_BACKWARD so that each recompute pops its
-# own micro-batch's routes. Left in REPLAY_FORWARD, the recompute of micro-batch 0 reads micro-batch 1's
-# targets: same shape, no error, wrong experts. `recompute_off_record` records two micro-batches, runs
-# their update forwards in order (calling `end` after each, or not), then re-forwards micro-batch 0 as its
-# recompute would: an explicit re-forward standing in for what `torch.utils.checkpoint` does in backward
-# (the unit tests run the real checkpoint and compare gradients).
+# **REPLAY_BACKWARD is a FIFO.** With activation recompute, a micro-batch's layers run again in backward, after *later*
+# micro-batches were forwarded ([1F1B](00_start_here.ipynb#1F1B)). So every `set_target` also queues the routes, and
+# after its forward a router switches to REPLAY_BACKWARD: each recompute pops its own micro-batch's routes. Left in
+# REPLAY_FORWARD, micro-batch 0's recompute reads micro-batch 1's targets: same shape, no error, wrong experts.
+# `recompute_off_record` re-forwards micro-batch 0 after both update forwards, as `torch.utils.checkpoint` would in
+# backward (the unit tests run the real checkpoint).
 
 # %%
 micro_batches = [torch.randint(0, 16, (n_tokens,)) for _ in range(2)]
@@ -174,43 +171,41 @@ claim(f"stuck in REPLAY_FORWARD, the recompute silently moves {stuck_moved}/{n_t
 
 # %% [markdown]
 # ## 2. The regression: what is established, and what is not
-# #7805's description says the reverted #7106 "queried the process-global router registry even when router
-# replay was disabled", so normal Megatron SFT (supervised fine-tuning) and RL jobs failed when the registry was empty. #7786's description
-# is, as the course read it, only "Reverts #7106" (the thread is not in the sources we can search: unverified). The PR descriptions we could read do not say which exception those jobs hit, and **the
-# course cannot reproduce it.** The branch we can read is #7106 as stored (head `33a1928c1`, 2026-08-13; the merged
-# version is not available to us). It asks `RouterReplayHelper.is_*_action` on every forward whatever the mode, but
-# so did verl 0.9.0 and #7106's merge-base (`535c47799`). A dense config with Megatron's default `moe_layer_freq=1`
-# (Megatron-Core's `TransformerConfig`) passes through both; one with `moe_layer_freq=None` fails the same way in both, so it is not the regression.
+# #7805's description says the reverted #7106 "queried the process-global router registry even when router replay was
+# disabled", so normal Megatron SFT (supervised fine-tuning) and RL jobs failed when the registry was empty. #7786's
+# description reads, to the course, only "Reverts #7106" (its thread is not in the sources we can search: unverified).
+# No PR description we could read names the exception those jobs hit, and **the course cannot reproduce it.** We can
+# read #7106 only as stored (head `33a1928c1`, 2026-08-13; the merged version is not available to us). It asks
+# `RouterReplayHelper.is_*_action` on every forward whatever the mode, but so did verl 0.9.0 and #7106's merge-base
+# (`535c47799`). A dense config with Megatron's default `moe_layer_freq=1` (Megatron-Core's `TransformerConfig`) passes
+# both; `moe_layer_freq=None` fails both alike, so it is not the regression.
 #
-# What is established is #7805's remedy, in verl's own diff 0.9.0 -> 0.9.1: every hook is gated by the mode,
-# through two flags. `forward_step`'s REPLAY hooks check the engine's `self.enable_routing_replay` (set once from
-# `router_replay.mode` when the engine is built); the rest check the batch's `enable_routing_replay` flag (which
-# the worker sets per call, with its mode on: True for the actor's `compute_log_prob` and `update_actor`, False
-# for the reference's log-probs; `verl/workers/engine_workers.py`) or `record_r2_routes`, computed from it once
-# per batch. The positional
-# helper returns `[]` on an empty registry before any layer-info code:
+# What is established is #7805's remedy, in verl's diff 0.9.0 -> 0.9.1: every hook is gated by the mode, through two
+# flags. `forward_step`'s REPLAY hooks check the engine's `self.enable_routing_replay` (set once from
+# `router_replay.mode` when the engine is built); the rest check the batch's `enable_routing_replay` flag (set by the
+# worker per call, with its mode on: True for the actor's `compute_log_prob` and `update_actor`, False for the
+# reference's log-probs; `verl/workers/engine_workers.py`) or `record_r2_routes`, computed from it once per batch. The
+# positional helper returns `[]` on an empty registry before any layer-info code:
 
 # %% tags=["upstream-source", "nbval-ignore-output"]
 upstream_diff("workers/engine/megatron/transformer_impl.py", None, contains="enable_routing_replay")
 upstream_diff("utils/megatron/router_replay_utils.py", "RouterReplayHelper.get_micro_batch_router_list")
 
 # %% [markdown]
-# Read the first diff: 0.9.0 asked `is_replay_backward_action` / `is_replay_forward_action` /
-# `is_r2_record_action` on every micro-batch; 0.9.1 evaluates `self.enable_routing_replay` (or, for RECORD,
-# `record_r2_routes`) first, so with `mode="disabled"` none of the helpers runs. The R2 RECORD decision is made
-# once, as `record_r2_routes`, and a REPLAY without recorded routes now raises. In the second diff,
-# `if not RouterReplay.router_instances: return []` is the new first line, and a registry that matches neither one
-# rank's nor the whole model's layout now raises instead of being sliced.
+# In the first diff, 0.9.0 asked `is_replay_backward_action` / `is_replay_forward_action` / `is_r2_record_action` on
+# every micro-batch; 0.9.1 checks `self.enable_routing_replay` (for RECORD, `record_r2_routes`, decided once) first, so
+# with `mode="disabled"` no helper runs, and a REPLAY without recorded routes now raises. In the second,
+# `if not RouterReplay.router_instances: return []` is the new first line, and a registry matching neither one rank's
+# nor the whole model's layout now raises instead of being sliced.
 
 # %% [markdown]
-# The course's controller has the same shape. `PositionalReplayController` is the lifecycle before either fix,
-# verl 0.8.0's shape: it asks the positional helper on every forward whatever the mode (as 0.8.0, 0.9.0 and
-# #7106's branch all do), then arms routers taken by position from the registry (as 0.8.0 does; the next cells
-# show what 0.9.0 changed). It is not a reproduction of #7106's failure.
+# The course's controllers mirror this. `PositionalReplayController` is verl 0.8.0's lifecycle, before either fix: it
+# asks the positional helper on every forward whatever the mode (as 0.8.0, 0.9.0 and #7106's branch all do), then arms
+# routers taken by position from the registry (as 0.8.0 does). It does not reproduce #7106's failure.
 
 # %% [markdown]
-# `ReplayController.begin` is the fix: the opt-in gate comes first (with the mode off it touches nothing), and
-# the targets go to the forwarded model's own routers. Both run below; as a change of the course's function:
+# `ReplayController.begin` is the fix: the opt-in gate first (mode off: it touches nothing), then the targets to the
+# forwarded model's own routers:
 
 # %%
 show_change(PositionalReplayController.begin, ReplayController.begin)
@@ -243,15 +238,15 @@ _ = upstream_cell(upstream_empty_registry)
 
 # %% [markdown]
 # **A stale router leaks in.** The registry is cleared only when the replay patch is applied
-# (`apply_router_replay_patch`, `verl/utils/megatron/router_replay_patch.py`); within one model build, a decoder
-# that was built and discarded stays in it, in front. #7340 reports this for Megatron-Bridge's (NVIDIA's library that builds Megatron-Core models from Hugging Face ones) Qwen3-VL model,
-# which builds its decoder twice: 2N routers for N layers, orphans first (verl 0.9.1's `iter_model_routers`
-# docstring names the case). Before #7340 (commit `c3747cbd7`, first released in verl 0.9.0; 0.8.0 is the last
-# release without it), the engine gave the replay targets and the action switches to a positional slice of the
-# registry: the *stale* routers received them and the live model routed natively, "no error, no warning"
-# (#7340's description). `PositionalReplayController` does the same; the model-scoped controller walks the
-# forwarded model. The live model below holds section 1's updated weights, so both replay section 1's record
-# and `replay_off_record` counts the tokens whose experts left it: a miss is exactly native routing.
+# (`apply_router_replay_patch`, `verl/utils/megatron/router_replay_patch.py`), so a decoder built and discarded within
+# one model build stays in it, in front. #7340 reports this for Megatron-Bridge's (NVIDIA's library that builds
+# Megatron-Core models from Hugging Face ones) Qwen3-VL model, which builds its decoder twice: 2N routers for N layers,
+# orphans first (verl 0.9.1's `iter_model_routers` docstring names the case). Before #7340 (commit `c3747cbd7`, first
+# released in verl 0.9.0; 0.8.0 is the last release without it), the engine gave the replay targets and the action
+# switches to a positional slice of the registry: the *stale* routers received them and the live model routed natively,
+# "no error, no warning" (#7340's description). `PositionalReplayController` does the same. Below, both controllers
+# replay section 1's record on a model with section 1's updated weights, so a miss is exactly native routing;
+# `replay_off_record` counts the tokens off the record.
 
 # %%
 show_source(replay_off_record)
@@ -315,16 +310,13 @@ with expect_error(ValueError, match="'disabled', 'R2', 'R3'"):
 
 # %% [markdown]
 # ### Predict first: exercise 3.1
-# Write the stacking before the next cells show the bug and the fix. **3.1** Stack per-layer routes met in
-# walk order into one `(tokens, layers, topk)` int16 map whose columns follow layer numbers; two routers
-# claiming the same layer must raise `ValueError`.
+# **3.1** Stack per-layer routes met in walk order into one `(tokens, layers, topk)` int16 map whose columns follow
+# layer numbers; two routers claiming the same layer must raise `ValueError`.
 #
 # **Receives** a list of `(layer_number, routes)` pairs, `routes` an integer tensor `(tokens, topk)`, in walk order
-# (layer numbers may have gaps and go past 9; models have up to 61 MoE layers and up to 512 experts, so expert ids
-# go above 255); **returns** one `torch.int16` tensor `(tokens, layers, topk)`. Leave
-# the list you are given as it was. A wrong answer's message names the mistake; the second try adds where to
-# look, the third a question, the fourth the method (`exercise_hint("3.1")`); `show_solution("3.1")` prints the
-# solution.
+# (layer numbers may have gaps and go past 9; models have up to 61 MoE layers and up to 512 experts, so expert ids go
+# above 255); **returns** one `torch.int16` tensor `(tokens, layers, topk)`. Leave the list you are given as it was.
+# Hints: `exercise_hint("3.1")`; `show_solution("3.1")` prints the solution.
 
 # %% tags=["solution", "exercise-3.1"]
 def stack_by_layer(pairs: list[tuple[int, torch.Tensor]]) -> torch.Tensor:
@@ -376,12 +368,11 @@ def upstream_sorts() -> None:
 _ = upstream_cell(upstream_sorts)
 
 # %% [markdown]
-# **Walk the decoder only.** Sorting needs unique layer numbers, and upstream raises on duplicates. An MTP
-# block ([MTP](00_start_here.ipynb#MTP): `mtp` beside `decoder` on [Megatron](00_start_here.ipynb#Megatron)'s GPTModel) numbers its layers from 1
-# again, so a walk over every module meets a second layer 1. verl 0.9.1's `iter_model_routers` walks
-# `getattr(chunk, "decoder", chunk)` only, and its comment gives the reason (MTP layers alias decoder
-# layers; the replay tensor has no MTP rows). `model_routers` does the same by default; MTP routers are
-# never armed and route natively.
+# **Walk the decoder only.** Sorting needs unique layer numbers (upstream raises on duplicates), but an
+# [MTP](00_start_here.ipynb#MTP) block (`mtp` beside `decoder` on [Megatron](00_start_here.ipynb#Megatron)'s GPTModel)
+# numbers its layers from 1 again. verl 0.9.1's `iter_model_routers` walks `getattr(chunk, "decoder", chunk)` only; its
+# comment says why (MTP layers alias decoder layers; the replay tensor has no MTP rows). So does `model_routers` by
+# default: MTP routers stay unarmed and route natively.
 
 # %%
 with_mtp = TinyMoE(**sizes, mtp_layers=1, registry=[])
@@ -398,12 +389,11 @@ _ = upstream_cell(lambda: claim("upstream iter_model_routers walks the same deco
                                 verl_fns.upstream_decoder_layers(with_mtp), [1, 2, 3], upstream=verl_fns.ITER))
 
 # %% [markdown]
-# **Mixed dense/MoE decoders replay by absolute layer.** With `moe_layer_freq`, some decoder layers are
-# dense and have no router. R3's routes come from the inference engine for every decoder layer, dense ones
-# included (#5037's description). verl's `set_router_replay_data` reads column `layer_number - 1` when the
-# routes cover `tf_config.num_layers` layers, else the MoE-layer ordinal. Column *i* to the *i*-th router
-# is the bug #5037 fixed: it shifts every MoE layer after a dense one, silently. Layers 1 and 3 are MoE
-# here, layer 2 dense:
+# **Mixed dense/MoE decoders replay by absolute layer.** With `moe_layer_freq`, some decoder layers are dense, without
+# a router. R3's routes come from the inference engine for every decoder layer, dense ones included (#5037's
+# description). verl's `set_router_replay_data` reads column `layer_number - 1` when the routes cover
+# `tf_config.num_layers` layers, else the MoE-layer ordinal. Column *i* to the *i*-th router, the bug #5037 fixed,
+# silently shifts every MoE layer after a dense one. Here layer 2 is dense:
 
 # %%
 mixed = TinyMoE(**sizes, dense_layers=(2,), registry=[])
@@ -438,19 +428,19 @@ _ = upstream_cell(upstream_absolute_replay)
 # [1F1B](00_start_here.ipynb#1F1B) schedule, `pp_gather` (verl/utils/megatron/router_replay_utils.py) assembles the
 # whole map. It is a **collective**: every rank must call it. It has two branches:
 #
-# - **The default path, without VPP** (virtual pipeline parallelism: each rank holds several non-adjacent
-#   chunks of layers, and the schedule interleaves them). The engine merges each micro-batch's routes into one
-#   *nested* ([jagged](00_start_here.ipynb#jagged): rows of different lengths in one tensor) int16 map with `merge_nested_router_maps` (`transformer_impl.py`), one
-#   `(tokens, local layers, topk)` tensor per sequence, and `pp_gather` sends it with
-#   `torch.distributed.all_gather_object` on CPU (pickled): no layer count to exchange, no padding.
+# - **The default path, without VPP** (virtual pipeline parallelism: each rank holds several non-adjacent chunks of
+#   layers, and the schedule interleaves them). The engine merges each micro-batch's routes with
+#   `merge_nested_router_maps` (`transformer_impl.py`) into one *nested* ([jagged](00_start_here.ipynb#jagged): rows of
+#   different lengths in one tensor) int16 map, one `(tokens, local layers, topk)` tensor per sequence; `pp_gather`
+#   sends it with `torch.distributed.all_gather_object` on CPU (pickled): no layer count to exchange, no padding.
 # - **A dense map**, which only the VPP path builds, and only from [BSHD](00_start_here.ipynb#BSHD) inputs
-#   (`reorder_and_merge_vpp_layers` concatenates non-nested maps; nested ones stay nested): the ranks first
-#   exchange their layer counts, pad only the layer dim to the largest stage, send the int16 routes as raw bytes
-#   (NCCL, `torch.distributed`'s GPU backend, has no int16) and strip the padding.
+#   (`reorder_and_merge_vpp_layers` concatenates non-nested maps; nested ones stay nested): the ranks first exchange
+#   their layer counts, pad only the layer dim to the largest stage, send the int16 routes as raw bytes (NCCL,
+#   `torch.distributed`'s GPU backend, has no int16) and strip the padding.
 #
-# Both are upstream's code as released (shown after exercise 3.2, whose answer it holds); the end of this section
-# runs verl's own `pp_gather` on real gloo ranks on this machine, once per branch. Exercise 3.2 and the course's
-# `pipeline.pp_gather` use the **dense** branch: its wire format is where a mistake is easy to make and hard to see.
+# verl's `pp_gather` is shown after exercise 3.2 (it holds the answer) and runs on real gloo ranks at the section's
+# end, once per branch. Exercise 3.2 and the course's `pipeline.pp_gather` use the **dense** branch, where a
+# wire-format mistake is easy to make and hard to see.
 
 # %% [markdown]
 # ### Predict first: exercise 3.2
@@ -514,13 +504,13 @@ claim("every rank gets the full map, bit-exact, with a 0-layer stage joining",
       all(torch.equal(g, full) for g in gathered), upstream="review catch: a 0-layer stage joins with (B, S, 0, topk)")
 
 # %% [markdown]
-# **One rank raises instead of joining.** verl 0.9.1's RECORD (`merge_router_topk_indices`) raises when a
-# stage's routers captured nothing. It runs inside `forward_step`, during the 1F1B schedule, so the other ranks
-# wait in the schedule's point-to-point sends and receives for a partner that never comes, until the
-# process-group timeout (verl 0.9.1's `nccl_timeout: 600` seconds, in `_generated_ppo_megatron_trainer.yaml`). The demonstration below shows the same failure mode on the
-# collective this section teaches: one rank raises instead of joining `pp_gather`, and the others wait. The
-# failing rank stays alive (verl runs each rank as a Ray worker, a process of the Ray framework; the course's
-# reading is that such a process outlives its task's exception), and the timeout is `collective_timeout_s`:
+# **One rank raises instead of joining.** verl 0.9.1's RECORD (`merge_router_topk_indices`) raises when a stage's
+# routers captured nothing. It runs inside `forward_step`, during the 1F1B schedule, so the other ranks wait in the
+# schedule's point-to-point sends and receives for a partner that never comes, until the process-group timeout (verl
+# 0.9.1's `nccl_timeout: 600` seconds, in `_generated_ppo_megatron_trainer.yaml`). Below, the same failure on this
+# section's collective: one rank raises instead of joining `pp_gather`, and the others wait `collective_timeout_s`. The
+# failing rank stays alive (verl runs each rank as a Ray worker; the course's reading is that such a process outlives
+# its task's exception):
 
 # %%
 fork_context = multiprocessing.get_context("fork")
@@ -536,14 +526,12 @@ claim("the joining rank failed with a timeout, not with the real cause", "Timed 
 
 # %% [markdown]
 # **The course's design: fail loudly only after nobody can be stranded.** Our `pp_gather` takes a `MissingRoutes`
-# marker from a stage that has routers but captured nothing, and that stage *still joins* the header
-# exchange with a "missing" flag. The header is the first collective, every rank is in it, and after it
-# every rank knows; all of them raise the same error naming the stage, and none reaches the payload gather.
-# This is not what upstream did. #7805's reviewer asked for two things: a stage with no MoE routers joins
-# with a 0-layer map instead of raising, and the hard failure stays only for a stage that *has* routers but
-# captured nothing. verl 0.9.1 does exactly that, and raises in `merge_router_topk_indices`, per
-# micro-batch, before `pp_gather` runs (the next cells run it). Carrying the failure through the first
-# exchange is this course's own design.
+# marker from a stage that has routers but captured nothing, and that stage *still joins* the header exchange, the
+# first collective, with a "missing" flag. After it every rank knows: all raise the same error naming the stage, and
+# none reaches the payload gather. Upstream did otherwise. #7805's reviewer asked that a stage with no MoE routers join
+# with a 0-layer map instead of raising, and that the hard failure stay only for a stage that *has* routers but
+# captured nothing. verl 0.9.1 does exactly that, and raises in `merge_router_topk_indices`, per micro-batch, before
+# `pp_gather` runs (the next cells run it).
 
 # %% [markdown]
 # `local_stage_routes` is where a stage makes that decision after RECORD, for the three kinds of stage:
@@ -587,10 +575,9 @@ claim(f"every rank raises the same error naming stage {missing_stage}",
 claim("every rank raised long before the collective timeout", time.monotonic() - start < 10.0)
 
 # %% [markdown]
-# Last, verl's own `pp_gather` (the source shown after exercise 3.2) on real gloo ranks on this machine,
-# one rank per stage of `pp_layer_counts`, a stage with 0 MoE layers included, once per branch. The nested maps
-# are torch's jagged tensors, whose first use in a process imports torch's distributed-tensor and compiler modules;
-# this process did that while the stranded rank above waited out its timeout, so the ranks forked here inherit it.
+# Last, verl's own `pp_gather` on gloo ranks, one per stage of `pp_layer_counts` (a 0-layer stage included), once per
+# branch. Its nested maps are jagged tensors, whose first use in a process imports torch's distributed-tensor and
+# compiler modules; this process did that during the stranded rank's wait above, so the ranks forked here inherit it.
 
 # %%
 def upstream_pp_gather() -> None:
@@ -691,9 +678,9 @@ claim("the text walk returns the language model's hidden_size", get_text_config_
 claim("the naive BFS silently returns the root's", bfs_config_attr(omni, "hidden_size") == omni.hidden_size)
 
 # %% [markdown]
-# The same config as a tree: each box is a sub-config with its `hidden_size`, and under it the step at which each
-# walk reads it. The naive walk reads the root first and stops there; the text walk reads the text config first
-# and never opens the audio or code2wav siblings (grey), whatever they hold.
+# The same config as a tree: each box is a sub-config with its `hidden_size`, under it the step at which each walk
+# reads it. The naive walk stops at the root; the text walk reads the text config first and never opens the audio or
+# code2wav siblings (grey), whatever they hold.
 
 # %%
 from verlstudy.lessons.l03_router_replay.walk_pictures import draw_walks, walk_table
@@ -735,10 +722,9 @@ claim("a cyclic config is walked safely", get_text_config_attr(omni, "hidden_siz
 
 # %% [markdown]
 # ## Guard: the tests that would have caught them
-# `tests/lessons/l03_router_replay/` pins each failure mode. Here, in small, each guard (a predicate in
-# `guards`) runs twice: on the bug and on the fix. A guard that passes on both would catch nothing. The last row's
-# "fix" is the course's own header-flag design, not verl's: verl 0.9.1 raises before `pp_gather` (section 4), so
-# run on 0.9.1's behaviour that guard would fail, as on the bug.
+# `tests/lessons/l03_router_replay/` pins each failure mode. Each guard (a predicate in `guards`) runs on the bug and
+# the fix; passing both catches nothing. The last "fix" is the course's header flag, not verl's: verl 0.9.1 raises
+# before `pp_gather` (section 4), failing that guard like the bug.
 
 # %%
 dense_job = ToyTransformerConfig(num_layers=3, moe_layer_freq=None)  # a config the layer-info code rejects:
@@ -764,14 +750,12 @@ for name, (guard, bug, fix) in guard_runs.items():
 
 # %% [markdown]
 # ## Exercises
-# The three exercises came before the sections that answer them: **3.1** in section 3, **3.2** in section 4,
-# **3.3** in section 5. Any still "not yet right"? Go back to it now: `exercise_hint("3.N")` prints the
-# method, and the section after each exercise shows the reasoning.
+# **3.1**, **3.2** and **3.3** came before the cells that answer them. Any still "not yet right"?
+# `exercise_hint("3.N")` prints the method.
 
 # %% [markdown]
 # ## On an accelerator
-# With a GPU the same record/update/replay runs on CUDA, and the uint8 view is checked on the device
-# (NCCL sends bytes; a multi-GPU `pp_gather` needs several GPUs and is not run here).
+# With a GPU, record/update/replay and the uint8 view round trip run on CUDA (a multi-GPU `pp_gather` is not run here).
 
 # %% tags=["gpu"]
 if skip_unless("cuda"):
@@ -792,11 +776,8 @@ if skip_unless("cuda"):
 
 # %% [markdown]
 # ## Checked against upstream verl
-# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
-# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
-# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
-# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
-# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+# With verl installed, the next cell runs verl's own functions beside the course's on generated inputs; a disagreement
+# stops the notebook, and without verl it prints one skip line.
 
 # %% tags=["nbval-ignore-output"]
 from verlstudy.lessons.l03_router_replay.upstream import upstream_check
