@@ -63,13 +63,12 @@ from verlstudy.lessons.l04_thd.toy import TinyLM, fused_logprobs, thd_logprobs, 
 
 # %% [markdown]
 # ## 1. Packed sequences: jagged tensors, offsets, cu_seqlens
-# Three prompts+responses of 7, 4 and 9 tokens. A jagged nested tensor stores them back to back in one
-# buffer (`values()`, the "THD" layout: total tokens x hidden) plus `offsets()`, where sequence i is
-# `values()[offsets[i]:offsets[i+1]]`.
+# Three prompts+responses of 7, 4 and 9 tokens. A jagged nested tensor stores them back to back (`values()`, the "THD"
+# layout: total tokens x hidden) plus `offsets()`: sequence i is `values()[offsets[i]:offsets[i+1]]`.
 
 # %% [markdown]
-# Those offsets are what flash-attention and TransformerEngine (NVIDIA's fused transformer kernels, FP8 included) call
-# `cu_seqlens`. No token is wasted on padding.
+# flash-attention and TransformerEngine (NVIDIA's fused kernels) call these offsets `cu_seqlens`. No token is wasted on
+# padding.
 
 # %%
 lengths = [7, 4, 9]
@@ -97,13 +96,13 @@ claim("padded positions hold the pad id", bool((padded[~mask] == 0).all()))
 # ## 2. The crash, with verl's own function
 
 # %% [markdown]
-# Padded to the longest sequence, 9 tokens, the ids go into a model with SP at TP=2. PR #7702 describes
-# what follows: the embeddings are flattened to Megatron's `[S, B, H]` and scattered along S, and
-# Megatron's `scatter_to_sequence_parallel_region` asserts (in `_split_along_first_dim`). 9 rows cannot be split
-# into 2 equal halves. **The course's `sp_scatter` is a stand-in for that scatter** (Megatron needs a GPU process
-# group here): it raises the same assertion message, as an `AssertionError`.
+# Padded to the longest sequence, 9 tokens, the ids go into a model with SP at TP=2. PR #7702 describes what follows:
+# the embeddings are flattened to Megatron's `[S, B, H]` and scattered along S, and Megatron's
+# `scatter_to_sequence_parallel_region` asserts (in `_split_along_first_dim`): 9 rows do not split into 2 equal halves.
+# **The course's `sp_scatter` stands in for that scatter** (Megatron needs a GPU process group here) and raises the
+# same assertion message, as an `AssertionError`.
 #
-# **The change, verl's own lines.** `build_vlm_attn_mask_thd` (verl/models/mcore/util.py), 0.9.0 -> 0.9.1. The diff
+# **The change, verl's own lines:** `build_vlm_attn_mask_thd` (verl/models/mcore/util.py), 0.9.0 -> 0.9.1. The diff
 # holds two PRs: #7702's alignment and an earlier NPU fix (below).
 #
 # %% tags=["upstream-source", "nbval-ignore-output"]
@@ -118,18 +117,17 @@ upstream_diff("models/mcore/util.py", "build_vlm_attn_mask_thd")
 # each row's first `seqlen` positions.
 
 # %% [markdown]
-# One more change sits in this diff, and it is not #7702's: 0.9.0 returned
-# **no mask on [NPU](00_start_here.ipynb#NPU)** (`if is_npu_available: return input_ids_rmpad, None`).
-# [PR #7372](https://github.com/verl-project/verl/pull/7372) removed that early return (its description: the VLM
-# needs the `[B, S]` padding mask on NPU too) and renamed `input_ids_rmpad` to `input_ids_with_pad`.
+# The other change in this diff is not #7702's: 0.9.0 returned **no mask on [NPU](00_start_here.ipynb#NPU)**
+# (`if is_npu_available: return input_ids_rmpad, None`). [PR #7372](https://github.com/verl-project/verl/pull/7372)
+# removed that early return (its description: the VLM needs the `[B, S]` padding mask on NPU too) and renamed
+# `input_ids_rmpad` to `input_ids_with_pad`.
 
 # %% [markdown]
-# It was merged
-# after 0.9.0's release branch was cut, so 0.9.1 is the first release where [Ascend](00_start_here.ipynb#Ascend)
-# gets the mask (the BSHD sibling `build_vlm_attn_mask_bshd` still returns None on NPU).
+# #7372 was merged after 0.9.0's release branch was cut, so 0.9.1 is the first release where
+# [Ascend](00_start_here.ipynb#Ascend) gets the mask (the BSHD sibling `build_vlm_attn_mask_bshd` still returns None on
+# NPU).
 #
-# The course's toy makes the same change, from `pad_nested_unaligned` (before #7702, which section 2 runs below)
-# to `pad_nested` (the fix, used from section 1 on):
+# The course's toy makes #7702's change, from `pad_nested_unaligned` to `pad_nested`:
 
 # %%
 show_change(pad_nested_unaligned, pad_nested)
@@ -170,15 +168,13 @@ with expect_error(AssertionError, match="divisible by tensor parallel size"):
     fused_logprobs(model, input_ids, labels, 2, 1, pad_fn=pad_nested_unaligned)
 
 # %% [markdown]
-# With context parallelism the toy fails even earlier: the course's zigzag split (section 4) refuses a
-# length that does not divide by `2*cp`.
+# With CP the toy fails earlier: its zigzag split refuses a length not divisible by `2*cp` (not a reported upstream
+# failure).
 
 # %% [markdown]
-# That error is the course's toy's own, not a reported upstream
-# failure. verl's THD engine packs with `preprocess_thd_engine` (verl/models/mcore/util.py), whose alignment,
-# with its default `cp_layout="zigzag"`, already includes the `2*cp` factor (the `"contiguous"` layout aligns to
-# `tp*cp`); this lesson does not establish what
-# upstream's VLM path did with CP before #7702.
+# verl's THD engine packs with `preprocess_thd_engine` (verl/models/mcore/util.py), whose alignment with its default
+# `cp_layout="zigzag"` already includes `2*cp` (`"contiguous"` aligns to `tp*cp`); what upstream's VLM path did with CP
+# before #7702 is not established here.
 
 # %%
 with expect_error(ValueError, match="2*cp"):
@@ -197,11 +193,10 @@ with expect_error(ValueError, match="2*cp"):
 # scattered S would divide by 2.
 
 # %% [markdown]
-# The part of the PR we could read does not say which S the bridge scattered
-# (which tensor is scattered depends on the packing path of
-# [Megatron-Bridge](https://github.com/NVIDIA-NeMo/Megatron-Bridge), NVIDIA's library that builds Megatron models,
-# VLMs among them, from Hugging Face checkpoints and converts weights both ways; verl's `models/mcore/bridge.py`
-# loads its `AutoBridge`), so the table below only shows which settings would need padding.
+# The part of the PR we could read does not say which S the bridge scattered (that depends on the packing path of
+# [Megatron-Bridge](https://github.com/NVIDIA-NeMo/Megatron-Bridge), NVIDIA's library that builds Megatron models from
+# Hugging Face checkpoints; verl's `models/mcore/bridge.py` loads its `AutoBridge`), so the table only shows which
+# settings would need padding.
 
 # %%
 cases = [(4026, 2, 1), (4027, 2, 1), (4026, 4, 1), (4026, 1, 2), (4026, 2, 2), (9, 2, 1), (9, tp, cp)]
@@ -231,9 +226,9 @@ claim("least alignment at TP=2, CP=2 (upstream's: 8)", minimal_align_size(2, 2),
 
 # %% [markdown]
 # ## 4. Zigzag: why `2*cp` chunks
-# Causal attention makes later tokens costlier: the query at position i looks at i+1 keys. Cut the
-# sequence into `cp` contiguous parts and the last rank does most of the work while the others wait.
-# Zigzag cuts `2*cp` chunks and gives rank r the chunks r and `2*cp-1-r`, one cheap and one expensive.
+# Causal attention makes later tokens costlier: the query at position i sees i+1 keys. With `cp` contiguous parts, the
+# last rank does most of the work while the others wait. Zigzag cuts `2*cp` chunks and gives rank r chunks r and
+# `2*cp-1-r`, one cheap, one expensive.
 
 # %%
 for split in ("contiguous", "zigzag"):
@@ -260,13 +255,12 @@ claim("contiguous imbalance near (2cp-1)/cp", imbalance(work["contiguous"]),
       expected=(2 * work_cp - 1) / work_cp, rtol=1e-3)
 
 # %% [markdown]
-# The picture: one aligned sequence of 24 tokens at TP=3, CP=2 (align 12). Colour is the CP rank that holds a
-# position, the digit the TP rank whose SP slice it falls in on that CP rank.
+# The picture: 24 aligned tokens, TP=3, CP=2 (align 12). Colour: the CP rank holding a position; digit: the TP rank of
+# its SP slice.
 
 # %% [markdown]
-# Rank 0 holds chunks 0 and 3, rank 1
-# chunks 1 and 2; each rank's 12 tokens are cut into 3 slices of 4, and on rank 0 one slice spans both of its
-# chunks. That is why the whole length must divide by `tp*cp*2`: `2*cp` equal chunks, and `S/cp` divisible by tp.
+# Rank 0 holds chunks 0 and 3, rank 1 chunks 1 and 2; each rank's 12 tokens make 3 slices of 4, one on rank 0 spanning
+# both its chunks.
 
 # %%
 _ = plot_zigzag(24, 3, 2)
@@ -283,21 +277,18 @@ claim("every (cp, tp) rank gets an equal whole slice", {n for row in shards for 
 
 # %% [markdown]
 # ### Predict first: exercise 4.1
-# **4.1 Predict a length.** verl's THD engine packs a micro-batch into one row, and section 5 runs it.
-# Before it does, write `my_packed_length(lengths, tp, cp)`: the packed row's total length over all CP
-# ranks (`cu_seqlens_padded[-1]`, default zigzag layout, no FP8 padding (`use_fp8_padding`: each sequence padded further for FP8 block quantization, `verl/models/mcore/util.py`), no length bucket) for sequences of
-# `lengths` tokens.
+# **4.1 Predict a length.** verl's THD engine packs a micro-batch into one row; section 5 runs it. Write
+# `my_packed_length(lengths, tp, cp)`: the packed row's total length over all CP ranks (`cu_seqlens_padded[-1]`,
+# default zigzag layout, no FP8 padding (`use_fp8_padding`: each sequence padded further for FP8 block quantization,
+# `verl/models/mcore/util.py`), no length bucket) for sequences of `lengths` tokens.
 
 # %% [markdown]
-# It
-# is not the `[B, L]` size of the VLM ids. Think about what the SP scatter and the zigzag split need when
-# one row holds several sequences, each attending only to itself. Work one case by hand first: `[7, 5, 9]`
-# at TP=2, CP=2.
+# It is not the `[B, L]` size of the VLM ids: think about what the SP scatter and the zigzag split need when one row
+# holds several sequences, each attending only to itself. Work `[7, 5, 9]` at TP=2, CP=2 by hand first.
 #
-# **Receives** a list of ints (the sequence lengths, >= 1) and two ints `tp`, `cp`; **returns** an int (a float,
-# even a whole one, is refused). Leave the list as it was. A wrong answer's message names the mistake; the second
-# try adds where to look, the third a question, the fourth the method (`exercise_hint("4.1")`);
-# `show_solution("4.1")` prints the solution.
+# **Receives** a list of ints (the sequence lengths, >= 1) and two ints `tp`, `cp`; **returns** an int (a float, even a
+# whole one, is refused). Leave the list as it was. Hints: `exercise_hint("4.1")`; `show_solution("4.1")` prints the
+# solution.
 
 # %% tags=["solution", "exercise-4.1"]
 def my_packed_length(lengths: list[int], tp: int, cp: int) -> int:
@@ -315,13 +306,12 @@ check_exercise("4.1", my_packed_length)
 # (model_forward_fused.py), `build_vlm_attn_mask_thd` pads the VLM's `input_ids` and nothing else.
 
 # %% [markdown]
-# The
-# labels go through `preprocess_thd_engine`, which packs them into one THD row with each sequence padded
-# on its own and describes that row in `cu_seqlens_padded`; the model's per-token outputs come back
-# through `postprocess_thd_engine`, which cuts the row into the original lengths again.
+# The labels go through `preprocess_thd_engine`, which packs them into one THD row, each sequence padded on its own,
+# described by `cu_seqlens_padded`; the model's per-token outputs come back through `postprocess_thd_engine`, which
+# cuts the row into the original lengths again.
 #
-# **Upstream.** The cell runs the three functions of verl/models/mcore/util.py on section 1's batch at
-# TP=2, CP=1 (`postprocess_thd_engine` is handed the packed labels as if they were a model output).
+# **Upstream.** The cell runs the three functions of verl/models/mcore/util.py on section 1's batch at TP=2, CP=1
+# (`postprocess_thd_engine` gets the packed labels as if they were a model output).
 
 # %%
 def upstream_thd_path() -> None:
@@ -342,10 +332,9 @@ def upstream_thd_path() -> None:
 upstream_cell(upstream_thd_path)
 
 # %% [markdown]
-# So the ids and the labels have different shapes by design. verl converts the ids to `[B, L]` (what PR #7948
-# calls the "dense VLM conversion"), hands the model those ids plus the packed row's description
-# (`packed_seq_params`), and Megatron-Bridge's model repacks the `[B, L]` ids into that packed row ("Megatron-Bridge
-# repacking").
+# So the ids and the labels differ in shape by design. verl converts the ids to `[B, L]` (#7948's "dense VLM
+# conversion") and hands the model those ids plus the packed row's description (`packed_seq_params`); Megatron-Bridge's
+# model repacks the `[B, L]` ids into that row ("Megatron-Bridge repacking").
 
 # %% [markdown]
 # The labels are packed separately: the fused path passes them to the model, the unfused path to
@@ -383,17 +372,15 @@ upstream_cell(upstream_bucket_gap)
 # 0.9.1's `build_vlm_attn_mask_thd` is called by both forward paths.
 
 # %% [markdown]
-# The course's toy has the same two
-# paths: `unfused_logprobs` materialises the `[B, L, V]` log-softmax, `fused_logprobs` computes the label
-# log-probs from hidden states and head weights on real tokens only. Both take the padding function as
-# `pad_fn` (here one that counts its calls) and pad the ids only; the labels stay packed and the outputs
-# are taken back to THD order with the mask, as in upstream's path above.
+# The toy has the same two paths: `unfused_logprobs` materialises the `[B, L, V]` log-softmax, `fused_logprobs`
+# computes the label log-probs from hidden states and head weights on real tokens only. Both pad the ids only, through
+# `pad_fn` (here one that counts its calls); the labels stay packed and the mask takes the outputs back to THD order,
+# as in upstream's path above.
 
 # %% [markdown]
-# The toy's model is one causal
-# attention head: each CP rank holds its zigzag rows, its norm runs on the `tp` SP slices, its queries
-# see keys by true position. `thd_logprobs` is the reference: the same model on the packed buffer, the
-# mask built from `cu_seqlens`, no padding and no sharding.
+# The model is one causal attention head: each CP rank holds its zigzag rows, its norm runs on the `tp` SP slices, its
+# queries see keys by true position. The reference, `thd_logprobs`, runs it on the packed buffer with the mask built
+# from `cu_seqlens`, unpadded and unsharded.
 
 # %%
 pad_calls = []
@@ -435,15 +422,12 @@ print(f"tp=2, cp=2: contiguous split moves {moved} of {wrong.numel()} log-probs,
 claim("a contiguous split changes log-probs of the toy at tp=2, cp=2", moved > 0)
 
 # %% [markdown]
-# **What a wrong mask does.** In this padded path every pad comes *after* its sequence's real tokens, so causal
-# attention already keeps a real token from seeing a pad: the toy (like a causal model with right padding) does
-# not need the mask inside attention. The mask's job is to read the outputs back: `logp[mask]` takes the real
-# positions, in THD order, to meet the packed labels.
+# **What a wrong mask does.** Pads come *after* the real tokens, so causal attention alone keeps real tokens from
+# seeing them; the mask reads the outputs: `logp[mask]` takes the real positions, in THD order, to meet the packed
+# labels.
 
 # %% [markdown]
-# Hand the toy a mask shifted one position to the right, or
-# one that also marks the alignment pads as real, and nothing raises: the shapes still fit, but log-probs are
-# read from the wrong positions.
+# A mask shifted by one, or marking pads real, raises nothing but misreads the log-probs.
 
 # %%
 def shifted_mask(ids, pad_id, t, c):
@@ -466,14 +450,13 @@ for name, got in wrong_mask.items():
 
 # %% [markdown]
 # ## 7. Where labels do meet the padded length: BSHD with `forced_max_seqlen`
-# In the BSHD format the labels *are* padded to a rectangle: 0.9.1's `preprocess_bshd_engine` pads them
-# to `forced_max_seqlen` when the caller gives one (its docstring: the mini-batch's longest length), then
-# aligns it.
-# The comment on `build_vlm_attn_mask_bshd` says why that function takes `forced_max_seqlen` as well: the
-# VLM ids must reach the same length, or the logits and labels disagree in shape.
+# In BSHD the labels *are* padded to a rectangle: 0.9.1's `preprocess_bshd_engine` pads them to `forced_max_seqlen`
+# when the caller gives one (its docstring: the mini-batch's longest length), then aligns it.
+# `build_vlm_attn_mask_bshd` takes `forced_max_seqlen` too, and its comment says why: the VLM ids must reach the same
+# length, or logits and labels disagree in shape.
 #
-# **Upstream.** Pad section 1's labels with `preprocess_bshd_engine` at `forced_max_seqlen=12`, and the
-# ids with `build_vlm_attn_mask_bshd` once with it and once without; run the toy and ask for the loss.
+# **Upstream.** The cell pads section 1's labels with `preprocess_bshd_engine` at `forced_max_seqlen=12` and the ids
+# with `build_vlm_attn_mask_bshd`, with it and without, then asks the toy for the loss.
 
 # %%
 def upstream_bshd_forced() -> None:
@@ -587,11 +570,8 @@ if skip_unless("cuda"):
 
 # %% [markdown]
 # ## Checked against upstream verl
-# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
-# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
-# loads upstream's own function from verl's source and compares it with ours on generated inputs. A
-# disagreement stops the notebook here; without verl the cell prints a one-line skip. `verlstudy
-# verify-upstream` runs every lesson's comparison at once.
+# With verl installed, the next cell runs verl's own functions beside the course's on generated inputs; a disagreement
+# stops the notebook, and without verl it prints one skip line.
 
 # %% tags=["nbval-ignore-output"]
 from verlstudy.lessons.l04_thd.upstream import upstream_check
