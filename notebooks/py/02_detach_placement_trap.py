@@ -98,14 +98,12 @@ check_exercise("2.1", my_detach_tree)
 # %% [markdown] tags=["after-you-try-2.1"]
 # **After you try 2.1** (open once you have run the checker)
 #
-# Test `requires_grad`, not `grad_fn`: a leaf that requires grad has no `grad_fn` and still pins what its
-# gradient reaches. Returning an already-detached tensor itself is what makes the function free on trees
-# that need nothing (the cost paragraph below counts it), and rebuilding containers instead of assigning
-# into them keeps the caller's tree intact.
+# Test `requires_grad`, not `grad_fn`: a leaf that requires grad has no `grad_fn` yet pins what its gradient
+# reaches. A tensor needing no detach comes back as itself, at no cost; containers are rebuilt, never assigned
+# into.
 
 # %% [markdown]
-# Now the course's `detach_tree` on an output dict shaped like an engine's: live log-probs and entropy,
-# a plain mask, and some non-tensor metadata.
+# The course's `detach_tree` on an engine-like dict:
 
 # %%
 Pair = namedtuple("Pair", "chosen rejected")
@@ -271,10 +269,9 @@ show_change(trees.loss_detached_before, trees.loss_detached_after)
 
 # %% [markdown]
 # The trap is one misplaced line: `model_output = detach_tree(model_output)` before the loss, then
-# `stored = model_output` (right: stored = detach_tree(model_output) here).
-# Both placements train from the same seed: same initial policy, targets and sampling stream. The figure shows
-# what a dashboard would log for the wrong placement (loss, KL, gradient norm, mean reward), with the right
-# placement's gradient norm and reward for contrast.
+# `stored = model_output` (right: `stored = detach_tree(model_output)` there). Both placements train from one
+# seed. The figure logs what a dashboard would for the wrong placement (loss, KL, gradient norm, mean reward),
+# beside the right one's gradient norm and reward.
 
 # %%
 runs = {p: trees.train_placement_bandit(p, steps=steps, group_size=group_size, lr=lr, kl_coef=kl_coef, seed=seed)
@@ -401,12 +398,10 @@ claim("wrapped: saved input alive with the loss, freed after del loss", lifetime
 claim("unwrapped: the held output keeps the saved input alive", lifetimes[False][1])
 
 # %% [markdown]
-# **The same loop, as bytes, on this machine.** Section 7's GPU cell runs micro-batches through the
-# same model and reads the allocator after each. The loop itself is device-independent
-# (`trees.retained_per_micro_batch`); on CPU, lesson 01's `AllocationTracker` plays the allocator. Wrapped,
-# each held micro-batch keeps only its log-probs (`4 x tokens` bytes); unwrapped, it also keeps the
-# checkpoint-saved embedding output and its gradient (`2 x tokens x hidden x 4` bytes, #6699's
-# "embedding output plus its gradient buffer").
+# **As bytes:** `trees.retained_per_micro_batch` reads an allocator after each micro-batch (the
+# `AllocationTracker` on CPU, CUDA's in section 7). Wrapped, a held micro-batch keeps only its log-probs
+# (`4 x tokens` bytes); unwrapped, also the checkpoint-saved embedding output and its gradient
+# (`2 x tokens x hidden x 4` bytes, #6699's "embedding output plus its gradient buffer").
 
 # %%
 torch.manual_seed(seed)
@@ -499,13 +494,9 @@ claim("the AST check passes the trap's engine (only the contract catches it)",
 
 # %% [markdown]
 # ### Upstream's four store sites in 0.9.0 and 0.9.1
-# The four store lines (one per `transformer_impl.py` of fsdp, automodel, torchtitan and megatron) as verl changed
-# them between 0.9.0 (before #7874) and 0.9.1, read from the installed releases. The part of #7874's description
-# we could read covers Megatron only, so the other three changes are dated to that interval, not credited to it.
-
-# %% [markdown]
-# In 0.9.1 veomni and mindspeed define no store of their own; 0.9.0's veomni wrote only its grad-free routing
-# indices into `model_output`, the kind of write megatron's routing line is.
+# The store line of each engine's `transformer_impl.py` (fsdp, automodel, torchtitan, megatron), from the
+# installed 0.9.0 (before #7874) and 0.9.1. The part of #7874's description we could read covers Megatron only,
+# so the other three changes are dated to that interval, not credited to it.
 
 # %% tags=["upstream-source", "nbval-ignore-output"]
 for engine in ("fsdp", "automodel", "torchtitan"):
@@ -520,6 +511,10 @@ _ = upstream_diff("workers/engine/megatron/transformer_impl.py", None, contains=
 # none) and wraps it the same way. Each gets a comment naming where the output goes next (`output_lst`,
 # Megatron's `forward_data_store`). FSDP's diff also removes #6699's inline dict comprehension, which
 # `detach_tree` replaces. verl 0.9.0's `verl/workers/engine/utils.py` has no `detach_tree`; 0.9.1 has it.
+
+# %% [markdown]
+# In 0.9.1 veomni and mindspeed define no store of their own; 0.9.0's veomni wrote only its grad-free routing
+# indices into `model_output`, the kind of write megatron's routing line is.
 
 # %% [markdown]
 # The next cell runs the course's check, unreviewed, on the four real `transformer_impl.py` files
@@ -583,18 +578,12 @@ claim("#6699's rule detaches a flat engine output; misses only the nested and th
 
 # %% [markdown]
 # ## 6 · Exercises
-# Both exercises came before the sections that answer them: **2.1** (`my_detach_tree`) before section 1
-# checked the course's version property by property, **2.2** (`forward_step`) before section 2 showed
-# the trap. Any still "not yet right"? Go back to it now: `exercise_hint("2.N")` prints where to look and
-# the method, and the sections since then show the reasoning.
+# Stuck on 2.1 or 2.2? `exercise_hint("2.N")` prints where to look and the method.
 
 # %% [markdown]
 # ## 7 · On a GPU
-# With CUDA, the loop of section 4 runs at a larger size and reads the real allocator (the slope of
-# `memory_allocated` after each micro-batch, so one-off parameter gradients do not count): unwrapped,
-# every micro-batch keeps the checkpoint-saved embedding output and its gradient (#6699's
-# mechanism); wrapped, only the stored log-probs' own bytes. The cell claims the same two figures
-# the CPU claims of section 4 check.
+# With CUDA, section 4's loop runs larger on the real allocator (the slope of `memory_allocated` over
+# micro-batches: one-off parameter gradients drop out) and claims section 4's two figures.
 
 # %% tags=["gpu"]
 if skip_unless("cuda"):
@@ -609,11 +598,9 @@ if skip_unless("cuda"):
 
 # %% [markdown]
 # ## Checked against upstream verl
-# The helpers here re-implement upstream code in small form, so they can drift from it as verl moves. When
-# the `verl` package is installed (`make setup` installs it without its heavy dependencies), the next cell
-# loads upstream's own function from verl's source and compares it with ours on generated inputs, or says
-# why this lesson has no single function to compare. A disagreement stops the notebook here; without verl
-# the cell prints a one-line skip. `verlstudy verify-upstream` runs every lesson's comparison at once.
+# The helpers here re-implement upstream code in small form and can drift from it. With `verl` installed, the
+# next cell compares upstream's own function with ours on generated inputs (or says why there is none); a
+# disagreement stops the notebook. Without verl: one skip line.
 
 # %% tags=["nbval-ignore-output"]
 from verlstudy.lessons.l02_detach.upstream import upstream_check
