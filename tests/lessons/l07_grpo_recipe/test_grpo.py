@@ -371,3 +371,20 @@ class TestBandit:
             )
         with pytest.raises(TypeError, match=r"logits must be a torch\.Tensor"):
             entropy([0.0, 1.0])
+
+
+@pytest.mark.parametrize(
+    ("clips", "seeds", "named"),
+    [
+        (["abc"], [0], r"argument clips\[0\] must be a \(clip_low, clip_high, clip_c\) triple, got str 'abc'"),
+        ([[0.2, 0.28]], [0], r"argument clips\[0\] must be a \(clip_low, clip_high, clip_c\) triple, got list"),
+        ([(0.2, 0.28, 3.0)], None, r"argument seeds must be a list of distinct int seeds, got NoneType None"),
+        ([(0.2, 0.28, 3.0)], 7, r"argument seeds must be a list of distinct int seeds, got int 7"),
+    ],
+)
+def test_train_clip_bandits_names_an_argument_of_the_wrong_type(clips, seeds, named):
+    # issue 43 item 8: clips=["abc"] ended in "_check_clips() missing 2 required positional arguments"
+    from verlstudy.lessons.l07_grpo_recipe.grpo import train_clip_bandits
+
+    with pytest.raises(TypeError, match=named):
+        train_clip_bandits(clips, seeds)

@@ -98,3 +98,12 @@ def test_bad_inputs_name_the_argument():
         OffloadSettings.from_recipe({"param_offload": True})
     with pytest.raises(TypeError, match="offload mapping"):
         OffloadSettings.from_recipe([1])
+
+
+@pytest.mark.parametrize("value", [None, 7, "x", [1], {"train": 1}, float("nan")])
+def test_totals_names_an_argument_of_the_wrong_type(value):
+    # issue 43 item 8: totals(None) ended in "'NoneType' object is not subscriptable"
+    from verlstudy.lessons.l07_grpo_recipe.memory import totals
+
+    with pytest.raises(TypeError, match=r"argument by_phase must be memory_by_phase's \{phase: \{place:"):
+        totals(value)

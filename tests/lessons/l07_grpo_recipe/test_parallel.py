@@ -257,3 +257,12 @@ def test_a_corrupt_recipe_file_is_named_with_its_line(tmp_path):
     path.write_text("cluster:\n  nodes: 32\n  devices: [16\n")
     with pytest.raises(ValueError, match=r"recipe .*broken.yaml, line \d+: not valid YAML"):
         load_recipe(path)
+
+
+@pytest.mark.parametrize("value", [None, 7, [1], {"a": 1}, float("nan")])
+def test_load_recipe_names_a_path_of_the_wrong_type(value):
+    # issue 43 item 8: load_recipe(None) ended in pathlib's raw "expected str, bytes or os.PathLike object"
+    from verlstudy.lessons.l07_grpo_recipe.parallel import load_recipe
+
+    with pytest.raises(TypeError, match=r"argument path must be a recipe YAML file's path \(str or Path\)"):
+        load_recipe(value)

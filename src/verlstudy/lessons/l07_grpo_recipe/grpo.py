@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from verlstudy.kit.params import positive_int
+from verlstudy.kit.params import got, positive_int
 
 LOG_RATIO_CLAMP = 20.0  # upstream clamps logp - old_logp to [-20, 20] before exp (overflow guard)
 GRPO_EPSILON = 1e-6  # upstream's default epsilon added to the group std
@@ -358,7 +358,12 @@ def train_clip_bandits(
     _check_bandit_args(n, steps, epochs, lr)
     if not isinstance(clips, Sequence) or not clips:
         raise ValueError(f"clips must be a non-empty list of (clip_low, clip_high, clip_c), got {clips!r}")
+    for i, setting in enumerate(clips):
+        if isinstance(setting, str) or not isinstance(setting, Sequence) or len(setting) != 3:
+            raise TypeError(f"argument clips[{i}] must be a (clip_low, clip_high, clip_c) triple, got {got(setting)}")
     checked = [_check_clips(*setting) for setting in clips]
+    if isinstance(seeds, str) or not isinstance(seeds, Iterable):
+        raise TypeError(f"argument seeds must be a list of distinct int seeds, got {got(seeds)}")
     seeds = list(seeds)
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be a non-empty list of distinct seeds, got {seeds!r}")

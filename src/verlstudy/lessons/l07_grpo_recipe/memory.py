@@ -35,6 +35,7 @@ import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
+from verlstudy.kit.params import got
 from verlstudy.lessons.l07_grpo_recipe.parallel import ParallelLayout, estimate_train_memory_per_device
 
 PHASES = ("train", "rollout")  # actor forward/backward/step; actor inactive while the engine generates
@@ -136,4 +137,15 @@ def memory_by_phase(
 
 def totals(by_phase: Mapping[str, Mapping[str, Mapping[str, float]]]) -> dict[str, float]:
     """Flatten memory_by_phase to {"train device": bytes, "train host": ..., "rollout device": ..., ...}."""
+    shape = all(
+        isinstance(by_phase, Mapping)
+        and isinstance(by_phase.get(phase), Mapping)
+        and isinstance(by_phase[phase].get(place), Mapping)
+        for phase in PHASES
+        for place in PLACES
+    )
+    if not shape:
+        raise TypeError(
+            f"argument by_phase must be memory_by_phase's {{phase: {{place: {{part: bytes}}}}}}, got {got(by_phase)}"
+        )
     return {f"{phase} {place}": float(sum(by_phase[phase][place].values())) for phase in PHASES for place in PLACES}

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from verlstudy.kit.params import positive_int
+from verlstudy.kit.params import check_path, positive_int
 from verlstudy.kit.resources import read_data_text
 
 _LAYOUT_SYMBOLS = {"E": "embedding", "t": "transformer layer", "m": "MTP layer", "L": "loss head"}
@@ -384,7 +384,7 @@ RECIPE_KEYS: dict[str, tuple[str, ...]] = {
 
 def load_recipe(path: str | Path) -> dict[str, dict[str, object]]:
     """Read a recipe YAML (see data/recipes/) and check every section and key the lesson needs is there."""
-    path = Path(path)
+    path = check_path("path", path, what="a recipe YAML file's path (str or Path)")
     if not path.is_file():
         raise ValueError(f"recipe file {path} does not exist")
     try:
