@@ -244,6 +244,11 @@ def test_the_site_has_both_languages_and_every_page_links_its_twin(tmp_path, cap
     assert "05 · 审计 strict=False 的检查点加载" in chinese and ">English</a>" in chinese
     assert 'href="00_start_here.html#GRPO"' in chinese  # glossary links still land
     assert ">中文</a>" in (site / "student" / "index.html").read_text(encoding="utf-8")
+    index = (site / LANG / "index.html").read_text(encoding="utf-8")  # the index's own words, and the titles
+    assert all(w in index for w in ("课程地图", "上次运行的论断", "讲师指南", "<th>时间</th>", "审计 strict=False"))
+    assert "Course map" not in index and "Lessons</h2>" not in index
+    english = (site / "index.html").read_text(encoding="utf-8")
+    assert "Course map" in english and "课程地图" not in english  # English stays English
     assert cli.main(["site", "00", "--out", str(tmp_path / "s2"), "--translation", "zh_CN"]) == 2
     assert "LANG=DIR" in capsys.readouterr().err
 

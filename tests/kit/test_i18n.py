@@ -46,7 +46,7 @@ def test_every_catalog_entry_is_translated_and_keeps_its_fields(source):
 
 def test_the_kit_and_every_lessons_catalog_are_read_and_agree():
     files = i18n.catalog_files("zh_CN")
-    assert [f.name for f in files] == ["zh_CN.po", "claims.po", *(f"l{n:02d}.po" for n in range(10))]
+    assert [f.name for f in files] == ["zh_CN.po", "claims.po", *(f"l{n:02d}.po" for n in range(10)), "site.po"]
     said: dict[tuple[str | None, str], str] = {}
     for source in files:  # a message two catalogs translate is translated alike (the merged catalog keeps the first)
         for entry in polib.pofile(source.read_text(encoding="utf-8")):
@@ -75,7 +75,7 @@ def test_chinese_verdicts_hints_claims_and_skip_lines(chinese, capsys):
     claims.claim("bytes per micro-batch", 4096, 4096)
     devices.skip_unless("cuda")
     out = capsys.readouterr().out
-    assert "练习 0.1：还不对: seeded_sample(7, 5) raised ZeroDivisionError" in out  # checkers' messages: English
+    assert "练习 0.1：还不对: seeded_sample(7, 5) 抛出了 ZeroDivisionError：division by zero" in out  # the kit's frame
     assert "  该看哪里（第 2 次尝试）：" in out and '  （再试一次；卡住了？exercise_hint("0.1")' in out
     assert "[claim] bytes per micro-batch: 4096（预期 4096）" in out
     assert "[skip] 这里没有 CUDA 设备" in out

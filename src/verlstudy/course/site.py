@@ -22,7 +22,8 @@ from verlstudy.course.outcomes import notebook_records
 from verlstudy.course.registry import Lesson
 from verlstudy.course.site_cells import CLAIMS_HEADER, page_cells, table_html, text_to_html
 from verlstudy.course.site_page import PageLink, collapse_cells, page_html
-from verlstudy.kit import records
+from verlstudy.kit import i18n, records
+from verlstudy.kit.i18n import _, pick
 
 EDITIONS = ("full", "student")
 STUDENT_DIR = "student"
@@ -65,7 +66,7 @@ def render_cells_html(nb: nbformat.NotebookNode) -> str:
         embed_images=True,
         exclude_input_prompt=True,
     )
-    body, _ = exporter.from_notebook_node(nb)
+    body, _resources = exporter.from_notebook_node(nb)
     return body
 
 
@@ -116,37 +117,51 @@ def translated_title(nb: nbformat.NotebookNode) -> str | None:
     return heading.lstrip("#").strip().split(" · ", 1)[-1] if heading.startswith("#") else None
 
 
-def index_body(lessons: Sequence[Lesson], executed: dict[str, nbformat.NotebookNode], edition: str) -> str:
-    """The index: the course map, the day plan, the facilitator guide (full edition) and every claims table."""
+def index_body(
+    lessons: Sequence[Lesson],
+    executed: dict[str, nbformat.NotebookNode],
+    edition: str,
+    titles: Mapping[str, str] | None = None,
+) -> str:
+    """The index: the course map, the day plan, the facilitator guide (full edition) and every claims table.
+
+    Its words, and the claims' names and upstream notes, are in the language `kit.i18n` has chosen; `titles` maps a
+    lesson's stem to its title in that language (a translated edition's)."""
     e = html.escape
+    titles = dict(titles or {})
     rows = []
     for lesson in lessons:
         prs = ", ".join(f'<a href="{link}">#{n}</a>' for n, link in zip(lesson.prs, lesson.pr_links, strict=True))
         rows.append(
-            f'<tr><td>{lesson.code}</td><td><a href="{lesson.stem}.html">{e(lesson.title)}</a></td>'
-            f"<td>{prs or '-'}</td><td class=num>{lesson.minutes}</td><td>{e(lesson.upstream_verified)}</td></tr>"
+            f'<tr><td>{lesson.code}</td><td><a href="{lesson.stem}.html">{e(titles.get(lesson.stem, lesson.title))}'
+            f"</a></td><td>{prs or '-'}</td><td class=num>{lesson.minutes}</td>"
+            f"<td>{e(lesson.upstream_verified)}</td></tr>"
         )
     total = sum(lesson.minutes for lesson in lessons)
     codes = {lesson.code for lesson in lessons}
-    day = plan.day_plan(lessons=lessons, breaks=[b for b in plan.DAY_BREAKS if b[0] in codes])
+    day = plan.day_plan(lessons=lessons, breaks=[b for b in plan.DAY_BREAKS if b[0] in codes], titles=titles)
     guide = (
-        f'<p>Running a workshop? Read the <a href="{FACILITATOR_PAGE}">facilitator guide</a>.</p>'
+        pick('<p>Running a workshop? Read the <a href="{href}">facilitator guide</a>.</p>', href=FACILITATOR_PAGE)
         if edition == "full"
-        else "<p>The student edition: every solution waits behind <em>show solution</em>; try first.</p>"
+        else _("<p>The student edition: every solution waits behind <em>show solution</em>; try first.</p>")
     )
     claims = "".join(
-        f'<h3 id="claims-{lesson.code}">{lesson.code} · {e(lesson.title)}</h3>'
-        + table_html(CLAIMS_HEADER, claims_rows(executed[lesson.stem]))
+        f'<h3 id="claims-{lesson.code}">{lesson.code} · {e(titles.get(lesson.stem, lesson.title))}</h3>'
+        + table_html(
+            [_(h) for h in CLAIMS_HEADER],
+            [(_(name), _(up), ours, _(done)) for name, up, ours, done in claims_rows(executed[lesson.stem])],
+        )
         for lesson in lessons
     )
     return (
-        "<h1>verlstudy</h1><p>Runnable lessons from merged verl pull requests.</p>"
-        f"{guide}<h2 id=course-map>Course map</h2><table><thead><tr><th>NN</th><th>lesson</th><th>upstream PR</th>"
-        f"<th class=num>minutes</th><th>verified against verl</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
-        f"<p>{len(lessons)} lessons, {total} minutes.</p>"
-        f"<h2 id=day-plan>The day (<code>verlstudy plan</code>)</h2>{text_to_html(day)}"
-        f"<h2 id=claims>Claims from the last run</h2>{claims}"
-    )
+        "<h1>verlstudy</h1>" + _("<p>Runnable lessons from merged verl pull requests.</p>") + guide
+        + "<h2 id=course-map>" + _("Course map") + "</h2><table><thead><tr>"
+        + _("<th>NN</th><th>lesson</th><th>upstream PR</th><th class=num>minutes</th><th>verified against verl</th>")
+        + f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        + pick("<p>{lessons} lessons, {minutes} minutes.</p>", lessons=len(lessons), minutes=total)
+        + "<h2 id=day-plan>" + _("The day (<code>verlstudy plan</code>)") + f"</h2>{text_to_html(day)}"
+        + "<h2 id=claims>" + _("Claims from the last run") + f"</h2>{claims}"
+    )  # fmt: skip
 
 
 def facilitator_body() -> str | None:
@@ -180,26 +195,39 @@ def edition_pages(
 
     `other` is (label, prefix) of the same edition in the other language: each page links to prefix + its name.
     """
+    with i18n.held(None if language == "en" else language):  # the page's words in the page's language
+        return _edition_pages(lessons, executed, edition, language, other)
+
+
+def _edition_pages(
+    lessons: Sequence[Lesson],
+    executed: dict[str, nbformat.NotebookNode],
+    edition: str,
+    language: str,
+    other: tuple[str, str] | None,
+) -> dict[str, str]:
     titles = {} if language == "en" else {s: t for s, nb in executed.items() if (t := translated_title(nb))}
     links = _lesson_links(lessons, titles)
     guide = facilitator_body() if edition == "full" else None
-    extra = [PageLink(FACILITATOR_PAGE, "Facilitator guide")] if guide is not None else []
-    label = "student edition" if edition == "student" else ""
+    extra = [PageLink(FACILITATOR_PAGE, _("Facilitator guide"))] if guide is not None else []
+    label = _("student edition") if edition == "student" else ""
     tag = LANGUAGE_TAGS.get(language, language)
+    index = PageLink("index.html", _("Course index"))
 
     def page(title: str, body: str, name: str, current: str | None = None) -> str:
         switch = PageLink(other[1] + name, other[0]) if other else None
         return page_html(
-            title, body, lessons=links, current=current, extra=extra, edition=label, language=tag, switch=switch
-        )
+            title, body, lessons=links, current=current, index=index, extra=extra, edition=label, language=tag,
+            switch=switch,
+        )  # fmt: skip
 
     pages = {}
     for lesson, link in zip(lessons, links, strict=True):
         body = notebook_links_to_pages(lesson_body(lesson, executed[lesson.stem], edition), lessons)
         pages[link.href] = page(link.label, body, link.href, link.href)
-    pages["index.html"] = page("verlstudy", index_body(lessons, executed, edition), "index.html")
+    pages["index.html"] = page("verlstudy", index_body(lessons, executed, edition, titles), "index.html")
     if guide is not None:
-        pages[FACILITATOR_PAGE] = page("verlstudy · facilitator guide", guide, FACILITATOR_PAGE)
+        pages[FACILITATOR_PAGE] = page(_("verlstudy · facilitator guide"), guide, FACILITATOR_PAGE)
     return pages
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import nbformat
 
+from verlstudy.kit.i18n import _
+
 HEADING = re.compile(r'<h2 id="([^"]+)">(.*?)<a class="anchor-link"', re.DOTALL)
 TAG = re.compile(r"<[^>]+>")
 
@@ -155,14 +157,14 @@ def page_html(
         right = f'<a rel="next" href="{e(after.href)}">{e(after.label)} &rarr;</a>' if after else "<span></span>"
         pager = f'<div class="pager">{left}<a href="{e(index.href)}">{e(index.label)}</a>{right}</div>'
     sections = contents(body)
-    toc = f"<h2>On this page</h2><ul>{_links(sections)}</ul>" if sections else ""
+    toc = f"<h2>{e(_('On this page'))}</h2><ul>{_links(sections)}</ul>" if sections else ""
     badge = f' <span class="edition">{e(edition)}</span>' if edition else ""
     if switch is not None:
         badge += f' <a class="language" href="{e(switch.href)}">{e(switch.label)}</a>'
     sidebar = (
         f'<nav class="sidebar"><a href="{e(index.href)}"><strong>verlstudy</strong></a>{badge}'
-        f"<h2>Lessons</h2><ul class=lessons>{_links(lessons, current)}</ul>"
-        + (f"<h2>More</h2><ul>{_links(extra)}</ul>" if extra else "")
+        f"<h2>{e(_('Lessons'))}</h2><ul class=lessons>{_links(lessons, current)}</ul>"
+        + (f"<h2>{e(_('More'))}</h2><ul>{_links(extra)}</ul>" if extra else "")
         + f"{toc}</nav>"
     )
     return (
