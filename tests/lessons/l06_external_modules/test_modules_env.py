@@ -270,3 +270,30 @@ def test_outcomes_table_has_one_row_per_process(toy_folder):
         f"| image default, worker never imports verl | {ENV_VAR}={ADAPTOR} | toyverl -> toylib.model | yes | no |"
     )
     assert lines[3] == "| no default (after #7886) | unset | toyverl -> toylib.model | no | - |"
+
+
+@pytest.mark.parametrize("value", [None, 7, [1], float("nan")])
+def test_lesson_06_helpers_name_an_argument_of_the_wrong_type(value, tmp_path):
+    # issue 43 item 8: these ended in a raw TypeError ('int' object is not iterable / os.PathLike expected)
+    from verlstudy.lessons.l06_external_modules.modules_env import (
+        hook_errors,
+        outcomes_table,
+        predict_patched,
+        run_experiments,
+        write_toy_packages,
+    )
+
+    calls = [
+        (lambda v: outcomes_table(v), r"argument outcomes(\[0\])? must be (a list, each item )?an Outcome"),
+        (lambda v: predict_patched(v, None), r"argument imports(\[0\])? must be (a list, each item )?a module name"),
+        (lambda v: write_toy_packages(v), r"argument folder must be an existing folder's path"),
+        (lambda v: run_experiments(lesson_experiments(), v), r"argument folder must be the toy packages' folder"),
+        (lambda v: hook_errors(["json"], v), r"argument folder must be the toy packages' folder"),
+    ]
+    if not isinstance(value, list):
+        calls.append((lambda v: run_experiments(v, tmp_path), r"argument experiments must be a list, each item"))
+        calls.append((lambda v: hook_errors(v, tmp_path), r"argument values must be a non-empty list of strings"))
+    for call, named in calls:
+        with pytest.raises(TypeError, match=named) as info:
+            call(value)
+        assert "\n" not in str(info.value)

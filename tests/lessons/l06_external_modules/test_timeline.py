@@ -37,3 +37,15 @@ def test_the_picture_prints_each_row(capsys):
     chain = "toylib_adaptor (adaptor imported directly) -> toylib.model (library: patched)"
     assert out.strip() == f"explicit | {chain} => patched"
     plt.close(fig)
+
+
+@pytest.mark.parametrize("value", [None, 7, "abc", float("nan")])
+def test_timeline_names_an_argument_of_the_wrong_type(value):
+    # issue 43 item 8: timeline_rows(7, {}) ended in "'int' object is not iterable"
+    with pytest.raises(TypeError, match=r"argument outcomes must be a list, each item an Outcome"):
+        timeline_rows(value, {})
+    with pytest.raises(TypeError, match=r"argument outcomes\[0\] must be an Outcome"):
+        draw_timeline([value], {}, show=False)
+    outcome = Outcome(Experiment("e", (HOOK_PACKAGE, LIBRARY), ADAPTOR), "b", None, True)
+    with pytest.raises(TypeError, match=r"argument stands_for must be a mapping \{experiment name: row label\}"):
+        timeline_rows([outcome], value)

@@ -132,3 +132,10 @@ def test_without_verl_toyverl_is_the_course_reconstruction(monkeypatch, capsys):
 def test_the_lesson_cell_prints_one_line(capsys):
     l06.upstream_check(cases=20)
     assert capsys.readouterr().out.strip().endswith("import_external_libs: agree on 20 cases")
+
+
+@pytest.mark.parametrize("value", [7, ["a"], {"a": 1}, float("nan")])
+def test_upstream_imports_names_a_value_of_the_wrong_type(value):
+    # issue 43 item 8: upstream_imports(7) ended in a raw AttributeError inside verl's hook ('int' ... 'split')
+    with pytest.raises(TypeError, match=r"argument value must be the variable's value \(a str\) or None \(unset\)"):
+        l06.upstream_imports(value)

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from verlstudy.kit.params import check_items, check_path, got
 from verlstudy.kit.tables import Table
 
 ENV_VAR = "VERL_USE_EXTERNAL_MODULES"
@@ -116,7 +117,7 @@ def write_toy_packages(folder: str | Path, toyverl_init: str | None = None) -> P
 
     `toyverl_init` replaces the course's `toyverl/__init__.py` (e.g. with upstream's own hook).
     """
-    root = Path(folder)
+    root = check_path("folder", folder, what="an existing folder's path (str or Path)")
     if not root.is_dir():
         raise ValueError(f"folder {str(root)!r} must be an existing directory (e.g. a tempfile.TemporaryDirectory)")
     if toyverl_init is not None and (not isinstance(toyverl_init, str) or not toyverl_init.strip()):
@@ -235,7 +236,7 @@ def _check_timeout(timeout_s: object) -> float:
 
 
 def _toy_root(folder: str | Path) -> Path:
-    root = Path(folder)
+    root = check_path("folder", folder, what="the toy packages' folder (str or Path), from write_toy_packages")
     if not (root / "toylib").is_dir():
         raise ValueError("folder does not hold the toy packages: call write_toy_packages(folder) first")
     return root
@@ -254,6 +255,8 @@ def run_experiments(experiments: Sequence[Experiment], folder: str | Path, timeo
     leads its own process group, so a worker it launched is stopped with it (no orphans left behind).
     """
     timeout_s = _check_timeout(timeout_s)
+    if isinstance(experiments, str) or not isinstance(experiments, Sequence):
+        raise TypeError(f"argument experiments must be a list, each item an Experiment, got {got(experiments)}")
     if not experiments or not all(isinstance(e, Experiment) for e in experiments):
         raise TypeError("experiments must be a non-empty sequence of Experiment")
     root = _toy_root(folder)
@@ -275,7 +278,9 @@ def hook_errors(values: Sequence[str], folder: str | Path, timeout_s: float = 10
     toy module is the most any of them imports.
     """
     timeout_s = _check_timeout(timeout_s)
-    if isinstance(values, str) or not values or not all(isinstance(v, str) for v in values):
+    if isinstance(values, str) or not isinstance(values, Sequence):
+        raise TypeError(f"argument values must be a non-empty list of strings, got {got(values)}")
+    if not values or not all(isinstance(v, str) for v in values):
         raise TypeError(f"values must be a non-empty list of strings, got {values!r}")
     root = _toy_root(folder)
     code = f"import sys\nsys.path[:0] = [{str(root)!r}]\nimport {HOOK_PACKAGE}\n"
@@ -315,6 +320,7 @@ def predict_patched(imports: Sequence[str], env_value: str | None) -> bool:
     The variable is split as verl splits it (no stripping): ' toylib_adaptor' does not name the adaptor.
     """
     names = split_like_verl_091(env_value)
+    imports = check_items("imports", imports, str, what="a module name (a str)")
     for name in imports:
         if name == ADAPTOR or (name == HOOK_PACKAGE and ADAPTOR in names):
             return True
@@ -326,6 +332,7 @@ def predict_patched(imports: Sequence[str], env_value: str | None) -> bool:
 def outcomes_table(outcomes: Sequence[Outcome]) -> Table:
     """The experiments as a table (show it with `kit.tables.show_table`): process, variable, import order, patched,
     worker patched."""
+    outcomes = check_items("outcomes", outcomes, Outcome, what="an Outcome (from run_experiments)")
     rows = []
     for o in outcomes:
         e = o.experiment

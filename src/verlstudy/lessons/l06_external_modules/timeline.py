@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from verlstudy.kit.params import check_instance, check_items
 from verlstudy.kit.plots import COLORS, apply_style, fit_layout
 from verlstudy.lessons.l06_external_modules.modules_env import (
     ADAPTOR,
@@ -46,6 +47,8 @@ def timeline_rows(
     outcomes: Sequence[Outcome], stands_for: Mapping[str, str]
 ) -> list[tuple[str, list[tuple[str, str]], bool]]:
     """(row label, [(module, what its import does), ...] in order, patched) per process; a worker is its own row."""
+    outcomes = check_items("outcomes", outcomes, Outcome, what="an Outcome (from run_experiments)")
+    check_instance("stands_for", stands_for, Mapping, what="a mapping {experiment name: row label}")
     if not outcomes:
         raise ValueError("outcomes must hold at least one experiment's outcome")
     rows = []

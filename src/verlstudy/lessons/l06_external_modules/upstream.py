@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from verlstudy.kit import upstream
+from verlstudy.kit.params import check_str
 from verlstudy.kit.upstream import Comparison, MissingCollaborator, UpstreamMoved, report_check
 from verlstudy.lessons.l06_external_modules.modules_env import ENV_VAR, TOY_SOURCES, split_like_verl_091
 
@@ -142,6 +143,8 @@ def toy_hook_source() -> tuple[str, str]:
 
 def upstream_imports(value: str | None, release: str | None = None) -> list[str]:
     """The names upstream's hook hands to importlib for a value of the variable (None: unset); imports nothing."""
+    if value is not None:
+        check_str("value", value, what="the variable's value (a str) or None (unset)")
     importer = RecordingImportlib(None)
     upstream_hook(importer, release)({} if value is None else {ENV_VAR: value})
     return importer.calls
