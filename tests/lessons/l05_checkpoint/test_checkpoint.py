@@ -304,3 +304,21 @@ def test_a_floating_point_precision_change_still_loads():
     model, source = TinyLM(8, 4, 2), TinyLM(8, 4, 2)
     state = {k: v.to(torch.bfloat16) for k, v in source.state_dict().items()}
     assert load_state_dict_audited(model, state).ok
+
+
+@pytest.mark.parametrize("value", [None, 7, "w", float("nan")])
+def test_refuse_silent_casts_names_an_argument_of_the_wrong_type(value):
+    # issue 43 item 8: refuse_silent_casts(None, ...) ended in "'NoneType' object is not subscriptable"
+    from verlstudy.lessons.l05_checkpoint.checkpoint import refuse_silent_casts
+
+    sd = {"w": torch.zeros(2)}
+    for call, named in [
+        (lambda v: refuse_silent_casts(v, sd, ["w"]), r"argument expected must be the model's state_dict"),
+        (lambda v: refuse_silent_casts(sd, v, ["w"]), r"argument given must be the checkpoint's state_dict"),
+        (lambda v: refuse_silent_casts(sd, sd, v), r"argument keys must be a list, each item a tensor name"),
+    ]:
+        with pytest.raises(TypeError, match=named):
+            call(value)
+    with pytest.raises(KeyError, match=r"argument keys names 'x', which is not in both state_dicts"):
+        refuse_silent_casts(sd, sd, ["x"])
+    refuse_silent_casts(sd, sd, ["w"])

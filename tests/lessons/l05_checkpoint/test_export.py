@@ -203,3 +203,17 @@ def test_v0_6_0_strips_glm5_style_mtp_layer_names() -> None:
     assert result.ignored == ("layers.2.eh_proj.weight",) and result.unwritten == ()
     pinned = export_hf_weights(weights, source, strict=True, bridge="v0.5.0")
     assert pinned.dropped == ("a.safetensors",)
+
+
+@pytest.mark.parametrize("value", [None, "1", [1], float("nan")])
+def test_shard_file_and_source_index_name_an_argument_of_the_wrong_type(value):
+    # issue 43 item 8: shard_file(None, 3) ended in "unsupported format string passed to NoneType.__format__"
+    from verlstudy.lessons.l05_checkpoint.export import shard_file
+
+    with pytest.raises(TypeError, match=r"argument index must be a positive integer"):
+        shard_file(value, 3)
+    with pytest.raises(TypeError, match=r"argument count must be a positive integer"):
+        shard_file(1, value)
+    with pytest.raises(TypeError, match=r"argument state_dict\['w'\] must be a torch\.Tensor, got (a|an) "):
+        source_index({"w": value})
+    assert shard_file(1, 3) == "model-00001-of-00003.safetensors"

@@ -31,3 +31,21 @@ def test_lesson_params_validates_and_reports(capsys):
     assert (p.vocab, p.n_shards) == (32, 3) and "running on cpu" in capsys.readouterr().out
     with pytest.raises(ValueError, match="n_shards"):
         lesson_params("cpu", 32, 16, 2, 9, 64, 0)
+
+
+@pytest.mark.parametrize("value", [None, 7, "abc", [1], {"a": 1}, float("nan")])
+def test_shard_map_names_an_argument_of_the_wrong_type(value):
+    # issue 43 item 8: shard_map(7, {...}) ended in "'int' object is not subscriptable"
+    model = TinyLM()
+    index = source_index(model.state_dict())
+    result = export_hf_weights(model.state_dict(), index, strict=True, bridge="v0.5.0")
+    with pytest.raises(TypeError, match=r"argument index must be a source_index dict holding a 'weight_map'"):
+        tensor_states(value, result, "mtp.")
+    with pytest.raises(TypeError, match=r"argument index must be a source_index dict holding a 'weight_map'"):
+        shard_map(value, {"strict": result})
+    if not isinstance(value, dict):
+        with pytest.raises(TypeError, match=r"argument results must be a mapping \{label: ExportResult\}"):
+            shard_map(index, value)
+    if not isinstance(value, str):
+        with pytest.raises(TypeError, match=r"argument mtp_prefix must be the MTP tensors' name prefix"):
+            tensor_states(index, result, value)

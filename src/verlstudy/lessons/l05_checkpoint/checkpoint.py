@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from verlstudy.kit.params import a_kind
+from verlstudy.kit.params import a_kind, check_instance, check_items
 
 MTP_PREFIX = "mtp."
 
@@ -235,6 +235,12 @@ def refuse_silent_casts(
     """TypeError, one line, when a checkpoint tensor among `keys` holds another kind of number than the model's
     (torch's load_state_dict would cast it on copy: a complex tensor loses its imaginary part, int64 values above
     2**24 lose digits in float32)."""
+    check_instance("expected", expected, Mapping, what="the model's state_dict (a mapping of name to tensor)")
+    check_instance("given", given, Mapping, what="the checkpoint's state_dict (a mapping of name to tensor)")
+    keys = check_items("keys", keys, str, what="a tensor name (a str)")
+    missing = [k for k in keys if k not in expected or k not in given]
+    if missing:
+        raise KeyError(f"argument keys names {missing[0]!r}, which is not in both state_dicts")
     wrong = [k for k in keys if _number_kind(given[k].dtype) != _number_kind(expected[k].dtype)]
     if wrong:
         key = wrong[0]

@@ -104,6 +104,7 @@ class ExportResult:
 
 def shard_file(index: int, count: int) -> str:
     """The HF shard name, e.g. model-00001-of-00003.safetensors."""
+    index, count = positive_int("index", index), positive_int("count", count)
     return f"model-{index:05d}-of-{count:05d}.safetensors"
 
 
@@ -115,6 +116,9 @@ def source_index(state_dict: Mapping[str, torch.Tensor], n_shards: int = 3) -> d
     if not isinstance(state_dict, Mapping) or not state_dict:
         raise TypeError("state_dict must be a non-empty mapping of tensor name -> tensor")
     n_shards = min(positive_int("n_shards", n_shards), len(state_dict))
+    for key, tensor in state_dict.items():
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"argument state_dict[{key!r}] must be a torch.Tensor, got {a_kind(tensor)}")
     keys = list(state_dict)
     bounds = [round(i * len(keys) / n_shards) for i in range(n_shards + 1)]
     weight_map = {k: shard_file(i + 1, n_shards) for i in range(n_shards) for k in keys[bounds[i] : bounds[i + 1]]}

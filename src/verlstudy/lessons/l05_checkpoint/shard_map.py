@@ -12,17 +12,24 @@ from collections.abc import Mapping
 import matplotlib.pyplot as plt
 from matplotlib.colors import ListedColormap
 
+from verlstudy.kit.params import check_instance, check_str, got
 from verlstudy.kit.plots import COLORS, apply_style, fit_layout
 from verlstudy.lessons.l05_checkpoint.export import ExportResult
 
 STATES = ("written", "not expected (ignored)", "lost: MTP", "lost: real tensor")
 
 
+def _weight_map(index: object) -> Mapping[str, str]:
+    """The index's weight_map; a one-line TypeError when `index` is not a source_index dict."""
+    if not isinstance(index, Mapping) or not isinstance(index.get("weight_map"), Mapping):
+        raise TypeError(f"argument index must be a source_index dict holding a 'weight_map' mapping, got {got(index)}")
+    return index["weight_map"]
+
+
 def tensor_states(index: Mapping[str, object], result: ExportResult, mtp_prefix: str) -> dict[str, str]:
     """Source tensor -> one of STATES for one export."""
-    weight_map = index["weight_map"]
-    if not isinstance(weight_map, Mapping):
-        raise TypeError("index must hold a 'weight_map' mapping")
+    weight_map = _weight_map(index)
+    check_str("mtp_prefix", mtp_prefix, what="the MTP tensors' name prefix (a str, like 'mtp.')")
     if not isinstance(result, ExportResult):
         raise TypeError(f"result must be an ExportResult, got {type(result).__name__}")
     states = {}
@@ -38,9 +45,10 @@ def tensor_states(index: Mapping[str, object], result: ExportResult, mtp_prefix:
 
 def shard_map(index: Mapping[str, object], results: Mapping[str, ExportResult], mtp_prefix: str = "mtp.") -> None:
     """Draw and print the shard map of each export in `results` (label -> ExportResult)."""
+    check_instance("results", results, Mapping, what="a mapping {label: ExportResult}")
     if not results:
         raise ValueError("results must name at least one export")
-    weight_map = index["weight_map"]
+    weight_map = _weight_map(index)
     keys = sorted(weight_map, key=lambda k: (weight_map[k], k))
     columns = {label: tensor_states(index, r, mtp_prefix) for label, r in results.items()}
     width, files = max(len(k) for k in keys), max(len(str(weight_map[k])) for k in keys)
