@@ -385,6 +385,7 @@ for a in pr_lessons:
 # | write the student edition (solutions replaced by stubs) into `student/` | `make student` |
 # | the same, into a folder you choose | `python -m verlstudy student --out DIR` |
 # | check the environment (Python, torch, the kernel, accelerators, verl) | `python -m verlstudy doctor` |
+# | compare every lesson's helpers with upstream verl's own code | `python -m verlstudy verify-upstream` |
 
 # %% [markdown]
 # On a GPU or NPU machine, install its torch build first, then add `--device cuda` (or `npu`); on a CPU,
@@ -516,9 +517,9 @@ claim("solution cells here, each followed by its checker", sum(paired), expected
 
 # %% [markdown]
 # `check_exercise` gives one of three verdicts: **correct**; **not yet right**, with the mistake named;
-# **not attempted**, when the answer still raises `NotImplementedError`, as every stub does. Below, all three on
-# 0.1: a stub, a wrong answer, and your `seeded_sample`. `demo_verdict` holds back its line and record, so the
-# report counts only checker cells.
+# **not attempted**, when the answer still raises `NotImplementedError`, as every stub does. All three on 0.1:
+# a stub, a wrong answer, and your `seeded_sample`. `demo_verdict` holds back its line and record, so the report
+# counts only checker cells.
 
 # %%
 def seeded_sample_stub(seed: int, n: int) -> torch.Tensor:
@@ -539,8 +540,8 @@ claim("verdict for the unseeded answer", verdicts["no seed at all"][0], expected
 
 # %% [markdown]
 # ## Hints climb a ladder, and the solution is one call away
-# Each wrong try prints what is wrong; more wrong tries add rungs: **where to look**, then a **question** (a
-# smaller case), then the **method** in words, never the code. `exercise_hint("N.M")` prints all three;
+# Each wrong try prints what is wrong; later ones add rungs: **where to look**, then a **question** (a smaller
+# case), then the **method** in words, never the code. `exercise_hint("N.M")` prints all three;
 # `show_solution("N.M")` the reference. The demo holds its tries back:
 
 # %%
@@ -556,11 +557,11 @@ for rung, after in rungs.items():
 
 # %% [markdown]
 # ## Where progress shows
-# - Each checker cell prints `exercise N.M: <verdict>` and records it; `exercise_results()` lists them, and so
-#   does the claims table.
+# - Each checker cell prints `exercise N.M: <verdict>` and records it; `exercise_results()` lists them, as does
+#   the claims table.
 # - `python -m verlstudy run` counts them in `build/report.md`.
-# - `python -m verlstudy progress DIR` reads the attempt logs (`.verlstudy/` beside each notebook) without
-#   executing anything; `--verify` re-executes changed notebooks.
+# - `python -m verlstudy progress DIR` reads the attempt logs (`.verlstudy/` beside each notebook), executing
+#   nothing; `--verify` re-executes changed notebooks.
 
 # %%
 from verlstudy.kit.exercises import exercise_results
@@ -579,9 +580,9 @@ if skip_unless("cuda"):
 
 # %% [markdown]
 # ## Checked against upstream verl
-# The helpers here re-implement upstream code in small form, so they can drift from it. With `verl` installed,
-# the next cell compares upstream's own function with ours on generated inputs (or says why there is none); a
-# disagreement stops the notebook. Without verl it prints one skip line.
+# The helpers here re-implement upstream code in small form and can drift from it. With `verl` installed, the
+# next cell compares upstream's own function with ours on generated inputs (or says why there is none); a
+# disagreement stops the notebook. Without verl: one skip line.
 
 # %% tags=["nbval-ignore-output"]
 from verlstudy.lessons.l00_start_here.upstream import upstream_check
