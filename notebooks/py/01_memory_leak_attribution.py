@@ -442,8 +442,8 @@ claim("gloo: same losses as the single-process schedule", ranks[1]["losses"] == 
 # **sawtooth**.
 
 # %% [markdown]
-# The last stage's store keeps each graph's leaf: a **staircase** (read its low points, after each backward).
-# With `detach_tree` its steps shrink to the stored outputs from the second backward on (the first also holds
+# The last stage's store keeps each graph's leaf: a **staircase** (read the low points after each backward).
+# With `detach_tree` steps shrink to the stored outputs from the second backward on (the first also holds
 # gradient sends in flight).
 
 # %%
@@ -587,8 +587,8 @@ for site in snap_sites:
 claim("snapshot fixture: top site", snap_sites[0].function, expected="create_tensor_recv_prev")
 
 # %% [markdown]
-# On a CUDA GPU the next cell records a real `_record_memory_history` snapshot of the leaking pipeline and
-# checks it holds one receive buffer per micro-batch (on a CPU: one skip line).
+# With CUDA, the next cell records a real `_record_memory_history` snapshot of the leaking pipeline and checks
+# it holds one receive buffer per micro-batch (on a CPU: one skip line).
 
 # %% [markdown]
 # On CUDA, autograd's backward thread has no Python frames, so the buffer's gradient lands in
