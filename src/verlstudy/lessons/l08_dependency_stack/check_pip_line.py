@@ -32,6 +32,7 @@ import copy
 from collections.abc import Callable, Collection
 from typing import Any
 
+from verlstudy.kit import i18n
 from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.kit.properties import Case, compare_on_inputs
 from verlstudy.lessons.l08_dependency_stack.manifests import (
@@ -113,6 +114,17 @@ def _as_manifest_writes(pin: tuple[str, str], comps: dict[str, Component]) -> tu
     return (identity, c.ref) if not c.is_pypi and ref == full else pin
 
 
+class _Refused(str):
+    """'refused: <why>' in English (what the checker compares and reads), carrying the why in the learner's language."""
+
+    why: str
+
+    def __new__(cls, english: str, why: str) -> _Refused:
+        made = super().__new__(cls, f"refused: {english}")
+        made.why = why
+        return made
+
+
 def _installed(fn: Callable[[StackManifest], object]) -> Callable[[StackManifest], object]:
     """The learner's command read back: its pins (unpinned installs as (identity, '')), or why it is refused."""
 
@@ -123,7 +135,7 @@ def _installed(fn: Callable[[StackManifest], object]) -> Callable[[StackManifest
         try:
             found = read_install(text)
         except CommandRefused as e:
-            return f"refused: {e}"
+            return _Refused(str(e), e.in_language())
         comps = {_identity(c): c for c in manifest.components}
         return {_as_manifest_writes(p, comps) for p in found.pins} | {(identity, "") for identity in found.unpinned}
 
@@ -131,7 +143,10 @@ def _installed(fn: Callable[[StackManifest], object]) -> Callable[[StackManifest
         first = once(manifest)
         second = once(copy.deepcopy(manifest))  # the same manifest again: a command may not depend on the call
         if first != second and isinstance(first, set):
-            return f"refused: a second call on the same manifest installs {_shown(second)}, the first {_shown(first)}"
+            differs = "a second call on the same manifest installs {second}, the first {first}"
+            with i18n.held(None):
+                english = differs.format(second=_shown(second), first=_shown(first))
+            return _Refused(english, i18n.pick(differs, second=_shown(second), first=_shown(first)))
         return first
 
     read.__name__ = "pip_line"
@@ -150,71 +165,101 @@ PIP_CASES = [
 def _shown(pins: object) -> str:
     """Read-back pins as the learner reads them: identity at ref, or why the line installs nothing."""
     if isinstance(pins, str) and pins.startswith("refused: "):
-        return "nothing (the shell or pip refuses the line)"
+        return i18n._("nothing (the shell or pip refuses the line)")
     if isinstance(pins, (set, frozenset)):
-        return "{" + ", ".join(f"{i} at {r!r}" if r else f"{i} unpinned" for i, r in sorted(pins)) + "}"
+        return "{" + ", ".join(_pin_shown(identity, ref) for identity, ref in sorted(pins)) + "}"
     return repr(pins)
+
+
+def _pin_shown(identity: str, ref: str) -> str:
+    if ref:
+        return i18n.pick("{identity} at {ref}", identity=identity, ref=repr(ref))
+    return i18n.pick("{identity} unpinned", identity=identity)
 
 
 def _named(manifest: StackManifest, got: object, want: frozenset[tuple[str, str]]) -> str | None:
     if isinstance(got, str) and got.startswith("refused: "):
-        why = got[len("refused: ") :]
+        why = got[len("refused: ") :]  # English: what the tests below read
+        shown = getattr(got, "why", why)  # in the learner's language
         if "no package name" in why and any(c.repo[5:].strip("pyi:") != c.repo[5:] for c in manifest.components):
-            why += ": the package's name lost letters along with the prefix 'pypi:'"
+            return i18n.pick("{why}: the package's name lost letters along with the prefix 'pypi:'", why=shown)
         if "no requirement" in why:  # nothing to install: say what the command leaves out
-            why += f"; {_named(manifest, set(), want)}"
-        return why
+            return i18n.pick("{why}; {mistake}", why=shown, mistake=_named(manifest, set(), want))
+        return shown
     if not isinstance(got, (set, frozenset)):
-        return "return the command as one string"
+        return i18n._("return the command as one string")
     missing, extra = sorted(want - got), sorted(got - want)
     comps = {_identity(c): c for c in manifest.components}
     unpinned = [identity for identity, ref in extra if ref == "" and identity in comps]
     if unpinned and not unpinned[0].startswith("pypi:"):
-        return f"{unpinned[0]!r}: a git URL without '@<ref>' installs whatever the default branch holds"
+        return i18n.pick(
+            "{repository}: a git URL without '@<ref>' installs whatever the default branch holds",
+            repository=repr(unpinned[0]),
+        )
     if unpinned:
-        return f"the PyPI packages {unpinned} are not pinned to their version: pip installs whichever it picks"
+        return i18n.pick(
+            "the PyPI packages {packages} are not pinned to their version: pip installs whichever it picks",
+            packages=unpinned,
+        )
     comps = {
         (package_identity(c.repo[5:]) if c.is_pypi else repository_identity(c.repo)): c for c in manifest.components
     }
     by_name = {package_identity(c.name): c for c in manifest.components if c.is_pypi}
     if extra and extra[0][0] in by_name and extra[0][0] not in comps:
         c = by_name[extra[0][0]]
-        return (
-            f"you wrote the component's name {c.name!r} where pip needs the package name {c.repo[5:]!r}: a "
-            "component is named in the manifest, a package on PyPI"
+        return i18n.pick(
+            "you wrote the component's name {name} where pip needs the package name {package}: a component is named "
+            "in the manifest, a package on PyPI",
+            name=repr(c.name),
+            package=repr(c.repo[5:]),
         )
     stripped = lambda name: {name.strip("pyi"), name.lstrip("pyi"), name.rstrip("pyi")} - {name}  # noqa: E731
     packages = [(i, e) for i, _ in missing for e, _ in extra if i.startswith("pypi:") and e.startswith("pypi:")]
     cut = [(i, e) for i, e in packages if e[5:] in stripped(i[5:])]
     if cut:
-        return (
-            f"the package {cut[0][0][5:]!r} came out as {cut[0][1][5:]!r}: your command lost letters of its name "
-            "along with the prefix 'pypi:'"
+        return i18n.pick(
+            "the package {package} came out as {written}: your command lost letters of its name along with the prefix "
+            "'pypi:'",
+            package=repr(cut[0][0][5:]),
+            written=repr(cut[0][1][5:]),
         )
+    not_held = "the command installs {name}, which the manifest does not hold"
+    elsewhere = "the command installs the repository {name}, which is not where the manifest's URL points"
     foreign = [i for i, _ in extra if i not in comps and i not in by_name]
     if foreign and not missing:
-        return f"the command installs {foreign[0]!r}, which the manifest does not hold"
+        return i18n.pick(not_held, name=repr(foreign[0]))
     if foreign and not foreign[0].startswith("pypi:") and all(not i.startswith("pypi:") for i, _ in missing):
-        return f"the command installs the repository {foreign[0]!r}, which is not where the manifest's URL points"
+        return i18n.pick(elsewhere, name=repr(foreign[0]))
     if foreign:
-        return f"the command installs {foreign[0]!r}, which the manifest does not hold"
+        return i18n.pick(not_held, name=repr(foreign[0]))
     wrong_ref = [(i, r) for i, r in extra if i in comps]
     if wrong_ref:
         identity, ref = wrong_ref[0]
         c = comps[identity]
         if c.is_pypi and "+" in c.ref and version_key(ref) == version_key(c.ref.split("+")[0]):
-            return f"{c.name}'s version is {c.ref!r}: the local label '+{c.ref.split('+')[1]}' is part of it"
-        return f"{c.name} is pinned to {ref!r}, not to the manifest's ref"
+            return i18n.pick(
+                "{component}'s version is {version}: the local label {label} is part of it",
+                component=c.name,
+                version=repr(c.ref),
+                label=f"'+{c.ref.split('+')[1]}'",
+            )
+        return i18n.pick("{component} is pinned to {ref}, not to the manifest's ref", component=c.name, ref=repr(ref))
     if missing and extra and not extra[0][0].startswith("pypi:"):
-        return f"the command installs the repository {extra[0][0]!r}, which is not where the manifest's URL points"
+        return i18n.pick(elsewhere, name=repr(extra[0][0]))
     if missing and all(i.startswith("pypi:") for i, _ in missing):
-        return f"the PyPI packages {[i[5:] for i, _ in missing]} are not in the command"
+        return i18n.pick("the PyPI packages {packages} are not in the command", packages=[i[5:] for i, _ in missing])
     if missing and not any(i.startswith("pypi:") for i, _ in missing):
-        return f"the git repositories are not pinned in the command: {[i for i, _ in missing]}"
+        return i18n.pick(
+            "the git repositories are not pinned in the command: {repositories}", repositories=[i for i, _ in missing]
+        )
     if missing:
-        return f"{len(missing)} component(s) of the manifest are not in the command: {missing[0][0]!r} first"
+        return i18n.pick(
+            "{n} component(s) of the manifest are not in the command: {name} first",
+            n=len(missing),
+            name=repr(missing[0][0]),
+        )
     if extra:
-        return f"the command installs {extra[0][0]!r}, which the manifest does not hold"
+        return i18n.pick(not_held, name=repr(extra[0][0]))
     return None
 
 
@@ -253,7 +298,8 @@ def check_pip_line(fn: Callable[[StackManifest], str], manifests: Collection[Sta
             name="pip_line",
             max_examples=40,
         )
-    except ExerciseFailure as e:  # the call shows the read-back pins; say so
-        raise ExerciseFailure(
-            str(e).replace("pip_line(", "what pip_line(", 1).replace(") returned", ") installs", 1)
-        ) from None
+    except ExerciseFailure as e:  # the call shows the read-back pins; say so (in English: the kit's frame reworded)
+        message = str(e)
+        if i18n.language() is None:
+            message = message.replace("pip_line(", "what pip_line(", 1).replace(") returned", ") installs", 1)
+        raise ExerciseFailure(message) from None

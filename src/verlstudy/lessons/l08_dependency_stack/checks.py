@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from verlstudy.common.refs import COMMIT_HASH
+from verlstudy.kit import i18n
 from verlstudy.kit.exercises import checker
 from verlstudy.kit.properties import Case, compare_on_inputs
 from verlstudy.lessons.l08_dependency_stack.check_pip_line import check_pip_line
@@ -185,68 +186,104 @@ POLICY_CASES = [
 
 def _policy_mistake(args: tuple[Any, ...], got: object, want: str) -> str | None:
     ref, tags, branches = args
+    shown = repr(ref)
     if not isinstance(got, str) or got not in POLICIES:
-        return f"return one of the words {', '.join(repr(p) for p in POLICIES)}"
+        return i18n.pick("return one of the words {words}", words=", ".join(repr(p) for p in POLICIES))
     if want == "missing" and got == "commit" and isinstance(ref, str):
         return _not_a_hash(ref)
-    if want in ("tag", "branch") and got == "commit":
-        where = "branches" if want == "branch" else "tags"
-        return (
-            f"{ref!r} is in the repository's {where}: a name the repository has is that {want}, however much it "
-            "looks like a hash; only a ref in neither list can be a commit"
+    if want == "branch" and got == "commit":
+        return i18n.pick(
+            "{ref} is in the repository's branches: a name the repository has is that branch, however much it looks "
+            "like a hash; only a ref in neither list can be a commit",
+            ref=shown,
+        )
+    if want == "tag" and got == "commit":
+        return i18n.pick(
+            "{ref} is in the repository's tags: a name the repository has is that tag, however much it looks like a "
+            "hash; only a ref in neither list can be a commit",
+            ref=shown,
         )
     if want == "unpinned":
-        return "no ref at all (None or an empty string) means the clone takes whatever the default branch holds"
+        return i18n._("no ref at all (None or an empty string) means the clone takes whatever the default branch holds")
     if want == "missing" and got == "unpinned":
         if not ref.strip():
-            return f"{ref!r} is blank, not empty: only None or '' mean no ref; a blank is a ref nobody has"
-        return f"{ref!r} is a ref, so the pin is not empty; it is one the repository does not have"
+            return i18n.pick(
+                "{ref} is blank, not empty: only None or '' mean no ref; a blank is a ref nobody has", ref=shown
+            )
+        return i18n.pick("{ref} is a ref, so the pin is not empty; it is one the repository does not have", ref=shown)
     if want == "missing" and got in ("tag", "branch"):
         return _loose_match(ref, [*tags, *branches])
     name_says = "tag" if ref.startswith(("core_v", "v")) else "branch" if ref.startswith("core_r") else None
     if got == name_says and got != want:
-        return "you decided by the letters of the name; what it is depends on which list of the repository holds it"
+        return i18n._(
+            "you decided by the letters of the name; what it is depends on which list of the repository holds it"
+        )
     if want == "commit":
-        return f"{ref!r} is a commit hash: hashes of 7 to 40 hex digits count, short ones too"
+        return i18n.pick("{ref} is a commit hash: hashes of 7 to 40 hex digits count, short ones too", ref=shown)
     if want == "branch":
-        return f"{ref!r} is in the repository's branches: is the branches argument read?"
+        return i18n.pick("{ref} is in the repository's branches: is the branches argument read?", ref=shown)
     if want == "tag":
-        return f"{ref!r} is in the repository's tags"
+        return i18n.pick("{ref} is in the repository's tags", ref=shown)
     return None
 
 
 def _loose_match(ref: str, names: list[str]) -> str:
     """Why a ref the repository does not hold was taken for one it holds."""
+    shown = repr(ref)
     if any(n.lower() == ref.lower() for n in names):
-        return f"{ref!r} differs from a name the repository has only in case: git's ref names are case-sensitive"
+        return i18n.pick(
+            "{ref} differs from a name the repository has only in case: git's ref names are case-sensitive", ref=shown
+        )
     if any(n == ref.strip() for n in names):
-        return f"{ref!r} has blanks around a name the repository has: the ref is the whole string, blanks included"
+        return i18n.pick(
+            "{ref} has blanks around a name the repository has: the ref is the whole string, blanks included",
+            ref=shown,
+        )
     longer = [n for n in names if n.startswith(ref)]
     if longer:
-        return f"{ref!r} is not in either list, though {longer[0]!r} starts with it: compare whole names"
+        return i18n.pick(
+            "{ref} is not in either list, though {name} starts with it: compare whole names",
+            ref=shown,
+            name=repr(longer[0]),
+        )
     near = [n for n in names if n in ref or ref in n]
     if near:
-        return f"{ref!r} is not in either list, though it and {near[0]!r} share letters: compare whole names"
-    return f"{ref!r} is in neither list: a ref is a tag or a branch only when one of the lists holds it exactly"
+        return i18n.pick(
+            "{ref} is not in either list, though it and {name} share letters: compare whole names",
+            ref=shown,
+            name=repr(near[0]),
+        )
+    return i18n.pick(
+        "{ref} is in neither list: a ref is a tag or a branch only when one of the lists holds it exactly", ref=shown
+    )
 
 
 def _not_a_hash(ref: str) -> str:
     """Why `ref` is not a commit hash, in words."""
+    shown = repr(ref)
     if ref != ref.lower() and all(ch in "0123456789abcdef" for ch in ref.lower()):
-        return f"{ref!r} has upper-case letters: git writes a hash in lower-case hex digits, as the text asks"
+        return i18n.pick(
+            "{ref} has upper-case letters: git writes a hash in lower-case hex digits, as the text asks", ref=shown
+        )
     odd = sorted({ch for ch in ref if ch not in "0123456789abcdef"})
     if odd == ["\n"] and ref.endswith("\n") and ref.count("\n") == 1:
-        return (
-            f"{ref!r} ends with a newline, and your hash test let it through: the newline is a character of the "
-            "ref too (a regex's `$` also matches just before a final newline)"
+        return i18n.pick(
+            "{ref} ends with a newline, and your hash test let it through: the newline is a character of the ref too "
+            "(a regex's `$` also matches just before a final newline)",
+            ref=shown,
         )
     if odd:
-        return (
-            f"{ref!r} holds characters that are not hex digits ({', '.join(map(repr, odd))}): every character of "
-            "a hash is one of 0-9 and a-f (no 0x, no underscore, nothing after the digits)"
+        return i18n.pick(
+            "{ref} holds characters that are not hex digits ({characters}): every character of a hash is one of 0-9 "
+            "and a-f (no 0x, no underscore, nothing after the digits)",
+            ref=shown,
+            characters=", ".join(map(repr, odd)),
         )
-    too = "short" if len(ref) < 7 else "long"
-    return f"{ref!r} has {len(ref)} hex digits: a hash has 7 to 40 of them, so it is too {too}"
+    if len(ref) < 7:
+        return i18n.pick(
+            "{ref} has {n} hex digits: a hash has 7 to 40 of them, so it is too short", ref=shown, n=len(ref)
+        )
+    return i18n.pick("{ref} has {n} hex digits: a hash has 7 to 40 of them, so it is too long", ref=shown, n=len(ref))
 
 
 @checker(

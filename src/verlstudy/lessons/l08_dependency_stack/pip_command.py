@@ -18,6 +18,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name, canonicalize_version
 
 from verlstudy.common.shell_pins import logical_lines
+from verlstudy.kit import i18n
 
 # options of `pip install` whose value is the next word (or follows '=')
 _VALUE_OPTIONS = {
@@ -34,18 +35,29 @@ _WRAPPERS = {"sudo", "env", "command", "exec", "nohup", "time"}
 # words that open or continue a compound command (`if true; then pip install ...; fi`), and commands that do nothing
 _KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "{", "}", "!"}
 _NO_OPS = {"true", ":", "cd", "set", "echo"}  # commands that install nothing and change no pin
-_PIP_ENV_REFUSED = {
-    "PIP_DRY_RUN": "pip installs nothing",
-    "PIP_NO_INDEX": "pip has no index to find a package in",
-    "PIP_REQUIRE_HASHES": "pip refuses every requirement given without a hash",
-    "PIP_CONSTRAINT": "pins in a file the command does not show",
-    "PIP_REQUIREMENT": "pins in a file the command does not show",
+_FROM_ENV = "{word} sets a pip option from the environment: "
+_PIP_ENV_REFUSED = {  # what each variable makes of the install, a whole sentence each (for translation)
+    "PIP_DRY_RUN": _FROM_ENV + "pip installs nothing",
+    "PIP_NO_INDEX": _FROM_ENV + "pip has no index to find a package in",
+    "PIP_REQUIRE_HASHES": _FROM_ENV + "pip refuses every requirement given without a hash",
+    "PIP_CONSTRAINT": _FROM_ENV + "pins in a file the command does not show",
+    "PIP_REQUIREMENT": _FROM_ENV + "pins in a file the command does not show",
 }
 _ASSIGN = re.compile(r"[A-Za-z_]\w*=")
 
 
 class CommandRefused(ValueError):
-    """The shell or pip would refuse the command, or it installs something the command line does not show."""
+    """The shell or pip would refuse the command, or it installs something the command line does not show.
+
+    Its message is English (what the checker reads and compares); `in_language()` is the same message in the
+    learner's language, from the English template and its fields."""
+
+    def __init__(self, template: str, **fields: object) -> None:
+        super().__init__(template.format(**fields))
+        self.template, self.fields = template, fields
+
+    def in_language(self) -> str:
+        return i18n.pick(self.template, **self.fields)
 
 
 @dataclass(frozen=True)
@@ -83,12 +95,14 @@ def repository_identity(url: str) -> str:
 def _vcs(url: str, arg: str) -> tuple[str, str]:
     """(identity, ref) of a VCS URL pip accepts; ref '' when it names none."""
     if not url.startswith("git+"):
-        raise CommandRefused(f"{arg!r} is a plain URL: pip installs a git repository from a 'git+' URL only")
+        raise CommandRefused(
+            "{arg} is a plain URL: pip installs a git repository from a 'git+' URL only", arg=repr(arg)
+        )
     parts = urlsplit(url)
     if parts.scheme not in ("git+https", "git+ssh", "git+http", "git+git", "git+file") or not parts.netloc:
-        raise CommandRefused(f"pip cannot read {arg!r} as a git URL (it wants git+https://host/owner/repo)")
+        raise CommandRefused("pip cannot read {arg} as a git URL (it wants git+https://host/owner/repo)", arg=repr(arg))
     if "subdirectory=" in parts.fragment:
-        raise CommandRefused(f"{arg!r} installs a subdirectory of the repository, not the repository")
+        raise CommandRefused("{arg} installs a subdirectory of the repository, not the repository", arg=repr(arg))
     path, _, ref = parts.path.rpartition("@") if "@" in parts.path else (parts.path, "", "")
     return repository_identity(f"{parts.scheme}://{parts.netloc}{path}"), ref
 
@@ -122,7 +136,7 @@ def _exact(req: Requirement, arg: str) -> str:
         return ""
     keys = {version_key(s.version) if s.operator == "==" else "===" + s.version for s in exact}
     if len(keys) > 1:
-        raise CommandRefused(f"{arg!r} asks for two different exact versions: no version satisfies it")
+        raise CommandRefused("{arg} asks for two different exact versions: no version satisfies it", arg=repr(arg))
     (key,) = keys
     version = exact[0].version
     try:
@@ -130,7 +144,11 @@ def _exact(req: Requirement, arg: str) -> str:
     except Exception:  # an arbitrary (non PEP 440) version: only === can name it
         allowed = True
     if not allowed:
-        raise CommandRefused(f"{arg!r}: version {version} does not satisfy its own other bounds, so pip finds none")
+        raise CommandRefused(
+            "{arg}: version {version} does not satisfy its own other bounds, so pip finds none",
+            arg=repr(arg),
+            version=version,
+        )
     return key
 
 
@@ -140,21 +158,27 @@ def _requirement(arg: str) -> tuple[str, str] | None:
     if scheme and not any(ch.isspace() or ch == "@" for ch in scheme):  # a bare URL; `name @ URL` goes to packaging
         return _vcs(arg.strip(), arg)
     if _looks_local(arg.strip()):
-        raise CommandRefused(f"{arg!r} installs a local file or folder: what it holds the command does not show")
+        raise CommandRefused(
+            "{arg} installs a local file or folder: what it holds the command does not show", arg=repr(arg)
+        )
     if arg.rstrip().endswith(",") or arg.lstrip().startswith(","):  # packaging 26 allows it; pip's 23.x does not
-        raise CommandRefused(f"a comma is glued to {arg!r}: the shell splits at blanks only, so pip gets it too")
+        raise CommandRefused(
+            "a comma is glued to {arg}: the shell splits at blanks only, so pip gets it too", arg=repr(arg)
+        )
     try:
         req = Requirement(arg)
     except InvalidRequirement as e:
         if _merged(arg):
             raise CommandRefused(
-                f"the quotes make {arg[:60]!r} one argument: several pins reach pip as a single word"
+                "the quotes make {arg} one argument: several pins reach pip as a single word", arg=repr(arg[:60])
             ) from None
         if arg == "@":
             raise CommandRefused("an unquoted `name @ url` is three words to the shell, and pip refuses '@'") from None
         if arg.lstrip().startswith(("==", "===", "<", ">", "~=", "!=")):
-            raise CommandRefused(f"{arg!r} has no package name before its version") from None
-        raise CommandRefused(f"pip refuses the argument {arg!r}: {str(e).splitlines()[0]}") from None
+            raise CommandRefused("{arg} has no package name before its version", arg=repr(arg)) from None
+        raise CommandRefused(
+            "pip refuses the argument {arg}: {error}", arg=repr(arg), error=str(e).splitlines()[0]
+        ) from None
     if req.marker is not None and not req.marker.evaluate():
         return None
     if req.url:
@@ -170,7 +194,7 @@ def _install_args(words: list[str]) -> list[str] | None:
     while words and (_ASSIGN.match(words[0]) or words[0] in _WRAPPERS or words[0] in _KEYWORDS):
         refused = _PIP_ENV_REFUSED.get(words[0].split("=", 1)[0]) if _ASSIGN.match(words[0]) else None
         if refused:  # pip reads PIP_<OPTION> from the environment
-            raise CommandRefused(f"{words[0]!r} sets a pip option from the environment: {refused}")
+            raise CommandRefused(refused, word=repr(words[0]))
         wrapper, words = words[0] in _WRAPPERS, words[1:]
         while wrapper and words and words[0].startswith("-"):  # `sudo -H`, `sudo -u user`, `env -i`
             words = words[2:] if words[0] in _WRAPPER_VALUE_OPTIONS else words[1:]
@@ -184,15 +208,18 @@ def _install_args(words: list[str]) -> list[str] | None:
     if head[:3] == ["uv", "pip", "install"]:
         return words[3:]
     if words and words[0][:1] in "!%":
-        raise CommandRefused(f"{words[0]!r} is notebook syntax, not a shell command")
+        raise CommandRefused("{word} is notebook syntax, not a shell command", word=repr(words[0]))
     shown = " ".join(words[:3])
     if words[0] == "git":
         raise CommandRefused(
-            f"your command pins outside the install command with {shown!r}, where the exercise asks for every pin in "
+            "your command pins outside the install command with {command}, where the exercise asks for every pin in "
             "the install; and git refuses the commit hash a manifest may pin after `--branch`, which takes a branch "
-            "or a tag"
+            "or a tag",
+            command=repr(shown),
         )
-    raise CommandRefused(f"the command runs {shown!r}: no install command (pip install, pip3 install, python -m pip)")
+    raise CommandRefused(
+        "the command runs {command}: no install command (pip install, pip3 install, python -m pip)", command=repr(shown)
+    )
 
 
 def _commands(text: str) -> list[list[str]]:
@@ -214,7 +241,7 @@ def _commands(text: str) -> list[list[str]]:
         try:
             tokens = list(lexer)
         except ValueError as e:
-            raise CommandRefused(f"the command does not parse as shell: {e}") from None
+            raise CommandRefused("the command does not parse as shell: {error}", error=e) from None
         words: list[str] = []
         for i, tok in enumerate(tokens):
             if tok in (";", "&&"):
@@ -223,11 +250,16 @@ def _commands(text: str) -> list[list[str]]:
             elif tok[0] in "<>" or tok in (">&", "&>"):
                 after = tokens[i + 1] if i + 1 < len(tokens) else ""
                 raise CommandRefused(
-                    f"the shell reads {tok!r} as a redirection: pip gets {words[-1] if words else ''!r} and the "
-                    f"output goes to a file {after!r}; a requirement holding {tok!r} must be quoted"
+                    "the shell reads {token} as a redirection: pip gets {word} and the output goes to a file {file}; "
+                    "a requirement holding {token} must be quoted",
+                    token=repr(tok),
+                    word=repr(words[-1] if words else ""),
+                    file=repr(after),
                 )
             elif tok[0] in ";&|()":
-                raise CommandRefused(f"the shell reads {tok!r} between commands: it does not run an install chain")
+                raise CommandRefused(
+                    "the shell reads {token} between commands: it does not run an install chain", token=repr(tok)
+                )
             else:
                 words.append(tok)
         out.append(words)
@@ -248,7 +280,9 @@ def read_install(text: str) -> Installed:
         if found is None:  # a requirement whose marker is false here: pip skips it
             return
         if editable and found[0].startswith("pypi:"):
-            raise CommandRefused(f"-e {arg!r}: pip installs in editable mode only a folder or a VCS URL, not a name")
+            raise CommandRefused(
+                "-e {arg}: pip installs in editable mode only a folder or a VCS URL, not a name", arg=repr(arg)
+            )
         (pins.add(found) if found[1] else unpinned.append(found[0]))
 
     installs = [args for args in map(_install_args, commands) if args is not None]
@@ -272,9 +306,11 @@ def read_install(text: str) -> Installed:
                 if arg == "--":
                     options_done = True
                 elif name in _FILE_OPTIONS:
-                    raise CommandRefused(f"{name} reads requirements from a file the command does not show")
+                    raise CommandRefused(
+                        "{option} reads requirements from a file the command does not show", option=name
+                    )
                 elif name in _NO_INSTALL:
-                    raise CommandRefused(f"with {name}, pip installs nothing")
+                    raise CommandRefused("with {option}, pip installs nothing", option=name)
                 elif "=" not in arg and name in (*_VALUE_OPTIONS, "-e", "--editable"):
                     value_of = name
                 elif name in ("-e", "--editable"):  # -e=URL, --editable=URL
@@ -284,7 +320,9 @@ def read_install(text: str) -> Installed:
                 given += 1
                 _add(_requirement(arg), arg, editable=False)
         if value_of is not None:
-            raise CommandRefused(f"the option {value_of} at the end of the command has no value: pip refuses it")
+            raise CommandRefused(
+                "the option {option} at the end of the command has no value: pip refuses it", option=value_of
+            )
         if not given:
             raise CommandRefused("an install command with no requirement: pip stops with 'You must give at least one'")
     return Installed(frozenset(pins), tuple(unpinned))
