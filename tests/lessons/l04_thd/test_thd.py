@@ -343,6 +343,15 @@ def test_imbalance_rejects_bad_input() -> None:
         imbalance([0, 0])
 
 
+@pytest.mark.parametrize("value", [None, "3", [1], float("nan")])
+def test_imbalance_and_sp_gather_name_an_item_of_the_wrong_type(value) -> None:
+    # issue 43 item 8: imbalance([[1]]) ended in "unsupported operand type(s) for +: 'int' and 'list'"
+    with pytest.raises(TypeError, match=r"argument work\[1\] must be a number \(one rank's work\), got "):
+        imbalance([1, value])
+    with pytest.raises(TypeError, match=r"argument parts\[1\] must be a per-rank tensor, got "):
+        sp_gather([torch.zeros(1), value])
+
+
 def test_packed_thd_length_aligns_each_sequence_then_sums() -> None:
     assert packed_thd_length([7, 4, 9], 2, 1) == 8 + 4 + 10
     assert packed_thd_length([7, 4, 9], 2, 2) == 8 + 8 + 16

@@ -79,3 +79,10 @@ def test_compare_thd_padding_agrees_and_catches_a_planted_difference() -> None:
     assert l04.compare_thd_padding(cases=40).status == "agree"
     row = l04.compare_thd_padding(cases=40, ours=lambda ids, pad, tp, cp: pad_nested(ids, pad, tp, 1))
     assert row.status == "differ" and "cp=" in row.detail
+
+
+@pytest.mark.parametrize("value", [None, 7, "build_vlm_attn_mask_thd", [1], float("nan")])
+def test_load_util_names_its_names_of_the_wrong_type(value):
+    # issue 43 item 8: load_util(None) ended in "'NoneType' object is not iterable" inside kit.upstream
+    with pytest.raises(TypeError, match=r"argument names(\[0\])? must be (a list, each item )?a function name"):
+        l04.load_util(value)

@@ -27,7 +27,7 @@ import torch
 from matplotlib.colors import ListedColormap
 
 from verlstudy.common.heap import collector_paused
-from verlstudy.kit.params import positive_int
+from verlstudy.kit.params import got, positive_int
 from verlstudy.kit.plots import COLORS, apply_style, fit_layout
 
 # The once-per-process torch log line that jagged tensors can trigger carries a PID and a time.
@@ -285,6 +285,9 @@ def sp_gather(parts: Sequence[torch.Tensor]) -> torch.Tensor:
     """The inverse of `sp_scatter` over all ranks: concatenate the slices along S."""
     if isinstance(parts, torch.Tensor) or not isinstance(parts, Sequence) or len(parts) == 0:
         raise ValueError("parts must be a non-empty list of per-rank tensors")
+    for i, part in enumerate(parts):
+        if not isinstance(part, torch.Tensor):
+            raise TypeError(f"argument parts[{i}] must be a per-rank tensor, got {got(part)}")
     return torch.cat(list(parts), dim=0)
 
 
@@ -380,6 +383,9 @@ def imbalance(work: Sequence[int]) -> float:
     """Busiest rank's work over the mean: 1.0 is perfectly balanced (the others wait for the busiest)."""
     if isinstance(work, str) or not isinstance(work, Sequence) or len(work) == 0:
         raise ValueError("work must be a non-empty list of per-rank amounts")
+    for i, amount in enumerate(work):
+        if isinstance(amount, bool) or not isinstance(amount, numbers.Real) or math.isnan(amount):
+            raise TypeError(f"argument work[{i}] must be a number (one rank's work), got {got(amount)}")
     mean = sum(work) / len(work)
     if mean <= 0:
         raise ValueError("work must have a positive total")

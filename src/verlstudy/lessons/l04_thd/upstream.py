@@ -19,7 +19,7 @@ from collections.abc import Callable
 import torch
 
 from verlstudy.kit import upstream
-from verlstudy.kit.params import positive_int
+from verlstudy.kit.params import check_items, positive_int
 from verlstudy.kit.upstream import Comparison, report_check
 from verlstudy.lessons.l04_thd.thd import pad_nested
 
@@ -82,6 +82,7 @@ def _collaborators(mpu: FakeParallelState) -> dict[str, object]:
 
 def load_util(names: list[str], tp: int = 1, cp: int = 1, cp_rank: int = 0, release: str | None = None) -> dict:
     """Functions of verl's models/mcore/util.py (0.9.1, or `release`), running as TP=`tp`, CP=`cp` rank `cp_rank`."""
+    names = check_items("names", names, str, what="a function name in models/mcore/util.py (a str)")
     return upstream.load_upstream(UTIL, names, _collaborators(FakeParallelState(tp, cp, cp_rank)), release=release)
 
 
