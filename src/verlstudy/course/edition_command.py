@@ -62,7 +62,7 @@ def cmd_edition(args: argparse.Namespace) -> int:
             changes = [line for lesson in lessons for line in edition.update_catalog(lesson, lang)]
             changes += claim_catalog.update_claims_catalog(lang)  # every lesson's claims: one catalog
             need = f"{len(changes)} entries need a translator"
-            print(f"edition {lang}: {len(lessons)} catalogs and the claims' catalog updated, {need}")
+            print(f"edition {lang}: {len(lessons)} lesson catalogs and the claims' catalog brought up to date, {need}")
             for line in changes:
                 print(f"  {line}")
             return 0
