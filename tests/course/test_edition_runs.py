@@ -55,7 +55,8 @@ def test_the_lesson_runs_in_chinese_with_every_claim(executed, code):
 
 def test_lesson_00_shows_the_hint_ladder_and_its_claims_in_chinese(executed):
     printed = _printed(executed["00"][2])
-    for rung in ("  该看哪里（第 ", "  一个问题（第 ", "  方法（第 "):  # the demonstration's tries, as a learner meets them
+    rungs = ("  该看哪里（第 ", "  一个问题（第 ", "  方法（第 ")  # the demonstration's tries, as a learner sees them
+    for rung in rungs:
         assert rung in printed
     assert "[claim] 课程中的课数: " in printed and "[claim] lessons in the course" not in printed
     assert "where to look (try" not in printed
