@@ -282,3 +282,23 @@ def test_guard_no_rank_stranded() -> None:
     assert guards.guard_no_rank_stranded([failed(0, "stage 1 captured nothing"), failed(1, "stage 1 captured nothing")])
     assert not guards.guard_no_rank_stranded([failed(0, "Timed out"), failed(1, "stage 1 captured nothing")])
     assert not guards.guard_no_rank_stranded([torch.zeros(1), failed(1, "stage 1 captured nothing")])
+
+
+@pytest.mark.parametrize("value", [None, 7, "x", float("nan")])
+def test_guards_name_an_argument_of_the_wrong_type(value) -> None:
+    # issue 43 item 8: these ended in "TinyMoE() argument after ** must be a mapping, not NoneType"
+    tokens = _tokens()
+    calls = [
+        (lambda v: guards.guard_disabled_is_noop(v, SIZES), r"argument make_controller must be a function"),
+        (lambda v: guards.guard_disabled_is_noop(lambda reg: None, v), r"argument sizes must be a dict of TinyMoE"),
+        (lambda v: guards.guard_decoder_scope(v, SIZES), r"argument walk must be a function"),
+        (lambda v: guards.guard_decoder_scope(lambda m: [], v), r"argument sizes must be a dict of TinyMoE sizes"),
+        (lambda v: guards.guard_absolute_replay(v, SIZES, tokens), r"argument set_targets must be a function"),
+        (lambda v: guards.guard_absolute_replay(set_replay_targets, SIZES, v), r"argument tokens must be a 1-D"),
+        (lambda v: guards.guard_no_rank_stranded(v), r"argument results must be a list of each rank's tensor"),
+        (lambda v: guards.guard_no_rank_stranded([v]), r"argument results\[0\] must be a rank's tensor or RankOutcome"),
+    ]
+    for call, named in calls:
+        with pytest.raises(TypeError, match=named) as info:
+            call(value)
+        assert "\n" not in str(info.value)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from verlstudy.kit.params import positive_int
+from verlstudy.kit.params import check_instance, check_int, got, positive_int
 from verlstudy.lessons.l03_router_replay.moe import ROUTER_REGISTRY, ReplayAction, RouterReplay
 from verlstudy.lessons.l03_router_replay.routes import (
     MissingRoutes,
@@ -156,8 +156,13 @@ class ToyTransformerConfig:
     pipeline_rank: int = 0
 
 
+_A_CONFIG = "a ToyTransformerConfig (the layer-info code's stand-in for Megatron's TransformerConfig)"
+
+
 def layer_is_moe(config: ToyTransformerConfig, layer_idx: int) -> bool:
     """Whether 0-based decoder layer `layer_idx` is an MoE layer (the shape of verl's `is_moe_layer`)."""
+    check_instance("config", config, ToyTransformerConfig, what=_A_CONFIG)
+    check_int("layer_idx", layer_idx, minimum=0, kind="argument")
     freq = config.moe_layer_freq
     if isinstance(freq, int) and not isinstance(freq, bool):
         return layer_idx % freq == 0
@@ -168,6 +173,7 @@ def layer_is_moe(config: ToyTransformerConfig, layer_idx: int) -> bool:
 
 def stage_layer_range(config: ToyTransformerConfig) -> tuple[int, int]:
     """[start, end) of the decoder layers this pipeline rank builds (even split; `get_current_rank_layer_info`)."""
+    check_instance("config", config, ToyTransformerConfig, what=_A_CONFIG)
     per_stage, left = divmod(config.num_layers, positive_int("pipeline size", config.pipeline_model_parallel_size))
     if left:
         raise ValueError(
@@ -186,6 +192,7 @@ def positional_router_list(config: ToyTransformerConfig, registry: list[RouterRe
     routers; 0.8.0 and 0.9.0 slice from the front without VPP, the same slice at PP = 1.
     """
     start, end = stage_layer_range(config)
+    check_instance("registry", registry, list, what="a list of RouterReplay (ROUTER_REGISTRY's shape)")
     offset = sum(layer_is_moe(config, i) for i in range(start))
     count = sum(layer_is_moe(config, i) for i in range(start, end))
     if len(registry) == count:  # a registry holding only this rank's routers
@@ -327,6 +334,10 @@ def recompute_off_record(
     re-forwards micro-batch 0 as its recompute in backward would. With the FIFO it pops its own routes
     (0 tokens off); left in REPLAY_FORWARD it silently reads the last micro-batch's targets.
     """
+    check_instance("controller", controller, ReplayController, what="a ReplayController (e.g. ReplayController('R2'))")
+    check_instance("model", model, nn.Module, what="a TinyMoE (an nn.Module)")
+    if isinstance(micro_batches, str | torch.Tensor) or not isinstance(micro_batches, Sequence):
+        raise TypeError(f"argument micro_batches must be a list of 1-D token tensors, got {got(micro_batches)}")
     batches = list(micro_batches)
     if len(batches) < 2:
         raise ValueError("micro_batches needs at least 2 micro-batches: the hazard is a later one's targets")

@@ -18,6 +18,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from verlstudy.common.dist import RankOutcome
+from verlstudy.kit.params import check_instance, got
 from verlstudy.lessons.l03_router_replay.controller import ReplayController, record_routes
 from verlstudy.lessons.l03_router_replay.moe import ROUTE_DTYPE, ReplayAction, TinyMoE
 from verlstudy.lessons.l03_router_replay.routes import model_routers, rerouted_tokens, routes_used
@@ -31,8 +33,17 @@ __all__ = [
 ]
 
 
+def _check_guard_args(*, sizes: object, **functions: object) -> None:
+    """The guards' doors: each function argument callable (the learner's code under test), `sizes` TinyMoE's."""
+    for name, fn in functions.items():
+        if not callable(fn):
+            raise TypeError(f"argument {name} must be a function (the code under test), got {got(fn)}")
+    check_instance("sizes", sizes, dict, what="a dict of TinyMoE sizes, like {'hidden': 8, 'num_experts': 4}")
+
+
 def guard_disabled_is_noop(make_controller: Callable[[list], ReplayController], sizes: dict[str, int]) -> bool:
     """`make_controller(registry)` builds a 'disabled' controller; an ordinary job's begin/end must be no-ops."""
+    _check_guard_args(make_controller=make_controller, sizes=sizes)
     registry: list = []
     model = TinyMoE(**sizes, enable_replay=False, registry=registry)
     try:
@@ -44,6 +55,7 @@ def guard_disabled_is_noop(make_controller: Callable[[list], ReplayController], 
 
 def guard_decoder_scope(walk: Callable[[nn.Module], Sequence[tuple[int, Any]]], sizes: dict[str, int]) -> bool:
     """`walk(model)` -> (layer_number, router) pairs; with an MTP sibling it must meet each decoder layer once."""
+    _check_guard_args(walk=walk, sizes=sizes)
     model = TinyMoE(**sizes, mtp_layers=1, registry=[])
     return sorted(n for n, _ in walk(model)) == list(range(1, model.num_layers + 1))
 
@@ -64,6 +76,8 @@ def guard_absolute_replay(
 
     `set_targets(model, routes)` arms the routers' targets; replay must then follow the record exactly.
     """
+    _check_guard_args(set_targets=set_targets, sizes=sizes)
+    check_instance("tokens", tokens, torch.Tensor, what="a 1-D token tensor")
     model = TinyMoE(**sizes, dense_layers=(2,), registry=[])
     recorded = record_routes(ReplayController("R2"), model, tokens)  # (tokens, 2 MoE layers, topk)
     every_layer = torch.zeros(recorded.shape[0], 3, recorded.shape[2], dtype=ROUTE_DTYPE)
@@ -85,5 +99,10 @@ def guard_no_rank_stranded(results: Sequence[Any]) -> bool:
     Passes when every rank returned, or when every rank raised the same error (nobody waited out the
     collective timeout for a peer that never joined).
     """
+    if isinstance(results, str) or not isinstance(results, Sequence):
+        raise TypeError(f"argument results must be a list of each rank's tensor or RankOutcome, got {got(results)}")
+    for i, r in enumerate(results):
+        if not isinstance(r, torch.Tensor | RankOutcome):
+            raise TypeError(f"argument results[{i}] must be a rank's tensor or RankOutcome, got {got(r)}")
     errors = [(r.error_type, r.error_message) for r in results if not isinstance(r, torch.Tensor) and not r.ok]
     return not errors or (len(errors) == len(results) and len(set(errors)) == 1)

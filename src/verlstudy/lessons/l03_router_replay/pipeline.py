@@ -15,14 +15,15 @@ from __future__ import annotations
 import multiprocessing.synchronize
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.sharedctypes import Synchronized
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
-from verlstudy.kit.params import positive_int
+from verlstudy.common.dist import RankOutcome
+from verlstudy.kit.params import check_int, check_items, got, positive_int
 from verlstudy.lessons.l03_router_replay.moe import ROUTE_DTYPE
 from verlstudy.lessons.l03_router_replay.routes import MissingRoutes
 
@@ -128,6 +129,9 @@ def toy_global_routes(batch: int, seq: int, layers: int, topk: int, num_experts:
 
 def stage_layer_numbers(layer_counts: Sequence[int], stage: int) -> list[int]:
     """Global layer numbers (from 1) owned by `stage` when stages own `layer_counts` layers in order."""
+    if isinstance(layer_counts, str) or not isinstance(layer_counts, Iterable):
+        raise TypeError(f"argument layer_counts must be a list of ints >= 0, got {got(layer_counts)}")
+    check_int("stage", stage, minimum=0, kind="argument")
     counts = list(layer_counts)
     if not counts or any(isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in counts):
         raise ValueError(f"layer_counts must be a non-empty list of ints >= 0, got {counts}")
@@ -219,6 +223,7 @@ def outcome_lines(outcomes: Sequence[Any]) -> list[str]:
     gloo's timeout text ("Timed out waiting 1000ms for send operation ...", send or recv depending on
     which side of the ring gave up first) becomes one fixed sentence.
     """
+    outcomes = check_items("outcomes", outcomes, RankOutcome, what="a RankOutcome (from failed_outcomes or run_local)")
     lines = []
     for o in outcomes:
         if o.ok:

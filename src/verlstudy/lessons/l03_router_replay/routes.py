@@ -12,14 +12,14 @@ nothing), and the counts the lesson's claims use (`routes_used`, `rerouted_token
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
-from verlstudy.kit.params import positive_int
+from verlstudy.kit.params import check_float, check_instance, got, positive_int
 from verlstudy.lessons.l03_router_replay.moe import ROUTE_DTYPE, RouterReplay, TopKRouter, sgd_step
 
 __all__ = [
@@ -85,9 +85,14 @@ def stack_routes(pairs: Sequence[tuple[int, torch.Tensor]], *, order: str = "lay
     """
     if order not in ("layer", "walk"):
         raise ValueError(f"order must be 'layer' or 'walk', got {order!r}")
+    if isinstance(pairs, str | torch.Tensor) or not isinstance(pairs, Iterable):
+        raise TypeError(f"argument pairs must be a list of (layer number, routes) pairs, got {got(pairs)}")
     pairs = list(pairs)
     if not pairs:
         raise ValueError("no routes to stack: pairs is empty")
+    for i, pair in enumerate(pairs):
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise TypeError(f"argument pairs[{i}] must be a (layer number, routes) pair, got {got(pair)}")
     for n, routes in pairs:
         if not isinstance(routes, torch.Tensor) or routes.dim() != 2 or routes.is_floating_point():
             raise TypeError(f"layer {n}: routes must be an integer tensor (tokens, topk)")
@@ -236,6 +241,10 @@ def update_until_rerouted(
     elsewhere than `recorded`; (updates taken, tokens rerouted). The first step is `lr` and usually does it; at a
     rare seed (about 1 in 20 with hidden 2) it moves no route, and each further step doubles. Raises RuntimeError
     after MAX_UPDATES updates that moved nothing."""
+    check_instance("model", model, nn.Module, what="a TinyMoE (an nn.Module)")
+    for name, tensor in (("tokens", tokens), ("targets", targets), ("recorded", recorded)):
+        check_instance(name, tensor, torch.Tensor, what="a tensor")
+    check_float("lr", lr, minimum=0.0, kind="argument")
     for updates in range(1, MAX_UPDATES + 1):
         torch.nn.functional.cross_entropy(model(tokens), targets).backward()
         sgd_step(model, lr * 2 ** (updates - 1))
