@@ -28,6 +28,7 @@ import tokenize
 from collections.abc import Callable
 from typing import Any
 
+from verlstudy.kit import i18n
 from verlstudy.kit.exercises import checker
 from verlstudy.kit.properties import Case, compare_on_inputs
 from verlstudy.lessons.l09_dead_config.read_index import _index_reads, attribute_read
@@ -196,7 +197,7 @@ def _reads_mistake(args: tuple[Any, ...], got: object, want: set[str]) -> str | 
     try:
         got = set(got)  # type: ignore[call-overload]
     except TypeError:
-        return "return the names as a set of strings"
+        return i18n._("return the names as a set of strings")
     extra, missing = sorted(got - want, key=str), sorted(want - got)
     nodes = _nodes(source)
     names = {n.id for n in nodes if isinstance(n, ast.Name)}
@@ -207,37 +208,50 @@ def _reads_mistake(args: tuple[Any, ...], got: object, want: set[str]) -> str | 
             imported.update(part for module in modules for part in module.split("."))
     keywords = {k.arg for n in nodes if isinstance(n, ast.Call) for k in n.keywords if k.arg}
     if extra and set(extra) <= _attrs(source, ast.Del) - _attrs(source, ast.Store):
-        return f"{extra} is only deleted (`del`): a deletion is not a read"
+        return i18n.pick("{names} is only deleted (`del`): a deletion is not a read", names=extra)
     if extra and set(extra) <= _attrs(source, ast.Store) | _attrs(source, ast.Del):
-        return f"{extra} is only assigned (stored into), never read"
+        return i18n.pick("{names} is only assigned (stored into), never read", names=extra)
     if extra and set(extra) <= names:
-        return f"{extra} are plain variables, not attributes: an attribute is the name after a dot"
+        return i18n.pick(
+            "{names} are plain variables, not attributes: an attribute is the name after a dot", names=extra
+        )
     if extra and set(extra) <= imported:
-        return f"{extra} is part of a module's dotted name in an import, not an attribute read"
+        return i18n.pick("{names} is part of a module's dotted name in an import, not an attribute read", names=extra)
     if extra and set(extra) <= keywords:
-        return f"{extra} names a keyword argument of a call, not an attribute"
+        return i18n.pick("{names} names a keyword argument of a call, not an attribute", names=extra)
     if extra and set(extra) <= _words_outside_code(source):
-        return f"{extra} appears only in a string, a comment or a number: the parser's tree, not the text, has reads"
+        return i18n.pick(
+            "{names} appears only in a string, a comment or a number: the parser's tree, not the text, has reads",
+            names=extra,
+        )
     if extra:
-        return f"{extra} is not an attribute read in this code"
+        return i18n.pick("{names} is not an attribute read in this code", names=extra)
     if missing and set(missing) <= _augmented(source):
-        return (
-            f"you missed {missing}: an augmented assignment such as `x.{missing[0]} += 1` reads the attribute "
-            "first, then stores it, though the parser marks its target as a store"
+        return i18n.pick(
+            "you missed {names}: an augmented assignment such as `x.{first} += 1` reads the attribute first, then "
+            "stores it, though the parser marks its target as a store",
+            names=missing,
+            first=missing[0],
         )
     targets = [n.value for n in nodes if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)]
     if missing and set(missing) <= {a.attr for t in targets for a in ast.walk(t) if isinstance(a, ast.Attribute)}:
-        return (
-            f"you missed {missing}: in a store such as `a.b.c = v` only the last name is assigned; the names before "
-            "it are read to find the object that is stored into"
+        return i18n.pick(
+            "you missed {names}: in a store such as `a.b.c = v` only the last name is assigned; the names before it "
+            "are read to find the object that is stored into",
+            names=missing,
         )
     called = {n.func.attr for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
     if missing and set(missing) <= called:
-        return f"you missed {missing}, which the code calls: to call `x.{missing[0]}(...)` it reads it first"
+        return i18n.pick(
+            "you missed {names}, which the code calls: to call `x.{first}(...)` it reads it first",
+            names=missing,
+            first=missing[0],
+        )
     if missing:
-        return (
-            f"you missed {missing}, which the code reads: an attribute can sit inside another attribute, a call, a "
-            "later statement, a function body, a decorator, an f-string or a comprehension, not only at the top"
+        return i18n.pick(
+            "you missed {names}, which the code reads: an attribute can sit inside another attribute, a call, a later "
+            "statement, a function body, a decorator, an f-string or a comprehension, not only at the top",
+            names=missing,
         )
     return None
 

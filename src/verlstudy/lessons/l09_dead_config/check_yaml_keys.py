@@ -29,6 +29,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from verlstudy.kit import i18n
 from verlstudy.kit.exercises import checker
 from verlstudy.kit.properties import Case, compare_on_inputs
 from verlstudy.lessons.l09_dead_config import exercise_configs as ex
@@ -143,41 +144,70 @@ def _missed(fn: Callable[..., object], cls: type, data: Mapping[str, Any], key: 
     does compare its block, else what is special about the way down to that block."""
     steps, block, mapping = _path(cls, data, key)
     name, value = key.rpartition(".")[2], mapping.get(key.rpartition(".")[2]) if mapping else None
+    shown = repr(key)
     if steps and not _reaches(fn, cls, data, key):
         owner, field_name, kind = steps[-1]
         resolved, postponed = (_reaches(fn, c, {"router_replay": {}}, "router_replay.x") for c in _PLAIN_NESTING)
         if not (resolved or postponed):
-            return f"you missed {key!r}: the keys inside a nested block whose field is a dataclass were never compared"
+            return i18n.pick(
+                "you missed {key}: the keys inside a nested block whose field is a dataclass were never compared",
+                key=shown,
+            )
         if not postponed and isinstance({f.name: f.type for f in dataclasses.fields(owner)}[field_name], str):
-            return (
-                f"you missed {key!r}: this module's `from __future__ import annotations` makes a field's .type a "
-                "string, and the nested field does not look like a dataclass to your code"
+            return i18n.pick(
+                "you missed {key}: this module's `from __future__ import annotations` makes a field's .type a string, "
+                "and the nested field does not look like a dataclass to your code",
+                key=shown,
             )
         if typing.get_origin(kind) is not None:
-            return (
-                f"you missed {key!r}: its block sits under a field typed {kind}, an optional dataclass; a block "
-                "set there is compared with that dataclass like any other"
+            return i18n.pick(
+                "you missed {key}: its block sits under a field typed {kind}, an optional dataclass; a block set there "
+                "is compared with that dataclass like any other",
+                key=shown,
+                kind=kind,
             )
         if len(steps) >= 2:
-            return f"you missed {key!r}: the blocks nest more than one level; every level is compared with its class"
-        return f"you missed {key!r}: the keys inside this nested block were never compared with its dataclass"
+            return i18n.pick(
+                "you missed {key}: the blocks nest more than one level; every level is compared with its class",
+                key=shown,
+            )
+        return i18n.pick(
+            "you missed {key}: the keys inside this nested block were never compared with its dataclass", key=shown
+        )
     attributes = (*typing.get_type_hints(block), *block.__dataclass_fields__, *ex.NOT_FIELDS)
     if name in attributes or hasattr(block, name):
-        return (
-            f"you missed {key!r}: {block.__name__} has an attribute or annotation of that name, but it is not one "
-            "of the dataclass's fields (a ClassVar, a method or an attribute set in __post_init__ is not)"
+        return i18n.pick(
+            "you missed {key}: {cls} has an attribute or annotation of that name, but it is not one of the "
+            "dataclass's fields (a ClassVar, a method or an attribute set in __post_init__ is not)",
+            key=shown,
+            cls=block.__name__,
         )
     if name.startswith("_") or "target" in name:
-        return f"you missed {key!r}: only the key '_target_' itself may sit in every block; other `_` keys are keys"
+        return i18n.pick(
+            "you missed {key}: only the key '_target_' itself may sit in every block; other `_` keys are keys",
+            key=shown,
+        )
     fields = {f.name for f in dataclasses.fields(block)}
     if name.lower() in fields or name.replace("-", "_") in fields:
-        return f"you missed {key!r}: keys are compared exactly as written (case, dashes); the YAML's key is no field"
+        return i18n.pick(
+            "you missed {key}: keys are compared exactly as written (case, dashes); the YAML's key is no field",
+            key=shown,
+        )
     if not value and _reaches(fn, cls, data, key, name, 1):
-        return f"you missed {key!r}, whose value is {value!r}: a key is in the block whatever its value, null too"
+        return i18n.pick(
+            "you missed {key}, whose value is {value}: a key is in the block whatever its value, null too",
+            key=shown,
+            value=repr(value),
+        )
     other = [c.__name__ for c in ex.CLASSES if name in {f.name for f in dataclasses.fields(c)}]
     if other:
-        return f"you missed {key!r}: {name!r} is a field of {other[0]}, not of the class of the block it is in"
-    return f"you missed {key!r}, a key of this YAML block that is not a field of the class"
+        return i18n.pick(
+            "you missed {key}: {name} is a field of {cls}, not of the class of the block it is in",
+            key=shown,
+            name=repr(name),
+            cls=other[0],
+        )
+    return i18n.pick("you missed {key}, a key of this YAML block that is not a field of the class", key=shown)
 
 
 def _reports_own_field(fn: Callable[..., object], cls: type) -> bool:
@@ -195,36 +225,44 @@ def _reported(
 ) -> str:
     """Why a key the answer reported should not be there."""
     name = key.rpartition(".")[2]
+    shown = repr(key)
+    one_of_the_fields = "you reported {key}, one of the fields of the class: the YAML may set them"
     if name == TARGET_KEY:
-        return "you reported '_target_': it is not a field, but every block may have it"
+        return i18n._("you reported '_target_': it is not a field, but every block may have it")
     if key in {m.rpartition(".")[2] for m in missing if "." in m}:
-        return f"you reported {key!r} without the block it sits in: report the whole dotted path"
+        return i18n.pick("you reported {key} without the block it sits in: report the whole dotted path", key=shown)
     _, block, mapping = _path(cls, data, key)
     fields = {f.name for f in dataclasses.fields(block)} if block is not None else set()
     if isinstance(mapping, Mapping) and name not in mapping and name in fields:
-        return (
-            f"you reported {key!r}, a field of the class that this YAML block leaves out (it keeps its default): "
-            "the exercise asks the reverse, the keys the YAML has that are not fields"
+        return i18n.pick(
+            "you reported {key}, a field of the class that this YAML block leaves out (it keeps its default): the "
+            "exercise asks the reverse, the keys the YAML has that are not fields",
+            key=shown,
         )
     if not isinstance(mapping, Mapping) or name not in mapping:
-        return f"you reported {key!r}, which is not a key of this YAML block"
+        return i18n.pick("you reported {key}, which is not a key of this YAML block", key=shown)
     if block is None:
-        return f"you reported {key!r}: its field is a plain dict, not a dataclass, so any key may sit inside it"
+        return i18n.pick(
+            "you reported {key}: its field is a plain dict, not a dataclass, so any key may sit inside it", key=shown
+        )
     if "." not in key and _reports_own_field(fn, cls):
-        return f"you reported {key!r}, one of the fields of the class: the YAML may set them"
+        return i18n.pick(one_of_the_fields, key=shown)
     reported = [k.rpartition(".")[2] for k in extra if k.rpartition(".")[0] == key.rpartition(".")[0]]
     own = inspect.get_annotations(block)
     if all(k in fields and not hasattr(block, k) for k in reported):
-        return (
-            f"you reported {key!r}, a field with no class attribute behind it (a default_factory or no default): "
-            "it is still a field"
+        return i18n.pick(
+            "you reported {key}, a field with no class attribute behind it (a default_factory or no default): it is "
+            "still a field",
+            key=shown,
         )
     if all(k in fields and k not in own for k in reported):
-        return (
-            f"you reported {key!r}, a field that {block.__name__} inherits from its base class: the class's own "
-            "annotations list only the fields it adds; its fields are all of them"
+        return i18n.pick(
+            "you reported {key}, a field that {cls} inherits from its base class: the class's own annotations list "
+            "only the fields it adds; its fields are all of them",
+            key=shown,
+            cls=block.__name__,
         )
-    return f"you reported {key!r}, one of the fields of the class: the YAML may set them"
+    return i18n.pick(one_of_the_fields, key=shown)
 
 
 def _yaml_only_mistake(fn: Callable[..., object]) -> Callable[[tuple[Any, ...], Any, Any], str | None]:
@@ -239,23 +277,25 @@ def _sorted_within(keys: list[str], block: str) -> bool:
 
 def _named(fn: Callable[..., object], cls: type, data: Mapping[str, Any], got: object, want: list[str]) -> str | None:
     if not isinstance(got, (list, tuple)) or not all(isinstance(k, str) for k in got):
-        return "return a sorted list of dotted keys (strings)"
+        return i18n._("return a sorted list of dotted keys (strings)")
     if sorted(got) == sorted(want):
         if len(set(got)) != len(got):
-            return "each key once"
+            return i18n._("each key once")
         blocks = {k.rpartition(".")[0] for k in got}
         in_block_order = all(_sorted_within(list(got), b) for b in blocks)
         nested_last = list(got) == sorted(got, key=lambda k: (k.count("."), k))
         if in_block_order and (len(blocks) < len(got) or nested_last):
-            return "the right keys, each block's keys in order, but the list as a whole is not sorted"
-        return "sort the keys"
+            return i18n._("the right keys, each block's keys in order, but the list as a whole is not sorted")
+        return i18n._("sort the keys")
     missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
     try:
         if extra:
             return _reported(fn, cls, data, extra[0], missing, extra)
         return _missed(fn, cls, data, missing[0])
     except (KeyError, AttributeError, TypeError, IndexError):  # a key the walk cannot place: say it plainly
-        return f"you missed {missing}" if missing else f"you reported {extra}, which the block does not hold"
+        if missing:
+            return i18n.pick("you missed {keys}", keys=missing)
+        return i18n.pick("you reported {keys}, which the block does not hold", keys=extra)
 
 
 @checker(
