@@ -412,3 +412,16 @@ def test_090_before_7874_true_positives_and_the_fsdp_comprehension_flagged() -> 
     assert all(len(found) == 1 for found in stores.values())  # megatron, automodel, torchtitan; fsdp by name only
     assert "detach_tree" not in engine_sources("0.9.0")["fsdp"]
     assert "grad_fn is not None" in engine_sources("0.9.0")["fsdp"]  # #6699's comprehension
+
+
+@pytest.mark.parametrize("value", [None, 7, [1], float("nan")])
+def test_astcheck_helpers_name_an_argument_of_the_wrong_type(value):
+    # issue 43 item 8: these ended in a raw TypeError/AttributeError ('NoneType' object has no attribute 'items')
+    from verlstudy.lessons.l02_detach.astcheck import upstream_engine_files
+
+    with pytest.raises(TypeError, match=r"argument verl_root must be the installed verl package directory"):
+        upstream_engine_files(value)
+    with pytest.raises(TypeError, match=r"argument report must be check_sources' report \{engine: list of Store\}"):
+        unwrapped_stores(value)
+    with pytest.raises(TypeError, match=r"argument report\['fsdp'\](\[0\])? must be (a list, each item )?a Store"):
+        unwrapped_stores({"fsdp": value})

@@ -102,3 +102,12 @@ def test_upstream_detach_tree_loads_and_agrees_on_an_engine_like_output() -> Non
     assert verl_detach.__module__.startswith("upstream:")
     tree = {"log_probs": torch.randn(3, requires_grad=True) * 1, "mask": torch.ones(3), "meta": ("a", 1)}
     assert differences(tree, detach_tree, verl_detach) is None
+
+
+@pytest.mark.parametrize("value", [None, 7, "detach_tree"])
+def test_differences_names_a_function_of_the_wrong_type(value):
+    # issue 43 item 8: differences({}, None, ...) ended in "'NoneType' object is not callable"
+    with pytest.raises(TypeError, match=r"argument ours must be a detach function \(tree -> tree\)"):
+        differences({}, value, detach_tree)
+    with pytest.raises(TypeError, match=r"argument theirs must be a detach function \(tree -> tree\)"):
+        differences({}, detach_tree, value)

@@ -439,3 +439,12 @@ def test_jagged_view_from_values_keeps_offsets_object() -> None:
     assert nt.requires_grad and not out.requires_grad
     assert out.offsets() is nt.offsets()
     assert torch.equal(out.values(), values.detach())
+
+
+@pytest.mark.parametrize("value", [None, 7, "w", [1], float("nan")])
+def test_assert_nonzero_grad_names_params_of_the_wrong_type(value):
+    # issue 43 item 8: assert_nonzero_grad([1]) ended in "cannot unpack non-iterable int object"
+    from verlstudy.lessons.l02_detach.trees import assert_nonzero_grad
+
+    with pytest.raises(TypeError, match=r"argument params(\[0\])? must be (a )?\(name, parameter\) pair"):
+        assert_nonzero_grad(value)

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verlstudy.common.heap import collector_paused
+from verlstudy.kit.params import check_path
 
 __all__ = [
     "EXAMPLE_ENGINES",
@@ -431,7 +432,7 @@ def unwrap_calls(source: str, wrapper: str = "detach_tree") -> tuple[str, int]:
 
 def upstream_engine_files(verl_root: str | Path) -> dict[str, Path]:
     """Paths of upstream's four engine sources under an installed `verl` package directory."""
-    root = Path(verl_root)
+    root = check_path("verl_root", verl_root, what="the installed verl package directory (str or Path)")
     if not root.is_dir():
         raise ValueError(f"verl_root must be the installed verl package directory, got {str(root)!r}")
     paths = {name: root / "workers" / "engine" / name / "transformer_impl.py" for name in UPSTREAM_ENGINES}

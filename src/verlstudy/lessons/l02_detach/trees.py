@@ -32,6 +32,7 @@ from torch.utils.checkpoint import checkpoint
 
 from verlstudy.common.memtrace import bytes_per_step
 from verlstudy.common.trees import check_name, detach_tree, grad_attached_paths
+from verlstudy.kit.params import got
 
 
 class ContractError(AssertionError):
@@ -68,7 +69,14 @@ def assert_nonzero_grad(params: Iterable[tuple[str, Any]], name: str = "model") 
     parameters (requires_grad=False) are skipped. A missing or all-zero gradient names the parameter.
     """
     check_name(name)
+    if isinstance(params, str | torch.Tensor) or not isinstance(params, Iterable):
+        raise TypeError(
+            f"argument params must be (name, parameter) pairs like model.named_parameters(), got {got(params)}"
+        )
     pairs = list(params)
+    for i, pair in enumerate(pairs):
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise TypeError(f"argument params[{i}] must be a (name, parameter) pair, got {got(pair)}")
     if not pairs:
         raise ValueError("params must hold at least one (name, parameter) pair, e.g. model.named_parameters()")
     for pname, p in pairs:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import torch
 
 from verlstudy.common.trees import detach_tree
 from verlstudy.kit import upstream
+from verlstudy.kit.params import check_instance, check_items, got
 from verlstudy.kit.upstream import Comparison, report_check
 from verlstudy.lessons.l02_detach.astcheck import Store, check_sources, upstream_engine_files
 
@@ -36,11 +37,16 @@ def engine_sources(release: str | None = None) -> dict[str, str]:
 
 def unwrapped_stores(report: dict[str, list[Store]]) -> dict[str, list[Store]]:
     """Per engine, the stores a check report flags (empty lists kept, so every engine is listed)."""
+    check_instance("report", report, Mapping, what="check_sources' report {engine: list of Store}")
+    report = {name: check_items(f"report[{name!r}]", stores, Store, what="a Store") for name, stores in report.items()}
     return {name: [s for s in stores if not s.wrapped] for name, stores in report.items()}
 
 
 def differences(tree: object, ours: Callable[[object], object], theirs: Callable[[object], object]) -> str | None:
     """None when both detach functions give the same result on `tree`, else where they first differ."""
+    for arg, fn in (("ours", ours), ("theirs", theirs)):
+        if not callable(fn):
+            raise TypeError(f"argument {arg} must be a detach function (tree -> tree), got {got(fn)}")
     return _same_result(tree, ours(tree), theirs(tree))
 
 
