@@ -141,13 +141,12 @@ def test_a_script_that_is_not_utf8_is_named(tmp_path):
 @pytest.mark.parametrize("value", [None, 7, "Dockerfile", float("nan")])
 def test_pin_helpers_name_an_argument_of_the_wrong_type(value):
     # issue 43 item 8: these ended in a raw TypeError/AttributeError ("'str' object has no attribute 'repo'")
-    from verlstudy.common.pins import image_env_settings, naming_problems, pins_table, ref_drift
+    from verlstudy.common.pins import image_env_settings, naming_problems, pins_table
 
     calls = [
         (naming_problems, r"argument pins must be a list, each item a Pin \(from parse_pins or pins_in_files\)"),
         (ref_findings, r"argument pins must be a list, each item a Pin"),
         (pins_table, r"argument pins must be a list, each item a Pin"),
-        (ref_drift, r"argument source must be \{file name: text\} or a list of Pins"),
         (lambda v: image_env_settings(v, "PATH"), "argument files must be a mapping of file name to text"),
     ]
     if not isinstance(value, str):

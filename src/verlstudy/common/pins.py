@@ -21,7 +21,7 @@ import yaml
 
 from verlstudy.common.refs import Drift, EnvSetting, Pin, ref_finding, ref_naming_problem, repo_key
 from verlstudy.common.shell_pins import ShellState, expand_vars, logical_lines, run_shell, run_shell_line, shell_tokens
-from verlstudy.kit.params import check_instance, check_items, check_path, got
+from verlstudy.kit.params import check_instance, check_items, check_path
 from verlstudy.kit.resources import check_data_folder, read_data_text
 from verlstudy.kit.tables import Table
 
@@ -196,8 +196,6 @@ def _known_kind(name: str) -> bool:
 
 def ref_drift(source: Mapping[str, str] | Iterable[Pin]) -> list[Drift]:
     """Every repository pinned to more than one ref, across files given as {name: text} or as pins."""
-    if isinstance(source, (str, bytes)) or not isinstance(source, Mapping | Iterable):
-        raise TypeError(f"argument source must be {{file name: text}} or a list of Pins, got {got(source)}")
     pins = pins_in_files(source) if isinstance(source, Mapping) else list(source)
     if not all(isinstance(p, Pin) for p in pins):
         raise TypeError("ref_drift takes {file name: text} or an iterable of Pin")

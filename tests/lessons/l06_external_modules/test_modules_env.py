@@ -278,14 +278,12 @@ def test_lesson_06_helpers_name_an_argument_of_the_wrong_type(value, tmp_path):
     from verlstudy.lessons.l06_external_modules.modules_env import (
         hook_errors,
         outcomes_table,
-        predict_patched,
         run_experiments,
         write_toy_packages,
     )
 
     calls = [
         (lambda v: outcomes_table(v), r"argument outcomes(\[0\])? must be (a list, each item )?an Outcome"),
-        (lambda v: predict_patched(v, None), r"argument imports(\[0\])? must be (a list, each item )?a module name"),
         (lambda v: write_toy_packages(v), r"argument folder must be an existing folder's path"),
         (lambda v: run_experiments(lesson_experiments(), v), r"argument folder must be the toy packages' folder"),
         (lambda v: hook_errors(["json"], v), r"argument folder must be the toy packages' folder"),

@@ -662,13 +662,11 @@ def test_lesson_08_helpers_name_an_argument_of_the_wrong_type(value):
     # issue 43 item 8: these ended in a raw TypeError ('NoneType' object is not iterable / has no len())
     from verlstudy.lessons.l08_dependency_stack.layers import draw_layers
     from verlstudy.lessons.l08_dependency_stack.manifests import load_manifest
-    from verlstudy.lessons.l08_dependency_stack.real_files import component_drift, side_by_side, split_drift
+    from verlstudy.lessons.l08_dependency_stack.real_files import side_by_side
 
     calls = [
         (lambda v: draw_layers(v), r"argument columns must be a mapping \{column title: \{repo: pin kind\}\}"),
         (lambda v: draw_layers({"a": v}), r"argument columns\['a'\] must be a mapping \{repo: pin kind\}"),
-        (lambda v: component_drift(v), r"argument pins must be a list, each item a Pin"),
-        (lambda v: split_drift(v), r"argument drifts must be a list, each item a Drift"),
         (lambda v: side_by_side(v, {}, []), r"argument columns must be a mapping \{column title: list of Pins\}"),
         (lambda v: side_by_side({"a": v}, {}, []), r"argument columns\['a'\] must be a list, each item a Pin"),
         (lambda v: side_by_side({}, v, []), r"argument clones must be a mapping"),

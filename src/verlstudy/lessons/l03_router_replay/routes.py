@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from verlstudy.kit.params import check_float, check_instance, got, positive_int
+from verlstudy.kit.params import got, positive_int
 from verlstudy.lessons.l03_router_replay.moe import ROUTE_DTYPE, RouterReplay, TopKRouter, sgd_step
 
 __all__ = [
@@ -241,10 +241,6 @@ def update_until_rerouted(
     elsewhere than `recorded`; (updates taken, tokens rerouted). The first step is `lr` and usually does it; at a
     rare seed (about 1 in 20 with hidden 2) it moves no route, and each further step doubles. Raises RuntimeError
     after MAX_UPDATES updates that moved nothing."""
-    check_instance("model", model, nn.Module, what="a TinyMoE (an nn.Module)")
-    for name, tensor in (("tokens", tokens), ("targets", targets), ("recorded", recorded)):
-        check_instance(name, tensor, torch.Tensor, what="a tensor")
-    check_float("lr", lr, minimum=0.0, kind="argument")
     for updates in range(1, MAX_UPDATES + 1):
         torch.nn.functional.cross_entropy(model(tokens), targets).backward()
         sgd_step(model, lr * 2 ** (updates - 1))

@@ -320,7 +320,6 @@ def predict_patched(imports: Sequence[str], env_value: str | None) -> bool:
     The variable is split as verl splits it (no stripping): ' toylib_adaptor' does not name the adaptor.
     """
     names = split_like_verl_091(env_value)
-    imports = check_items("imports", imports, str, what="a module name (a str)")
     for name in imports:
         if name == ADAPTOR or (name == HOOK_PACKAGE and ADAPTOR in names):
             return True

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from verlstudy.common.pins import Drift
 from verlstudy.common.refs import Pin, repo_key
-from verlstudy.kit.params import check_instance, check_items, got
+from verlstudy.kit.params import check_instance, check_items
 from verlstudy.kit.tables import Table
 
 _CLONE = re.compile(
@@ -87,8 +87,6 @@ def component_drift(pins: Iterable[Pin]) -> list[Drift]:
     and by its one key otherwise. A commit and a version cannot be shown to be the same code, so `split_drift`
     counts such a component as a real disagreement.
     """
-    if isinstance(pins, str | bytes | Mapping) or not isinstance(pins, Iterable):
-        raise TypeError(f"argument pins must be a list, each item a Pin (from pins_in_files), got {got(pins)}")
     pins = list(pins)
     if not all(isinstance(p, Pin) for p in pins):
         raise TypeError("component_drift takes an iterable of Pin")
@@ -113,7 +111,6 @@ def _public(version: str) -> str:
 
 def split_drift(drifts: Iterable[Drift]) -> tuple[list[Drift], list[Drift]]:
     """(real disagreements, architecture variants): a variant's refs differ only by a local version (`+cpu`)."""
-    drifts = check_items("drifts", drifts, Drift, what="a Drift (from ref_drift or component_drift)")
     real, variants = [], []
     for d in drifts:
         same = d.repo.startswith("pypi:") and len({_public(r) for r in d.refs}) == 1
