@@ -30,6 +30,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from verlstudy.kit import i18n
+
 # The name the trampolines call through; it lives in builtins only while a check runs.
 _ROUTE_NAME = "__verlstudy_guarded_call__"
 _KEY = "__verlstudy_guarded_key__"
@@ -107,13 +109,21 @@ def handed_over(answer: object, library_answers: Iterable[Callable[..., object]]
     module = getattr(answer, "__module__", None)
     name = getattr(answer, "__qualname__", type(answer).__qualname__)
     if _is_library(module):
-        return f"that is the library's own {name} (from {module}): the exercise asks you to write it"
+        return i18n.pick(
+            "that is the library's own {name} (from {module}): the exercise asks you to write it",
+            name=name,
+            module=module,
+        )
     if isinstance(answer, types.FunctionType):
         banned = {id(unwrap(f)): f for f in library_answers}
         for value in _referenced(answer):
             if id(unwrap(value)) in banned:
                 used = banned[id(unwrap(value))]
-                return f"your {answer.__name__} calls the library's own {used.__qualname__}: write it yourself"
+                return i18n.pick(
+                    "your {name} calls the library's own {used}: write it yourself",
+                    name=answer.__name__,
+                    used=used.__qualname__,
+                )
     return None
 
 
@@ -126,7 +136,10 @@ class LibraryCallRefused(BaseException):
 
     @property
     def reason(self) -> str:
-        return f"your answer calls the course's own {self.name} while it is checked: the exercise asks you to write it"
+        return i18n.pick(
+            "your answer calls the course's own {name} while it is checked: the exercise asks you to write it",
+            name=self.name,
+        )
 
 
 def _template(*args: Any, **kwargs: Any) -> Any:

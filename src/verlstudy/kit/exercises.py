@@ -88,7 +88,7 @@ def _executed_solution(exercise_id: str, answer: object) -> str | None:
     except LookupError:
         return None
     if fingerprint in answer_guard.solution_fingerprints(solution):
-        return "that is the reference solution's text run as code, not your answer: write it yourself"
+        return i18n._("that is the reference solution's text run as code, not your answer: write it yourself")
     return None
 
 
@@ -227,12 +227,13 @@ def exercise_hint(exercise_id: str) -> None:
     except (TypeError, ValueError, LookupError) as e:
         print(f"exercise_hint({exercise_id!r}): {e}")
         return
-    where = where or i18n._("reread the section before the exercise")
+    # each exercise's texts are English in its checker and translated in its lesson's catalog
+    where = i18n._(where) if where else i18n._("reread the section before the exercise")
     print(i18n.pick("exercise {id}, where to look: {where}", id=exercise_id, where=where))
     if question:
-        print(i18n.pick("exercise {id}, a question first: {question}", id=exercise_id, question=question))
+        print(i18n.pick("exercise {id}, a question first: {question}", id=exercise_id, question=i18n._(question)))
     if method:
-        print(i18n.pick("exercise {id}, method: {method}", id=exercise_id, method=method))
+        print(i18n.pick("exercise {id}, method: {method}", id=exercise_id, method=i18n._(method)))
     print(i18n.pick('(the reference solution itself: show_solution("{id}"))', id=exercise_id))
 
 
@@ -319,7 +320,15 @@ def check_exercise(exercise_id: str, *answer: object, **kwargs: object) -> None:
         method = e.method or method
     except Exception as e:  # the learner's code crashed: say where, briefly
         last = traceback.extract_tb(e.__traceback__)[-1]
-        verdict, message = "not yet right", f"your code raised {type(e).__name__}: {e} (in {last.name})"
+        verdict, message = (
+            "not yet right",
+            i18n.pick(
+                "your code raised {error}: {detail} (in {function})",
+                error=type(e).__name__,
+                detail=e,
+                function=last.name,
+            ),
+        )
     else:
         verdict, message = "correct", str(detail) if detail else ""
     _VERDICTS[exercise_id] = {"verdict": verdict, "message": message}
@@ -333,11 +342,11 @@ def check_exercise(exercise_id: str, *answer: object, **kwargs: object) -> None:
         tries = _WRONG_TRIES[exercise_id] = _WRONG_TRIES.get(exercise_id, 0) + 1
         _LAST_METHOD[exercise_id] = method
         if where and tries >= WHERE_AFTER_TRIES:
-            print(i18n.pick("  where to look (try {tries}): {where}", tries=tries, where=where))
+            print(i18n.pick("  where to look (try {tries}): {where}", tries=tries, where=i18n._(where)))
         if question and tries >= QUESTION_AFTER_TRIES:
-            print(i18n.pick("  a question (try {tries}): {question}", tries=tries, question=question))
+            print(i18n.pick("  a question (try {tries}): {question}", tries=tries, question=i18n._(question)))
         if method and tries >= METHOD_AFTER_TRIES:
-            print(i18n.pick("  method (try {tries}): {method}", tries=tries, method=method))
+            print(i18n.pick("  method (try {tries}): {method}", tries=tries, method=i18n._(method)))
         elif method or where or question:
             print(
                 i18n.pick(

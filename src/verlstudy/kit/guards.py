@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from verlstudy.kit import check_conditions
+from verlstudy.kit import check_conditions, i18n
 from verlstudy.kit.check_conditions import NoReturn, time_limit
 from verlstudy.kit.exercises import ExerciseFailure
 from verlstudy.kit.properties import describe_call
@@ -33,9 +33,17 @@ def guard_verdict(guard: Callable[..., object], *args: object) -> str | None:
         return str(e) or "AssertionError"
     except NoReturn:
         limit = check_conditions.CALL_TIMEOUT_S
-        raise ExerciseFailure(f"your guard did not return within {limit:g} s (an endless loop?)") from None
+        raise ExerciseFailure(
+            i18n.pick("your guard did not return within {limit} s (an endless loop?)", limit=f"{limit:g}")
+        ) from None
     except Exception as e:
-        raise ExerciseFailure(f"your guard raised {type(e).__name__}: {e} (a guard fails with AssertionError)") from e
+        raise ExerciseFailure(
+            i18n.pick(
+                "your guard raised {error}: {detail} (a guard fails with AssertionError)",
+                error=type(e).__name__,
+                detail=e,
+            )
+        ) from e
     return None
 
 
@@ -65,24 +73,29 @@ def check_guard(
     `calls(impl)` gives the argument tuples the guard is called with for one implementation (by
     default just `(impl,)`, for a guard that picks its own cases). A bad implementation must be
     caught on at least one of its calls, or on every one with `every_call` (each call is a case
-    where it is wrong). Messages name the implementation by its description, never the check; a
+    where it is wrong). Messages name the implementation by its description (translated in the lesson's catalog),
+    never the check; a
     wrong implementation let through raises `GuardLetThrough`, which also carries it and the calls passed.
     """
     if not callable(guard):
-        raise ExerciseFailure(f"the answer should be a function, got {type(guard).__name__}")
+        raise ExerciseFailure(i18n.pick("the answer should be a function, got {kind}", kind=type(guard).__name__))
     good, bad = list(good), list(bad)
     for impl, what in good:
         for args in calls(impl):
             failed = guard_verdict(guard, *args)
             if failed is not None:
-                raise ExerciseFailure(f"your guard rejected {what}, which is right: {failed}")
+                raise ExerciseFailure(
+                    i18n.pick("your guard rejected {what}, which is right: {failed}", what=i18n._(what), failed=failed)
+                )
     for impl, what in bad:
         verdicts = [(args, guard_verdict(guard, *args)) for args in calls(impl)]
         passed = [args for args, v in verdicts if v is None]
         if (every_call and passed) or (not every_call and len(passed) == len(verdicts)):
             # with every_call each call is a case where the implementation is wrong: name one it let through
-            where = f" (e.g. on {describe_call('guard', passed[0][1:])})" if every_call and len(passed[0]) > 1 else ""
-            raise GuardLetThrough(
-                f"your guard let {what} through{where}", impl=impl, what=what, passed=passed, example=where
-            )
-    return f"passes {len(good)} right implementation(s) and catches all {len(bad)} wrong ones"
+            one = every_call and len(passed[0]) > 1
+            where = i18n.pick(" (e.g. on {call})", call=describe_call("guard", passed[0][1:])) if one else ""
+            message = i18n.pick("your guard let {what} through{example}", what=i18n._(what), example=where)
+            raise GuardLetThrough(message, impl=impl, what=what, passed=passed, example=where)
+    return i18n.pick(
+        "passes {good} right implementation(s) and catches all {bad} wrong ones", good=len(good), bad=len(bad)
+    )

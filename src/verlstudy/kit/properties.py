@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
-from verlstudy.kit import check_conditions
+from verlstudy.kit import check_conditions, i18n
 from verlstudy.kit.check_conditions import (
     NoReturn,
     fixed_constant_pool,
@@ -80,76 +80,92 @@ def difference(
         got = got.tolist()
     if isinstance(want, bool):
         if not isinstance(got, bool) and type(got).__name__ != "bool_":
-            return f"{a_kind(got)} where a bool (True or False) is asked"
-        return None if bool(got) == want else f"{got!r} where {want!r} was expected"
+            return i18n.pick("{kind} where a bool (True or False) is asked", kind=a_kind(got))
+        return None if bool(got) == want else _expected(got, want)
     if isinstance(want, numbers.Integral):
         if isinstance(got, bool) or not isinstance(got, numbers.Integral):
-            return f"{a_kind(got)} where an int is asked"
-        return None if int(got) == int(want) else f"{got!r} where {want!r} was expected"
+            return i18n.pick("{kind} where an int is asked", kind=a_kind(got))
+        return None if int(got) == int(want) else _expected(got, want)
     if isinstance(want, numbers.Real):
         if isinstance(got, bool) or not isinstance(got, numbers.Real):
-            return f"{a_kind(got)} where a number is asked"
+            return i18n.pick("{kind} where a number is asked", kind=a_kind(got))
         close = math.isclose(float(got), float(want), rel_tol=rtol, abs_tol=atol)
         both_nan = math.isnan(float(got)) and math.isnan(float(want))
-        return None if close or both_nan else f"{got!r} where {want!r} was expected"
+        return None if close or both_nan else _expected(got, want)
     if isinstance(want, str) or want is None:
-        return None if got == want and type(got) is type(want) else f"{got!r} where {want!r} was expected"
+        return None if got == want and type(got) is type(want) else _expected(got, want)
     if isinstance(want, Mapping):
         return _mapping_difference(got, want, strict_types=strict_types, rtol=rtol, atol=atol)
     if isinstance(want, Set):
         return _set_difference(got, want, strict_types=strict_types)
     if isinstance(want, (list, tuple)):
         return _sequence_difference(got, want, strict_types=strict_types, rtol=rtol, atol=atol)
-    return None if got == want else f"{got!r} where {want!r} was expected"
+    return None if got == want else _expected(got, want)
+
+
+def _expected(got: object, want: object) -> str:
+    return i18n.pick("{got} where {want} was expected", got=repr(got), want=repr(want))
 
 
 def _tensor_difference(got: object, want: Any, *, rtol: float, atol: float) -> str | None:
     if not _is_tensor(got):
-        return f"{a_kind(got)} where a tensor is asked"
+        return i18n.pick("{kind} where a tensor is asked", kind=a_kind(got))
     if tuple(got.shape) != tuple(want.shape):
-        return f"a tensor of shape {tuple(got.shape)} where shape {tuple(want.shape)} was expected"
+        return i18n.pick(
+            "a tensor of shape {shape} where shape {want} was expected", shape=tuple(got.shape), want=tuple(want.shape)
+        )
     if got.dtype != want.dtype:
-        return f"a tensor of dtype {got.dtype} where {want.dtype} was expected"
+        return i18n.pick("a tensor of dtype {dtype} where {want} was expected", dtype=got.dtype, want=want.dtype)
     if want.is_floating_point() or want.is_complex():
         import torch
 
         same = torch.allclose(got.detach(), want.detach(), rtol=rtol, atol=atol, equal_nan=True)
     else:
         same = bool((got == want).all())
-    return None if same else "a tensor with other values than expected"
+    return None if same else i18n._("a tensor with other values than expected")
 
 
 def _mapping_difference(got: object, want: Mapping, **options: Any) -> str | None:
     if not isinstance(got, Mapping):
-        return f"{a_kind(got)} where a mapping (a dict) is asked"
+        return i18n.pick("{kind} where a mapping (a dict) is asked", kind=a_kind(got))
     if options["strict_types"] and type(got) is not type(want):
-        return f"{a_kind(got)} where {a_kind(want)} is asked"
+        return _asked(got, want)
     missing, extra = [k for k in want if k not in got], [k for k in got if k not in want]
-    if missing or extra:
-        parts = [f"missing keys {missing!r}"] * bool(missing) + [f"unexpected keys {extra!r}"] * bool(extra)
-        return " and ".join(parts)
+    if missing and extra:
+        return i18n.pick("missing keys {missing} and unexpected keys {extra}", missing=repr(missing), extra=repr(extra))
+    if missing:
+        return i18n.pick("missing keys {missing}", missing=repr(missing))
+    if extra:
+        return i18n.pick("unexpected keys {extra}", extra=repr(extra))
     for key in want:
         inner = difference(got[key], want[key], **options)
         if inner is not None:
-            return f"at key {key!r}: {inner}"
+            return i18n.pick("at key {key}: {inner}", key=repr(key), inner=inner)
     return None
+
+
+def _asked(got: object, want: object) -> str:
+    return i18n.pick("{kind} where {want} is asked", kind=a_kind(got), want=a_kind(want))
 
 
 def _set_difference(got: object, want: Set, *, strict_types: bool) -> str | None:
     if strict_types and type(got) is not type(want):
-        return f"{a_kind(got)} where {a_kind(want)} is asked"
+        return _asked(got, want)
     if _is_array(got):
         got = got.tolist()
     if isinstance(got, (list, tuple)):
         if len(set(got)) != len(got):
-            return "a collection with repeated items where a set (each item once) is asked"
+            return i18n._("a collection with repeated items where a set (each item once) is asked")
         got = set(got)
     if not isinstance(got, Set):
-        return f"{a_kind(got)} where a set is asked"
+        return i18n.pick("{kind} where a set is asked", kind=a_kind(got))
     missing, extra = sorted(map(repr, set(want) - set(got))), sorted(map(repr, set(got) - set(want)))
-    if missing or extra:
-        parts = [f"missing {', '.join(missing)}"] * bool(missing) + [f"unexpected {', '.join(extra)}"] * bool(extra)
-        return " and ".join(parts)
+    if missing and extra:
+        return i18n.pick("missing {missing} and unexpected {extra}", missing=", ".join(missing), extra=", ".join(extra))
+    if missing:
+        return i18n.pick("missing {missing}", missing=", ".join(missing))
+    if extra:
+        return i18n.pick("unexpected {extra}", extra=", ".join(extra))
     return None
 
 
@@ -157,15 +173,15 @@ def _sequence_difference(got: object, want: Sequence, **options: Any) -> str | N
     if _is_tensor(got) and not options["strict_types"]:
         got = got.tolist()
     if not isinstance(got, (list, tuple)):
-        return f"{a_kind(got)} where a list is asked"
+        return i18n.pick("{kind} where a list is asked", kind=a_kind(got))
     if options["strict_types"] and type(got) is not type(want):
-        return f"{a_kind(got)} where {a_kind(want)} is asked"
+        return _asked(got, want)
     if len(got) != len(want):
-        return f"{len(got)} items where {len(want)} were expected"
+        return i18n.pick("{got} items where {want} were expected", got=len(got), want=len(want))
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
         inner = difference(g, w, **options)
         if inner is not None:
-            return f"at position {i}: {inner}"
+            return i18n.pick("at position {i}: {inner}", i=i, inner=inner)
     return None
 
 
@@ -242,10 +258,10 @@ class PropertyCheck:
     def _show(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
         return self.show(args, kwargs) if self.show else describe_call(self.name, args, kwargs)
 
-    def _mismatch(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], what: str) -> _Mismatch:
+    def _mismatch(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], template: str, **values: Any) -> _Mismatch:
         # the input is described only here, for a mismatch: a tensor's repr costs more than most calls
         call = self._show(args, kwargs)
-        return _Mismatch(call, call + what)
+        return _Mismatch(call, i18n.pick(template, call=call, **values))
 
     def try_input(self, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None = None) -> None:
         """Call both functions on copies of one input; raise _Mismatch when the learner's is wrong there."""
@@ -265,21 +281,23 @@ class PropertyCheck:
         except (ExerciseFailure, NotImplementedError):
             raise
         except NoReturn:
-            endless = f" did not return within {check_conditions.CALL_TIMEOUT_S:g} s (an endless loop?)"
-            self.hung = self._mismatch(args, kwargs, endless)
+            endless = "{call} did not return within {limit} s (an endless loop?)"
+            self.hung = self._mismatch(args, kwargs, endless, limit=f"{check_conditions.CALL_TIMEOUT_S:g}")
             raise self.hung from None
         except Exception as e:
-            raise self._mismatch(args, kwargs, f" raised {type(e).__name__}: {e}") from None
+            raise self._mismatch(
+                args, kwargs, "{call} raised {error}: {detail}", error=type(e).__name__, detail=e
+            ) from None
         kept = [i for i in range(len(args)) if i not in self.may_change]
         same = _same_input([args[i] for i in kept], [given_args[i] for i in kept])
         if not (same and _same_input(kwargs, given_kwargs)):
-            changed = " changed its input: return a new value and leave the argument as it was"
+            changed = "{call} changed its input: return a new value and leave the argument as it was"
             raise self._mismatch(args, kwargs, changed)
         wrong = difference(got, want, strict_types=self.strict_types, rtol=self.rtol, atol=self.atol)
         if wrong is None and self.judge is not None:
             wrong = self.judge(given_args, got, want)  # the very objects the learner was handed
             if wrong:
-                raise self._mismatch(args, kwargs, f": {wrong}")
+                raise self._mismatch(args, kwargs, "{call}: {wrong}", wrong=wrong)
             return
         if wrong is not None:
             call = self._show(args, kwargs)  # before `mistakes` sees the input
@@ -292,11 +310,19 @@ class PropertyCheck:
                 described = isinstance(want, str) or (
                     isinstance(got, str) and isinstance(want, (list, tuple, Mapping, Set))
                 )
-                plain = wrong.endswith("was expected") or described  # e.g. an outcome written out, 'raises ValueError'
-                why = "" if plain else f" ({wrong})"
+                if not described and i18n.language() is not None:  # the kinds of why are told apart in English
+                    with i18n.held(None):
+                        english = difference(got, want, strict_types=self.strict_types, rtol=self.rtol, atol=self.atol)
+                else:
+                    english = wrong
+                plain = (
+                    english.endswith("was expected") or described
+                )  # e.g. an outcome written out, 'raises ValueError'
+                why = "" if plain else wrong
             named = self.mistakes(args, got, want) if self.mistakes else None
-            shown = f"{call} returned {shown_got}; expected {shown_want} there{why}"
-            raise _Mismatch(call, shown + (f": {named}" if named else ""))
+            values = {"call": call, "got": shown_got, "want": shown_want, "why": why, "mistake": named}
+            template = "{call} returned {got}; expected {want} there" + (" ({why})" if why else "")
+            raise _Mismatch(call, i18n.pick(template + (": {mistake}" if named else ""), **values))
 
     def run(self) -> str:
         """Try the named cases, then the generated inputs; return a one-line summary or raise ExerciseFailure."""
@@ -309,15 +335,21 @@ class PropertyCheck:
             try:
                 self.try_input(case.args, case.kwargs)
             except _Mismatch as e:
-                why = f" [{case.name}]" if case.name else ""
-                raise ExerciseFailure(e.message + why) from None
+                if not case.name:
+                    raise ExerciseFailure(e.message) from None
+                # a case's name is its lesson's text, translated in the lesson's catalog
+                raise ExerciseFailure(
+                    i18n.pick("{mismatch} [{case}]", mismatch=e.message, case=i18n._(case.name))
+                ) from None
         named = self.tried
         if self.inputs is not None and self.max_examples > 0:
             self._run_generated()
         generated = self.tried - named
         if not named:  # "right on 0 named cases" reads as if nothing was checked
-            return f"right on {generated} generated inputs"
-        return f"right on {named} named cases and {generated} generated inputs"
+            return i18n.pick("right on {generated} generated inputs", generated=generated)
+        return i18n.pick(
+            "right on {named} named cases and {generated} generated inputs", named=named, generated=generated
+        )
 
     def _run_generated(self) -> None:
         from hypothesis import HealthCheck, Phase, Verbosity, given, settings
@@ -347,7 +379,7 @@ class PropertyCheck:
 def compare_on_inputs(answer: Callable[..., Any], reference: Callable[..., Any], **options: Any) -> str:
     """Check `answer` against `reference` on named cases and generated inputs (see PropertyCheck)."""
     if not callable(answer):
-        raise ExerciseFailure(f"the answer should be a function, got {type(answer).__name__}")
+        raise ExerciseFailure(i18n.pick("the answer should be a function, got {kind}", kind=type(answer).__name__))
     return PropertyCheck(answer=answer, reference=reference, **options).run()
 
 
