@@ -172,3 +172,15 @@ def test_bytes_by_function_sums_a_functions_lines() -> None:
     assert bytes_by_function(sites) == {"f": 13, "g": 4}
     with pytest.raises(TypeError, match="Site objects"):
         bytes_by_function([("f", 1)])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("value", [None, 7, "x", float("nan")])
+def test_measure_helpers_name_an_argument_of_the_wrong_type(value):
+    # issue 43 item 8: bytes_by_function(None) ended in "'NoneType' object is not iterable"
+    from verlstudy.lessons.l01_memory_leak.measure import bytes_by_function, write_leak_snapshot
+
+    with pytest.raises(TypeError, match=r"argument sites must be a list of Site objects \(from top_sites\)"):
+        bytes_by_function(value)
+    if not isinstance(value, str):
+        with pytest.raises(TypeError, match=r"argument path must be a \.pickle file's path \(str or Path\)"):
+            write_leak_snapshot(value)

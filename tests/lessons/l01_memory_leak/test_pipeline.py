@@ -204,3 +204,16 @@ def test_the_fix_can_store_another_detach_function() -> None:
     assert all(not t.requires_grad for out in run.forward_data_store for t in out["model_output"].values())
     assert run_pipeline(CFG, 3, detach_fn=counting_detach).forward_data_store[0]["model_output"]["log_probs"].grad_fn
     assert len(calls) == 3, "without detach_outputs the function is not called"
+
+
+@pytest.mark.parametrize("value", [None, 7, "x", {"pp_size": 2}])
+def test_pipeline_helpers_name_a_config_of_the_wrong_type(value):
+    # issue 43 item 8: predicted_leak_bytes(None) ended in "'NoneType' object has no attribute 'seq_len'"
+    for call in (
+        lambda v: pl.make_micro_batches(v, 2),
+        lambda v: predicted_leak_bytes(v),
+        lambda v: pl.predicted_leak_sites(v),
+        lambda v: pl.config_with(v, pp_size=3),
+    ):
+        with pytest.raises(TypeError, match=r"argument config must be a PipelineConfig \(e\.g\. PipelineConfig"):
+            call(value)

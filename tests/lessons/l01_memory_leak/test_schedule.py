@@ -39,3 +39,16 @@ def test_the_plot_prints_what_it_draws(capsys):
     out = capsys.readouterr().out
     assert "stage 0: F0@0 F1@1 B0@3" in out and "stage 1: F0@1 B0@2 F1@3" in out
     assert held["last stage, store keeps graphs (leak)"][-1] == 3
+
+
+@pytest.mark.parametrize("value", [None, "2", [1], float("nan")])
+def test_schedule_helpers_name_an_argument_of_the_wrong_type(value):
+    # issue 43 item 8: schedule_timeline(None, 4) ended in "'NoneType' object cannot be interpreted as an integer"
+    with pytest.raises(TypeError, match=r"argument pp_size must be a positive integer"):
+        schedule_timeline(value, 4)
+    with pytest.raises(TypeError, match=r"argument num_micro_batches must be a positive integer"):
+        plot_schedule(2, value, show=False)
+    with pytest.raises(TypeError, match=r"argument slots(\[0\])? must be (a list, each item )?a Slot"):
+        pinned_graphs(value, 0, store_keeps_graphs=True)
+    with pytest.raises(TypeError, match=r"argument stage must be an integer"):
+        pinned_graphs(schedule_timeline(2, 2), value, store_keeps_graphs=True)

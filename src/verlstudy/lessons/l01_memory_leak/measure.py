@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from verlstudy.common.memtrace import AllocationTracker, Site, snapshot_from_tracker
+from verlstudy.kit.params import check_path, got
 from verlstudy.kit.tables import Table
 from verlstudy.lessons.l01_memory_leak.pipeline import (
     PipelineConfig,
@@ -115,6 +116,8 @@ def measure_entropy(
 
 def bytes_by_function(sites: Sequence[Site]) -> dict[str, int]:
     """Live bytes per allocating function (a function's several lines summed), in the sites' order."""
+    if isinstance(sites, str) or not isinstance(sites, Sequence):
+        raise TypeError(f"argument sites must be a list of Site objects (from top_sites), got {got(sites)}")
     totals: dict[str, int] = {}
     for site in sites:
         if not isinstance(site, Site):
@@ -176,7 +179,7 @@ def leak_snapshot(config: PipelineConfig | None = None, num_micro_batches: int =
 
 def write_leak_snapshot(path: str | Path) -> Path:
     """Write `leak_snapshot()` as a pickle, the file format `torch.cuda.memory._dump_snapshot` uses."""
-    path = Path(path)
+    path = check_path("path", path, what="a .pickle file's path (str or Path)")
     if path.suffix != ".pickle":
         raise ValueError(f"path must end in .pickle, got {path.name}")
     path.write_bytes(pickle.dumps(leak_snapshot(), protocol=4))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from verlstudy.kit.params import check_int, check_items, positive_int
 from verlstudy.lessons.l01_memory_leak.gloo_ranks import one_f_one_b_order
 
 FORWARD, BACKWARD = "F", "B"
@@ -29,6 +30,7 @@ class Slot:
 
 def schedule_timeline(pp_size: int, num_micro_batches: int) -> list[Slot]:
     """Every stage's 1F1B steps with their start slot (each step takes one slot; a stage runs one at a time)."""
+    pp_size, num_micro_batches = positive_int("pp_size", pp_size), positive_int("num_micro_batches", num_micro_batches)
     orders = [one_f_one_b_order(pp_size, r, num_micro_batches) for r in range(pp_size)]
     done: dict[tuple[int, str, int], int] = {}  # (stage, kind, micro-batch) -> end slot
     position, clock = [0] * pp_size, [0] * pp_size
@@ -63,6 +65,10 @@ def pinned_graphs(slots: list[Slot], stage: int, *, store_keeps_graphs: bool) ->
     In flight: forwards done whose backward has not run. With `store_keeps_graphs` (the last stage
     without the fix) a graph also stays while the store references it, until the mini-batch ends.
     """
+    slots = check_items("slots", slots, Slot, what="a Slot (from schedule_timeline)")
+    check_int("stage", stage, minimum=0, kind="argument")
+    if not slots:
+        raise ValueError("argument slots must hold at least one Slot (from schedule_timeline)")
     end = max(s.start for s in slots) + 1
     counts = []
     for t in range(end):
