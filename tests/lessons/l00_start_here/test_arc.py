@@ -95,3 +95,26 @@ def test_read_cells_and_course_arcs_refuse_what_is_not_a_notebook(tmp_path):
         section_headings("## a string")
     with pytest.raises(TypeError, match="heading must be a string"):
         stage_of(3)
+
+
+@pytest.mark.parametrize("value", [None, 7, [1], float("nan")])
+def test_arc_helpers_name_an_argument_of_the_wrong_type(value):
+    # issue 43 item 8: these ended in pathlib's raw error, or "'int' object has no attribute 'get'"
+    from verlstudy.lessons.l00_start_here import arc
+
+    calls = [
+        (arc.read_cells, r"argument path must be a \.ipynb notebook's path \(str or Path\)"),
+        (arc.course_arcs, r"argument notebooks must be a folder of lesson notebooks \(str or Path\)"),
+        (arc.lesson_minutes, r"argument notebooks must be a folder of lesson notebooks \(str or Path\)"),
+        (arc.arc_table, r"argument arcs(\[0\])? must be (a list, each item )?a LessonArc"),
+        (lambda v: arc.lesson_arc(v, []), r"argument code must be a lesson code like '03'"),
+        (lambda v: arc.ends_with_claims_table([v]), r"argument cells\[0\] must be a notebook cell \(a dict\)"),
+        (lambda v: arc.section_headings([v]), r"argument cells\[0\] must be a notebook cell \(a dict\)"),
+        (lambda v: arc.lesson_arc("03", [v]), r"argument cells\[0\] must be a notebook cell \(a dict\)"),
+    ]
+    if not isinstance(value, list):
+        calls.append((arc.ends_with_claims_table, r"argument cells must be a list of notebook cells"))
+    for call, named in calls:
+        with pytest.raises(TypeError, match=named) as info:
+            call(value)
+        assert "\n" not in str(info.value)

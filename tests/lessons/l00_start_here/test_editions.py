@@ -75,3 +75,10 @@ def test_a_line_that_is_no_rung_is_none_and_a_non_line_is_refused():
     assert editions.rung_of("exercise 0.1: not yet right") is None
     with pytest.raises(TypeError, match="line must be a printed line"):
         editions.rung_of(None)
+
+
+@pytest.mark.parametrize("value", [None, 7, "x", [1]])
+def test_exercise_cells_names_a_cell_of_the_wrong_type(value):
+    # issue 43 item 8: exercise_cells([1]) ended in "'int' object has no attribute 'get'"
+    with pytest.raises(TypeError, match=r"argument cells\[0\] must be a notebook cell \(a dict\)"):
+        exercise_cells([value])

@@ -37,3 +37,12 @@ def test_lesson_minutes_reads_each_title_cell(tmp_path):
     (tmp_path / "02_y.ipynb").write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": "# 02"}]}))
     with pytest.raises(ValueError, match="states no"):
         lesson_minutes(tmp_path)
+
+
+@pytest.mark.parametrize("value", [None, 7, {"mini_batches": 2}])
+def test_draw_rl_step_names_a_split_of_the_wrong_type(value):
+    # issue 43 item 8: draw_rl_step(None) ended in "'NoneType' object has no attribute 'mini_batches'"
+    from verlstudy.lessons.l00_start_here.primer import draw_rl_step
+
+    with pytest.raises(TypeError, match=r"argument split must be a BatchSplit \(from batch_split\)"):
+        draw_rl_step(value)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from verlstudy.kit.params import check_items, check_path, check_str, got
 from verlstudy.kit.tables import Table
 
 # The stages in arc order, each with the words a heading uses to name it (lower case, whole words).
@@ -61,7 +62,7 @@ def _source(cell: Mapping[str, object]) -> str:
 
 def read_cells(path: Path) -> list[dict[str, object]]:
     """The cells of the notebook at `path` (plain JSON: no kernel, no nbformat)."""
-    path = Path(path)
+    path = check_path("path", path, what="a .ipynb notebook's path (str or Path)")
     if path.suffix != ".ipynb" or not path.is_file():
         raise ValueError(f"path must be an existing .ipynb notebook, got {str(path)!r}")
     cells = json.loads(path.read_text(encoding="utf-8")).get("cells")
@@ -70,10 +71,20 @@ def read_cells(path: Path) -> list[dict[str, object]]:
     return cells
 
 
+def _check_cells(cells: object) -> None:
+    """A list of notebook cells (dicts), as read_cells returns: a one-line TypeError naming the first that is not."""
+    if isinstance(cells, str | bytes | Mapping) or not isinstance(cells, Sequence):
+        raise TypeError(f"argument cells must be a list of notebook cells (from read_cells), got {got(cells)}")
+    for i, cell in enumerate(cells):
+        if not isinstance(cell, Mapping):
+            raise TypeError(f"argument cells[{i}] must be a notebook cell (a dict), got {got(cell)}")
+
+
 def section_headings(cells: Sequence[Mapping[str, object]]) -> list[str]:
     """The level-2 headings (`## ...`) of the notebook's Markdown cells, in order, without the `## `."""
     if isinstance(cells, str | bytes) or not isinstance(cells, Sequence):
         raise TypeError(f"cells must be a list of notebook cells, got {type(cells).__name__}")
+    _check_cells(cells)
     return [
         line[3:].strip()
         for cell in cells
@@ -93,12 +104,14 @@ def stage_of(heading: str) -> list[str]:
 
 def ends_with_claims_table(cells: Sequence[Mapping[str, object]]) -> bool:
     """Whether the notebook's last code cell is the call `claims_table()`."""
+    _check_cells(cells)
     code = [_source(c).strip() for c in cells if c.get("cell_type") == "code"]
     return bool(code) and code[-1] == "claims_table()"
 
 
 def lesson_arc(code: str, cells: Sequence[Mapping[str, object]]) -> LessonArc:
     """Map one lesson's sections onto the arc."""
+    check_str("code", code, what="a lesson code like '03' (a str)")
     headings = section_headings(cells)
     stages: dict[str, int | None] = dict.fromkeys(ARC)
     for index, heading in enumerate(headings):
@@ -110,7 +123,7 @@ def lesson_arc(code: str, cells: Sequence[Mapping[str, object]]) -> LessonArc:
 
 def course_arcs(notebooks: Path) -> list[LessonArc]:
     """Every lesson notebook `NN_*.ipynb` in the folder `notebooks`, mapped onto the arc, by lesson code."""
-    notebooks = Path(notebooks)
+    notebooks = check_path("notebooks", notebooks, what="a folder of lesson notebooks (str or Path)")
     if not notebooks.is_dir():
         raise ValueError(f"notebooks must be a folder of lesson notebooks, got {str(notebooks)!r}")
     paths = sorted(p for p in notebooks.iterdir() if NOTEBOOK_NAME.match(p.name))
@@ -119,6 +132,7 @@ def course_arcs(notebooks: Path) -> list[LessonArc]:
 
 def arc_table(arcs: Iterable[LessonArc]) -> Table:
     """A table (shown with `show_table`): one row per lesson, a column per stage (y: a section names it, -: none)."""
+    arcs = check_items("arcs", arcs, LessonArc, what="a LessonArc (from course_arcs or lesson_arc)")
     header = ["lesson", *ARC, "in order"]
     rows = [
         [a.code, *("y" if a.stages[s] is not None else "-" for s in ARC), "yes" if a.in_order else "NO"] for a in arcs
@@ -131,7 +145,7 @@ TIME_LINE = re.compile(r"\*\*Time:\*\*\D{0,20}?(\d+)\s*min")
 
 def lesson_minutes(notebooks: Path) -> dict[str, int]:
     """Lesson code -> the minutes its title cell states (`**Time:** N minutes`), for every notebook in the folder."""
-    notebooks = Path(notebooks)
+    notebooks = check_path("notebooks", notebooks, what="a folder of lesson notebooks (str or Path)")
     if not notebooks.is_dir():
         raise ValueError(f"notebooks must be a folder of lesson notebooks, got {str(notebooks)!r}")
     found: dict[str, int] = {}

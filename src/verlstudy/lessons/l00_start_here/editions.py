@@ -18,6 +18,7 @@ from IPython.utils.capture import capture_output
 
 from verlstudy.kit import i18n
 from verlstudy.kit.exercises import attempts_held, check_exercise, exercise_results
+from verlstudy.kit.params import got
 
 EXERCISE_TAG = re.compile(r"^exercise-(\d+\.\d+)$")
 
@@ -32,6 +33,9 @@ def exercise_cells(cells: Sequence[Mapping[str, object]]) -> list[dict[str, obje
     """One row per solution cell: exercise id, its tags, and the tags of the next code cell (its checker)."""
     if isinstance(cells, str | bytes) or not isinstance(cells, Sequence):
         raise TypeError(f"cells must be a list of notebook cells, got {type(cells).__name__}")
+    for i, cell in enumerate(cells):
+        if not isinstance(cell, Mapping):
+            raise TypeError(f"argument cells[{i}] must be a notebook cell (a dict), got {got(cell)}")
     code = [c for c in cells if c.get("cell_type") == "code"]
     rows = []
     for i, cell in enumerate(code):

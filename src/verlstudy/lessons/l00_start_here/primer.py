@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verlstudy.kit.params import positive_int
+from verlstudy.kit.params import check_instance, positive_int
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,7 @@ def batch_split(prompts: int, n: int, mini_batch_prompts: int, micro_batch: int,
 
 def draw_rl_step(split: BatchSplit) -> None:
     """Draw the RL step (phases left to right, the update opened into mini- and micro-batches); print it too."""
+    check_instance("split", split, BatchSplit, what="a BatchSplit (from batch_split)")
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyBboxPatch
 
