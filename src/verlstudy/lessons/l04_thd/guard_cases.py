@@ -16,6 +16,7 @@ import io
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 import torch
 
@@ -88,7 +89,7 @@ class _GuardCall:
     args: tuple[object, ...]
     rows: list[int] = field(default_factory=list)  # 4.2: how many rows each call of the split was handed
     asked: list[tuple[int, object, object]] = field(default_factory=list)  # 4.2: (rows, cp, rank) of each split
-    split_errors: list[tuple[BaseException, int]] = field(default_factory=list)  # 4.2: the split's errors, rows
+    split_errors: list[tuple[BaseException, int]] = field(default_factory=list)  # the impl's errors, rows handed
     tried: list[tuple[torch.Tensor, int, int]] = field(default_factory=list)  # 4.3: (ids, tp, cp) of each padding
     raised: bool = False
     returned: object = None
@@ -164,6 +165,15 @@ class WatchedGuard:
         return None
 
 
+def raise_as_failed(call: _GuardCall, error: Exception) -> NoReturn:
+    """Re-raise the guard's `error`; as a failure (AssertionError) when it is the implementation's own error that
+    the guard let propagate: a test that errors has failed, so a guard that calls a broken implementation and lets
+    its exception out did its job (the exception is not the guard's own bug)."""
+    if any(err is error for err, _ in call.split_errors):
+        raise AssertionError(f"the implementation raised {type(error).__name__}: {error}") from error
+    raise error
+
+
 class SplitGuardRun(WatchedGuard):
     """4.2's guard, handed a watched split: a bare AssertionError, the split's own error on rows the guard chose,
     and a guard that never splits the seq_len rows it was given are named."""
@@ -203,7 +213,7 @@ class SplitGuardRun(WatchedGuard):
                         f"with cp={cp}, but the guard was given seq_len={seq_len}: split the rows you are given "
                         f"({type(e).__name__}: {e})"
                     ) from None
-            raise
+            raise_as_failed(self.calls[-1], e)
 
     def why_let_through(self, impl: Callable[..., object], passed: Sequence[tuple[object, ...]]) -> str | None:
         why = super().why_let_through(impl, passed)
@@ -262,9 +272,21 @@ class PadGuardRun(WatchedGuard):
     def handed(self, impl: Callable[..., object], call: _GuardCall) -> Callable[..., object]:
         def watched(ids: torch.Tensor, pad_id: int, tp: int, cp: int) -> object:
             call.tried.append((ids, tp, cp))
-            return impl(ids, pad_id, tp, cp)
+            try:
+                return impl(ids, pad_id, tp, cp)
+            except Exception as e:
+                call.split_errors.append((e, -1))
+                raise
 
         return watched
+
+    def __call__(self, impl: Callable[..., object], *args: object) -> None:
+        try:
+            super().__call__(impl, *args)
+        except AssertionError:
+            raise
+        except Exception as e:
+            raise_as_failed(self.calls[-1], e)
 
     def why_let_through(self, impl: Callable[..., object], passed: Sequence[tuple[object, ...]]) -> str | None:
         why = super().why_let_through(impl, passed)

@@ -8,6 +8,7 @@ is each checker's `method`, shown after repeated tries or by `exercise_hint`.
 from __future__ import annotations
 
 import functools
+import string
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -73,11 +74,14 @@ _NAMES = (
     "mindspeed.megatron_adaptor", "my-adaptor", "pkg:mod", "x\ty", "B", "_private",
 )  # fmt: skip
 _GAPS = ("", " ", "  ", "\t", " \t")
+# any other typed name: letters, digits and every printable punctuation but the comma (a semicolon or a pipe
+# a person may type between names is part of a name: only a comma separates)
+_TYPED = st.text(alphabet="abcXYZ019" + "".join(c for c in string.punctuation if c != ","), min_size=1, max_size=6)
 
 
 @st.composite
 def _env_value(draw: Any) -> tuple[str]:
-    entry = st.tuples(st.sampled_from(_GAPS), st.sampled_from(("", *_NAMES)), st.sampled_from(_GAPS))
+    entry = st.tuples(st.sampled_from(_GAPS), st.sampled_from(("", *_NAMES)) | _TYPED, st.sampled_from(_GAPS))
     entries = draw(st.lists(entry, max_size=6))
     return (",".join(f"{left}{name}{right}" for left, name, right in entries),)
 
@@ -136,10 +140,10 @@ def check_parse_modules(fn: Callable[[str], list[str]]) -> str:
 
     Contract. Returns, as a list of str (a tuple passes), the entries between commas with the blanks (spaces
     and tabs) around each removed, entries that are blank or empty dropped, every other entry kept as written
-    (capitals, a blank, tab, dash or colon inside it, a name written twice), in the order written; the empty
-    value gives an empty list. Only a comma separates. Domain: hand-typed values of zero to six entries
-    (Dockerfiles, workflows), blanks of any mix around them, a trailing comma, only commas, only blanks;
-    strings are immutable, so there is no effect to check.
+    (capitals, a blank, tab, dash, colon, semicolon or any other character but a comma inside it, a name
+    written twice), in the order written; the empty value gives an empty list. Only a comma separates.
+    Domain: hand-typed values of zero to six entries (Dockerfiles, workflows), blanks of any mix around them, a
+    trailing comma, only commas, only blanks; strings are immutable, so there is no effect to check.
     """
     return compare_on_inputs(
         fn, _reference_parse, inputs=_env_value(), edge_cases=_PARSE_CASES, mistakes=_parse_names, name="parse_modules"
