@@ -128,3 +128,12 @@ def test_verl_tree_helpers_name_an_argument_of_the_wrong_type(value):
         assert "\n" not in str(info.value)
     with pytest.raises(ValueError, match="before and after must not be empty"):
         verl_tree.config_table((), ())
+
+
+@pytest.mark.parametrize("value", [None, 7, [1], float("nan")])
+def test_dataclass_fields_names_a_source_of_the_wrong_type(value):
+    # issue 43 item 8: dataclass_fields({"a.py": 7}, ...) ended in "compile() arg 1 must be a string"
+    with pytest.raises(TypeError, match=r"argument sources\['a\.py'\] must be Python source text \(a str\)"):
+        verl_tree.dataclass_fields({"a.py": value}, "Engine")
+    with pytest.raises(TypeError, match=r"argument class_name must be a class name \(a str\)"):
+        verl_tree.dataclass_fields({"a.py": "x = 1"}, value)

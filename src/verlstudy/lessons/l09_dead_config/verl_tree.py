@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from verlstudy.kit.params import check_items
+from verlstudy.kit.params import check_items, check_str
 from verlstudy.kit.tables import Table
 from verlstudy.kit.upstream import UpstreamMoved, verl_root, verl_version
 from verlstudy.lessons.l09_dead_config.errors import ConfigError
@@ -60,6 +60,9 @@ def dataclass_fields(sources: Mapping[str, str], class_name: str) -> list[str]:
     names (a redeclared field keeps its first place; `ClassVar`s and plain assignments are not fields)."""
     if not isinstance(sources, Mapping):
         raise TypeError("sources must be a mapping of file name -> Python source text")
+    for file, text in sources.items():
+        check_str(f"sources[{file!r}]", text, what="Python source text (a str)")
+    check_str("class_name", class_name, what="a class name (a str)")
     classes = _classes(sources)
     if class_name not in classes:
         raise LookupError(f"no top-level class {class_name!r} in {', '.join(sorted(sources)) or 'no sources'}")
