@@ -60,6 +60,7 @@ class Actor:  # three levels: actor -> engine -> router_replay / profiler
     ppo_micro_batch_size: int  # no default: `Actor()` raises
     engine: Engine = field(default_factory=Engine)
     profiler: Union[Profiler, None] = None  # noqa: UP007
+    replay: Replay | None = None  # PEP 604's spelling: a types.UnionType, not a typing.Union
     use_kl_loss: bool = False
 
 
@@ -70,6 +71,7 @@ ResolvedEngine = dataclasses.make_dataclass(
         ("router_replay", Replay, field(default_factory=Replay)),
         ("profiler", Optional[Profiler], None),  # noqa: UP045
         ("checkpoint", Union[None, Replay], None),  # noqa: UP007
+        ("tuning", Replay | None, None),
     ],
     bases=(BaseEngine,),
     namespace={"__module__": __name__},
