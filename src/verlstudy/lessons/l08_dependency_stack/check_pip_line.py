@@ -286,7 +286,7 @@ def _named(manifest: StackManifest, got: object, want: frozenset[tuple[str, str]
 )
 def check_pip_line(fn: Callable[[StackManifest], str], manifests: Collection[StackManifest] = ()) -> str:
     """Exercise 8.2: `pip_line(manifest)`: the contract is this module's docstring."""
-    extra_cases = [Case((m,), f"the lesson's manifest {m.name!r}") for m in manifests]
+    extra_cases = [Case((m,), i18n.pick("the lesson's manifest {name}", name=repr(m.name))) for m in manifests]
     try:
         return compare_on_inputs(
             _installed(fn),

@@ -146,7 +146,8 @@ def _swept_cases(seed: int = 8) -> list[Case]:
         (tags if pick % 2 else branches).append(held)
         kinds = (list, tuple, set, frozenset, deque)
         ref = _near(held, pick)
-        cases.append(Case((ref, kinds[pick % 5](tags), kinds[(pick + 2) % 5](branches)), f"generated: {ref!r}"))
+        named = i18n.pick("generated: {ref}", ref=repr(ref))  # built per check: in the learner's language
+        cases.append(Case((ref, kinds[pick % 5](tags), kinds[(pick + 2) % 5](branches)), named))
     digits = "".join(rng.choice(_HEX) for _ in range(64))
     hashes = [digits[:n] for n in (7, 8, 9, 11, 12, 20, 39, 40)]
     near_hashes = [digits[:n] for n in (1, 5, 6, 41, 64)] + [
@@ -155,7 +156,8 @@ def _swept_cases(seed: int = 8) -> list[Case]:
         digits[:3] + " " + digits[3:10], "٠١٢٣٤٥٦٧", digits[:9] + "g", "\t", " ",
     ]  # fmt: skip
     for i, ref in enumerate(hashes + near_hashes):
-        cases.append(Case((ref, (), deque(rng.sample(words, 2))) if i % 2 else (ref, set(), []), f"generated: {ref!r}"))
+        named = i18n.pick("generated: {ref}", ref=repr(ref))
+        cases.append(Case((ref, (), deque(rng.sample(words, 2))) if i % 2 else (ref, set(), []), named))
     return cases
 
 

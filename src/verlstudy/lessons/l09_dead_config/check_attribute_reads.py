@@ -143,7 +143,8 @@ def _swept_cases(seed: int = 9) -> list[Case]:
     for template in STATEMENTS:
         names = rng.sample(ATTRS, 3)
         text = _statement(template, names, rng.choice(OBJECTS), rng.choice("\"'")) + "\n"
-        cases.append(Case((text,), f"generated: {template.splitlines()[0][:40]!r}"))
+        named = i18n.pick("generated: {statement}", statement=repr(template.splitlines()[0][:40]))  # per check
+        cases.append(Case((text,), named))
     engine = data_dir() / "engine_config" / "engine.py"
     cases.append(Case((engine.read_text(encoding="utf-8"),), "the lesson's fixture engine.py"))
     return cases
