@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from verlstudy.kit import i18n
+
 
 class UpstreamError(Exception):
     """Base class: something about the upstream source is not as this lesson expects."""
@@ -282,8 +284,10 @@ def verl_available(release: str | None = None) -> bool:
 def skip_line(release: str | None = None) -> str:
     """The one line an upstream cell prints when the verl source it needs is absent."""
     if release is None:
-        return SKIP_LINE
-    return f"[skip] verl {release} was not fetched: `make setup` puts it in <venv>/verl-releases/{release}"
+        return i18n._(SKIP_LINE)
+    return i18n.pick(
+        "[skip] verl {release} was not fetched: `make setup` puts it in <venv>/verl-releases/{release}", release=release
+    )
 
 
 def upstream_cell(body: Callable[[], object], *, releases: Sequence[str] = ()) -> None:
@@ -301,6 +305,14 @@ def upstream_cell(body: Callable[[], object], *, releases: Sequence[str] = ()) -
     body()
 
 
+# the line an upstream cell prints, by the comparison's status (kit.i18n translates the words, never the names)
+UPSTREAM_LINES = {
+    "agree": "[upstream] verl {version}: {upstream}: agree on {cases} cases",
+    "differ": "[upstream] verl {version}: {upstream}: differ on {cases} cases",
+    "not comparable": "[upstream] verl {version}: {upstream}: not comparable ({why})",
+}
+
+
 def report_check(lesson: str, runs: Sequence[Callable[[], Comparison]]) -> None:
     """A lesson's upstream cell: run each comparison and print one line each, or one skip line without verl.
 
@@ -308,11 +320,13 @@ def report_check(lesson: str, runs: Sequence[Callable[[], Comparison]]) -> None:
     lesson whose facts moved.
     """
     if not verl_available():
-        print(SKIP_LINE)
+        print(skip_line())
         return
     for run in runs:
         row = run()
-        print(f"[upstream] verl {row.version}: {row.upstream}: {row.status} on {row.cases} cases")
+        template = UPSTREAM_LINES.get(row.status, "[upstream] verl {version}: {upstream}: {status} on {cases} cases")
+        print(i18n.pick(template, version=row.version, upstream=row.upstream, cases=row.cases, why=row.detail,
+                        status=row.status))  # fmt: skip
         if row.status != "agree":
             raise AssertionError(f"lesson {lesson}: upstream differs: {row.detail}")
 
@@ -320,6 +334,6 @@ def report_check(lesson: str, runs: Sequence[Callable[[], Comparison]]) -> None:
 def report_not_comparable(entry: NotComparable) -> None:
     """A lesson's upstream cell where there is nothing to call: one line saying why."""
     if not verl_available():
-        print(SKIP_LINE)
+        print(skip_line())
         return
-    print(f"[upstream] verl {verl_version()}: {entry.upstream}: not comparable ({entry.why})")
+    print(i18n.pick(UPSTREAM_LINES["not comparable"], version=verl_version(), upstream=entry.upstream, why=entry.why))
