@@ -169,6 +169,6 @@ def expect_error(exc_type: type[BaseException], match: str | None = None) -> Ite
         message = str(e).strip()
         if match is not None and match not in message:
             raise AssertionError(f"expected {exc_type.__name__} mentioning {match!r}, got: {message}") from e
-        print(i18n.pick("expected {error}: {message}", error=type(e).__name__, message=message))
+        print(i18n.pick("expected {error}: {text}", error=type(e).__name__, text=message))
     else:
         raise AssertionError(f"expected {exc_type.__name__}, but nothing was raised")
