@@ -107,3 +107,7 @@ def test_the_progress_legend_follows_the_language(monkeypatch):
     assert legend() == LEGEND
     monkeypatch.setenv(i18n.LANG_ENV, "zh_CN")
     assert legend().startswith("ok 正确 · ")
+
+
+def test_a_field_may_share_the_name_of_picks_own_parameter(english):
+    assert i18n.pick("{template}: {message}", template="a", message="b") == "a: b"

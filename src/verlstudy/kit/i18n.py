@@ -123,6 +123,7 @@ def _(message: str) -> str:
     return translations(lang).gettext(message)
 
 
-def pick(message: str, **values: object) -> str:
-    """`_(message)` with its `{named}` fields filled in: one template per line, in every language alike."""
-    return _(message).format(**values)
+def pick(template: str, /, **values: object) -> str:
+    """`_(template)` with its `{named}` fields filled in: one template per line, in every language alike (a field
+    may be called anything, `message` and `template` too)."""
+    return _(template).format(**values)
