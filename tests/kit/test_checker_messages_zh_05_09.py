@@ -13,20 +13,11 @@ import re
 
 import pytest
 
-from tests.answer_sets.heldout import _module, cases
+from tests.answer_sets.heldout import FIRST_SET, _module, cases
 from verlstudy.kit import exercises, i18n
 
-LESSONS = (5, 6, 7, 8, 9)
-# answers whose mistake the checker does not name: their message is the kit's own frame ("... returned ...;
-# expected ... there [case]"), which properties.py translates, not the lesson
-UNNAMED = {
-    ("6.2", "env_value.split on None crashes"),
-    ("6.2", "appends toylib.model to the caller's list"),
-    ("7.3", "divides by the variance"),
-    ("9.1", "list with repeats"),
-    ("9.2", "pops _target_ from the caller's data"),
-    ("9.2", "recurses into any truthy value"),
-}
+LESSONS = range(5, 10)
+SETS = (FIRST_SET, "heldout_2026_12b")  # each tester's wrong answers
 CJK = re.compile(r"[\u4e00-\u9fff]")
 DIGITS = re.compile(r"\d+")
 ADDRESS = re.compile(r" at 0x[0-9a-f]+")  # an object's repr: its address differs from run to run
@@ -51,15 +42,14 @@ def _no_attempt_log(monkeypatch):
     monkeypatch.delenv(i18n.SESSION_ENV, raising=False)
 
 
-def _wrong_answers() -> list:
-    found = [c for n in LESSONS for c in cases(range(n, n + 1)) if c[1] == "WRONG"]
-    unnamed = pytest.mark.xfail(reason="the kit's frame, not a checker's message", strict=False)
-    return [pytest.param(*c, marks=unnamed) if (c[0], c[2]) in UNNAMED else c for c in found]
+WRONG = [(answer_set, *case) for answer_set in SETS for case in cases(LESSONS, answer_set) if case[1] == "WRONG"]
 
 
-@pytest.mark.parametrize(("exercise", "group", "label"), _wrong_answers())
-def test_a_held_out_answer_gets_its_message_in_chinese_with_the_english_numbers(monkeypatch, exercise, group, label):
-    args = getattr(_module("ex_" + exercise.replace(".", "_")), group)[label]
+@pytest.mark.parametrize(("answer_set", "exercise", "group", "label"), WRONG)
+def test_a_held_out_answer_gets_its_message_in_chinese_with_the_english_numbers(
+    monkeypatch, answer_set, exercise, group, label
+):
+    args = getattr(_module("ex_" + exercise.replace(".", "_"), answer_set), group)[label]
     monkeypatch.delenv(i18n.LANG_ENV, raising=False)
     verdict, english = _message(exercise, args)
     monkeypatch.setenv(i18n.LANG_ENV, "zh_CN")
