@@ -155,3 +155,16 @@ def test_the_lesson_is_the_lesson_package_that_starts_it():
     namespace = {**vars(lesson_start), "__name__": "verlstudy.lessons.l07_grpo_recipe.params"}
     found = eval("_lesson_started()", namespace)  # called from a module of lesson 07's package
     assert found == 7
+
+
+def test_the_set_up_makes_hint_and_solution_answer_before_any_check():
+    # a notebook's namespace is __main__'s: run the set-up there and ask for the solution first (a learner did)
+    namespace = {"__name__": "__main__", "start_lesson": start_lesson}
+    exec("dev, seed = start_lesson('cpu', 0, announce=False)", namespace)
+    assert callable(namespace["show_solution"]) and callable(namespace["exercise_hint"])
+    mine = {"__name__": "__main__", "start_lesson": start_lesson, "exercise_hint": "my own"}
+    exec("start_lesson('cpu', 0, announce=False)", mine)
+    assert mine["exercise_hint"] == "my own"  # a name the learner bound is kept
+    module = {"__name__": "some_module", "start_lesson": start_lesson}
+    exec("start_lesson('cpu', 0, announce=False)", module)
+    assert "show_solution" not in module  # only a notebook's or console's namespace is touched

@@ -11,6 +11,7 @@ import torch
 
 from verlstudy.kit.claims import reset_claims
 from verlstudy.kit.devices import pick_device
+from verlstudy.kit.exercises import _offer_help
 from verlstudy.kit.params import check_int
 from verlstudy.kit.seeding import seed_everything
 
@@ -60,9 +61,11 @@ def start_lesson(
     It also freezes the garbage collector's view of what exists so far (`gc.freeze()`): the imports' heap is never
     garbage, and a lesson's later collections (and `gc.collect()` calls) then scan only the objects it made.
 
-    Before seeding it pays the exercise checkers' one-off costs (`prepare_checks`: the lesson's checks imported,
-    hypothesis run once), so a learner's first check answers as fast as the next one. The lesson is `lesson`, or
-    else the lesson package that called this or that the notebook imported (`_lesson_started`).
+    It puts `exercise_hint` and `show_solution` in the notebook's namespace (a name the learner bound is kept), so
+    they answer before any check has run. Before seeding it pays the exercise checkers' one-off costs
+    (`prepare_checks`: the lesson's checks imported, hypothesis run once), so a learner's first check answers as
+    fast as the next one. The lesson is `lesson`, or else the lesson package that called this or that the notebook
+    imported (`_lesson_started`).
 
     Returns (device, seed).
     """
@@ -72,6 +75,7 @@ def start_lesson(
     else:
         dev = pick_device(device)
     checked = check_int("seed", seed, minimum=0, maximum=SEED_MAXIMUM)
+    _offer_help(sys._getframe(1).f_globals)  # exercise_hint and show_solution answer from the first cell on
     prepare_checks(lesson if lesson is not None else _lesson_started())
     checked_seed = seed_everything(checked)
     reset_claims()
