@@ -85,3 +85,11 @@ def test_check_str_path_instance_and_items_name_the_argument_on_one_line():
         check_items("pins", {"a": 1}, int, what="a Pin")
     with pytest.raises(TypeError, match=r"got str 'x{59}\.\.\.$"):
         check_instance("tree", "x" * 200 + "\n", dict, what="a dict")
+
+
+def test_check_callable_names_what_is_not_a_function():
+    from verlstudy.kit.params import check_callable
+
+    assert check_callable("ours", len) is len
+    with pytest.raises(TypeError, match=r"^argument ours must be a function \(or None\), got int 7$"):
+        check_callable("ours", 7, what="a function (or None)")

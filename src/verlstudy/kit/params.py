@@ -127,3 +127,10 @@ def check_items(
         if not isinstance(item, cls):
             raise TypeError(f"{kind} {name}[{i}] must be {what}, got {got(item)}")
     return items
+
+
+def check_callable(name: str, value: object, *, what: str = "a function", kind: str = "argument") -> Any:
+    """Return `value` if it can be called, else a one-line TypeError: `argument ours must be a function, got int 7`."""
+    if not callable(value):
+        raise TypeError(f"{kind} {name} must be {what}, got {got(value)}")
+    return value

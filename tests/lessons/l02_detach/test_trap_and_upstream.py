@@ -8,6 +8,7 @@ import torch
 from verlstudy.common.memtrace import AllocationTracker
 from verlstudy.common.trees import detach_tree, detach_tree_always, grad_attached_paths
 from verlstudy.kit.upstream import verl_available
+from verlstudy.lessons.l02_detach import upstream as upstream_module
 from verlstudy.lessons.l02_detach.trees import (
     TinyCheckpointedLM,
     detach_like_6699,
@@ -111,3 +112,20 @@ def test_differences_names_a_function_of_the_wrong_type(value):
         differences({}, value, detach_tree)
     with pytest.raises(TypeError, match=r"argument theirs must be a detach function \(tree -> tree\)"):
         differences({}, detach_tree, value)
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        ({"cases": None}, r"argument cases must be a positive integer, got NoneType None"),
+        ({"cases": "3"}, r"argument cases must be a positive integer"),
+        ({"seed": [1]}, r"argument seed must be an integer, got list"),
+        ({"ours": 7}, r"argument ours must be a function \(the code under comparison\) or None, got int 7"),
+    ],
+)
+def test_compare_detach_tree_names_an_argument_of_the_wrong_type(args, named):
+    # issue 43 item 8: cases=None ended in "'NoneType' object cannot be interpreted as an integer"
+    with pytest.raises(TypeError, match=named):
+        upstream_module.compare_detach_tree(**args)
+    with pytest.raises(TypeError, match=r"argument cases must be a positive integer"):
+        upstream_module.upstream_check(None)

@@ -302,3 +302,20 @@ def test_guards_name_an_argument_of_the_wrong_type(value) -> None:
         with pytest.raises(TypeError, match=named) as info:
             call(value)
         assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        ({"cases": None}, r"argument cases must be a positive integer, got NoneType None"),
+        ({"cases": "3"}, r"argument cases must be a positive integer"),
+        ({"seed": [1]}, r"argument seed must be an integer, got list"),
+        ({"ours": 7}, r"argument ours must be a function \(the code under comparison\) or None, got int 7"),
+    ],
+)
+def test_compare_config_attr_names_an_argument_of_the_wrong_type(args, named):
+    # issue 43 item 8: cases=None ended in "'NoneType' object cannot be interpreted as an integer"
+    with pytest.raises(TypeError, match=named):
+        verl_fns.compare_config_attr(**args)
+    with pytest.raises(TypeError, match=r"argument cases must be a positive integer"):
+        verl_fns.upstream_check(None)

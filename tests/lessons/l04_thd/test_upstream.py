@@ -86,3 +86,20 @@ def test_load_util_names_its_names_of_the_wrong_type(value):
     # issue 43 item 8: load_util(None) ended in "'NoneType' object is not iterable" inside kit.upstream
     with pytest.raises(TypeError, match=r"argument names(\[0\])? must be (a list, each item )?a function name"):
         l04.load_util(value)
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        ({"cases": None}, r"argument cases must be a positive integer, got NoneType None"),
+        ({"cases": "3"}, r"argument cases must be a positive integer"),
+        ({"seed": [1]}, r"argument seed must be an integer, got list"),
+        ({"ours": 7}, r"argument ours must be a function \(the code under comparison\) or None, got int 7"),
+    ],
+)
+def test_compare_thd_padding_names_an_argument_of_the_wrong_type(args, named):
+    # issue 43 item 8: cases=None ended in "'NoneType' object cannot be interpreted as an integer"
+    with pytest.raises(TypeError, match=named):
+        l04.compare_thd_padding(**args)
+    with pytest.raises(TypeError, match=r"argument cases must be a positive integer"):
+        l04.upstream_check(None)

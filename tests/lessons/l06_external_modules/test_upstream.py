@@ -139,3 +139,20 @@ def test_upstream_imports_names_a_value_of_the_wrong_type(value):
     # issue 43 item 8: upstream_imports(7) ended in a raw AttributeError inside verl's hook ('int' ... 'split')
     with pytest.raises(TypeError, match=r"argument value must be the variable's value \(a str\) or None \(unset\)"):
         l06.upstream_imports(value)
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        ({"cases": None}, r"argument cases must be a positive integer, got NoneType None"),
+        ({"cases": "3"}, r"argument cases must be a positive integer"),
+        ({"seed": [1]}, r"argument seed must be an integer, got list"),
+        ({"ours": 7}, r"argument ours must be a function \(the code under comparison\) or None, got int 7"),
+    ],
+)
+def test_compare_hook_names_an_argument_of_the_wrong_type(args, named):
+    # issue 43 item 8: cases=None ended in "'NoneType' object cannot be interpreted as an integer"
+    with pytest.raises(TypeError, match=named):
+        l06.compare_hook(**args)
+    with pytest.raises(TypeError, match=r"argument cases must be a positive integer"):
+        l06.upstream_check(None)

@@ -92,3 +92,20 @@ def test_upstream_check_skips_in_one_line_without_verl(monkeypatch, capsys):
     monkeypatch.setattr(kit, "verl_root", absent)
     l09.upstream_check()
     assert capsys.readouterr().out == kit.SKIP_LINE + "\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        ({"cases": None}, r"argument cases must be a positive integer, got NoneType None"),
+        ({"cases": "3"}, r"argument cases must be a positive integer"),
+        ({"seed": [1]}, r"argument seed must be an integer, got list"),
+        ({"build": 7}, r"argument build must be a function \(the code under comparison\) or None, got int 7"),
+    ],
+)
+def test_compare_engine_config_names_an_argument_of_the_wrong_type(args, named):
+    # issue 43 item 8: cases=None ended in "'NoneType' object cannot be interpreted as an integer"
+    with pytest.raises(TypeError, match=named):
+        l09.compare_engine_config(**args)
+    with pytest.raises(TypeError, match=r"argument cases must be a positive integer"):
+        l09.upstream_check(None)

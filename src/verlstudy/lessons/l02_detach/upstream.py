@@ -9,7 +9,7 @@ import torch
 
 from verlstudy.common.trees import detach_tree
 from verlstudy.kit import upstream
-from verlstudy.kit.params import check_instance, check_items, got
+from verlstudy.kit.params import check_callable, check_instance, check_int, check_items, got, positive_int
 from verlstudy.kit.upstream import Comparison, report_check
 from verlstudy.lessons.l02_detach.astcheck import Store, check_sources, upstream_engine_files
 
@@ -104,6 +104,10 @@ def _same_result(original: object, ours: object, theirs: object) -> str | None:
 
 
 def compare_detach_tree(cases: int = 300, seed: int = 0, ours: Callable[[object], object] | None = None) -> Comparison:
+    cases = positive_int("cases", cases)
+    seed = check_int("seed", seed, minimum=0, kind="argument")
+    if ours is not None:
+        check_callable("ours", ours, what="a function (the code under comparison) or None")
     ours = ours or detach_tree
     theirs = upstream_detach_tree()
     rng = random.Random(seed)
@@ -159,4 +163,5 @@ COMPARISONS = (compare_detach_tree, check_engine_call_sites)
 
 def upstream_check(cases: int = 50) -> None:
     """The lesson's upstream cell: one line per comparison, a skip line without verl; raises if upstream differs."""
+    cases = positive_int("cases", cases)
     report_check("02", [lambda: compare_detach_tree(cases), check_engine_call_sites])

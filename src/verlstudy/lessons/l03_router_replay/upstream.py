@@ -31,7 +31,7 @@ from torch import nn
 
 from verlstudy.common.heap import collector_paused
 from verlstudy.kit import upstream
-from verlstudy.kit.params import positive_int
+from verlstudy.kit.params import check_callable, check_int, positive_int
 from verlstudy.kit.upstream import Comparison, report_check
 from verlstudy.lessons.l03_router_replay.moe import ReplayAction, RouterReplay, TinyMoE, TopKRouter
 from verlstudy.lessons.l03_router_replay.pipeline import toy_global_routes
@@ -365,6 +365,10 @@ def _outcome(fn: Callable[[object, str], object], config: object) -> tuple[str, 
 
 
 def compare_config_attr(cases: int = 300, seed: int = 0, ours: Callable[[object, str], object] | None = None):
+    cases = positive_int("cases", cases)
+    seed = check_int("seed", seed, minimum=0, kind="argument")
+    if ours is not None:
+        check_callable("ours", ours, what="a function (the code under comparison) or None")
     ours = ours or get_text_config_attr
     theirs = load_hf_config_attr()
     rng = random.Random(seed)
@@ -382,6 +386,8 @@ def compare_config_attr(cases: int = 300, seed: int = 0, ours: Callable[[object,
 
 def compare_merge(cases: int = 20, seed: int = 0):
     """Our `local_stage_routes` against verl's `merge_router_topk_indices` on shuffled toy decoders."""
+    cases = positive_int("cases", cases)
+    seed = check_int("seed", seed, minimum=0, kind="argument")
     rng = random.Random(seed)
     for i in range(cases):
         n_layers, topk, batch, seq = rng.randint(1, 4), rng.randint(1, 2), rng.randint(1, 2), rng.randint(1, 4)
@@ -404,4 +410,5 @@ COMPARISONS = (compare_config_attr, compare_merge)
 
 def upstream_check(cases: int = 50) -> None:
     """The lesson's upstream cell: one line per comparison, a skip line without verl; raises if upstream differs."""
+    cases = positive_int("cases", cases)
     report_check("03", [lambda: compare_config_attr(cases), lambda: compare_merge(max(cases // 5, 1))])

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import torch
 
 from verlstudy.kit import upstream
-from verlstudy.kit.params import check_items, positive_int
+from verlstudy.kit.params import check_callable, check_int, check_items, positive_int
 from verlstudy.kit.upstream import Comparison, report_check
 from verlstudy.lessons.l04_thd.thd import pad_nested
 
@@ -114,6 +114,10 @@ def bshd_engine(tp: int, cp: int = 1) -> tuple[PadFn, Callable[..., tuple]]:
 
 
 def compare_thd_padding(cases: int = 300, seed: int = 0, ours: Callable[..., object] | None = None) -> Comparison:
+    cases = positive_int("cases", cases)
+    seed = check_int("seed", seed, minimum=0, kind="argument")
+    if ours is not None:
+        check_callable("ours", ours, what="a function (the code under comparison) or None")
     ours = ours or pad_nested
     name = "verl/models/mcore/util.py::build_vlm_attn_mask_thd"
     mpu = FakeParallelState()  # its sizes are set per case
@@ -146,4 +150,5 @@ COMPARISONS = (compare_thd_padding,)
 
 def upstream_check(cases: int = 50) -> None:
     """The lesson's upstream cell: one line per comparison, a skip line without verl; raises if upstream differs."""
+    cases = positive_int("cases", cases)
     report_check("04", [lambda: compare_thd_padding(cases)])

@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from verlstudy.kit import upstream
-from verlstudy.kit.params import check_str
+from verlstudy.kit.params import check_callable, check_int, check_str, positive_int
 from verlstudy.kit.upstream import Comparison, MissingCollaborator, UpstreamMoved, report_check
 from verlstudy.lessons.l06_external_modules.modules_env import ENV_VAR, TOY_SOURCES, split_like_verl_091
 
@@ -191,6 +191,10 @@ def _outcome(run: Callable[[RecordingImportlib], None]) -> tuple[list[str], str]
 def compare_hook(cases: int = 300, seed: int = 0, ours: Callable[[str | None], list[str]] | None = None) -> Comparison:
     """The course's reconstruction (import each name of split_like_verl_091(value), in order) against
     upstream's hook and import_external_libs: the same imports, the same failing entry, on generated values."""
+    cases = positive_int("cases", cases)
+    seed = check_int("seed", seed, minimum=0, kind="argument")
+    if ours is not None:
+        check_callable("ours", ours, what="a function (the code under comparison) or None")
     ours = ours or split_like_verl_091
     version = upstream.verl_version()
     switch = _Switch()
@@ -223,4 +227,5 @@ COMPARISONS = (compare_hook,)
 
 def upstream_check(cases: int = 50) -> None:
     """The lesson's upstream cell: one line for the comparison, a skip line without verl; raises if upstream differs."""
+    cases = positive_int("cases", cases)
     report_check("06", [lambda: compare_hook(cases)])

@@ -14,6 +14,7 @@ import torch
 
 from verlstudy.kit import upstream
 from verlstudy.kit.claims import claim
+from verlstudy.kit.params import check_callable, check_int, positive_int
 from verlstudy.kit.upstream import Comparison, report_check
 from verlstudy.lessons.l07_grpo_recipe.correction import RecipeLoss, recipe_loss
 from verlstudy.lessons.l07_grpo_recipe.grpo import group_advantages, policy_loss
@@ -72,6 +73,10 @@ def _close(a: float, b: float, tol: float = 1e-9) -> bool:
 
 
 def compare_policy_loss(cases: int = 300, seed: int = 0, ours: Callable[..., object] | None = None) -> Comparison:
+    cases = positive_int("cases", cases)
+    seed = check_int("seed", seed, minimum=0, kind="argument")
+    if ours is not None:
+        check_callable("ours", ours, what="a function (the code under comparison) or None")
     ours = ours or policy_loss
     name = "verl/trainer/ppo/core_algos.py::compute_policy_loss_vanilla"
     gen = torch.Generator().manual_seed(seed)
@@ -95,6 +100,10 @@ def compare_policy_loss(cases: int = 300, seed: int = 0, ours: Callable[..., obj
 
 
 def compare_group_advantages(cases: int = 300, seed: int = 0, ours: Callable[..., object] | None = None) -> Comparison:
+    cases = positive_int("cases", cases)
+    seed = check_int("seed", seed, minimum=0, kind="argument")
+    if ours is not None:
+        check_callable("ours", ours, what="a function (the code under comparison) or None")
     ours = ours or group_advantages
     name = "verl/trainer/ppo/core_algos.py::compute_grpo_outcome_advantage"
     theirs = core_algos_functions()["compute_grpo_outcome_advantage"]
@@ -193,6 +202,10 @@ def toy_recipe_batch(shape: tuple[int, int], seed: int, spread: float = 0.8, mis
 
 
 def compare_recipe_loss(cases: int = 300, seed: int = 0, ours: Callable[..., RecipeLoss] | None = None) -> Comparison:
+    cases = positive_int("cases", cases)
+    seed = check_int("seed", seed, minimum=0, kind="argument")
+    if ours is not None:
+        check_callable("ours", ours, what="a function (the code under comparison) or None")
     ours = ours or recipe_loss
     name = "verl/trainer/ppo/rollout_corr_helper.py + core_algos.py::kl_penalty, compute_policy_loss_vanilla"
     rng = random.Random(seed)
@@ -257,6 +270,7 @@ COMPARISONS = (compare_policy_loss, compare_group_advantages, compare_recipe_los
 
 def upstream_check(cases: int = 50) -> None:
     """The lesson's upstream cell: one line per comparison, a skip line without verl; raises if upstream differs."""
+    cases = positive_int("cases", cases)
     report_check(
         "07",
         [

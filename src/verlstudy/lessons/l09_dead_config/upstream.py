@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from verlstudy.kit import upstream
+from verlstudy.kit.params import check_callable, check_int, positive_int
 from verlstudy.kit.upstream import Comparison, UpstreamMoved, report_check, upstream_file
 from verlstudy.lessons.l09_dead_config import loading, schema
 from verlstudy.lessons.l09_dead_config.errors import ConfigError
@@ -141,6 +142,12 @@ def compare_engine_config(
     `to_dict` -> YAML text -> `build`. Type mismatches are not generated: upstream's `_target_` path does not
     check types (hydra passes the values to the constructor), so the course's stricter `build` differs by design.
     """
+    cases = positive_int("cases", cases)
+    seed = check_int("seed", seed, minimum=0, kind="argument")
+    if build is not None:
+        check_callable("build", build, what="a function (the code under comparison) or None")
+    if to_dict is not None:
+        check_callable("to_dict", to_dict, what="a function (the code under comparison) or None")
     build, to_dict = build or schema.build, to_dict or schema.to_dict
     name = "verl/workers/config/engine.py::McoreEngineConfig"
     version = upstream.verl_version()
@@ -180,5 +187,6 @@ COMPARISONS = (compare_engine_config,)
 
 def upstream_check(cases: int = 50) -> None:
     """The lesson's upstream cell: one line per comparison, a skip line without verl; raises if upstream differs."""
+    cases = positive_int("cases", cases)
     # a case writes and reads YAML text, a few times the cost of other lessons' cases; verify-upstream runs 300
     report_check("09", [lambda: compare_engine_config(max(cases // 2, 1))])
