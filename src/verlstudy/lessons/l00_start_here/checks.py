@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from verlstudy.kit import i18n
 from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.kit.hygiene import sanitize, unstable_fragments
 from verlstudy.kit.properties import Case, compare_on_inputs
@@ -52,24 +53,30 @@ def _sample_mistake(fn: Callable[[int, int], object], watch: GlobalStreamWatch) 
     def name(args: tuple[Any, ...], got: object, want: torch.Tensor) -> str | None:
         seed, n = args
         if type(got).__module__ == "numpy":
-            return "that is numpy's random generator: the exercise asks for the draws torch makes from this seed"
+            return i18n._(
+                "that is numpy's random generator: the exercise asks for the draws torch makes from this seed"
+            )
         if isinstance(got, (list, tuple)) and not isinstance(got, torch.Tensor):
-            return "a Python list (Python's random module?): the exercise asks for a torch tensor of torch's draws"
+            return i18n._(
+                "a Python list (Python's random module?): the exercise asks for a torch tensor of torch's draws"
+            )
         if not isinstance(got, torch.Tensor):
-            return "return a torch tensor"
+            return i18n._("return a torch tensor")
         if got.dim() != 1 or got.shape[0] != n:
-            return f"the sample has shape {tuple(got.shape)}: is the parameter n (here {n}) used?"
+            return i18n.pick(
+                "the sample has shape {shape}: is the parameter n (here {n}) used?", shape=tuple(got.shape), n=n
+            )
         if _numpy_draws(seed, n, got):
-            return (
+            return i18n._(
                 "those are numpy's draws for this seed, wrapped in a tensor: the exercise asks for the draws torch "
                 "makes from this seed"
             )
         if got.dtype != want.dtype:
-            return f"the draws are {got.dtype}: torch's default float32 is asked"
+            return i18n.pick("the draws are {dtype}: torch's default float32 is asked", dtype=got.dtype)
         if torch.equal(got, torch.rand(n, generator=_generator(seed))):
-            return "these are uniform draws in [0, 1): standard-normal draws are asked"
+            return i18n._("these are uniform draws in [0, 1): standard-normal draws are asked")
         if DREW in watch.effects_of(seed, n):
-            return (
+            return i18n._(
                 "these numbers come from the global stream every cell shares, which this seed does not start "
                 "(each earlier draw moved it): the numbers must depend on the seed alone"
             )
@@ -78,13 +85,13 @@ def _sample_mistake(fn: Callable[[int, int], object], watch: GlobalStreamWatch) 
         except Exception:
             return None
         if isinstance(again, torch.Tensor) and not torch.equal(first, again):
-            return (
+            return i18n._(
                 "two calls with the same seed gave different numbers: each call must start from the seed, not from "
                 "where a generator kept from an earlier call (or the global one) left off"
             )
         if isinstance(other, torch.Tensor) and torch.equal(got, other):
-            return "two different seeds gave the same numbers: the seed parameter is not used"
-        return "other numbers than torch's generator seeded with this seed draws: which seed, which generator?"
+            return i18n._("two different seeds gave the same numbers: the seed parameter is not used")
+        return i18n._("other numbers than torch's generator seeded with this seed draws: which seed, which generator?")
 
     return name
 
@@ -104,7 +111,7 @@ def _numpy_draws(seed: int, n: int, got: torch.Tensor) -> bool:
 
 def _plain_tensor(args: tuple[Any, ...], got: torch.Tensor, want: torch.Tensor) -> str | None:
     if got.requires_grad:
-        return "the tensor requires grad: a sample is data, and every use of it would build an autograd graph"
+        return i18n._("the tensor requires grad: a sample is data, and every use of it would build an autograd graph")
     return None
 
 
@@ -115,16 +122,20 @@ def _calls_stay_apart(watch: GlobalStreamWatch) -> None:
     watch(12, 33)
     if kept is not None and not torch.equal(first, kept):
         raise ExerciseFailure(
-            "seeded_sample(12, 33) changed the tensor an earlier call, seeded_sample(11, 20), returned: each call "
-            "must return a tensor of its own, not one buffer filled again"
+            i18n._(
+                "seeded_sample(12, 33) changed the tensor an earlier call, seeded_sample(11, 20), returned: each call "
+                "must return a tensor of its own, not one buffer filled again"
+            )
         )
     if isinstance(first, torch.Tensor):
         first.add_(1.0)
         again = watch(11, 20)
         if isinstance(again, torch.Tensor) and not torch.equal(again, _reference_sample(11, 20)):
             raise ExerciseFailure(
-                "after the caller added 1 to what seeded_sample(11, 20) returned, calling it again gave those "
-                "changed numbers: each call must return a new tensor, not one kept from an earlier call"
+                i18n._(
+                    "after the caller added 1 to what seeded_sample(11, 20) returned, calling it again gave those "
+                    "changed numbers: each call must return a new tensor, not one kept from an earlier call"
+                )
             )
 
 
@@ -161,7 +172,9 @@ def check_seeded_sample(seeded_sample: Callable[[int, int], torch.Tensor]) -> st
     set too) and n from 1 to thousands, on both sides of torch's 16-value vectorised sampling path.
     """
     if not callable(seeded_sample):
-        raise ExerciseFailure(f"the answer should be a function, got {type(seeded_sample).__name__}")
+        raise ExerciseFailure(
+            i18n.pick("the answer should be a function, got {kind}", kind=type(seeded_sample).__name__)
+        )
     watch = GlobalStreamWatch(seeded_sample)
     summary = compare_on_inputs(
         watch,
@@ -241,7 +254,9 @@ def check_unstable_detector(find_unstable: Callable[[str], list[str]]) -> str:
     semicolon or a full stop (a path, whose end the exercise leaves open, before a space or the line's end).
     """
     if not callable(find_unstable):
-        raise ExerciseFailure(f"the answer should be a function, got {type(find_unstable).__name__}")
+        raise ExerciseFailure(
+            i18n.pick("the answer should be a function, got {kind}", kind=type(find_unstable).__name__)
+        )
     return compare_on_inputs(
         as_found(find_unstable, _reference_unstable),
         _reference_unstable,

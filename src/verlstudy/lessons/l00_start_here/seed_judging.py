@@ -19,6 +19,8 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from verlstudy.kit import i18n
+
 # torch's functions that seed a global generator, by the module that holds them (looked up when a call runs)
 _SEEDING = {
     "torch": ("manual_seed", "seed"),
@@ -157,26 +159,36 @@ def _same_numpy_state(a: Any, b: Any) -> bool:
     return a[0] == b[0] and bool(np.array_equal(a[1], b[1])) and tuple(a[2:]) == tuple(b[2:])
 
 
+# one whole sentence per effect, for translation (kit/locale/zh_CN/l00.po)
 EFFECT_MESSAGES = {
     SEEDED: (
-        "seeds one of torch's global generators, even if the state is put back afterwards: torch.manual_seed "
-        "seeds the CPU's and every accelerator's generator (CUDA's is queued until CUDA starts, and restoring "
-        "the CPU state or forking the devices torch knows of here does not undo it), and while the seed is in "
-        "place any other draw in the process gets your stream. Draw from a generator that belongs to this call, "
-        "and seed nothing global"
+        "seeded_sample({seed}, {n}) gives the right numbers but seeds one of torch's global generators, even if the "
+        "state is put back afterwards: torch.manual_seed seeds the CPU's and every accelerator's generator (CUDA's "
+        "is queued until CUDA starts, and restoring the CPU state or forking the devices torch knows of here does "
+        "not undo it), and while the seed is in place any other draw in the process gets your stream. Draw from a "
+        "generator that belongs to this call, and seed nothing global"
     ),
-    MOVED: "moved the global RNG (seeded it, or drew from it, and left it so): sampling here changes what every "
-    "later cell draws",
+    MOVED: (
+        "seeded_sample({seed}, {n}) gives the right numbers but moved the global RNG (seeded it, or drew from it, "
+        "and left it so): sampling here changes what every later cell draws"
+    ),
     DREW: (
-        "draws from the global stream every cell shares (even if its state is put back afterwards): while it "
-        "is in use, nothing else may draw from it. Draw from a generator that belongs to this call"
+        "seeded_sample({seed}, {n}) gives the right numbers but draws from the global stream every cell shares "
+        "(even if its state is put back afterwards): while it is in use, nothing else may draw from it. Draw from "
+        "a generator that belongs to this call"
     ),
-    PYTHON: "moved Python's random module's global stream, which the exercise leaves alone",
-    NUMPY: "moved numpy's global random stream, which the exercise leaves alone",
+    PYTHON: (
+        "seeded_sample({seed}, {n}) gives the right numbers but moved Python's random module's global stream, "
+        "which the exercise leaves alone"
+    ),
+    NUMPY: (
+        "seeded_sample({seed}, {n}) gives the right numbers but moved numpy's global random stream, which the "
+        "exercise leaves alone"
+    ),
 }
 
 
 def effect_message(call: tuple[int, int], effect: str) -> str:
     """One line for the learner: the call, what it did to a global stream, and why that matters."""
     seed, n = call
-    return f"seeded_sample({seed}, {n}) gives the right numbers but {EFFECT_MESSAGES[effect]}"
+    return i18n.pick(EFFECT_MESSAGES[effect], seed=seed, n=n)

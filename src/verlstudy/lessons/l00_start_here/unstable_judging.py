@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from verlstudy.kit import i18n
+
 # The six kinds in the forms the exercise states (the reference is their every match)
 KINDS = {
     "memory address": r"0x[0-9a-fA-F]{6,}",
@@ -129,24 +131,36 @@ def as_found(fn: Callable[[str], object], reference: Callable[[str], list[str]])
     return run
 
 
+# how a duration reads, by (with decimals, with a space before the unit): whole phrases, for translation
+_DURATION_WORDS = {
+    (False, False): "a duration in {unit}, with no space before the unit",
+    (False, True): "a duration in {unit}, with a space before the unit",
+    (True, False): "a duration in {unit}, with decimals, with no space before the unit",
+    (True, True): "a duration in {unit}, with decimals, with a space before the unit",
+}
+_UNIT_WORDS = {"s": "seconds", "ms": "milliseconds", "us": "microseconds"}
+_A_KIND = {"temporary path": "a temporary path", "process id": "a process id"}  # named by their kind alone
+
+
 def _feature(fragment: str) -> str:
     """What sets this fragment apart within its kind, in words."""
     kind = kind_of(fragment)
+    if kind == "memory address" and any(c in "ABCDEF" for c in fragment):
+        return i18n.pick("an address of {digits} hex digits with uppercase hex digits", digits=len(fragment) - 2)
     if kind == "memory address":
-        upper = " with uppercase hex digits" * any(c in "ABCDEF" for c in fragment)
-        return f"an address of {len(fragment) - 2} hex digits{upper}"
+        return i18n.pick("an address of {digits} hex digits", digits=len(fragment) - 2)
     if kind == "duration":
         unit = re.search(r"(ms|us|s)$", fragment).group(1)  # type: ignore[union-attr]
-        parts = [{"s": "seconds", "ms": "milliseconds", "us": "microseconds"}[unit]]
-        parts += ["with decimals"] * ("." in fragment)
-        parts += ["with a space before the unit" if " " in fragment else "with no space before the unit"]
-        return "a duration in " + ", ".join(parts)
+        words = _DURATION_WORDS["." in fragment, " " in fragment]
+        return i18n.pick(words, unit=i18n._(_UNIT_WORDS[unit]))
     if kind == "date":
-        return "a date with a time (THH:MM)" if "T" in fragment else "a date"
+        return i18n._("a date with a time (THH:MM)") if "T" in fragment else i18n._("a date")
     if kind == "local port":
         host, digits = fragment.split(":")
-        return f"a local port on {host} ({len(digits)} digit{'s' * (len(digits) > 1)})"
-    return f"a {kind}" if kind else "a changing fragment"
+        if len(digits) > 1:
+            return i18n.pick("a local port on {host} ({count} digits)", host=host, count=len(digits))
+        return i18n.pick("a local port on {host} ({count} digit)", host=host, count=len(digits))
+    return i18n._(_A_KIND.get(str(kind), "a changing fragment"))
 
 
 def _contexts(text: str, fragment: str) -> tuple[str, str]:
@@ -169,56 +183,98 @@ def mistake_namer(fn: Callable[[str], object]) -> Callable[[tuple[Any, ...], Any
     def name(args: tuple[Any, ...], got: Any, want: list[str]) -> str | None:
         (text,) = args
         if not isinstance(got, (list, tuple, set, frozenset)):
-            return "return a list of the fragments (strings)"
+            return i18n._("return a list of the fragments (strings)")
         if not all(isinstance(g, str) for g in got):
-            return "return each fragment as one string (the whole match), not a group or a match object"
+            return i18n._("return each fragment as one string (the whole match), not a group or a match object")
         extra = [g for g in got if g not in want]
         missing = [w for w in want if w not in got]
         for g in extra:
             for w in missing:
                 if g.strip().lower() == w.lower():
-                    return f"{g!r} where the line has {w!r}: return each fragment exactly as it stands in the line"
+                    return i18n.pick(
+                        "{got} where the line has {want}: return each fragment exactly as it stands in the line",
+                        got=repr(g),
+                        want=repr(w),
+                    )
                 if g in w:
-                    return f"{g!r} is only part of the changing fragment {w!r}: match the whole fragment"
+                    return i18n.pick(
+                        "{got} is only part of the changing fragment {want}: match the whole fragment",
+                        got=repr(g),
+                        want=repr(w),
+                    )
                 if w in g:
-                    return f"{g!r} holds more than the changing fragment {w!r}: match it and nothing around it"
+                    return i18n.pick(
+                        "{got} holds more than the changing fragment {want}: match it and nothing around it",
+                        got=repr(g),
+                        want=repr(w),
+                    )
         if extra:
             g = extra[0]
             if re.fullmatch(r"0x[0-9a-fA-F]{1,5}", g):
-                return f"{g!r} has fewer than 6 hex digits: the exercise's addresses have at least 6, this is stable"
+                return i18n.pick(
+                    "{got} has fewer than 6 hex digits: the exercise's addresses have at least 6, this is stable",
+                    got=repr(g),
+                )
             near = re.search(r"\d+(?:\.\d+)?\s?(?:s|ms|us)(?=[a-z])", text)
             if near and g in near.group(0) + text[near.end() : near.end() + 10]:
                 word = re.match(r"\S+\s?\S*", text[near.start() :]).group(0)  # type: ignore[union-attr]
-                return f"{g!r} comes from {word!r}, a stable count: a unit is a whole word, not the start of one"
-            return f"{extra} is stable text (the same every run), not something that changes"
+                return i18n.pick(
+                    "{got} comes from {word}, a stable count: a unit is a whole word, not the start of one",
+                    got=repr(g),
+                    word=repr(word),
+                )
+            return i18n.pick("{extra} is stable text (the same every run), not something that changes", extra=extra)
         counts_got, counts_want = Counter(got), Counter(want)
         if not missing:
             twice = [g for g in counts_got if counts_got[g] > counts_want[g]]
-            return f"{twice[0]!r} is named more times than it occurs in the line" if twice else None
+            if not twice:
+                return None
+            return i18n.pick("{got} is named more times than it occurs in the line", got=repr(twice[0]))
         w = missing[0]
         alone = found(w)
         if w not in alone and any(a != w and a.strip().lower() == w.lower() for a in alone):
-            return f"you return {w!r} changed: return each fragment exactly as it stands in the line"
+            return i18n.pick(
+                "you return {want} changed: return each fragment exactly as it stands in the line", want=repr(w)
+            )
         if w not in alone:
-            return f"you missed {w!r}, {_feature(w)}, which changes between runs"
+            return i18n.pick(
+                "you missed {want}, {feature}, which changes between runs", want=repr(w), feature=_feature(w)
+            )
         same = [f for f in got if kind_of(f) == kind_of(w) and f != w]
         if same and w not in found(f"{same[0]} ; {w}"):
-            return (
-                f"you missed {w!r}, a second {kind_of(w)} in the line after {same[0]!r}: is only the first match of "
-                "each kind kept?"
+            return i18n.pick(
+                "you missed {want}, a second {kind} in the line after {first}: is only the first match of each kind "
+                "kept?",
+                want=repr(w),
+                kind=i18n._(str(kind_of(w))),
+                first=repr(same[0]),
             )
         others = [f for f in got if f != w]
         if others and w not in found(f"{others[0]} ; {w}"):
-            return (
-                f"you missed {w!r}, found alone but not after {others[0]!r} in one line: is only the first fragment "
-                "of a line kept?"
+            return i18n.pick(
+                "you missed {want}, found alone but not after {first} in one line: is only the first fragment of a "
+                "line kept?",
+                want=repr(w),
+                first=repr(others[0]),
             )
         before, after = _contexts(text, w)
         if w not in found(f"x {w} y"):
-            return f"you missed {w!r}, {_feature(w)}, when words stand around it"
+            return i18n.pick(
+                "you missed {want}, {feature}, when words stand around it", want=repr(w), feature=_feature(w)
+            )
         if before or after:
-            where = " and ".join([f"right after {before!r}"] * bool(before) + [f"right before {after!r}"] * bool(after))
-            return f"you missed {w!r} where it stands {where}: the fragment is the same with punctuation around it"
-        return f"you missed {w!r}, {_feature(w)}, which changes between runs"
+            return i18n.pick(_STANDS[bool(before), bool(after)], want=repr(w), before=repr(before), after=repr(after))
+        return i18n.pick("you missed {want}, {feature}, which changes between runs", want=repr(w), feature=_feature(w))
 
     return name
+
+
+# a fragment missed with punctuation around it, by (something right before it, something right after it)
+_STANDS = {
+    (True, False): "you missed {want} where it stands right after {before}: the fragment is the same with punctuation "
+    "around it",
+    (False, True): "you missed {want} where it stands right before {after}: the fragment is the same with punctuation "
+    "around it",
+    (True, True): "you missed {want} where it stands right after {before} and right before {after}: the fragment is "
+    "the same with punctuation around it",
+}
