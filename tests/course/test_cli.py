@@ -122,3 +122,13 @@ def test_a_stopped_refresh_says_what_was_written_in_one_line_and_exits_130(monke
     out, err = capsys.readouterr()
     assert out == "00_start_here: 0 change(s)\n"
     assert err.count("\n") == 1 and "interrupted while executing 01_memory_leak_attribution" in err
+
+
+def test_lesson_numbers_after_an_option_are_lessons_too(capsys):
+    # `edition zh_CN --update 07` failed with "unrecognized arguments: 07"; a lesson list may follow the options
+    assert main(["plan", "--start", "10:00", "00", "--no-breaks", "05"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 1")]
+    assert [row.split(" | ")[1][:2] for row in rows] == ["00", "05", "Wr"]  # both lessons, then the wrap-up
+    with pytest.raises(SystemExit, match="2"):  # argparse's own usage error, as before
+        main(["plan", "05", "--nope"])
+    assert "unrecognized arguments: --nope" in capsys.readouterr().err

@@ -340,7 +340,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    # argparse gives a `lessons` list only the words before the first option: `edition zh_CN --update 07` (or
+    # `run --timeout 60 00 05`) leaves the later lesson numbers over; they are lessons too
+    if extra and isinstance(getattr(args, "lessons", None), list) and not any(e.startswith("-") for e in extra):
+        args.lessons += extra
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if getattr(args, "workers", 1) < 1:
         print("verlstudy: --workers must be at least 1", file=sys.stderr)
         return 2
