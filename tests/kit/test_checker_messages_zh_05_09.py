@@ -73,3 +73,12 @@ def test_where_to_look_the_question_and_the_method_are_translated(exercise):
     ):
         if text:
             assert CJK.search(catalog.gettext(text)), f"{exercise}: {text}"
+
+
+def test_8_2_says_what_the_command_installs_in_either_language(monkeypatch):
+    answer = (lambda manifest: "pip install torchvision=0.25.0",)  # pip refuses '=': nothing is installed
+    monkeypatch.delenv(i18n.LANG_ENV, raising=False)
+    assert _message("8.2", answer)[1].startswith("what pip_line(StackManifest(")
+    monkeypatch.setenv(i18n.LANG_ENV, "zh_CN")
+    chinese = _message("8.2", answer)[1]
+    assert chinese.startswith("pip_line(StackManifest(") and ") 安装的是：无（shell 或 pip 拒绝这一行）；" in chinese

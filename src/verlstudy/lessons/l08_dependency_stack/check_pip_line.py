@@ -298,8 +298,25 @@ def check_pip_line(fn: Callable[[StackManifest], str], manifests: Collection[Sta
             name="pip_line",
             max_examples=40,
         )
-    except ExerciseFailure as e:  # the call shows the read-back pins; say so (in English: the kit's frame reworded)
-        message = str(e)
-        if i18n.language() is None:
-            message = message.replace("pip_line(", "what pip_line(", 1).replace(") returned", ") installs", 1)
-        raise ExerciseFailure(message) from None
+    except ExerciseFailure as e:  # the call shows the read-back pins; say so
+        raise ExerciseFailure(_installs(str(e))) from None
+
+
+# the kit's failing-input line (kit.properties) and 8.2's reading of it: what follows the call is what it installs
+_RETURNED = "{call} returned {got}; expected {want} there"
+_INSTALLS = "what {call} installs {got}; expected {want} there"
+
+
+def _around_call(template: str) -> list[str]:
+    """What a translated template puts before its {call} and between it and {got} (one item if not in that order)."""
+    return i18n._(template).split("{got}")[0].split("{call}")
+
+
+def _installs(message: str) -> str:
+    """The kit's line reworded in the learner's language: 'what pip_line(...) installs' for 'pip_line(...) returned'."""
+    if i18n.language() is None:  # English, as it has always read
+        return message.replace("pip_line(", "what pip_line(", 1).replace(") returned", ") installs", 1)
+    kit, ours = _around_call(_RETURNED), _around_call(_INSTALLS)
+    if len(kit) != 2 or len(ours) != 2 or not message.startswith(kit[0] + "pip_line(") or kit[1] not in message:
+        return message
+    return ours[0] + message[len(kit[0]) :].replace(kit[1], ours[1], 1)
