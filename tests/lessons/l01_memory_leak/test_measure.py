@@ -184,3 +184,12 @@ def test_measure_helpers_name_an_argument_of_the_wrong_type(value):
     if not isinstance(value, str):
         with pytest.raises(TypeError, match=r"argument path must be a \.pickle file's path \(str or Path\)"):
             write_leak_snapshot(value)
+
+
+@pytest.mark.parametrize("value", [None, "0", [1]])
+def test_leak_snapshot_names_a_seed_of_the_wrong_type(value):
+    # issue 43 item 8: leak_snapshot(seed=None) ended in torch's "int() argument must be a string ... not 'NoneType'"
+    from verlstudy.lessons.l01_memory_leak.measure import leak_snapshot
+
+    with pytest.raises(TypeError, match=r"argument seed must be an integer"):
+        leak_snapshot(seed=value)

@@ -448,3 +448,12 @@ def test_assert_nonzero_grad_names_params_of_the_wrong_type(value):
 
     with pytest.raises(TypeError, match=r"argument params(\[0\])? must be (a )?\(name, parameter\) pair"):
         assert_nonzero_grad(value)
+
+
+@pytest.mark.parametrize("value", [None, "0", [1]])
+def test_saved_input_lifetime_names_a_seed_of_the_wrong_type(value):
+    # issue 43 item 8: seed=None ended in torch's "int() argument must be a string ... not 'NoneType'"
+    from verlstudy.lessons.l02_detach.trees import saved_input_lifetime
+
+    with pytest.raises(TypeError, match=r"argument seed must be an integer"):
+        saved_input_lifetime(True, seed=value)

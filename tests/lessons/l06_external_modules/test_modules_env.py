@@ -295,3 +295,12 @@ def test_lesson_06_helpers_name_an_argument_of_the_wrong_type(value, tmp_path):
         with pytest.raises(TypeError, match=named) as info:
             call(value)
         assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("value", [7, "A=1", ["A"]])
+def test_import_external_modules_names_an_environ_of_the_wrong_type(value):
+    # issue 43 item 8: environ=7 ended in "'int' object has no attribute 'get'"
+    from verlstudy.lessons.l06_external_modules.modules_env import import_external_modules
+
+    with pytest.raises(TypeError, match=r"argument environ must be a mapping like os\.environ, or None"):
+        import_external_modules(environ=value)

@@ -156,3 +156,12 @@ def test_compare_hook_names_an_argument_of_the_wrong_type(args, named):
         l06.compare_hook(**args)
     with pytest.raises(TypeError, match=r"argument cases must be a positive integer"):
         l06.upstream_check(None)
+
+
+@pytest.mark.parametrize("value", [None, 7, [1]])
+def test_hook_statements_names_a_source_of_the_wrong_type(value):
+    # issue 43 item 8: hook_statements(None, ...) ended in "compile() arg 1 must be a string, bytes or AST object"
+    with pytest.raises(TypeError, match=r"argument source must be Python source text \(a str\)"):
+        l06.hook_statements(value, "VERL_USE_EXTERNAL_MODULES")
+    with pytest.raises(TypeError, match=r"argument filename must be a file name for parse errors \(a str\)"):
+        l06.hook_statements("x = 1", "VERL_USE_EXTERNAL_MODULES", value)

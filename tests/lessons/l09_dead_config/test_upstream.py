@@ -109,3 +109,15 @@ def test_compare_engine_config_names_an_argument_of_the_wrong_type(args, named):
         l09.compare_engine_config(**args)
     with pytest.raises(TypeError, match=r"argument cases must be a positive integer"):
         l09.upstream_check(None)
+
+
+@pytest.mark.parametrize("value", [None, 7, [1]])
+def test_load_config_classes_names_an_argument_of_the_wrong_type(value):
+    # issue 43 item 8: relative=None ended in "unsupported operand type(s) for /: 'PosixPath' and 'NoneType'"
+    with pytest.raises(TypeError, match=r"argument relative must be a path inside verl"):
+        l09.load_config_classes(relative=value)
+    with pytest.raises(TypeError, match=r"argument names(\[0\])? must be (a list, each item )?a class name"):
+        l09.load_config_classes(names=value if value is not None else 7)
+    if value is not None:
+        with pytest.raises(TypeError, match=r"argument release must be a verl version like '0\.9\.0'"):
+            l09.load_config_classes(release=value)

@@ -137,3 +137,10 @@ def test_dataclass_fields_names_a_source_of_the_wrong_type(value):
         verl_tree.dataclass_fields({"a.py": value}, "Engine")
     with pytest.raises(TypeError, match=r"argument class_name must be a class name \(a str\)"):
         verl_tree.dataclass_fields({"a.py": "x = 1"}, value)
+
+
+@pytest.mark.parametrize("value", [7, "dtype", [1]])
+def test_scan_keyed_by_name_names_only_of_the_wrong_type(value):
+    # issue 43 item 8: only=7 ended in "argument of type 'int' is not iterable" after the package was read
+    with pytest.raises(TypeError, match=r"argument only(\[0\])? must be (a list, each item )?a field name"):
+        verl_tree.scan_keyed_by_name(only=value)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from verlstudy.common.memtrace import AllocationTracker, Site, snapshot_from_tracker
-from verlstudy.kit.params import check_path, got
+from verlstudy.kit.params import check_int, check_path, got
 from verlstudy.kit.tables import Table
 from verlstudy.lessons.l01_memory_leak.pipeline import (
     PipelineConfig,
@@ -167,6 +167,7 @@ def leak_snapshot(config: PipelineConfig | None = None, num_micro_batches: int =
 
     Micro-batches 2.. only (the first one makes one-off allocations), so `num_micro_batches` >= 2.
     """
+    check_int("seed", seed, minimum=0, kind="argument")
     if isinstance(num_micro_batches, bool) or not isinstance(num_micro_batches, int) or num_micro_batches < 2:
         raise ValueError(f"num_micro_batches must be an int >= 2 (the first one is skipped), got {num_micro_batches!r}")
     config = config if config is not None else PipelineConfig()

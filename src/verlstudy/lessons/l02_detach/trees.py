@@ -32,7 +32,7 @@ from torch.utils.checkpoint import checkpoint
 
 from verlstudy.common.memtrace import bytes_per_step
 from verlstudy.common.trees import check_name, detach_tree, grad_attached_paths
-from verlstudy.kit.params import got
+from verlstudy.kit.params import check_int, got
 
 
 class ContractError(AssertionError):
@@ -325,6 +325,7 @@ def saved_input_lifetime(detach: bool, seed: int = 0) -> tuple[bool, bool, list[
     (wrapped in `detach_tree` when `detach`). Returns (checkpoint-saved input alive while the loss
     lives, still alive after `del loss` and a collection, the held output's grad-attached paths).
     """
+    check_int("seed", seed, minimum=0, kind="argument")
     if not isinstance(detach, bool):
         raise TypeError(f"detach must be True or False, got {type(detach).__name__} {detach!r}")
     torch.manual_seed(seed)

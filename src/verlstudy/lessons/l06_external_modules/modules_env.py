@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from verlstudy.kit.params import check_items, check_path, got
+from verlstudy.kit.params import check_instance, check_items, check_path, got
 from verlstudy.kit.tables import Table
 
 ENV_VAR = "VERL_USE_EXTERNAL_MODULES"
@@ -75,6 +75,8 @@ def import_external_modules(value: str | None = None, *, environ: Mapping[str, s
     Returns the names imported, in order. A module that cannot be imported raises
     ExternalModuleError naming it and the variable it came from.
     """
+    if environ is not None:
+        check_instance("environ", environ, Mapping, what="a mapping like os.environ, or None")
     if value is None:
         env = os.environ if environ is None else environ
         value = env.get(ENV_VAR, "")

@@ -54,6 +54,8 @@ def hook_statements(source: str, variable: str, filename: str = "verl/__init__.p
     statements that read what it assigned. UpstreamMoved when no top-level statement names it."""
     if not isinstance(variable, str) or not variable.isidentifier():
         raise ValueError(f"variable must be an environment variable name like {ENV_VAR!r}, got {variable!r}")
+    check_str("source", source, what="Python source text (a str)")
+    check_str("filename", filename, what="a file name for parse errors (a str)")
     body = ast.parse(source, filename=filename).body
     starts = [
         i

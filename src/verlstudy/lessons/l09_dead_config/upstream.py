@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from verlstudy.kit import upstream
-from verlstudy.kit.params import check_callable, check_int, positive_int
+from verlstudy.kit.params import check_callable, check_int, check_items, check_str, positive_int
 from verlstudy.kit.upstream import Comparison, UpstreamMoved, report_check, upstream_file
 from verlstudy.lessons.l09_dead_config import loading, schema
 from verlstudy.lessons.l09_dead_config.errors import ConfigError
@@ -52,6 +52,10 @@ def load_config_classes(
     """Upstream's dataclasses `names` from verl/<relative>, executed from source with their annotations
     (the kit's loader strips them, and dataclass fields need them), on top of verl/base_config.py's
     `BaseConfig`. Registered as modules '_verlstudy_upstream_<release>_*' so `_target_` paths resolve."""
+    check_str("relative", relative, what="a path inside verl (a str, like 'workers/config/engine.py')")
+    names = tuple(check_items("names", names, str, what="a class name (a str)"))
+    if release is not None:
+        check_str("release", release, what="a verl version like '0.9.0' (a str) or None")
     tag = (release or upstream.verl_version()).replace(".", "_")
     base_text, base_file = upstream_file("base_config.py", release)
     base = _module(f"_verlstudy_upstream_{tag}_base_config", base_text, base_file, lambda n: True, {})

@@ -206,6 +206,8 @@ def scan_keyed_by_name(
     """The old bug, reconstructed: sources keyed by file name, so a later `utils.py` replaces an earlier
     one. `files` is how many survive; fields read only in a replaced file look dead. `only` limits the
     search to some fields (each falsely dead field costs a parse of every file that mentions it)."""
+    if only is not None:
+        only = tuple(check_items("only", only, str, what="a field name (a str)"))
     root = verl_root(release)
     by_name = {p.name: p.read_text(encoding="utf-8") for p in package_files(root)}
     fields = engine_config_fields(class_name, release)
