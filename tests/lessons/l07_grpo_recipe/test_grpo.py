@@ -380,6 +380,7 @@ class TestBandit:
         ([[0.2, 0.28]], [0], r"argument clips\[0\] must be a \(clip_low, clip_high, clip_c\) triple, got list"),
         ([(0.2, 0.28, 3.0)], None, r"argument seeds must be a list of distinct int seeds, got NoneType None"),
         ([(0.2, 0.28, 3.0)], 7, r"argument seeds must be a list of distinct int seeds, got int 7"),
+        ([(0.2, 0.28, 3.0)], [[0]], r"argument seeds\[0\] must be an integer, got list \[0\]"),
     ],
 )
 def test_train_clip_bandits_names_an_argument_of_the_wrong_type(clips, seeds, named):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from verlstudy.kit.params import got, positive_int
+from verlstudy.kit.params import check_int, got, positive_int
 
 LOG_RATIO_CLAMP = 20.0  # upstream clamps logp - old_logp to [-20, 20] before exp (overflow guard)
 GRPO_EPSILON = 1e-6  # upstream's default epsilon added to the group std
@@ -364,7 +364,7 @@ def train_clip_bandits(
     checked = [_check_clips(*setting) for setting in clips]
     if isinstance(seeds, str) or not isinstance(seeds, Iterable):
         raise TypeError(f"argument seeds must be a list of distinct int seeds, got {got(seeds)}")
-    seeds = list(seeds)
+    seeds = [check_int(f"seeds[{i}]", s, kind="argument") for i, s in enumerate(seeds)]
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be a non-empty list of distinct seeds, got {seeds!r}")
     runs = [(setting, s) for s in seeds for setting in checked]  # run r holds rows r*prompts .. (r+1)*prompts - 1
