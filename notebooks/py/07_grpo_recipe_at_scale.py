@@ -76,8 +76,6 @@ def my_dp_sizes(world: int, tp: int, pp: int, cp: int, ep: int, etp: int) -> tup
 
 
 # %% tags=["checker", "exercise-7.1"]
-from verlstudy.lessons.l07_grpo_recipe.parallel import ParallelLayout
-
 check_exercise("7.1", my_dp_sizes)
 
 # %% [markdown]
@@ -87,6 +85,8 @@ check_exercise("7.1", my_dp_sizes)
 # too big for the cluster, then two typos of the recipe, caught before any device starts:
 
 # %%
+from verlstudy.lessons.l07_grpo_recipe.parallel import ParallelLayout
+
 with expect_error(ValueError, match="not divisible"):
     ParallelLayout(nodes=32, devices_per_node=16, tp=8, pp=8, cp=1, ep=64, etp=2)
 cluster, train = recipe["cluster"], recipe["train"]
@@ -180,7 +180,7 @@ with expect_error(ValueError, match="bad token"):
 # 64 prompts x `n=8` = 512 sequences a step; `ppo_mini_batch_size=16` prompts (128 sequences) makes 4 optimizer
 # steps. Each of 8 DP ranks runs 16 sequences a [mini-batch](00_start_here.ipynb#mini-batch), one per
 # [micro-batch](00_start_here.ipynb#micro-batch); [1F1B](00_start_here.ipynb#1F1B) still idles
-# (pp - 1) / (m + pp - 1) = 7/23. No VPP (virtual pipeline: interleaved layer chunks; Sources).
+# (pp - 1) / (m + pp - 1) = 7/23 with m = 16. No VPP (virtual pipeline: interleaved layer chunks; Sources).
 
 # %%
 from verlstudy.lessons.l07_grpo_recipe.parallel import BatchPlan, pipeline_bubble_fraction
@@ -225,7 +225,7 @@ claim("expert optimizer / weights+grads (edp=1)", per_billion["expert"]["optimiz
 
 # %% [markdown]
 # ### Where that state lives: the recipe's offload settings
-# The recipe's `offload` section (five settings from the script) moves most of it to host memory:
+# Five of the recipe's `offload` settings (from the script) move most of it to host memory:
 # - `param_offload` (verl, `megatron_utils.py::offload_megatron_model_to_cpu`): while the [actor](00_start_here.ipynb#actor) is idle
 #   (during rollout) its bf16 weights are copied to [pinned](00_start_here.ipynb#pinned-memory) host memory and
 #   its grad buffer is freed.
@@ -523,7 +523,7 @@ claim(f"final entropy: clip-higher {ends[1]:.3f} > symmetric {ends[0]:.3f} + 0.0
 lasts = steps_until_below(symmetric.entropy, threshold), steps_until_below(higher.entropy, threshold)
 claim(f"steps until entropy < {threshold}: clip-higher {lasts[1]} > symmetric {lasts[0]}", lasts[1] > lasts[0])
 rewards_end = [sum(run.reward[-window:]) / window for run in (symmetric, higher)]
-claim(f"reward over the last {window} steps: {rewards_end[0]:.3f} vs {rewards_end[1]:.3f} (gap < 0.02)",
+claim(f"reward over the last {window} steps: symmetric {rewards_end[0]:.3f}, clip-higher {rewards_end[1]:.3f} (gap < 0.02)",
       abs(rewards_end[1] - rewards_end[0]) < 0.02)
 
 # %% [markdown]
