@@ -1,5 +1,6 @@
 """claim / expect_error / claims_table: the lesson's honesty helpers, as a specification."""
 
+import numpy as np
 import pytest
 
 from verlstudy.kit.claims import (
@@ -134,3 +135,21 @@ def test_digits_that_cannot_format_a_figure_are_named(digits):
     # issue 43 item 8: digits=inf or None ended in "Format specifier missing precision", naming nothing
     with pytest.raises(ValueError, match=r"claim 'x': digits must be an int from 1 to 17"):
         claim("x", 1.0, expected=1.0, digits=digits)
+
+
+def test_ints_beyond_floats_range_are_compared_exactly(capsys):
+    claim("a huge count", 10**400, 10**400)
+    assert "a huge count: " + "1" + "0" * 400 in capsys.readouterr().out
+    with pytest.raises(ClaimError, match="does not hold"):
+        claim("a huge count, off by one", 10**400 + 1, 10**400)
+    claim("a huge count, within rtol", 10**400 + 1, 10**400, rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("ours", "expected", "why"),
+    [(float("nan"), float("nan"), "NaN equals nothing"), (np.float32("nan"), 1.0, "NaN equals nothing"),
+     ("a", 1, "ours is a str, expected an int"), (3, "3", "ours is an int, expected a str")],
+)  # fmt: skip
+def test_a_failed_claim_says_what_the_values_alone_do_not(ours, expected, why):
+    with pytest.raises(ClaimError, match=why):
+        claim("x", ours, expected)

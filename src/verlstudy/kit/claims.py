@@ -12,8 +12,10 @@ import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 
 from verlstudy.kit import exercises, i18n, records, tables
+from verlstudy.kit.params import a_kind
 
 CLAIM_PREFIX = "[claim]"
 CLAIMS_HEADER = ("claim", "upstream", "ours", "reproduced")
@@ -52,11 +54,25 @@ def _close(ours: object, expected: object, rtol: float, atol: float) -> bool:
     if isinstance(ours, bool) or isinstance(expected, bool):
         return ours == expected
     if isinstance(ours, numbers.Real) and isinstance(expected, numbers.Real):
-        o, e = float(ours), float(expected)
+        try:
+            o, e = float(ours), float(expected)
+        except OverflowError:  # an int beyond float's range (10**400): compared exactly, as fractions
+            o, e = Fraction(ours), Fraction(expected)  # type: ignore[arg-type]
+            return abs(o - e) <= Fraction(atol) + Fraction(rtol) * abs(e)
         if math.isnan(o) or math.isnan(e):
             return False
         return abs(o - e) <= atol + rtol * abs(e)
     return ours == expected
+
+
+def _why_not(ours: object, expected: object) -> str:
+    """What a learner should know about a failed comparison beyond the two values (NaN, or two kinds of value)."""
+    is_number = [isinstance(v, numbers.Real) and not isinstance(v, bool) for v in (ours, expected)]
+    if all(is_number) and any(v != v for v in (ours, expected)):  # NaN is the one value unequal to itself
+        return "; NaN equals nothing, itself included"
+    if is_number[0] != is_number[1]:
+        return f"; ours is {a_kind(ours)}, expected {a_kind(expected)}"
+    return ""
 
 
 def claim(
@@ -106,7 +122,8 @@ def claim(
     )
     if not ok:
         tol = f" (rtol={rtol}, atol={atol})" if expected is not None else ""
-        raise ClaimError(f"claim {name!r} does not hold: ours {record.ours}, expected {record.expected}{tol}")
+        why = _why_not(ours, expected) if expected is not None else ""
+        raise ClaimError(f"claim {name!r} does not hold: ours {record.ours}, expected {record.expected}{tol}{why}")
     # Re-running a cell replaces the earlier record instead of duplicating it.
     _CLAIMS[:] = [c for c in _CLAIMS if c.name != name]
     _CLAIMS.append(record)
