@@ -189,3 +189,8 @@ def test_an_upstream_cell_prints_one_skip_line_naming_the_missing_release(tmp_pa
 def test_an_upstream_cell_body_must_be_callable():
     with pytest.raises(TypeError, match="function taking no arguments"):
         upstream.upstream_cell("detach_tree")  # type: ignore[arg-type]
+
+
+def test_the_skip_line_of_a_release_says_how_to_fetch_that_release():
+    # `make setup` alone fetches 0.9.0 only: the advice names the release asked for (tester case LH17)
+    assert "`make setup VERL_RELEASES=7.7.7`" in upstream.skip_line("7.7.7")

@@ -286,7 +286,9 @@ def skip_line(release: str | None = None) -> str:
     if release is None:
         return i18n._(SKIP_LINE)
     return i18n.pick(
-        "[skip] verl {release} was not fetched: `make setup` puts it in <venv>/verl-releases/{release}", release=release
+        "[skip] verl {release} was not fetched: `make setup VERL_RELEASES={release}` puts it in "
+        "<venv>/verl-releases/{release}",
+        release=release,
     )
 
 
