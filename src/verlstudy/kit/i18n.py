@@ -9,7 +9,8 @@ notebook of a translated edition carries its language in its metadata (`verlstud
 The catalogs are gettext PO files shipped in this package (`verlstudy/kit/locale/<lang>.po`); they are read with
 polib and handed to the standard library's `gettext.GNUTranslations`, so there is no compiled file to keep in
 step. A message the catalog lacks (or marks fuzzy) stays English. Data is never translated: verdicts and claims
-are recorded in English (`records`, the attempt log); only the printed and displayed lines change.
+are recorded in English (`records`, the attempt log); only the printed and displayed lines change, and a checker's
+message is recorded as the learner read it.
 """
 
 from __future__ import annotations
