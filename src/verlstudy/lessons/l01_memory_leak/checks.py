@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from verlstudy.common.memtrace import AllocationTracker
+from verlstudy.kit import i18n
 from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.kit.properties import Case, a_kind, compare_on_inputs, one_thread
 from verlstudy.lessons.l01_memory_leak.leak_judging import count_of, name_leak_mistake
@@ -104,7 +105,7 @@ def check_leak_prediction(predict: Callable[[int, int, int], int]) -> str:
     (tests/lessons/l01_memory_leak/test_checks.py).
     """
     if not callable(predict):
-        raise ExerciseFailure(f"the answer should be a function, got {type(predict).__name__}")
+        raise ExerciseFailure(i18n.pick("the answer should be a function, got {kind}", kind=type(predict).__name__))
     return compare_on_inputs(
         _as_count(predict),
         _reference_leak,
@@ -190,7 +191,14 @@ def _spec_config(spec: tuple[Any, ...]) -> PipelineConfig:
 
 def _show_spec(args: tuple[Any, ...], kwargs: Any) -> str:
     planted, s, h, v, layers = args[0]
-    return f"a pipeline with the fix applied, {WHAT_IS_PLANTED[planted]} (S={s}, H={h}, V={v}, {layers} layer(s)/stage)"
+    return i18n.pick(
+        "a pipeline with the fix applied, {planted} (S={s}, H={h}, V={v}, {layers} layer(s)/stage)",
+        planted=i18n._(WHAT_IS_PLANTED[planted]),
+        s=s,
+        h=h,
+        v=v,
+        layers=layers,
+    )
 
 
 def _growth_inputs() -> Any:
@@ -275,41 +283,41 @@ def _growth_reference(spec: tuple[Any, ...]) -> str:
 def _growth_mistake(run: _GrowthRun) -> Callable[[tuple[Any, ...], Any, Any], str | None]:
     def name(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
         if run.returned_object is not None:
-            return "return the function's name as a string (a Site's .function), not the object itself"
+            return i18n._("return the function's name as a string (a Site's .function), not the object itself")
         if got.startswith(f"{want} ("):
-            return "return the function's name only (Site.function), not the site's label with file and line"
+            return i18n._("return the function's name only (Site.function), not the site's label with file and line")
         if got.endswith(".py") or "/" in got:
-            return "that is a file name: return the name of the function that allocated (Site.function)"
+            return i18n._("that is a file name: return the name of the function that allocated (Site.function)")
         if got == TABLE_SITE:
-            return (
+            return i18n._(
                 "that site allocated once, in the first micro-batch, and never again: it holds many bytes but does "
                 "not grow"
             )
         if got in ONE_OFF_SITES:
-            return (
+            return i18n._(
                 "that site allocates once, in the first micro-batch (one-off allocations such as the parameter "
                 "gradients), so it is not growth"
             )
         if got == COUNTER_SITE:
-            return (
+            return i18n._(
                 "that site makes the most allocations per micro-batch, but they are tiny: growth is measured in "
                 "bytes kept, not in how many tensors"
             )
         if got == SNAPSHOT_SITE:
-            return (
+            return i18n._(
                 "that site keeps the single largest tensor per micro-batch, but another site keeps more bytes in "
                 "all, spread over several smaller tensors"
             )
         if got == "create_tensor_recv_prev":
-            return "that was the unfixed pipeline's leak; these pipelines have the fix applied"
+            return i18n._("that was the unfixed pipeline's leak; these pipelines have the fix applied")
         if got == PLANTED_SITES[None]:
-            return "that site grows too (the stored outputs), but it is not the site that grows the most"
+            return i18n._("that site grows too (the stored outputs), but it is not the site that grows the most")
         if got in PLANTED_SITES.values():
-            return (
+            return i18n._(
                 "that is a site of another pipeline, not of the one you were handed: did you return a fixed name? "
                 "Read the answer off the tracker each time"
             )
-        return "that is not the site that grows the most from one micro-batch to the next"
+        return i18n._("that is not the site that grows the most from one micro-batch to the next")
 
     return name
 
@@ -345,7 +353,7 @@ def check_growth_site(find: Callable[[AllocationTracker, Callable[[], None]], st
     allocations, a site making the single largest allocation, or a one-off table larger than any growth.
     """
     if not callable(find):
-        raise ExerciseFailure(f"the answer should be a function, got {type(find).__name__}")
+        raise ExerciseFailure(i18n.pick("the answer should be a function, got {kind}", kind=type(find).__name__))
     run = _GrowthRun(find)
     with one_thread():
         return _compare_growth(run)

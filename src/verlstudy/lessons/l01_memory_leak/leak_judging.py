@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from verlstudy.common.memtrace import ALLOCATOR_GRANULARITY, allocator_block
+from verlstudy.kit import i18n
 
 # Sizes where every term a count could hold differs from every other (no two are proportional over them)
 PROBES = (
@@ -28,8 +29,13 @@ PROBES = (
 NOTEBOOK_EXAMPLE = (64, 32, 4)  # the notebook's own S, H and float32: a constant right only there
 TERMS = ("SHb", "Sb", "Hb", "SH", "S", "H", "b", "1")
 RIGHT = {"SHb": 2, "Sb": 1}
-UNITS = {8: "in bits, eight times too many", Fraction(1, 1024): "in KiB", Fraction(1, 1000): "in kB",
-         Fraction(1, 2**20): "in MiB"}  # fmt: skip
+# a count in another unit, by its ratio to the bytes: one whole sentence each, for translation
+UNITS = {
+    8: "your count is in bits, eight times too many: the tracker counts bytes",
+    Fraction(1, 1024): "your count is in KiB: the tracker counts bytes",
+    Fraction(1, 1000): "your count is in kB: the tracker counts bytes",
+    Fraction(1, 2**20): "your count is in MiB: the tracker counts bytes",
+}
 
 
 def count_of(got: Any) -> Any:
@@ -82,59 +88,72 @@ def _terms_message(terms: dict[str, Fraction]) -> str | None:
     ratio = {t: terms.get(t, 0) / RIGHT[t] for t in RIGHT}
     if set(terms) == set(RIGHT) and ratio["SHb"] == ratio["Sb"] != 1:
         k = ratio["SHb"]
-        return f"your count is {UNITS[k]}: the tracker counts bytes" if k in UNITS else f"your count is {k} times"
+        return i18n._(UNITS[k]) if k in UNITS else i18n.pick("your count is {k} times", k=k)
     if terms == {"1": _reference(*NOTEBOOK_EXAMPLE)}:
-        return "that is the count for the notebook's own sizes: use the seq_len, hidden and itemsize you are given"
+        return i18n._(
+            "that is the count for the notebook's own sizes: use the seq_len, hidden and itemsize you are given"
+        )
     if set(terms) <= {"1"}:
-        return "your count is the same whatever the sizes: use the seq_len, hidden and itemsize you are given"
+        return i18n._("your count is the same whatever the sizes: use the seq_len, hidden and itemsize you are given")
     fixed = [t for t in ("SH", "S", "H") if t in terms]
     for k in (1, 2, 4, 8):
         if terms == {"SH": 2 * k, "S": k}:
-            return f"your count is right for an itemsize of {k} only: use the itemsize you are given"
+            return i18n.pick("your count is right for an itemsize of {k} only: use the itemsize you are given", k=k)
     if terms.get("SHb") == 2 and set(terms) == {"SHb", "S"}:
         if terms["S"] == 1:
-            return "your stored-output term counts elements, not bytes"
-        return (
-            f"the buffer and its gradient are right, but your stored-output term uses a fixed {terms['S']} bytes "
-            "per value: the output has the itemsize you are given too"
+            return i18n._("your stored-output term counts elements, not bytes")
+        return i18n.pick(
+            "the buffer and its gradient are right, but your stored-output term uses a fixed {size} bytes per value: "
+            "the output has the itemsize you are given too",
+            size=terms["S"],
         )
     if fixed:
         size = terms[fixed[0]]
         if size == 1:
-            return "part of your count counts elements, not bytes: every tensor here holds itemsize bytes per value"
-        return (
-            f"part of your count uses a fixed {size} bytes per value, whatever the itemsize: every tensor here "
-            "holds values of the itemsize you are given"
+            return i18n._(
+                "part of your count counts elements, not bytes: every tensor here holds itemsize bytes per value"
+            )
+        return i18n.pick(
+            "part of your count uses a fixed {size} bytes per value, whatever the itemsize: every tensor here holds "
+            "values of the itemsize you are given",
+            size=size,
         )
     buffers = terms.get("SHb", 0)
     if buffers != 2:
         if buffers == 0:
-            return (
+            return i18n._(
                 "nothing in your count grows with both S and H, yet the receive buffer holds a value per token per "
                 "hidden unit"
             )
         if buffers == 1 and terms.get("Sb") == 1 and len(terms) == 2:
-            return "you count the buffer and the stored output, but backward left something more on the buffer"
+            return i18n._("you count the buffer and the stored output, but backward left something more on the buffer")
         if buffers == 1:
-            return (
+            return i18n._(
                 "you count one tensor of the buffer's size, the receive buffer alone, but more than the buffer "
                 "survives with it"
             )
-        return (
-            f"you count {buffers} tensors of the buffer's size: backward has already freed the graph's saved "
-            "activations, so they do not stay"
+        return i18n.pick(
+            "you count {buffers} tensors of the buffer's size: backward has already freed the graph's saved "
+            "activations, so they do not stay",
+            buffers=buffers,
         )
     if "Hb" in terms and "Sb" not in terms:
-        return (
+        return i18n._(
             "your stored-output term grows with H: the stored output holds one value per token, not one per hidden unit"
         )
     outputs = terms.get("Sb", 0)
     if outputs == 0:
-        return "the buffer's share is right, but you leave out what the store itself is meant to keep"
+        return i18n._("the buffer's share is right, but you leave out what the store itself is meant to keep")
     if outputs != 1:
-        return f"you count {outputs} per-token tensors, but the store keeps one value per token for each micro-batch"
+        return i18n.pick(
+            "you count {outputs} per-token tensors, but the store keeps one value per token for each micro-batch",
+            outputs=outputs,
+        )
     if "1" in terms:
-        return f"your count adds a constant {terms['1']} bytes whatever the sizes: where does it come from?"
+        return i18n.pick(
+            "your count adds a constant {constant} bytes whatever the sizes: where does it come from?",
+            constant=terms["1"],
+        )
     return None
 
 
@@ -145,31 +164,40 @@ def name_leak_mistake(fn: Callable[[int, int, int], Any]) -> Callable[[tuple[Any
     def name(args: tuple[Any, ...], got: Any, want: int) -> str | None:
         del args  # named from the function's behaviour over the probes, not from this one input
         if isinstance(got, bool) or not isinstance(got, numbers.Real):
-            return "return a number of bytes"
+            return i18n._("return a number of bytes")
         if got != want and (int(got) - want) % 2**32 == 0:
-            return "your count wraps around at large sizes: is it computed in a 32-bit integer (numpy or a tensor)?"
+            return i18n._(
+                "your count wraps around at large sizes: is it computed in a 32-bit integer (numpy or a tensor)?"
+            )
         if got != want and abs(got - want) <= want * 2**-23:
-            return "your count is rounded at large sizes: is it computed in float32 (a tensor, numpy)?"
-        for tokens, how in ((1, "one token too many"), (-1, "one token too few")):
+            return i18n._("your count is rounded at large sizes: is it computed in float32 (a tensor, numpy)?")
+        for tokens, said in _OFF_BY_ONE_TOKEN.items():
             if _same_as(fn, lambda s, h, b, d=tokens: _reference(s + d, h, b)):
-                return f"that is the count for S {'+' if tokens > 0 else '-'} 1 tokens, {how}: S is what you are given"
+                return i18n._(said)
         if _same_as(fn, lambda s, h, b: 2 * allocator_block(s * h * b) + allocator_block(s * b)):
-            return (
-                f"you rounded each tensor up to a {ALLOCATOR_GRANULARITY}-byte block, as the CUDA caching allocator "
-                "does: the tracker counts the bytes each tensor's storage holds"
+            return i18n.pick(
+                "you rounded each tensor up to a {block}-byte block, as the CUDA caching allocator does: the tracker "
+                "counts the bytes each tensor's storage holds",
+                block=ALLOCATOR_GRANULARITY,
             )
         if _same_as(fn, lambda s, h, b: _reference(h, s, b)):
-            return "your count swaps the roles of seq_len and hidden: the stored output holds one value per token"
+            return i18n._(
+                "your count swaps the roles of seq_len and hidden: the stored output holds one value per token"
+            )
         named = _terms_message(terms) if terms is not None else None
         if named:
             return named
         if isinstance(got, float) and not (math.isfinite(got) and got == int(got)):
-            return "a byte count is a whole number: a tensor holds a whole number of bytes"
+            return i18n._("a byte count is a whole number: a tensor holds a whole number of bytes")
         extra = int(got) - want
-        return (
-            f"you count {extra} bytes more than the tracker measures"
-            if extra > 0
-            else (f"you are {-extra} bytes short of what the tracker measures")
-        )
+        if extra > 0:
+            return i18n.pick("you count {extra} bytes more than the tracker measures", extra=extra)
+        return i18n.pick("you are {short} bytes short of what the tracker measures", short=-extra)
 
     return name
+
+
+_OFF_BY_ONE_TOKEN = {
+    1: "that is the count for S + 1 tokens, one token too many: S is what you are given",
+    -1: "that is the count for S - 1 tokens, one token too few: S is what you are given",
+}
