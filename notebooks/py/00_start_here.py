@@ -516,10 +516,10 @@ paired = [r["next cell"] == ["checker", f"exercise-{r['exercise']}"] for r in ro
 claim("solution cells here, each followed by its checker", sum(paired), expected=2)
 
 # %% [markdown]
-# `check_exercise` gives one of three verdicts: **correct**; **not yet right**, with the mistake named;
-# **not attempted**, when the answer still raises `NotImplementedError`, as every stub does. All three on 0.1:
-# a stub, a wrong answer, and your `seeded_sample`. `demo_verdict` holds back its line and record, so the report
-# counts only checker cells.
+# `check_exercise` gives one of three verdicts: **correct**; **not yet right**, naming the mistake;
+# **not attempted**, when the answer still raises `NotImplementedError`, as stubs do. All three on 0.1: a stub,
+# a wrong answer, your `seeded_sample`. `demo_verdict` runs `check_exercise` but holds back its line and record,
+# so the report counts only checker cells.
 
 # %%
 def seeded_sample_stub(seed: int, n: int) -> torch.Tensor:
@@ -540,9 +540,9 @@ claim("verdict for the unseeded answer", verdicts["no seed at all"][0], expected
 
 # %% [markdown]
 # ## Hints climb a ladder, and the solution is one call away
-# Each wrong try prints what is wrong; later ones add rungs: **where to look**, then a **question** (a smaller
-# case), then the **method** in words, never the code. `exercise_hint("N.M")` prints all three;
-# `show_solution("N.M")` the reference. The demo holds its tries back:
+# Wrong tries name the mistake; later ones add rungs: **where to look**, a **question** (a smaller case),
+# then the **method** in words, never the code. `exercise_hint("N.M")` prints all three;
+# `show_solution("N.M")` the reference. The demo's tries stay out of the attempt log:
 
 # %%
 from verlstudy.kit.exercises import METHOD_AFTER_TRIES, QUESTION_AFTER_TRIES, WHERE_AFTER_TRIES
