@@ -394,3 +394,14 @@ def test_7_3_wrong_numbers_near_no_slip_get_the_plain_line():
     near_sqrt = [(r - 0.5) / math.sqrt(1 / 3 + 1e-6) for r in rewards]
     named = checks.advantage_mistake((rewards,), [torch.tensor(v) for v in near_sqrt], want)
     assert named is not None and "square root" not in named
+
+
+def test_a_generator_of_right_numbers_is_named_with_the_kind_it_holds(capsys):
+    # the generator was used up by the first pass, and the message read "each is  inside a generator"
+    def lazy(rewards):
+        mean = sum(rewards) / len(rewards)
+        std = (sum((r - mean) ** 2 for r in rewards) / (len(rewards) - 1)) ** 0.5
+        return ((r - mean) / (std + 1e-6) for r in rewards)
+
+    check_exercise("7.3", lazy)
+    assert "each is a float inside a generator" in capsys.readouterr().out

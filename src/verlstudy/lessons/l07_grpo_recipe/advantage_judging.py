@@ -76,7 +76,8 @@ def _close(a: float, b: float) -> bool:
 def advantage_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     (rewards,) = args
     try:
-        values = [float(g) for g in got]
+        items = list(got)  # once: a generator is used up by the first pass
+        values = [float(g) for g in items]
     except (TypeError, ValueError):
         return i18n._("return a list of numbers, one advantage per reward")
     if len(values) != len(rewards):
@@ -86,7 +87,7 @@ def advantage_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     wanted = [float(w) for w in want]
     in_order = all(_close(v, w) for v, w in zip(values, wanted, strict=True))
     if in_order:  # the numbers are right: what is wrong is what holds them
-        kinds = sorted({a_kind(g) for g in got})
+        kinds = sorted({a_kind(g) for g in items})
         return i18n.pick(
             "your numbers are right, but each is {kinds} inside {container}: return floats, in a list, a tuple, "
             "a numpy array or one tensor",
