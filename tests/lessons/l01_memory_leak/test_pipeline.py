@@ -210,7 +210,6 @@ def test_the_fix_can_store_another_detach_function() -> None:
 def test_pipeline_helpers_name_a_config_of_the_wrong_type(value):
     # issue 43 item 8: predicted_leak_bytes(None) ended in "'NoneType' object has no attribute 'seq_len'"
     for call in (
-        lambda v: pl.make_micro_batches(v, 2),
         lambda v: predicted_leak_bytes(v),
         lambda v: pl.predicted_leak_sites(v),
         lambda v: pl.config_with(v, pp_size=3),
