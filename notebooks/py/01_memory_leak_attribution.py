@@ -67,8 +67,8 @@ from verlstudy.lessons.l01_memory_leak.store import (
 # %% [markdown]
 # ## 0. The schedule, and where the outputs pile up
 # Under [1F1B](00_start_here.ipynb#1F1B) a stage holds a micro-batch's graph from forward to backward: at most
-# as many graphs as stages. The last stage also *stores* each output until the mini-batch ends (Megatron's
-# `forward_data_store`); an output still referencing its graph keeps it: one graph per micro-batch.
+# as many graphs as stages. The last stage also *stores* each output, graph attached, until the mini-batch ends
+# (Megatron's `forward_data_store`): one graph per micro-batch. Below: 4 stages, 8 micro-batches.
 
 # %%
 held = plot_schedule(4, 8)
@@ -285,9 +285,10 @@ claim("bfloat16: all the toy keeps = buffer + its gradient + S x 2 B of output",
       expected=2 * bf16.seq_len * bf16.hidden * 2 + bf16.seq_len * 2, unit="B")
 
 # %% [markdown]
-# The store lives until the mini-batch ends, when the engine merges it (`postprocess_batch_func`) and drops it,
-# freeing all it pinned: the leak is bounded by one mini-batch and shows only at scale. The merge keeps the
-# autograd link, as upstream's does, so the merged tensor pins the graphs until it is dropped.
+# The store lives until the mini-batch ends, when the engine merges (`postprocess_batch_func`) and drops it,
+# freeing all it pinned: the leak is bounded by one mini-batch's micro-batches, so it shows only at scale
+# (hundreds of them). Like upstream's, the merge keeps the autograd link: the merged tensor pins the graphs until
+# dropped.
 
 # %%
 merged = consume_store(leak_run.forward_data_store)["log_probs"]
@@ -438,13 +439,13 @@ claim("gloo: last stage bytes per micro-batch", int(ranks[1]["slope"]), expected
 claim("gloo: same losses as the single-process schedule", ranks[1]["losses"] == leak_run.losses[: max(counts)])
 
 # %% [markdown]
-# **Inside one mini-batch** (6 micro-batches), stage 0 goes up each forward and down each backward: a
-# **sawtooth**.
+# **Inside one mini-batch** (6 micro-batches, gradient buffers already allocated), stage 0's memory rises each
+# forward, falls each backward: a **sawtooth**.
 
 # %% [markdown]
-# The last stage's store keeps each graph's leaf: a **staircase** (read the low points after each backward).
-# With `detach_tree` steps shrink to the stored outputs from the second backward on (the first also holds
-# gradient sends in flight).
+# The last stage's store keeps each graph's leaf: a **staircase** (read the lows after backwards).
+# `detach_tree` shrinks its steps to the stored outputs from the second backward on (the first also holds
+# gradient sends).
 
 # %%
 tl0, tl1, tl1_fix = ranks[0]["timeline"], ranks[1]["timeline"], fixed[1]["timeline"]
@@ -587,12 +588,12 @@ for site in snap_sites:
 claim("snapshot fixture: top site", snap_sites[0].function, expected="create_tensor_recv_prev")
 
 # %% [markdown]
-# With CUDA, the next cell records a real `_record_memory_history` snapshot of the leaking pipeline and checks
-# it holds one receive buffer per micro-batch (on a CPU: one skip line).
+# The next cell records a `_record_memory_history` snapshot of the leaking pipeline, checking it holds exactly one
+# receive buffer per recorded micro-batch (4, after one warm-up; on CPU: one skip line).
 
 # %% [markdown]
-# On CUDA, autograd's backward thread has no Python frames, so the buffer's gradient lands in
-# `<no Python stack>`, with all allocated before recording.
+# Autograd's CUDA backward thread has no Python frames, so the buffer's gradient lands in `<no Python stack>`,
+# with all allocated before recording.
 
 # %% tags=["gpu"]
 if skip_unless("cuda"):
