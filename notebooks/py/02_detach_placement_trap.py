@@ -398,7 +398,7 @@ claim("wrapped: saved input alive with the loss, freed after del loss", lifetime
 claim("unwrapped: the held output keeps the saved input alive", lifetimes[False][1])
 
 # %% [markdown]
-# **As bytes:** `trees.retained_per_micro_batch` reads an allocator after each micro-batch (the
+# **As bytes:** `trees.retained_per_micro_batch` reads an allocator per micro-batch (lesson 01's
 # `AllocationTracker` on CPU, CUDA's in section 7). Wrapped, a held micro-batch keeps only its log-probs
 # (`4 x tokens` bytes); unwrapped, also the checkpoint-saved embedding output and its gradient
 # (`2 x tokens x hidden x 4` bytes, #6699's "embedding output plus its gradient buffer").
@@ -494,9 +494,9 @@ claim("the AST check passes the trap's engine (only the contract catches it)",
 
 # %% [markdown]
 # ### Upstream's four store sites in 0.9.0 and 0.9.1
-# The store line of each engine's `transformer_impl.py` (fsdp, automodel, torchtitan, megatron), from the
-# installed 0.9.0 (before #7874) and 0.9.1. The part of #7874's description we could read covers Megatron only,
-# so the other three changes are dated to that interval, not credited to it.
+# The store lines of fsdp's, automodel's, torchtitan's and megatron's `transformer_impl.py`, from the installed
+# 0.9.0 (before #7874) to 0.9.1. The part of #7874's description we could read covers Megatron only, so the other
+# three changes are dated to that interval, not credited to it.
 
 # %% tags=["upstream-source", "nbval-ignore-output"]
 for engine in ("fsdp", "automodel", "torchtitan"):
@@ -582,8 +582,8 @@ claim("#6699's rule detaches a flat engine output; misses only the nested and th
 
 # %% [markdown]
 # ## 7 · On a GPU
-# With CUDA, section 4's loop runs larger on the real allocator (the slope of `memory_allocated` over
-# micro-batches: one-off parameter gradients drop out) and claims section 4's two figures.
+# Section 4's loop runs larger on CUDA's real allocator (the slope of `memory_allocated` over micro-batches: one-off
+# parameter gradients drop out) and claims its two figures (unwrapped: #6699's mechanism).
 
 # %% tags=["gpu"]
 if skip_unless("cuda"):
