@@ -139,8 +139,8 @@ _ = bar_plot(
 
 # %% [markdown]
 # A **replay mask** replays only where it is set (R3 leaves the last response row native, for example). Replay the
-# first half of the tokens: that half follows the record, the other half routes as the native forward above did (tokens
-# do not interact in this toy).
+# tokens' first half: that half follows the record, the other half routes exactly as the native forward above did
+# (tokens do not interact in this toy).
 
 # %%
 half = torch.arange(n_tokens) < n_tokens // 2
@@ -153,12 +153,12 @@ claim("with a mask, tokens of the masked half off the record", rerouted_tokens(r
 claim("with a mask, the other half routes natively", torch.equal(masked[~half].sort(-1).values, native_routes[~half].sort(-1).values))
 
 # %% [markdown]
-# **REPLAY_BACKWARD is a FIFO.** With activation recompute, a micro-batch's layers run again in backward, after *later*
-# micro-batches were forwarded ([1F1B](00_start_here.ipynb#1F1B)). So every `set_target` also queues the routes, and
-# after its forward a router switches to REPLAY_BACKWARD: each recompute pops its own micro-batch's routes. Left in
-# REPLAY_FORWARD, micro-batch 0's recompute reads micro-batch 1's targets: same shape, no error, wrong experts.
-# `recompute_off_record` re-forwards micro-batch 0 after both update forwards, as `torch.utils.checkpoint` would in
-# backward (the unit tests run the real checkpoint).
+# **REPLAY_BACKWARD is a FIFO.** With activation recompute, a micro-batch's layers rerun in backward, after *later*
+# micro-batches' forwards ([1F1B](00_start_here.ipynb#1F1B)). So every `set_target` also queues the routes; after its
+# forward a router switches to REPLAY_BACKWARD: each recompute pops its micro-batch's routes. Left in REPLAY_FORWARD,
+# micro-batch 0's recompute reads micro-batch 1's targets: same shape, no error, wrong experts.
+# `recompute_off_record` re-forwards micro-batch 0 after both update forwards (with and without switching), as
+# `torch.utils.checkpoint` would in backward (the unit tests run the real checkpoint).
 
 # %%
 micro_batches = [torch.randint(0, 16, (n_tokens,)) for _ in range(2)]
@@ -194,7 +194,7 @@ upstream_diff("utils/megatron/router_replay_utils.py", "RouterReplayHelper.get_m
 # %% [markdown]
 # In the first diff, 0.9.0 asked `is_replay_backward_action` / `is_replay_forward_action` / `is_r2_record_action` on
 # every micro-batch; 0.9.1 checks `self.enable_routing_replay` (for RECORD, `record_r2_routes`, decided once) first, so
-# with `mode="disabled"` no helper runs, and a REPLAY without recorded routes now raises. In the second,
+# with `mode="disabled"` no helper runs. A REPLAY without recorded routes now raises. In the second,
 # `if not RouterReplay.router_instances: return []` is the new first line, and a registry matching neither one rank's
 # nor the whole model's layout now raises instead of being sliced.
 
@@ -368,11 +368,11 @@ def upstream_sorts() -> None:
 _ = upstream_cell(upstream_sorts)
 
 # %% [markdown]
-# **Walk the decoder only.** Sorting needs unique layer numbers (upstream raises on duplicates), but an
+# **Walk the decoder only.** Sorting needs unique layer numbers (upstream raises otherwise), but an
 # [MTP](00_start_here.ipynb#MTP) block (`mtp` beside `decoder` on [Megatron](00_start_here.ipynb#Megatron)'s GPTModel)
-# numbers its layers from 1 again. verl 0.9.1's `iter_model_routers` walks `getattr(chunk, "decoder", chunk)` only; its
-# comment says why (MTP layers alias decoder layers; the replay tensor has no MTP rows). So does `model_routers` by
-# default: MTP routers stay unarmed and route natively.
+# restarts layer numbering at 1. verl 0.9.1's `iter_model_routers` walks `getattr(chunk, "decoder", chunk)` only;
+# its comment says why (MTP layers alias decoder layers; the replay tensor has no MTP rows). `model_routers` also
+# walks the decoder only by default: MTP routers stay unarmed, routing natively.
 
 # %%
 with_mtp = TinyMoE(**sizes, mtp_layers=1, registry=[])
@@ -506,11 +506,11 @@ claim("every rank gets the full map, bit-exact, with a 0-layer stage joining",
 # %% [markdown]
 # **One rank raises instead of joining.** verl 0.9.1's RECORD (`merge_router_topk_indices`) raises when a stage's
 # routers captured nothing. It runs inside `forward_step`, during the 1F1B schedule, so the other ranks wait in the
-# schedule's point-to-point sends and receives for a partner that never comes, until the process-group timeout (verl
-# 0.9.1's `nccl_timeout: 600` seconds, in `_generated_ppo_megatron_trainer.yaml`). Below, the same failure on this
+# schedule's point-to-point send/recv for a missing partner, until the process-group timeout (verl 0.9.1's
+# `nccl_timeout: 600` seconds, in `_generated_ppo_megatron_trainer.yaml`). Below, the same failure mode on this
 # section's collective: one rank raises instead of joining `pp_gather`, and the others wait `collective_timeout_s`. The
-# failing rank stays alive (verl runs each rank as a Ray worker; the course's reading is that such a process outlives
-# its task's exception):
+# failing rank stays alive (verl runs each rank as a worker process of the Ray framework; on the course's reading, such
+# a process outlives its task's exception):
 
 # %%
 fork_context = multiprocessing.get_context("fork")
@@ -722,9 +722,9 @@ claim("a cyclic config is walked safely", get_text_config_attr(omni, "hidden_siz
 
 # %% [markdown]
 # ## Guard: the tests that would have caught them
-# `tests/lessons/l03_router_replay/` pins each failure mode. Each guard (a predicate in `guards`) runs on the bug and
-# the fix; passing both catches nothing. The last "fix" is the course's header flag, not verl's: verl 0.9.1 raises
-# before `pp_gather` (section 4), failing that guard like the bug.
+# `tests/lessons/l03_router_replay/` pins each failure mode. Each guard (a predicate in `guards`) runs on bug and
+# fix; passing both catches nothing. The last "fix" is the course's header flag, not verl's: verl 0.9.1 raises
+# before `pp_gather` (section 4), which would fail that guard like the bug.
 
 # %%
 dense_job = ToyTransformerConfig(num_layers=3, moe_layer_freq=None)  # a config the layer-info code rejects:
