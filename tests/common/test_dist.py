@@ -330,3 +330,12 @@ def test_no_loopback_is_one_line_naming_it_before_any_rank_starts(monkeypatch):
     message = str(info.value)
     assert "127.0.0.1 cannot be reached here (Network is unreachable)" in message and "ip link set lo up" in message
     assert "\n" not in message and not mp.active_children()
+
+
+@pytest.mark.parametrize("value", [None, 7, [7]])
+def test_start_method_names_an_argument_of_the_wrong_type(value) -> None:
+    # issue 43 item 8: start_method(None) ended in "'NoneType' object has no attribute 'startswith'"
+    with pytest.raises(TypeError, match=r"argument platform must be a sys\.platform value like 'linux' \(a str\)"):
+        dist.start_method(value)
+    with pytest.raises(TypeError, match=r"argument available(\[0\])? must be (a list, each item )?a start method"):
+        dist.start_method("linux", value if value is not None else 7)

@@ -45,6 +45,7 @@ from verlstudy.common.rank_workers import peer_sockets_after_a_raise as peer_soc
 from verlstudy.common.rank_workers import raise_on_rank as raise_on_rank
 from verlstudy.common.rank_workers import raise_on_rank_then_all_reduce as raise_on_rank_then_all_reduce
 from verlstudy.common.rank_workers import raise_then_hang_on_peer as raise_then_hang_on_peer
+from verlstudy.kit.params import check_items, check_str
 
 MAX_WORLD_SIZE = 8
 LOOPBACK = "127.0.0.1"
@@ -155,7 +156,12 @@ def start_method(platform: str = sys.platform, available: Sequence[str] | None =
     macOS has fork but its system libraries are not fork-safe once threads exist (Python's default there is
     spawn since 3.8); Windows has no fork. Spawned ranks import `fn` by name, which `_check_fn` already requires.
     """
-    methods = mp.get_all_start_methods() if available is None else list(available)
+    check_str("platform", platform, what="a sys.platform value like 'linux' (a str)")
+    methods = (
+        mp.get_all_start_methods()
+        if available is None
+        else check_items("available", available, str, what="a start method name like 'fork' (a str)")
+    )
     return "fork" if platform.startswith("linux") and "fork" in methods else "spawn"
 
 
