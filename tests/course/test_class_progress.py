@@ -113,10 +113,38 @@ def test_a_folder_without_lessons_or_a_missing_one_is_refused_by_name(tmp_path):
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(ValueError, match=f"{re.escape(str(tmp_path))} holds no lesson notebooks"):
         cp.find_learners([tmp_path])
-    with pytest.raises(ValueError, match="nowhere is not a folder"):
+    with pytest.raises(ValueError, match="nowhere does not exist: check the spelling"):  # issue 43 G21
         cp.find_learners([tmp_path / "nowhere"])
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(ValueError, match="afile is not a folder"):
+        cp.find_learners([tmp_path / "afile"])
     with pytest.raises(ValueError, match="idle minutes must be a number >= 0"):
         cp.read_class([tmp_path], idle_minutes=-1)
+    with pytest.raises(ValueError, match="and under 1000000"):  # issue 43 G12: the upper bound is said
+        cp.read_class([tmp_path], idle_minutes=1e308)
+
+
+def test_a_verify_build_folder_in_the_class_is_skipped_not_counted_as_learners(tmp_path, edition):
+    # issue 43 DL3: `progress --verify --build` copies inside a class folder were counted as a new learner
+    learner(tmp_path / "ada", edition)
+    build = learner(tmp_path / "build" / "amy", edition).parent
+    (build / cp.VERIFY_CACHE).write_text("{}")
+    (build / ".verlstudy-written.json").write_text('{"files": {}}')
+    progress = cp.read_class([tmp_path], now=NOW)
+    assert list(progress.layout.learners) == ["ada"]
+    assert "executed copies (skipped): build (a verlstudy progress --verify build folder)" in cp.matrix_text(progress)
+
+
+def test_the_matrix_lines_up_wide_names_and_shows_control_characters_escaped(tmp_path, edition):
+    # issue 43 G1: a CJK character takes two columns; an escape sequence in a folder name must not act on a screen
+    learner(tmp_path / "ada", edition)
+    learner(tmp_path / "chlöe 中 {x}", edition)
+    learner(tmp_path / "x\x1b[2Jy", edition)
+    text = cp.matrix_text(cp.read_class([tmp_path], now=NOW))
+    rows = [line for line in text.splitlines() if line.endswith(("/4", "correct"))]
+    assert len(rows) == 4 and "\x1b" not in text and "x\\x1b[2Jy" in text
+    ends = {cp.text_width(line[: line.rindex("  ")]) for line in rows}
+    assert len(ends) == 1, rows  # every row's last cell ends in the same terminal column
 
 
 def test_hidden_folders_are_not_learners(tmp_path, edition):

@@ -62,5 +62,19 @@ def test_a_full_disk_no_longer_hides_a_correct_answer(tmp_path, edition, monkeyp
     monkeypatch.setenv(attempts.SWITCH_ENV, "1")
     monkeypatch.setenv(attempts.DIR_ENV, str(path.parent))
     attempts.record_attempt("0.1", "correct", "", 2, ())
-    learner = cp.read_class([tmp_path], now=NOW + dt.timedelta(days=1)).learners[0]
+    learner = cp.read_class([tmp_path], now=dt.datetime.now(dt.UTC) + dt.timedelta(days=1)).learners[0]
     assert learner.statuses["0.1"].state == "correct" and len(learner.log_problems) == 1
+
+
+def test_a_record_from_the_future_or_of_another_course_is_named_and_hides_no_idle_learner(tmp_path, edition):
+    # issue 43 G6 and G7: such records were read in silence, and a time in 2099 kept a learner "active" for ever
+    ada = shutil.copytree(edition, tmp_path / "ada")
+    log(ada, ("0.1", "correct", "", 60), ("99.9", "correct"), ("0.2", "not yet right", "x", -(10**6)))
+    found = cp.read_class([tmp_path], idle_minutes=15, now=NOW)
+    learner = found.learners[0]
+    assert learner.last_attempt == NOW - dt.timedelta(minutes=60)
+    assert found.stuck() == [("ada", "no attempt for 60 min")]
+    assert learner.statuses["0.2"].state == "not yet right"  # a wrong clock loses no verdict
+    text = cp.matrix_text(found)
+    assert "1 record not as a check writes it, skipped (line 2: exercise '99.9' (not in this course))" in text
+    assert "1 record dated in the future (line 3: " in text

@@ -176,3 +176,53 @@ def test_kernels_appending_at_once_leave_whole_records(log_dir):
         list(pool.map(write, range(4)))
     scan = attempts.scan_log(log_dir / attempts.LOG_FILE)
     assert len(scan.records) == 200 and scan.problems == []
+
+
+def test_json_that_is_no_record_is_not_blamed_on_a_full_disk(tmp_path):
+    # issue 43 G5: '[1,2,3]', 'null' and '"str"' are whole JSON values, not records cut short
+    scan = attempts.scan_log(write_log(tmp_path, rec() + b'\n[1,2,3]\nnull\n"str"\n{"format": 1, "exer\n'))
+    assert len(scan.records) == 1
+    assert scan.problems == [
+        "1 torn line skipped (line 5): a record cut short by a full disk or a stopped kernel",
+        "3 lines skipped (lines 2, 3, 4): JSON, but not an attempt record (no exercise and format): written by "
+        "something other than a check",
+    ]
+
+
+def test_a_record_no_check_would_write_is_named_and_skipped(tmp_path):
+    # issue 43 G6 and G7: an unknown exercise, a try and a time of the wrong kind, a verdict no check gives
+    log = write_log(
+        tmp_path,
+        rec() + b"\n" + rec(exercise="99.9", time="not a time", **{"try": "x"}) + b"\n" + rec(verdict="hacked") + b"\n",
+    )
+    scan = attempts.scan_log(log, exercises={"1.1"})
+    assert [r["verdict"] for r in scan.records] == ["correct"]
+    assert scan.problems == [
+        "2 records not as a check writes them, skipped (line 2: exercise '99.9' (not in this course), try 'x', "
+        "time 'not a time'; line 3: verdict 'hacked'): edited by hand?"
+    ]
+    shown_first = attempts.scan_log(write_log(tmp_path, rec(verdict="solution shown", **{"try": 0}) + b"\n"))
+    assert shown_first.problems == []  # the solution looked at before any try is try 0
+
+
+def test_a_record_dated_in_the_future_is_kept_and_named(tmp_path):
+    import datetime as dt
+
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    log = write_log(tmp_path, rec(time="2099-01-01T00:00:00+00:00") + b"\n" + rec(time="2026-01-01T00:04:00") + b"\n")
+    scan = attempts.scan_log(log, now=now)
+    assert len(scan.records) == 2  # a few minutes ahead is a clock's drift, not named
+    assert scan.problems == [
+        "1 record dated in the future (line 1: 2099-01-01T00:00:00+00:00): a wrong clock or an edit by hand; kept, "
+        "but not counted as a recent attempt"
+    ]
+
+
+def test_a_file_where_the_log_folder_should_be_is_named(tmp_path):
+    # issue 43 G9: the learner's checks cannot log, and the facilitator is told why
+    (tmp_path / attempts.LOG_FOLDER).write_text("x")
+    scan = attempts.scan_log(tmp_path / attempts.LOG_FOLDER / attempts.LOG_FILE)
+    assert scan.records == [] and scan.problems == [
+        ".verlstudy is a file, not a folder: this learner's checks cannot record attempts; move that file away"
+    ]
+    assert attempts.scan_log(tmp_path / "elsewhere" / attempts.LOG_FILE).problems == []  # not written yet: nothing

@@ -24,11 +24,13 @@ import datetime as dt
 import functools
 import json
 import os
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from verlstudy.course import registry
+from verlstudy.course.files import MANIFEST
 from verlstudy.course.progress import Row
 from verlstudy.course.registry import Lesson
 from verlstudy.kit import attempts
@@ -38,6 +40,8 @@ STATES = ("correct", "not yet right", "solution shown", "not attempted", "broken
 SYMBOLS = {"correct": "ok", "solution shown": "sol", "not attempted": ".", "broken": "BRK", "no notebook": "-"}
 AFTER_SOLUTION = "s+ok"  # "sol" then "ok": correct after the solution was shown
 SOLUTION_FIRST = "after the solution was shown"
+MAX_IDLE = 10**6  # minutes (about two years): above it the idle check means nothing
+VERIFY_CACHE = "verified.json"  # progress_verify's cache: with files.MANIFEST beside it, a --verify build folder
 SKIPPED_FOLDERS = {"__pycache__", "node_modules", "site-packages"}  # besides hidden ones (.venv, .git, checkpoints)
 
 
@@ -63,6 +67,7 @@ class Layout:
     not_lessons: tuple[Path, ...] = ()
     strays: tuple[Path, ...] = ()
     full_editions: tuple[Path, ...] = ()  # `init` copies' notebooks/ folders (the reference answers), skipped
+    verify_builds: tuple[Path, ...] = ()  # `progress --verify` build folders (executed copies, not work), skipped
 
     def shown(self, path: Path) -> str:
         """`path` relative to the class folder, for a message."""
@@ -79,6 +84,12 @@ def find_learners(folders: Sequence[str | Path]) -> Layout:
     given: list[Path] = []
     for folder in folders:
         path = Path(folder)
+        if str(folder).strip() and not path.exists():
+            what = "is a link to nothing" if path.is_symlink() else "does not exist"
+            raise ValueError(
+                f"{folder!s} {what}: check the spelling, and name a class folder (one folder per learner inside) "
+                "or a learner's folder"
+            )
         if not str(folder).strip() or not path.is_dir():
             raise ValueError(
                 f"{folder!s} is not a folder: name a class folder (one folder per learner inside) or a learner's folder"
@@ -98,6 +109,7 @@ def find_learners(folders: Sequence[str | Path]) -> Layout:
     others: dict[Path, list[Path]] = {}  # folder -> its other notebooks
     seen: set[str] = set()  # real folders walked: a symlinked learner is followed once, a link loop never
     full_editions: list[Path] = []
+    verify_builds: list[Path] = []
     for top in tops:
         for here, dirs, names in os.walk(top, followlinks=True):
             real = os.path.realpath(here)
@@ -105,6 +117,10 @@ def find_learners(folders: Sequence[str | Path]) -> Layout:
                 dirs[:] = []
                 continue
             seen.add(real)
+            if VERIFY_CACHE in names and MANIFEST in names:  # `progress --verify`'s copies: nobody's own work
+                dirs[:] = []
+                verify_builds.append(Path(here))
+                continue
             dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_FOLDERS)
             if "notebooks" in dirs and "student" in dirs:  # a `verlstudy init` copy: its notebooks/ is no learner
                 dirs.remove("notebooks")
@@ -127,7 +143,7 @@ def find_learners(folders: Sequence[str | Path]) -> Layout:
     }
     strays = tuple(nb for folder in sorted(has_learners_below) for nb in holding[folder])
     not_lessons = tuple(nb for name in sorted(learners) for nb in others[learners[name]])
-    return Layout(root, dict(sorted(learners.items())), not_lessons, strays, tuple(full_editions))
+    return Layout(root, dict(sorted(learners.items())), not_lessons, strays, tuple(full_editions), tuple(verify_builds))
 
 
 def notebook_problem(path: Path) -> str | None:
@@ -135,7 +151,7 @@ def notebook_problem(path: Path) -> str | None:
     try:
         data = json.loads(path.read_bytes())
     except OSError as e:
-        return f"cannot be read ({e.strerror or e})"
+        return f"unreadable ({e.strerror or e})"  # after "is": "00_x.ipynb is unreadable (Permission denied)"
     except (UnicodeDecodeError, ValueError) as e:
         return f"not valid JSON ({str(e).splitlines()[0][:120]})"
     if not isinstance(data, dict) or data.get("nbformat") != 4 or not isinstance(data.get("metadata"), dict):
@@ -185,14 +201,6 @@ class LearnerProgress:
         return sum(s.state == "correct" for s in self.statuses.values())
 
 
-def _parse_time(text: object) -> dt.datetime | None:
-    try:
-        moment = dt.datetime.fromisoformat(str(text))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
-
-
 def exercise_statuses(records: Sequence[dict[str, object]], exercise: str) -> Status:
     """What the log's records say of one exercise: correct once is correct (marked when the solution was shown
     before it); else shown, wrong tries, nothing."""
@@ -210,9 +218,19 @@ def exercise_statuses(records: Sequence[dict[str, object]], exercise: str) -> St
     return Status("not attempted")
 
 
-def read_learner(name: str, folder: Path, columns: dict[Lesson, tuple[str, ...]]) -> LearnerProgress:
+@functools.cache
+def course_exercises() -> frozenset[str]:
+    """Every exercise id of every registered lesson: a logged record naming another is not this course's."""
+    return frozenset(e for lesson in registry.LESSONS for e in exercises_of(lesson))
+
+
+def read_learner(
+    name: str, folder: Path, columns: dict[Lesson, tuple[str, ...]], now: dt.datetime | None = None
+) -> LearnerProgress:
     """One learner's statuses from their attempt log and lesson notebooks (nothing executed, nothing written)."""
-    scan = attempts.scan_log(folder / attempts.LOG_FOLDER / attempts.LOG_FILE)
+    now = now or dt.datetime.now(dt.UTC)
+    log = folder / attempts.LOG_FOLDER / attempts.LOG_FILE
+    scan = attempts.scan_log(log, exercises=course_exercises(), now=now)
     records = scan.records
     broken: dict[str, str] = {}
     statuses: dict[str, Status] = {}
@@ -228,7 +246,8 @@ def read_learner(name: str, folder: Path, columns: dict[Lesson, tuple[str, ...]]
             elif status.state == "not attempted" and not notebook.exists():
                 status = Status("no notebook", message=f"no {notebook.name} in this folder")
             statuses[exercise] = status
-    times = [t for t in (_parse_time(r.get("time")) for r in records) if t is not None]
+    latest = now + attempts.FUTURE_SLACK  # a record dated later (a wrong clock) would hide an idle learner
+    times = [t for t in map(attempts.record_time, records) if t is not None and t <= latest]
     return LearnerProgress(name, folder, statuses, broken, max(times) if times else None, tuple(scan.problems))
 
 
@@ -273,13 +292,17 @@ def read_class(
     folders: Sequence[str | Path], *, idle_minutes: float = 0.0, now: dt.datetime | None = None
 ) -> ClassProgress:
     """Every learner's progress under `folders`, from the attempt logs; ValueError naming a bad folder or value."""
-    if not isinstance(idle_minutes, int | float) or isinstance(idle_minutes, bool) or not 0 <= idle_minutes < 10**6:
-        raise ValueError(f"idle minutes must be a number >= 0 (0 turns the idle check off), got {idle_minutes!r}")
+    if not isinstance(idle_minutes, int | float) or isinstance(idle_minutes, bool) or not 0 <= idle_minutes < MAX_IDLE:
+        raise ValueError(
+            f"idle minutes must be a number >= 0 and under {MAX_IDLE} (0 turns the idle check off), "
+            f"got {idle_minutes!r}"
+        )
     layout = find_learners(folders)
     held = {nb.name for folder in layout.learners.values() for nb in folder.glob("*.ipynb") if nb.is_file()}
     columns = {lesson: exercises_of(lesson) for name, lesson in lesson_files().items() if name in held}
-    learners = [read_learner(name, folder, columns) for name, folder in layout.learners.items()]
-    return ClassProgress(layout, columns, learners, now or dt.datetime.now(dt.UTC), idle_minutes)
+    now = now or dt.datetime.now(dt.UTC)
+    learners = [read_learner(name, folder, columns, now) for name, folder in layout.learners.items()]
+    return ClassProgress(layout, columns, learners, now, idle_minutes)
 
 
 LEGEND = (
@@ -296,10 +319,30 @@ def legend() -> str:
     return i18n._(LEGEND)
 
 
+def shown_text(text: str) -> str:
+    """`text` safe to print on a terminal: control and format characters (an escape sequence, a right-to-left
+    override in a learner's folder name) are shown as escapes instead of acting on the screen."""
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch) in ("Cc", "Cf") else ch for ch in text
+    )
+
+
+def text_width(text: str) -> int:
+    """The columns `text` takes on a terminal: a wide character (CJK) two, a combining mark none."""
+    return sum(
+        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text
+    )
+
+
+def _left(text: str, width: int) -> str:
+    return text + " " * max(0, width - text_width(text))
+
+
 def matrix_text(progress: ClassProgress) -> str:
     """One screen: a row per learner, a column per exercise, then who is stuck and what was skipped."""
     exercises = progress.exercises
-    width = max([len("learner"), *(len(learner.name) for learner in progress.learners)])
+    names = {learner.name: shown_text(learner.name) for learner in progress.learners}
+    width = max([len("learner"), *map(text_width, names.values())])
     symbols = [learner.statuses[e].symbol for learner in progress.learners for e in exercises]
     cell = max([3, *map(len, exercises), *map(len, symbols)])
     header = f"{'learner':<{width}} " + " ".join(f"{e:>{cell}}" for e in exercises) + "  correct"
@@ -311,9 +354,9 @@ def matrix_text(progress: ClassProgress) -> str:
     ]
     for learner in progress.learners:
         cells = " ".join(f"{learner.statuses[e].symbol:>{cell}}" for e in exercises)
-        lines.append(f"{learner.name:<{width}} {cells}  {learner.correct}/{len(exercises)}")
+        lines.append(f"{_left(names[learner.name], width)} {cells}  {learner.correct}/{len(exercises)}")
     lines += ["", legend()]
-    lines += notes(progress)
+    lines += map(shown_text, notes(progress))
     return "\n".join(lines) + "\n"
 
 
@@ -336,6 +379,10 @@ def notes(progress: ClassProgress) -> list[str]:
     ]
     lines += [
         f"full edition (skipped): {layout.shown(folder)} (a verlstudy init copy)" for folder in layout.full_editions
+    ]
+    lines += [
+        f"executed copies (skipped): {layout.shown(folder)} (a verlstudy progress --verify build folder)"
+        for folder in layout.verify_builds
     ]
     return lines
 

@@ -25,7 +25,7 @@ import os
 import re
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -197,8 +197,12 @@ def _pieces(handle: Any) -> Iterator[tuple[str, int, Any]]:
         yield "long", line, over
 
 
+_NOT_JSON = object()  # what _parse gives for a line that is no JSON value at all (a torn record)
+
+
 def _parse(text: bytes) -> tuple[Any, bool]:
-    """The JSON value of one line, or of a whole record glued after a torn one (then True); (None, False) if none."""
+    """The JSON value of one line, or of a whole record glued after a torn one (then True); (_NOT_JSON, False) if
+    the line holds neither."""
     decoded = text.decode("utf-8", errors="replace").strip()
     try:
         return json.loads(decoded), False
@@ -214,7 +218,7 @@ def _parse(text: bytes) -> tuple[Any, bool]:
         if end == len(decoded) and _is_record(value):
             return value, True
         start = decoded.find("{", start + 1)
-    return None, False
+    return _NOT_JSON, False
 
 
 def _where(lines: list[int]) -> str:
@@ -222,17 +226,70 @@ def _where(lines: list[int]) -> str:
     return f"line{'s' if len(lines) > 1 else ''} {shown}"
 
 
-def scan_log(path: Path) -> LogScan:
+VERDICTS = ("correct", "not yet right", "not attempted", "solution shown")  # what check_exercise records
+EXERCISE_ID = re.compile(r"\d+\.\d+")
+FUTURE_SLACK = dt.timedelta(minutes=5)  # a record this far after the reader's clock is not a check that ran
+
+
+def record_time(record: dict[str, Any]) -> dt.datetime | None:
+    """When the record was written (UTC when the text names no zone), or None when its time is not a time."""
+    try:
+        moment = dt.datetime.fromisoformat(str(record.get("time")))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+
+
+def _record_faults(record: dict[str, Any], exercises: Collection[str] | None) -> list[str]:
+    """What in a record of this format is not as a checker writes it ([] when all is)."""
+    faults = []
+    exercise = record["exercise"]
+    if not EXERCISE_ID.fullmatch(exercise) or (exercises is not None and exercise not in exercises):
+        faults.append(f"exercise {exercise[:40]!r}" + (" (not in this course)" if exercises is not None else ""))
+    if record.get("verdict") not in VERDICTS:
+        faults.append(f"verdict {str(record.get('verdict'))[:40]!r}")
+    tries = record.get("try", 1)  # try and time are read only when present (a hand-made log may leave them out)
+    if not isinstance(tries, int) or isinstance(tries, bool) or tries < 0:  # 0: the solution shown before a try
+        faults.append(f"try {str(tries)[:20]!r}")
+    if "time" in record and record_time(record) is None:
+        faults.append(f"time {str(record.get('time'))[:40]!r}")
+    return faults
+
+
+def _missing_log_problem(path: Path) -> str | None:
+    """Why there is no log at `path` when its folder is in the way (a file named .verlstudy): the checks cannot
+    log there; None when the log is simply not written yet."""
+    for folder in (path.parent, path):
+        if folder.is_symlink() and not folder.exists():
+            return f"{folder.name} is a link to nothing: this learner's checks cannot record attempts; remove it"
+    if path.parent.exists() and not path.parent.is_dir():
+        return (
+            f"{path.parent.name} is a file, not a folder: this learner's checks cannot record attempts; "
+            "move that file away"
+        )
+    return None
+
+
+def scan_log(path: Path, *, exercises: Collection[str] | None = None, now: dt.datetime | None = None) -> LogScan:
     """Read one attempt log: its records of this format, and a line naming each kind of thing skipped.
 
-    Torn lines (a record cut short), records of another format version, NUL runs and overlong lines are named
-    with their line numbers; a whole record glued after a torn one (logs written before records began on a fresh
-    line) is read. A missing log is empty; one that cannot be read is named with why.
+    Torn lines (a record cut short), JSON lines that are no record, records of another format version, records
+    not as a checker writes them (an unknown verdict or, given `exercises`, exercise; a try or time of the wrong
+    kind), NUL runs and overlong lines are named with their line numbers and skipped; a record dated after `now`
+    is kept and named. A whole record glued after a torn one (logs written before records began on a fresh line)
+    is read. A missing log is empty, unless a file is where its folder should be; one that cannot be read is named
+    with why.
     """
     scan = LogScan()
     if not path.exists():
+        problem = _missing_log_problem(path)
+        if problem:
+            scan.problems.append(problem)
         return scan
     torn: list[int] = []
+    shapeless: list[int] = []
+    malformed: list[tuple[int, list[str]]] = []
+    future: list[tuple[int, str]] = []
     glued: list[int] = []
     long: list[int] = []
     foreign: dict[str, list[int]] = {}
@@ -251,13 +308,20 @@ def scan_log(path: Path) -> LogScan:
                     continue
                 record, was_glued = _parse(value)
                 if not _is_record(record):
-                    torn.append(line)
+                    (torn if record is _NOT_JSON else shapeless).append(line)
                     continue
                 if record["format"] != FORMAT:
                     foreign.setdefault(repr(record["format"]), []).append(line)
                     continue
+                faults = _record_faults(record, exercises)
+                if faults:
+                    malformed.append((line, faults))
+                    continue
                 if was_glued:
                     glued.append(line)
+                moment = record_time(record)
+                if now is not None and moment is not None and moment > now + FUTURE_SLACK:
+                    future.append((line, str(record["time"])[:40]))
                 scan.records.append(record)
     except OSError as e:
         scan.problems.append(f"cannot be read ({e.strerror or e})")
@@ -266,6 +330,25 @@ def scan_log(path: Path) -> LogScan:
         scan.problems.append(
             f"{len(torn)} torn line{'s' if len(torn) > 1 else ''} skipped ({_where(torn)}): "
             "a record cut short by a full disk or a stopped kernel"
+        )
+    if shapeless:
+        scan.problems.append(
+            f"{len(shapeless)} line{'s' if len(shapeless) > 1 else ''} skipped ({_where(shapeless)}): JSON, but "
+            "not an attempt record (no exercise and format): written by something other than a check"
+        )
+    if malformed:
+        shown = "; ".join(f"line {line}: {', '.join(faults)}" for line, faults in malformed[:3])
+        more = f"; and {len(malformed) - 3} more" if len(malformed) > 3 else ""
+        many = len(malformed) > 1
+        scan.problems.append(
+            f"{len(malformed)} record{'s' if many else ''} not as a check writes {'them' if many else 'it'}, "
+            f"skipped ({shown}{more}): edited by hand?"
+        )
+    if future:
+        shown = ", ".join(f"line {line}: {when}" for line, when in future[:3]) + (", ..." if len(future) > 3 else "")
+        scan.problems.append(
+            f"{len(future)} record{'s' if len(future) > 1 else ''} dated in the future ({shown}): a wrong clock or "
+            "an edit by hand; kept, but not counted as a recent attempt"
         )
     if glued:
         scan.problems.append(f"a whole record glued after a torn one read ({_where(glued)})")
