@@ -19,7 +19,7 @@ from verlstudy.kit.exercises import ExerciseFailure
 from verlstudy.kit.guards import GuardLetThrough, check_guard
 from verlstudy.kit.properties import Case, compare_on_inputs
 
-LESSONS: tuple[int, ...] = (0, 1)
+LESSONS: tuple[int, ...] = (0, 1, 2)
 CJK = re.compile(r"[\u4e00-\u9fff]")
 DIGITS = re.compile(r"\d+")
 

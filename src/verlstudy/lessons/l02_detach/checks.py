@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from verlstudy.common.trees import detach_tree, detach_tree_always
+from verlstudy.kit import i18n
 from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.kit.properties import compare_on_inputs, one_thread
 from verlstudy.lessons.l02_detach.step_cases import (
@@ -86,7 +87,7 @@ def check_detach_tree(fn: Any) -> str:
     arbitrary object that must come back as the same object); named cases cover each kind and empty containers.
     """
     if not callable(fn):
-        raise TypeError(f"pass your function itself, got {type(fn).__name__}")
+        raise TypeError(i18n.pick("pass your function itself, got {kind}", kind=type(fn).__name__))
     return compare_on_inputs(
         _TreeRun(fn),
         _TreeRun(_reference_detach_tree),
@@ -151,9 +152,11 @@ def check_forward_step(fn: Any) -> str:
     reads only the log-probs or the micro-batch's advantages too.
     """
     if not callable(fn):
-        raise TypeError(f"pass your function itself, got {type(fn).__name__}")
+        raise TypeError(i18n.pick("pass your function itself, got {kind}", kind=type(fn).__name__))
     if _from_example_engines(fn):
-        raise ExerciseFailure("that is one of the example engines from data/engines: write your own forward_step")
+        raise ExerciseFailure(
+            i18n._("that is one of the example engines from data/engines: write your own forward_step")
+        )
     with one_thread():
         return _compare_steps(fn)
 

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from verlstudy.common.trees import grad_attached_paths
+from verlstudy.kit import i18n
 from verlstudy.kit.properties import a_kind, difference
 from verlstudy.kit.resources import data_dir
 from verlstudy.lessons.l02_detach.tree_cases import _reference_detach_tree
@@ -304,7 +305,11 @@ class _StepRun:
             call = {"given": _kind_of_output(model_output), "batch": _batch_given(mb, micro_batch, before)}
             seen.append(call)
             if isinstance(model_output, Mapping) and "log_probs" not in model_output:
-                raise KeyError(f"loss_function reads model_output['log_probs']; it got the keys {list(model_output)}")
+                raise KeyError(
+                    i18n.pick(
+                        "loss_function reads model_output['log_probs']; it got the keys {keys}", keys=list(model_output)
+                    )
+                )
             # verl's losses read model_output by key; a bare tensor is recorded as a mistake, then read as it is
             lp = model_output["log_probs"] if isinstance(model_output, Mapping) else model_output
             call["log_probs"] = _log_probs_summary(lp, batch)

@@ -7,11 +7,13 @@ never how to write the step.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 
+from verlstudy.kit import i18n
 from verlstudy.kit.properties import Case
 from verlstudy.lessons.l02_detach.step_cases import (
     _ROUNDS,
@@ -22,15 +24,29 @@ from verlstudy.lessons.l02_detach.step_cases import (
 
 
 def _times(n: Any) -> str:
-    return f"{n} time" if n == 1 else f"{n} times"
+    return i18n.pick("{n} time", n=n) if n == 1 else i18n.pick("{n} times", n=n)
 
 
 def _paths(paths: Any) -> str:
-    return ", ".join(paths) if isinstance(paths, list) and paths else "none"
+    return ", ".join(paths) if isinstance(paths, list) and paths else i18n._("none")
+
+
+def _value(value: Any) -> str:
+    """An observed value as the message shows it: the loop's fixed descriptions ("untouched", "ran" ...) are
+    recorded in English and translated here; a value with data in it reads as recorded."""
+    return i18n._(value) if isinstance(value, str) else str(value)
 
 
 def _log_probs_shown(value: Any) -> str:
-    return f"log_probs that are {value}" if isinstance(value, str) else f"the log_probs {value}"
+    if isinstance(value, str):
+        return i18n.pick("a step that hands loss_function log_probs that are {value}", value=_value(value))
+    return i18n.pick("a step that hands loss_function the log_probs {value}", value=value)
+
+
+def _stored_log_probs_shown(value: Any) -> str:
+    if isinstance(value, str):
+        return i18n.pick("a step that stores log_probs that are {value}", value=_value(value))
+    return i18n.pick("a step that stores the log_probs {value}", value=value)
 
 
 def _tensors_shown(value: Any) -> str:
@@ -39,59 +55,66 @@ def _tensors_shown(value: Any) -> str:
     return "; ".join(f"{name} {values[:4]}{' ...' if len(values) > 4 else ''}" for name, values in value.items())
 
 
+def _shown(template: str) -> Callable[[Any], str]:
+    """How one observed value reads in a message: `template` with the value as {v}, translated."""
+    return lambda v: i18n.pick(template, v=_value(v))
+
+
 # How a message shows one part of a step: (the learner's step, the expected value). The kit prints
 # "forward_step on <the input> returned <the first>; expected <the second> there".
 _SHOWN: dict[str, tuple[Callable[[Any], str], Callable[[Any], str]]] = {
-    "returns": (str, str),
-    "loss_function calls": (lambda v: f"a step that calls loss_function {_times(v)}", _times),
-    "model_output given to loss_function": (lambda v: f"a step that hands loss_function {v}", str),
-    "log_probs given to loss_function": (lambda v: f"a step that hands loss_function {_log_probs_shown(v)}", str),
-    "micro_batch given to loss_function": (lambda v: f"a step that hands loss_function {v} as its micro-batch", str),
+    "returns": (_value, _value),
+    "loss_function calls": (lambda v: i18n.pick("a step that calls loss_function {times}", times=_times(v)), _times),
+    "model_output given to loss_function": (_shown("a step that hands loss_function {v}"), _value),
+    "log_probs given to loss_function": (_log_probs_shown, _value),
+    "micro_batch given to loss_function": (_shown("a step that hands loss_function {v} as its micro-batch"), _value),
     "gradients when the step returns": (
-        lambda v: f"a step that leaves the gradients {v}",
-        lambda v: f"the gradients {v} until the engine's backward",
+        _shown("a step that leaves the gradients {v}"),
+        _shown("the gradients {v} until the engine's backward"),
     ),
-    "policy after the step": (lambda v: f"a step that leaves the policy {v}", str),
-    "grad mode after the step": (lambda v: f"a step that leaves autograd {v}", str),
-    "stored model_output": (lambda v: f"a step that stores {v} under 'model_output'", str),
-    "stored log_probs": (lambda v: f"a step that stores {_log_probs_shown(v)}", str),
+    "policy after the step": (_shown("a step that leaves the policy {v}"), _value),
+    "grad mode after the step": (_shown("a step that leaves autograd {v}"), _value),
+    "stored model_output": (_shown("a step that stores {v} under 'model_output'"), _value),
+    "stored log_probs": (_stored_log_probs_shown, _value),
     "loss requires grad": (
-        lambda v: f"a loss that {'requires' if v is True else 'does not require'} grad",
-        lambda v: "one that requires grad" if v is True else "one that does not",
+        lambda v: i18n._("a loss that requires grad") if v is True else i18n._("a loss that does not require grad"),
+        lambda v: i18n._("one that requires grad") if v is True else i18n._("one that does not"),
     ),
-    "loss value": (lambda v: f"a loss of {v}", str),
+    "loss value": (_shown("a loss of {v}"), _value),
     "stored tensors still requiring grad": (
-        lambda v: f"a step that stores tensors requiring grad: {_paths(v)}",
+        lambda v: i18n.pick("a step that stores tensors requiring grad: {paths}", paths=_paths(v)),
         _paths,
     ),
-    "micro_batch after the step": (lambda v: f"a step that leaves the caller's micro_batch {v}", str),
+    "micro_batch after the step": (_shown("a step that leaves the caller's micro_batch {v}"), _value),
     "metrics stored": (
         lambda v: (
-            "a step that stores loss_function's metrics"
+            i18n._("a step that stores loss_function's metrics")
             if v is True
-            else "a step without loss_function's metrics under 'metrics'"
+            else i18n._("a step without loss_function's metrics under 'metrics'")
         ),
-        lambda v: "them stored" if v is True else "none",
+        lambda v: i18n._("them stored") if v is True else i18n._("none"),
     ),
-    "the engine's backward": (lambda v: f"a loss on which the engine's own backward {v}", str),
+    "the engine's backward": (_shown("a loss on which the engine's own backward {v}"), _value),
     "held by the engine, still requiring grad": (
-        lambda v: f"a mini-batch whose outputs and micro-batches, held by the engine, require grad at {_paths(v)}",
+        lambda v: i18n.pick(
+            "a mini-batch whose outputs and micro-batches, held by the engine, require grad at {paths}", paths=_paths(v)
+        ),
         _paths,
     ),
     "live tensors kept after the mini-batch": (
-        lambda v: f"a step that keeps {v} live tensors or saved activations after the engine let go of them",
-        lambda v: f"{v} kept",
+        _shown("a step that keeps {v} live tensors or saved activations after the engine let go of them"),
+        _shown("{v} kept"),
     ),
     "parameters without a gradient": (
-        lambda v: f"a step that leaves these parameters without a gradient: {_paths(v)}",
+        lambda v: i18n.pick("a step that leaves these parameters without a gradient: {paths}", paths=_paths(v)),
         _paths,
     ),
     "accumulated gradients": (
-        lambda v: f"gradients over the mini-batch of {_tensors_shown(v)}",
+        lambda v: i18n.pick("gradients over the mini-batch of {values}", values=_tensors_shown(v)),
         _tensors_shown,
     ),
     "parameters after the optimizer step": (
-        lambda v: f"parameters after the optimizer step of {_tensors_shown(v)}",
+        lambda v: i18n.pick("parameters after the optimizer step of {values}", values=_tensors_shown(v)),
         _tensors_shown,
     ),
 }
@@ -101,7 +124,7 @@ def _show_steps(got: Any, want: Any) -> tuple[str, str]:
     """How a message shows two runs: the first part where they differ, each as `_SHOWN` writes it."""
     where = _first_difference(got, want)
     if where is None:
-        return "a step that keeps the contract", "a step that keeps the contract"
+        return i18n._("a step that keeps the contract"), i18n._("a step that keeps the contract")
     learners, references = _SHOWN[where[1]]
     g, w, _ = _values_at(got, want, where)
     return learners(g), references(w)
@@ -109,11 +132,23 @@ def _show_steps(got: Any, want: Any) -> tuple[str, str]:
 
 def _show_step(args: tuple[Any, ...], kwargs: Any) -> str:
     n_states, hidden, n_actions, batch, _seed, weighted, n_micro = args[0]
-    loss = "weights each log-prob by micro_batch['advantages']" if weighted else "is minus the mean log-prob"
-    return (
-        f"forward_step in the engine's loop ({_ROUNDS} mini-batches of {n_micro} micro-batches of {batch}, "
-        f"the engine's backward after each step, then an optimizer step) on a policy of {n_states} states and "
-        f"{n_actions} actions (hidden {hidden}), a loss_function that {loss}"
+    template = (
+        "forward_step in the engine's loop ({rounds} mini-batches of {micro} micro-batches of {batch}, the engine's "
+        "backward after each step, then an optimizer step) on a policy of {states} states and {actions} actions "
+        "(hidden {hidden}), a loss_function that weights each log-prob by micro_batch['advantages']"
+        if weighted
+        else "forward_step in the engine's loop ({rounds} mini-batches of {micro} micro-batches of {batch}, the "
+        "engine's backward after each step, then an optimizer step) on a policy of {states} states and {actions} "
+        "actions (hidden {hidden}), a loss_function that is minus the mean log-prob"
+    )
+    return i18n.pick(
+        template,
+        rounds=_ROUNDS,
+        micro=n_micro,
+        batch=batch,
+        states=n_states,
+        actions=n_actions,
+        hidden=hidden,
     )
 
 
@@ -129,13 +164,13 @@ def _log_probs_mistake(spec: tuple[int, ...], got: Any, event: int = 0) -> str:
     the step they were seen at; a step of the first mini-batch is recognised, on the policy not yet updated)."""
     if isinstance(got, str):
         if got.startswith("a tensor of shape ()") or (spec[3] == 1 and got.startswith("a tensor of shape")):
-            return "on a one-sequence micro-batch the shape is wrong: keep one log-probability per sequence"
+            return i18n._("on a one-sequence micro-batch the shape is wrong: keep one log-probability per sequence")
         if got.startswith("a tensor of shape"):
-            return f"they must be one log-probability per action taken, shape ({spec[3]},)"
-        return "they must be a tensor of log-probabilities"
+            return i18n.pick("they must be one log-probability per action taken, shape ({batch},)", batch=spec[3])
+        return i18n._("they must be a tensor of log-probabilities")
     policy, micro_batches, _ = _step_world(spec)
     if event >= len(micro_batches):
-        return "they are not the log-probabilities of the actions taken"
+        return i18n._("they are not the log-probabilities of the actions taken")
     mb = micro_batches[event]
     with torch.no_grad():
         logits = policy(mb["states"])
@@ -153,10 +188,10 @@ def _log_probs_mistake(spec: tuple[int, ...], got: Any, event: int = 0) -> str:
     values = torch.tensor(got)
     for name, value in variants.items():
         if values.shape == value.shape and torch.allclose(values, value, atol=1e-4):
-            return name
+            return i18n._(name)
     if bool((values > 1e-6).any()):
-        return "some are > 0, and a log-probability is <= 0"
-    return "they are not the log-probabilities of the actions taken"
+        return i18n._("some are > 0, and a log-probability is <= 0")
+    return i18n._("they are not the log-probabilities of the actions taken")
 
 
 def _gradient_ratio(got: Any, want: Any) -> float | None:
@@ -178,16 +213,25 @@ def _step_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
         return None
     g, w, at = _values_at(got, want, where)
     named = _NAMED[where[1]](spec, g, w, where[0])
-    return named if where[0] == 0 else f"{named} (first seen at {at})"
+    return named if where[0] == 0 else i18n.pick("{named} (first seen at {at})", named=named, at=_where_shown(at))
+
+
+def _where_shown(at: str) -> str:
+    """Where an event was seen, as the loop records it ("mini-batch 2, micro-batch 1", "the end of mini-batch 1")."""
+    step = re.fullmatch(r"mini-batch (\d+), micro-batch (\d+)", at)
+    if step:
+        return i18n.pick("mini-batch {round}, micro-batch {micro}", round=step[1], micro=step[2])
+    end = re.fullmatch(r"the end of mini-batch (\d+)", at)
+    return i18n.pick("the end of mini-batch {round}", round=end[1]) if end else at
 
 
 def _gradients_when_returned(spec: Any, g: Any, w: Any, i: int) -> str:
     if isinstance(g, str) and g.startswith("cleared"):
-        return (
+        return i18n._(
             "your step wipes the gradients the earlier micro-batches of this mini-batch accumulated: the engine "
             "sums every micro-batch's gradient and clears them only after the optimizer step, never inside a step"
         )
-    return (
+    return i18n._(
         "your step writes into the parameters' gradients itself (it runs a backward, or sets .grad): the engine "
         "runs its own backward on the loss you return, so every gradient would be counted twice"
     )
@@ -196,89 +240,107 @@ def _gradients_when_returned(spec: Any, g: Any, w: Any, i: int) -> str:
 def _accumulated(spec: Any, g: Any, w: Any, i: int) -> str:
     ratio = _gradient_ratio(g, w)
     if ratio is not None and abs(ratio - round(ratio)) < 1e-3 and round(ratio) > 1:
-        return f"the gradients over the mini-batch are {round(ratio)} times the engine's: a loss is counted twice"
+        return i18n.pick(
+            "the gradients over the mini-batch are {ratio} times the engine's: a loss is counted twice",
+            ratio=round(ratio),
+        )
     if ratio is not None and abs(ratio) < 1e-6:
-        return "no gradient reaches the parameters over the mini-batch: the loss is cut from the graph"
-    return (
+        return i18n._("no gradient reaches the parameters over the mini-batch: the loss is cut from the graph")
+    return i18n._(
         "the gradients summed over the mini-batch are not the engine's: each micro-batch's loss must reach the "
         "parameters through the log-probs it was built from, and add its gradient once"
     )
 
 
 def _batch_given(spec: Any, g: Any, w: Any, i: int) -> str:
-    return (
-        f"loss_function was handed {g} as its micro-batch, not the micro-batch you were given: verl's losses read "
-        "many of its entries (masks, old log-probs, advantages), so hand it the caller's micro_batch"
+    return i18n.pick(
+        "loss_function was handed {given} as its micro-batch, not the micro-batch you were given: verl's losses read "
+        "many of its entries (masks, old log-probs, advantages), so hand it the caller's micro_batch",
+        given=_value(g),
     )
 
 
 def _live_kept(spec: Any, g: Any, w: Any, i: int) -> str:
-    return (
-        f"{g} live tensors or activations saved for backward by your steps are still reachable after the engine "
+    return i18n.pick(
+        "{count} live tensors or activations saved for backward by your steps are still reachable after the engine "
         "let go of the mini-batch: your step keeps a tensor with a graph somewhere else (a global, the policy, a "
-        "default argument), which pins that graph as a stored output would; keep only what has no graph"
+        "default argument), which pins that graph as a stored output would; keep only what has no graph",
+        count=g,
     )
 
 
 _NAMED: dict[str, Callable[[Any, Any, Any, int], str]] = {
-    "returns": lambda s, g, w, i: "return a pair (loss, output) where output is a dict holding 'model_output'",
-    "loss_function calls": lambda s, g, w, i: f"call loss_function exactly once per step (it was called {_times(g)})",
-    "model_output given to loss_function": lambda s, g, w, i: (
-        f"loss_function was handed {g}, not a dict: it takes the model output as a dict of named tensors, "
-        "as the exercise writes the call (verl's losses read model_output by key)"
+    "returns": lambda s, g, w, i: i18n._("return a pair (loss, output) where output is a dict holding 'model_output'"),
+    "loss_function calls": lambda s, g, w, i: i18n.pick(
+        "call loss_function exactly once per step (it was called {times})", times=_times(g)
     ),
-    "log_probs given to loss_function": lambda s, g, w, i: (
-        f"the log_probs given to loss_function are wrong: {_log_probs_mistake(s, g, i)}"
+    "model_output given to loss_function": lambda s, g, w, i: i18n.pick(
+        "loss_function was handed {given}, not a dict: it takes the model output as a dict of named tensors, as the "
+        "exercise writes the call (verl's losses read model_output by key)",
+        given=_value(g),
+    ),
+    "log_probs given to loss_function": lambda s, g, w, i: i18n.pick(
+        "the log_probs given to loss_function are wrong: {why}", why=_log_probs_mistake(s, g, i)
     ),
     "micro_batch given to loss_function": _batch_given,
-    "loss requires grad": lambda s, g, w, i: (
+    "loss requires grad": lambda s, g, w, i: i18n._(
         "the returned loss does not require grad: backward cannot reach the policy's parameters"
     ),
-    "loss value": lambda s, g, w, i: (
+    "loss value": lambda s, g, w, i: i18n._(
         "the returned loss is not the one loss_function built from your log-probs and the micro-batch: "
         "return its loss as it is"
     ),
     "gradients when the step returns": _gradients_when_returned,
-    "policy after the step": lambda s, g, w, i: (
-        f"your step changed the policy ({g}): the engine owns the policy's mode, its parameters and their updates"
+    "policy after the step": lambda s, g, w, i: i18n.pick(
+        "your step changed the policy ({change}): the engine owns the policy's mode, its parameters and their updates",
+        change=_value(g),
     ),
-    "grad mode after the step": lambda s, g, w, i: (
-        f"your step left autograd {g} for everyone after it: the engine's next forward would build no graph; "
-        "whatever you switch off inside the step, switch back before it returns"
+    "grad mode after the step": lambda s, g, w, i: i18n.pick(
+        "your step left autograd {mode} for everyone after it: the engine's next forward would build no graph; "
+        "whatever you switch off inside the step, switch back before it returns",
+        mode=_value(g),
     ),
-    "stored model_output": lambda s, g, w, i: (
-        f"you stored {g} under 'model_output', not a dict: the engine merges the stored outputs key by key "
-        "at the end of the mini-batch (lesson 01's consume_store), so what is stored is a dict of named "
-        "tensors, like the one the loss read"
+    "stored model_output": lambda s, g, w, i: i18n.pick(
+        "you stored {stored} under 'model_output', not a dict: the engine merges the stored outputs key by key at "
+        "the end of the mini-batch (lesson 01's consume_store), so what is stored is a dict of named tensors, like "
+        "the one the loss read",
+        stored=_value(g),
     ),
-    "stored log_probs": lambda s, g, w, i: (
-        f"the stored log_probs are not what the loss read: {_log_probs_mistake(s, g, i)}"
+    "stored log_probs": lambda s, g, w, i: i18n.pick(
+        "the stored log_probs are not what the loss read: {why}", why=_log_probs_mistake(s, g, i)
     ),
-    "stored tensors still requiring grad": lambda s, g, w, i: (
-        f"{_paths(g)} still require grad: what the engine keeps until the mini-batch ends would pin each "
-        "micro-batch's autograd graph"
+    "stored tensors still requiring grad": lambda s, g, w, i: i18n.pick(
+        "{paths} still require grad: what the engine keeps until the mini-batch ends would pin each micro-batch's "
+        "autograd graph",
+        paths=_paths(g),
     ),
     "micro_batch after the step": lambda s, g, w, i: (
-        "your step wrote a tensor that requires grad into the caller's micro_batch: the engine keeps every "
-        "micro-batch until the mini-batch ends, so that tensor pins this micro-batch's autograd graph as a "
-        "stored output would; leave the micro_batch as it was"
-        if isinstance(g, str) and "requires grad" in g
-        else "your step changed the caller's micro_batch: leave it as it was (the engine keeps it after the step)"
+        i18n._(
+            "your step wrote a tensor that requires grad into the caller's micro_batch: the engine keeps every "
+            "micro-batch until the mini-batch ends, so that tensor pins this micro-batch's autograd graph as a "
+            "stored output would; leave the micro_batch as it was"
+        )
+        if isinstance(g, str) and "requires grad" in g  # the loop's record, English in every language
+        else i18n._(
+            "your step changed the caller's micro_batch: leave it as it was (the engine keeps it after the step)"
+        )
     ),
-    "metrics stored": lambda s, g, w, i: "store the metrics loss_function returned under 'metrics'",
-    "the engine's backward": lambda s, g, w, i: (
-        f"the engine's own backward on your loss failed ({g}): your step already used up the loss's graph"
+    "metrics stored": lambda s, g, w, i: i18n._("store the metrics loss_function returned under 'metrics'"),
+    "the engine's backward": lambda s, g, w, i: i18n.pick(
+        "the engine's own backward on your loss failed ({failure}): your step already used up the loss's graph",
+        failure=_value(g),
     ),
-    "held by the engine, still requiring grad": lambda s, g, w, i: (
-        f"at the end of the mini-batch the engine holds tensors that require grad ({_paths(g)}): a step changed "
-        "what it returned or the micro-batch after returning it"
+    "held by the engine, still requiring grad": lambda s, g, w, i: i18n.pick(
+        "at the end of the mini-batch the engine holds tensors that require grad ({paths}): a step changed what it "
+        "returned or the micro-batch after returning it",
+        paths=_paths(g),
     ),
     "live tensors kept after the mini-batch": _live_kept,
-    "parameters without a gradient": lambda s, g, w, i: (
-        f"{_paths(g)} got no (or an all-zero) gradient: its loss term is cut from the graph"
+    "parameters without a gradient": lambda s, g, w, i: i18n.pick(
+        "{paths} got no (or an all-zero) gradient: its loss term is cut from the graph", paths=_paths(g)
     ),
     "accumulated gradients": _accumulated,
-    "parameters after the optimizer step": lambda s, g, w, i: (
+    "parameters after the optimizer step": lambda s, g, w, i: i18n._(
         "the parameters after the optimizer step are not the engine's: something in your step changes them"
     ),
 }

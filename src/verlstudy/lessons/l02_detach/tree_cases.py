@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from verlstudy.common.trees import grad_attached_paths
+from verlstudy.kit import i18n
 from verlstudy.kit.properties import Case, a_kind
 
 
@@ -214,8 +215,11 @@ class _TreeRun:
             if "deepcopy" not in str(e):
                 raise
             raise RuntimeError(
-                f"{str(e).split('.')[0]} (a deep copy of the whole tree fails on tensors that are part of a "
-                "graph, and would allocate every tensor again anyway: build new containers around the same tensors)"
+                i18n.pick(
+                    "{error} (a deep copy of the whole tree fails on tensors that are part of a graph, and would "
+                    "allocate every tensor again anyway: build new containers around the same tensors)",
+                    error=str(e).split(".")[0],
+                )
             ) from None
         changed = _input_change(before, _snapshot(tree))
         return changed if changed is not None else _summary(got, tree)
@@ -307,14 +311,14 @@ def _first_difference(got: Any, want: Any, trail: tuple[str, ...] = ()) -> tuple
 
 def _tree_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     if got == _CHANGED_INPUT:
-        return "the input was mutated: your function assigned into the caller's containers; build new ones"
+        return i18n._("the input was mutated: your function assigned into the caller's containers; build new ones")
     if got == _CHANGED_TENSOR:
-        return (
+        return i18n._(
             "a tensor of the caller's input has other values or another .grad after your call: leave every tensor "
             "you are handed as it was (its values, its .grad) and return new objects instead"
         )
     if got == _DETACHED_INPUT:
-        return (
+        return i18n._(
             "a tensor of the caller's input no longer requires grad: detaching in place (detach_(), or setting "
             "requires_grad) changes the caller's tensor; leave the input as it was and return new values"
         )
@@ -324,50 +328,61 @@ def _tree_mistake(args: tuple[Any, ...], got: Any, want: Any) -> str | None:
     trail, g, w = found
     nested = len(trail) >= 2
     if isinstance(w, Mapping) and isinstance(g, Mapping):
-        return "every key must come back, and no other: a dict comes back as a new dict with the same keys"
+        return i18n._("every key must come back, and no other: a dict comes back as a new dict with the same keys")
     if isinstance(w, list | tuple) and isinstance(g, list | tuple):
         if type(g) is not type(w):
-            return f"{a_kind(w)} came back as {a_kind(g)}: lists must stay lists and tuples tuples"
-        return "a container came back with another number of elements: every element must come back"
+            return i18n.pick(
+                "{want} came back as {got}: lists must stay lists and tuples tuples", want=a_kind(w), got=a_kind(g)
+            )
+        return i18n._("a container came back with another number of elements: every element must come back")
     if g == "the input dict itself":
         if nested:
-            return (
+            return i18n._(
                 "a dict deep in the tree came back as the input's own dict: your function does not reach deep "
                 "enough; every container, at every depth, comes back new"
             )
-        return "you handed back the input dict itself: a new dict must come back"
+        return i18n._("you handed back the input dict itself: a new dict must come back")
     if g == "the input list itself":
-        where = "a nested list" if trail else "the list"
-        return f"{where} came back as the input's own list: build a new list, and reach into nested containers"
+        if trail:
+            return i18n._(
+                "a nested list came back as the input's own list: build a new list, and reach into nested containers"
+            )
+        return i18n._("the list came back as the input's own list: build a new list, and reach into nested containers")
     if g == "the input tuple itself" and len(trail) >= 3:
-        return "a tuple deep in the tree came back untouched: your function does not reach deep enough"
+        return i18n._("a tuple deep in the tree came back untouched: your function does not reach deep enough")
     if g == "the input tuple itself":
-        return "a tuple came back untouched though a tensor inside it requires grad: tuples must be walked too"
+        return i18n._("a tuple came back untouched though a tensor inside it requires grad: tuples must be walked too")
     if g == _PARAMETER_ATTACHED:
-        return (
+        return i18n._(
             "an nn.Parameter that requires grad came back still attached: a parameter is a tensor too (a subclass "
             "of torch.Tensor), and it must come back detached"
         )
     if g == _LEAF_ATTACHED:
-        return "a leaf tensor that requires grad (it has no grad_fn) came back still attached: it must be detached too"
+        return i18n._(
+            "a leaf tensor that requires grad (it has no grad_fn) came back still attached: it must be detached too"
+        )
     if g == _STILL_ATTACHED:
         if trail and trail[-1] == "tuple":
-            return "a tensor inside a tuple still requires grad: tuples must be walked like lists"
+            return i18n._("a tensor inside a tuple still requires grad: tuples must be walked like lists")
         if nested:
-            return "a tensor in a nested container still requires grad: your function does not reach deep enough"
-        return "a tensor with a grad_fn came back still requiring grad: it must come back detached"
+            return i18n._(
+                "a tensor in a nested container still requires grad: your function does not reach deep enough"
+            )
+        return i18n._("a tensor with a grad_fn came back still requiring grad: it must come back detached")
     if g == "a new tensor that still requires grad":
-        return "a new tensor came back that still requires grad: it must come back detached"
+        return i18n._("a new tensor came back that still requires grad: it must come back detached")
     if g == "a copy (new storage)":
-        return "the detached tensor does not share storage with the original: a copy allocates the bytes again"
+        return i18n._("the detached tensor does not share storage with the original: a copy allocates the bytes again")
     if g == "a new tensor object":
-        return "an already-detached tensor came back as a new tensor object: it must come back as the same object"
+        return i18n._(
+            "an already-detached tensor came back as a new tensor object: it must come back as the same object"
+        )
     if isinstance(g, str) and g.startswith("a tensor of dtype"):
-        return "a tensor came back with another dtype: detaching keeps the dtype (integer tensors stay integer)"
+        return i18n._("a tensor came back with another dtype: detaching keeps the dtype (integer tensors stay integer)")
     if g == "a tensor with other values":
-        return "a tensor came back with other values: detaching must keep the values"
+        return i18n._("a tensor came back with other values: detaching must keep the values")
     if isinstance(g, str) and g.startswith("changed to"):
-        return "non-tensor leaves (strings, numbers, None) must come back unchanged"
+        return i18n._("non-tensor leaves (strings, numbers, None) must come back unchanged")
     if isinstance(g, str) and g.endswith("not a tensor"):
-        return "a tensor came back as something else: a tensor must come back as a tensor"
+        return i18n._("a tensor came back as something else: a tensor must come back as a tensor")
     return None
