@@ -422,8 +422,8 @@ print(f"tp=2, cp=2: contiguous split moves {moved} of {wrong.numel()} log-probs,
 claim("a contiguous split changes log-probs of the toy at tp=2, cp=2", moved > 0)
 
 # %% [markdown]
-# **What a wrong mask does.** Pads come *after* the real tokens, so causal attention alone keeps real tokens from
-# seeing them; the mask reads the outputs: `logp[mask]` takes the real positions, in THD order, to meet the packed
+# **What a wrong mask does.** On this padded path pads trail each sequence, so causal attention alone hides them from
+# real tokens; the mask only reads outputs back: `logp[mask]` takes real positions, in THD order, for the packed
 # labels.
 
 # %% [markdown]
