@@ -1,5 +1,7 @@
 """`verlstudy progress`: a row per exercise for each learner, from their own notebooks, never touching them."""
 
+import csv
+import io
 import shutil
 
 import nbformat
@@ -96,3 +98,18 @@ def test_the_build_folder_may_not_lie_in_a_learners_folder(tmp_path, capsys):
     student.write_student_edition(tmp_path / "ada", [LESSON_00])
     assert cli.main(["progress", str(tmp_path / "ada"), "--build", str(tmp_path / "ada" / "b")]) == 2
     assert "lies inside" in capsys.readouterr().err
+
+
+def test_no_csv_cell_starts_a_formula_whatever_a_learner_named_a_folder_or_wrote(tmp_path):
+    # issue 43 Z1: a learner's folder '=HYPERLINK("http:evil")' became a formula cell in a spreadsheet
+    rows = [
+        progress.Row('=HYPERLINK("http:evil")/student', "00_start_here", "0.1", "not yet right", "+1 @x"),
+        progress.Row("-ben", "00_start_here", "-", "broken notebook", "\t=cmd|' /C calc'!A0"),
+        progress.Row("ada", "00_start_here", "0.2", "correct", "-"),
+    ]
+    cells = list(csv.reader(io.StringIO(progress.to_csv(rows))))[1:]
+    assert cells == [
+        ['\'=HYPERLINK("http:evil")/student', "00_start_here", "0.1", "not yet right", "'+1 @x"],
+        ["'-ben", "00_start_here", "-", "broken notebook", "'\t=cmd|' /C calc'!A0"],
+        ["ada", "00_start_here", "0.2", "correct", "-"],  # the bare "-" placeholder is no formula
+    ]

@@ -98,6 +98,8 @@ def test_a_users_own_html_file_is_never_overwritten(tmp_path, edition, capsys):
         (["--html", "p.html", "--watch", "0"], "--watch must be a number of seconds from 1"),
         (["--html", "p.html", "--watch", "nan"], "--watch must be a number of seconds from 1"),
         (["--idle", "-1"], "--idle must be a number of minutes >= 0"),
+        (["--idle", "1e308"], "and under 1000000 (about two years"),  # issue 43 G12: the bound is said
+        (["--build", "b"], "--build b is where --verify puts the executed copies: add --verify"),  # issue 43 V5
         (["--verify", "--html", "p.html"], "use one or the other"),
     ],
 )

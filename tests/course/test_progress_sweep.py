@@ -135,3 +135,74 @@ def test_an_unreadable_notebook_is_its_learners_row_and_the_rest_is_verified(tmp
     assert done.executed == [f"ada/{NB_00}"]
     assert ("ben", "broken notebook") in {(r.learner, r.verdict) for r in done.rows}
     assert ("ada", "0.1", "correct") in {(r.learner, r.exercise, r.verdict) for r in done.rows}
+
+
+@pytest.mark.parametrize("where", ["learner elsewhere", "inside one", "a class", "root"])
+def test_the_build_folder_is_never_anyones_learner_folder_nor_over_one(tmp_path, where, monkeypatch, capsys):
+    # issue 43 DL2: --build class/ada (a learner of another class) got amy's executed notebook and was then counted
+    _learner_notebook(tmp_path / "vc" / "amy", NB_00, "0.1")
+    other = tmp_path / "class"
+    _learner_notebook(other / "ada", NB_00, "0.1")
+    build = {"learner elsewhere": other / "ada", "inside one": other / "ada" / "b", "a class": other, "root": "/"}
+    before = sorted(other.rglob("*"))
+    monkeypatch.setattr(progress, "_rows_for", lambda *a, **k: pytest.fail("a notebook was executed"))
+    assert cli.main(["progress", str(tmp_path / "vc"), "--verify", "--build", str(build[where])]) == 2
+    err = capsys.readouterr().err
+    expected = {
+        "learner elsewhere": f"lies inside {other / 'ada'}, a learner's folder",
+        "inside one": f"lies inside {other / 'ada'}, a learner's folder",
+        "a class": "holds lesson notebooks verlstudy did not put there (ada/",
+        "root": "is the root folder",
+    }
+    assert expected[where] in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(other.rglob("*")) == before
+
+
+def test_a_folder_of_its_own_copies_is_a_build_folder_again(tmp_path, monkeypatch):
+    # the refusal above must not refuse --verify's own earlier copies (listed in the build folder's manifest)
+    _learner_notebook(tmp_path / "vc" / "amy", NB_00, "0.1")
+    build = tmp_path / "build"
+
+    def fake_rows(learner, notebook, build, timeout_s, manifest):
+        target = progress._target(build, learner, notebook)
+        manifest.pending([target])
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(notebook.read_bytes())
+        manifest.record([target])
+        return [progress.Row(learner, notebook.stem, "0.1", "correct")]
+
+    monkeypatch.setattr(progress, "_rows_for", fake_rows)
+    layout = find_learners([tmp_path / "vc"])
+    assert progress_verify.verify(layout, [tmp_path / "vc"], build).executed == [f"amy/{NB_00}"]
+    (tmp_path / "vc" / "amy" / NB_00).write_text((tmp_path / "vc" / "amy" / NB_00).read_text() + " ")
+    assert progress_verify.verify(layout, [tmp_path / "vc"], build).executed == [f"amy/{NB_00}"]
+
+
+def test_a_file_that_is_no_notebook_is_named_as_the_log_mode_names_it_and_not_executed(tmp_path, monkeypatch):
+    # issue 43 V13: '{"cells": 5}' came back as "TypeError: 'int' object is not iterable" from the execution
+    (tmp_path / "vd" / "ada").mkdir(parents=True)
+    (tmp_path / "vd" / "ada" / NB_00).write_text('{"cells": 5}')
+    monkeypatch.setattr(progress, "_rows_for", lambda *a, **k: pytest.fail("a broken notebook was executed"))
+    done = progress_verify.verify(find_learners([tmp_path / "vd"]), [tmp_path / "vd"], tmp_path / "build")
+    assert done.rows == [
+        progress.Row("ada", NB_00[:-6], "-", "broken notebook", f"{NB_00} is not a notebook (no nbformat 4 header)")
+    ]
+
+
+def test_a_cell_without_an_id_warns_nobody(tmp_path, monkeypatch, capsys):
+    # issue 43 V14: nbformat's MissingIDFieldWarning (three lines, with a source line) reached the facilitator
+    import warnings
+
+    from nbformat.warnings import MissingIDFieldWarning
+
+    _learner_notebook(tmp_path / "vc" / "amy", NB_00, "0.1")
+
+    def warns(learner, notebook, *rest):
+        warnings.warn("Cell is missing an id field", MissingIDFieldWarning, stacklevel=1)
+        return [progress.Row(learner, notebook.stem, "0.1", "correct")]
+
+    monkeypatch.setattr(progress, "_rows_for", warns)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        progress_verify.collect([tmp_path / "vc"], tmp_path / "build", workers=1)
+    assert not [w for w in seen if issubclass(w.category, MissingIDFieldWarning)]

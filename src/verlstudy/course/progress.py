@@ -14,7 +14,7 @@ import io
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 import nbformat
@@ -180,11 +180,21 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as the start of a formula
+
+
+def csv_cell(value: str) -> str:
+    """`value` safe to open in a spreadsheet: a cell that would start a formula gets a leading quote (shown as
+    text); the bare "-" placeholder of a whole-notebook row is no formula and stays as it is."""
+    return f"'{value}" if value.startswith(FORMULA_STARTS) and value != "-" else value
+
+
 def to_csv(rows: list[Row]) -> str:
+    """The rows as CSV; every cell (learner folder names, checkers' messages) is kept from running as a formula."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["learner", "lesson", "exercise", "verdict", "message"])
-    writer.writerows([r.learner, r.lesson, r.exercise, r.verdict, r.message] for r in rows)
+    writer.writerows([csv_cell(str(cell)) for cell in astuple(r)] for r in rows)
     return out.getvalue()
 
 

@@ -31,8 +31,11 @@ def check_options(args: argparse.Namespace) -> None:
         )
     if watch is not None and args.html is None:
         raise ValueError("--watch regenerates the --html page: name it, e.g. --html progress.html --watch 30")
-    if not (0 <= idle < 10**6):
-        raise ValueError(f"--idle must be a number of minutes >= 0 (0 turns the idle check off), got {idle:g}")
+    if not (0 <= idle < class_progress.MAX_IDLE):  # nan fails too
+        raise ValueError(
+            f"--idle must be a number of minutes >= 0 and under {class_progress.MAX_IDLE} (about two years; 0 turns "
+            f"the idle check off), got {idle:g}"
+        )
     if args.verify and (args.html is not None or watch is not None):
         raise ValueError(
             "--html and --watch show the attempt logs live, --verify re-executes once: use one or the other"
@@ -40,7 +43,8 @@ def check_options(args: argparse.Namespace) -> None:
     files.check_report_paths({"--csv": args.csv, "--junit": args.junit, "--html": args.html})
     from verlstudy.course.class_progress import find_learners
 
-    learners = find_learners(args.folders).learners
+    layout = find_learners(args.folders)
+    learners = layout.learners
     for flag, value in (("--csv", args.csv), ("--junit", args.junit), ("--html", args.html)):
         if value is None:
             continue
@@ -48,10 +52,14 @@ def check_options(args: argparse.Namespace) -> None:
         for name, folder in learners.items():
             if folder.resolve() in where.parents:
                 raise ValueError(f"{flag} {value} is inside learner {name}'s folder {folder}: write it elsewhere")
-    if args.build is not None:  # unused without --verify, and still never a forbidden folder or a learner's
+    if args.build is not None and not args.verify:  # a forbidden folder is named first, then the missing --verify
         from verlstudy.course.progress_verify import check_build
 
-        check_build(args.build, find_learners(args.folders), [Path(f) for f in args.folders])
+        check_build(args.build, layout, [Path(f) for f in args.folders])
+        raise ValueError(
+            f"--build {args.build} is where --verify puts the executed copies: add --verify, or drop --build "
+            "(without --verify nothing is executed)"
+        )
 
 
 def write_once(args: argparse.Namespace, *, quiet: bool = False) -> class_progress.ClassProgress:

@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import warnings
 from collections.abc import Callable
 from dataclasses import astuple, dataclass
 from pathlib import Path
 
+from nbformat.warnings import MissingIDFieldWarning
+
 from verlstudy.course import progress, runner
-from verlstudy.course.class_progress import Layout, lesson_files
+from verlstudy.course.class_progress import VERIFY_CACHE, Layout, lesson_files, notebook_problem
 from verlstudy.course.files import (
     Manifest,
     check_out_dir,
@@ -32,8 +36,9 @@ from verlstudy.course.files import (
 )
 from verlstudy.course.fingerprint import course_sources_hash
 from verlstudy.course.progress import Row
+from verlstudy.kit import attempts
 
-CACHE = "verified.json"
+CACHE = VERIFY_CACHE
 CACHE_FORMAT = 1
 
 
@@ -45,16 +50,60 @@ class Verified:
 
 
 def check_build(build: Path | str, layout: Layout, given: list[Path]) -> Path:
-    """`build` if it may hold the executed copies; ValueError naming it and what it lies in otherwise."""
+    """`build` if it may hold the executed copies; ValueError naming it and what it lies in otherwise.
+
+    Never the root or home folder, never in this class, and never in or over any learner's folder, of any class:
+    copies there would be counted as that learner's work, or as a new learner, by the next `progress`.
+    """
     build = check_target(build, "--build")
     check_out_dir(build)
     resolved = build.resolve()
+    if resolved == Path(resolved.anchor) or resolved == Path.home().resolve():
+        what = "the root folder" if resolved == Path(resolved.anchor) else "your home folder"
+        raise ValueError(f"--build {build} is {what}: name a folder of its own for the executed copies")
     for what, folder in [*((f"the class folder {f}", Path(f)) for f in given), *layout.learners.items()]:
         folder = folder.resolve()
         if resolved == folder or folder in resolved.parents:
             where = what if what.startswith("the class") else f"{what}'s folder {folder}"
             raise ValueError(f"--build {build} lies inside {where}: executed copies go elsewhere; name another folder")
+    for folder in (resolved, *resolved.parents):
+        if _is_learners_folder(folder):
+            raise ValueError(
+                f"--build {build} lies inside {folder}, a learner's folder (it holds lesson notebooks or an attempt "
+                "log): copies there would mix with their work; name another folder"
+            )
+    foreign = _learners_notebooks_below(build)
+    if foreign:
+        raise ValueError(
+            f"--build {build} holds lesson notebooks verlstudy did not put there ({foreign}): a class or a "
+            "learner's work? Copies there would be counted as learners; name another folder"
+        )
     return build
+
+
+def _is_learners_folder(folder: Path) -> bool:
+    """True when `folder` holds a lesson notebook or an attempt log (a build folder's top never does)."""
+    lessons = lesson_files()
+    log = folder / attempts.LOG_FOLDER / attempts.LOG_FILE
+    try:
+        return log.exists() or any(child.name in lessons for child in folder.iterdir())
+    except OSError:  # a folder we cannot list is no learner's we could read
+        return False
+
+
+def _learners_notebooks_below(build: Path) -> str:
+    """The first lesson notebook under `build` that no verlstudy command wrote there (relative), or ''."""
+    if not build.is_dir():
+        return ""
+    lessons = lesson_files()
+    manifest = Manifest(build)
+    for here, dirs, names in os.walk(build):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in (n for n in names if n in lessons):
+            path = Path(here) / name
+            if not (manifest.lists(path) or (not manifest.exists and is_run_output(path))):  # legacy: no manifest
+                return path.relative_to(build).as_posix()
+    return ""
 
 
 def _load_cache(path: Path) -> dict[str, dict]:
@@ -108,12 +157,13 @@ def verify(
     def fingerprint(notebook: Path) -> str:
         return content_hash(f"{content_hash(notebook.read_bytes())} {course} {timeout_s:g}")
 
-    unreadable: dict[str, Row] = {}  # a notebook that cannot even be read: its learner's row, the rest verified
+    # a notebook that cannot be read, or is no notebook, is not executed: its row says why in the words of the log
+    # mode (class_progress.notebook_problem), never a papermill exception
+    unreadable: dict[str, Row] = {}
     for learner, notebook in list(jobs):
-        try:
-            notebook.read_bytes()
-        except OSError as e:
-            why = f"{notebook.name} cannot be read ({e.strerror or e})"
+        problem = notebook_problem(notebook)
+        if problem:
+            why = f"{notebook.name} is {problem}"
             unreadable[key(learner, notebook)] = Row(learner, notebook.stem, "-", "broken notebook", why)
     jobs = [job for job in jobs if key(*job) not in unreadable]
     prints = {key(*job): fingerprint(job[1]) for job in jobs}
@@ -180,6 +230,7 @@ def collect(
     from verlstudy.course.class_progress import find_learners, read_class, to_rows
 
     layout = find_learners(folders)
+    check_build(build, layout, [Path(f) for f in folders])  # a refused --build is one line, before the banner
     print(
         f"verlstudy progress --verify: executes the learners' notebooks (their code, with your rights) in fresh "
         f"kernels, {workers} at a time; copies go to {build}",
@@ -197,7 +248,9 @@ def collect(
             how = f"{broken[0].verdict}: {broken[0].message[:100]}" if broken else f"{correct} correct"
             print(f"[{len(finished)}] {first.learner}/{first.lesson}: {how}", file=sys.stderr, flush=True)
 
-    done = verify(layout, [Path(f) for f in folders], build, workers=workers, timeout_s=timeout_s, on_done=said)
+    with warnings.catch_warnings():  # a learner's cell without an id is nbformat's future concern, not theirs
+        warnings.simplefilter("ignore", MissingIDFieldWarning)
+        done = verify(layout, [Path(f) for f in folders], build, workers=workers, timeout_s=timeout_s, on_done=said)
     print(
         f"verlstudy progress --verify: {len(done.executed)} notebook(s) executed, {len(done.cached)} unchanged since "
         f"their last verification (cached in {Path(build) / CACHE})",
