@@ -93,3 +93,25 @@ def test_check_callable_names_what_is_not_a_function():
     assert check_callable("ours", len) is len
     with pytest.raises(TypeError, match=r"^argument ours must be a function \(or None\), got int 7$"):
         check_callable("ours", 7, what="a function (or None)")
+
+
+@pytest.mark.parametrize(
+    ("call", "names"),
+    [
+        (lambda: __import__("verlstudy.kit.resources", fromlist=["x"]).read_data_csv(None, None), "argument path"),
+        (lambda: __import__("verlstudy.kit.resources", fromlist=["x"]).read_data_text(3), "argument path"),
+        (lambda: __import__("verlstudy.kit.upstream", fromlist=["x"]).upstream_file(None), "argument relative"),
+        (lambda: __import__("verlstudy.kit.upstream", fromlist=["x"]).load_from_source(None, ["f"]), "argument source"),
+        (lambda: __import__("verlstudy.kit.upstream", fromlist=["x"]).report_check("01", None), "argument runs"),
+        (lambda: __import__("verlstudy.kit.hygiene", fromlist=["x"]).sanitize(None), "argument text"),
+        (lambda: __import__("verlstudy.kit.plots", fromlist=["x"]).fit_layout(None), "argument fig"),
+        (lambda: __import__("verlstudy.kit.colab", fromlist=["x"]).pins(None), "argument installed"),
+        (lambda: __import__("verlstudy.kit.colab", fromlist=["x"]).requirement_name(None), "argument requirement"),
+        (lambda: __import__("verlstudy.kit.i18n", fromlist=["x"]).pick(None), "template must be a message"),
+    ],
+)
+def test_the_kits_doors_name_a_wrong_type_in_one_line(call, names):
+    # tester case LH9 and the rest of the kit's public helpers: one TypeError naming the argument, never pathlib's
+    with pytest.raises(TypeError, match=names) as raised:
+        call()
+    assert "\n" not in str(raised.value)

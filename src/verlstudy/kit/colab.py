@@ -26,6 +26,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 from verlstudy import __version__
+from verlstudy.kit.params import check_instance, check_items, check_path, check_str
 from verlstudy.kit.upstream import releases_dir
 
 REPOSITORY = "https://github.com/verlstudy/verlstudy"
@@ -71,6 +72,7 @@ def _normalized(name: str) -> str:
 
 def requirement_name(requirement: str) -> str:
     """The distribution name a requirement string starts with (`jupyter_client>=8` -> `jupyter-client`)."""
+    check_str("requirement", requirement, what="a requirement (a str such as 'torch>=2.9')")
     match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
     if match is None:
         raise ValueError(f"not a requirement: {requirement!r}")
@@ -80,11 +82,13 @@ def requirement_name(requirement: str) -> str:
 def rest_of_requirements(requires: Iterable[str]) -> list[str]:
     """The course's own requirements Colab still needs: no extras, nothing Colab pinned (`KEPT_AS_INSTALLED`)."""
     kept = {_normalized(n) for n in KEPT_AS_INSTALLED}
+    requires = check_items("requires", requires, str, what="a requirement (a str)")
     return [r for r in requires if Requirement(r).marker is None and requirement_name(r) not in kept]
 
 
 def pins(installed: Mapping[str, str]) -> list[str]:
     """Constraint lines `name==version` for every kept package that is installed (what pip must not move)."""
+    check_instance("installed", installed, Mapping, what="a mapping of package name to version")
     found = {_normalized(k): v for k, v in installed.items()}
     return [f"{name}=={found[_normalized(name)]}" for name in KEPT_AS_INSTALLED if _normalized(name) in found]
 
@@ -102,6 +106,9 @@ def installed_versions(names: Iterable[str] = KEPT_AS_INSTALLED) -> dict[str, st
 
 def install_commands(python: str, constraints: Path, requirements: Sequence[str], releases: Path) -> list[list[str]]:
     """The pip commands that finish the install: the course's requirements under the pins, verl, earlier verls."""
+    check_str("python", python, what="the Python to install with (a path, as a str)")
+    constraints, releases = check_path("constraints", constraints), check_path("releases", releases)
+    requirements = check_items("requirements", requirements, str, what="a requirement (a str)")
     pip = [python, "-m", "pip", "install", "-q"]
     commands = [[*pip, "-c", str(constraints), *requirements]] if requirements else []
     commands.append([*pip, "--no-deps", "--ignore-requires-python", f"verl=={UPSTREAM_VERL}"])

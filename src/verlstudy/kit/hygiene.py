@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from verlstudy.kit.params import check_str
+
 # Each pattern is something that differs between two honest runs of the same notebook.
 UNSTABLE_PATTERNS: dict[str, re.Pattern[str]] = {
     "memory address": re.compile(r"0x[0-9a-fA-F]{6,}"),
@@ -45,6 +47,7 @@ def unstable_fragments(text: str) -> list[tuple[str, str]]:
 
 def sanitize(text: str) -> str:
     """`text` with every unstable fragment replaced by `<kind>`, e.g. `took <timing>`."""
+    check_str("text", text)
     for kind, pattern in UNSTABLE_PATTERNS.items():
         text = pattern.sub(f"<{kind}>", text)
     return text

@@ -87,6 +87,8 @@ def held(lang: str | None) -> Iterator[None]:
 def catalog_files(lang: str) -> list:
     """The PO files of `lang`: the kit's own (`locale/<lang>.po`), then one per lesson's checker messages
     (`locale/<lang>/lNN.po`, so lessons are translated apart without editing one file), in name order."""
+    if not isinstance(lang, str):
+        raise TypeError(f"lang must be a catalog's name such as 'zh_CN', got {type(lang).__name__}")
     locale = resources.files("verlstudy.kit") / "locale"
     found = [locale / f"{lang}.po"] if (locale / f"{lang}.po").is_file() else []
     folder = locale / lang
@@ -127,4 +129,6 @@ def _(message: str) -> str:
 def pick(template: str, /, **values: object) -> str:
     """`_(template)` with its `{named}` fields filled in: one template per line, in every language alike (a field
     may be called anything, `message` and `template` too)."""
+    if not isinstance(template, str):
+        raise TypeError(f"pick's template must be a message (a str), got {type(template).__name__}")
     return _(template).format(**values)

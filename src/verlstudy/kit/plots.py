@@ -14,6 +14,8 @@ import matplotlib
 import matplotlib.figure
 import matplotlib.pyplot as plt
 
+from verlstudy.kit.params import check_instance
+
 COLORS = ("#1f5aa6", "#d1495b", "#2e8b57", "#edae49", "#6c4f9e", "#00798c")
 STYLE = {
     "figure.figsize": (6.0, 3.4),
@@ -68,6 +70,7 @@ def fit_layout(fig: matplotlib.figure.Figure) -> matplotlib.figure.Figure:
     While a figure has a layout engine, even that placeholder, saving it draws it twice (a layout pass,
     then the render); the layout is done, so one draw is enough. Returns `fig`.
     """
+    check_instance("fig", fig, matplotlib.figure.Figure, what="a matplotlib Figure")
     fig.tight_layout()
     fig.set_layout_engine(None)
     return fig

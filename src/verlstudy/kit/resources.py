@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 
+from verlstudy.kit.params import check_items, check_path
+
 BUNDLE_PACKAGE = "verlstudy._course"  # the wheel's copy: notebooks/ and data/ as package data
 
 
@@ -68,7 +70,7 @@ class DataFileError(ValueError):
 
 def read_data_text(path: str | Path) -> str:
     """A data file's text (UTF-8), or a DataFileError naming the file and what to do, never a bare decode error."""
-    path = Path(path)
+    path = check_path("path", path)
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError as e:
@@ -89,7 +91,7 @@ def check_data_folder(folder: str | Path) -> None:
     """DataFileError naming every file data/FILES lists under `folder` that is not there (a lesson that reads a whole
     folder would otherwise read what is left and fail a claim). A folder outside data/, or a copy of data/ without
     the listing, is not checked."""
-    folder = Path(folder)
+    folder = check_path("folder", folder)
     root = data_dir()
     try:
         relative = folder.resolve().relative_to(root.resolve())
@@ -122,7 +124,7 @@ def read_data_csv(path: str | Path, columns: Iterable[str]) -> list[dict[str, st
     import csv
     import io
 
-    path, columns = Path(path), list(columns)
+    path, columns = check_path("path", path), check_items("columns", columns, str, what="a column name (a str)")
     reader = csv.reader(io.StringIO(read_data_text(path), newline=""))
     header = next(reader, [])
     missing = [c for c in columns if c not in header]

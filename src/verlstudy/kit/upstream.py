@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verlstudy.kit import i18n
+from verlstudy.kit.params import check_instance, check_items, check_str
 
 
 class UpstreamError(Exception):
@@ -91,6 +92,7 @@ def verl_version(release: str | None = None) -> str:
 
 def upstream_file(relative: str, release: str | None = None) -> tuple[str, str]:
     """(source text, display name) of a file inside the verl package, e.g. 'workers/engine/utils.py'."""
+    check_str("relative", relative, what="a path inside the verl package (a str, e.g. 'workers/engine/utils.py')")
     path = verl_root(release) / relative
     if not path.is_file():
         raise UpstreamMoved(f"verl {verl_version(release)} has no file verl/{relative}: it moved or was removed")
@@ -170,9 +172,10 @@ def load_from_source(
     runs the code in a fresh namespace; the compiled code is reused for the same source, names and
     supplied names (a lesson loads the same function at several parallel sizes).
     """
-    names = list(names)
-    if not names or not all(isinstance(n, str) for n in names):
-        raise TypeError(f"names must be a non-empty list of function names, got {names!r}")
+    check_str("source", source, what="Python source text (a str)")
+    names = check_items("names", names, str, what="a function name (a str)")
+    if not names:
+        raise TypeError("names must be a non-empty list of function names, got an empty one")
     provided = dict(provided or {})
     code = _compile_named(source, filename, tuple(names), frozenset(provided))
     namespace: dict[str, object] = {"__name__": f"upstream:{filename}", **provided}
@@ -321,6 +324,7 @@ def report_check(lesson: str, runs: Sequence[Callable[[], Comparison]]) -> None:
     Raises AssertionError when upstream differs, so a notebook run against a newer verl stops at the
     lesson whose facts moved.
     """
+    runs = check_items("runs", runs, Callable, what="a function returning a Comparison")  # type: ignore[arg-type]
     if not verl_available():
         print(skip_line())
         return
@@ -335,6 +339,7 @@ def report_check(lesson: str, runs: Sequence[Callable[[], Comparison]]) -> None:
 
 def report_not_comparable(entry: NotComparable) -> None:
     """A lesson's upstream cell where there is nothing to call: one line saying why."""
+    check_instance("entry", entry, NotComparable, what="a NotComparable (what upstream has, and why not)")
     if not verl_available():
         print(skip_line())
         return
