@@ -153,3 +153,59 @@ def test_ci_publishes_the_hubs_own_student_edition_as_the_student_branch() -> No
     assert "main:student" in workflow and "branches: [main]" in workflow
     assert init.BRANCH == "main"  # the bare repository's branch the workflow pushes
     assert "branch=student" in (root / "docs" / "hub.md").read_text()
+
+
+def test_remove_delete_home_deletes_a_trial_learners_home_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 43 HB22: on a trial hub --delete-home was ignored in silence and homes/ben stayed
+    folder = tmp_path / "room"
+    assert _init(folder) == 0
+    for name in ("alice", "bob"):
+        (folder / "homes" / name / "verlstudy").mkdir(parents=True)
+        (folder / "homes" / name / "verlstudy" / "mine.txt").write_text("my work")
+    capsys.readouterr()
+    assert cli.main(["users", "remove", str(folder), "alice"]) == 0
+    assert "removed: alice; home kept (--delete-home deletes it)" in capsys.readouterr().out
+    assert (folder / "homes" / "alice" / "verlstudy" / "mine.txt").exists()
+    assert cli.main(["users", "remove", str(folder), "bob", "--delete-home"]) == 0
+    assert "removed: bob; home deleted" in capsys.readouterr().out
+    assert not (folder / "homes" / "bob").exists() and init.load(folder).learners == []
+    assert cli.main(["users", "add", str(folder), "cy", "--delete-home"]) == 2
+    assert "--delete-home goes with `users remove`" in capsys.readouterr().err
+
+
+def test_a_linked_home_is_not_followed_by_delete_home(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "room"
+    assert _init(folder) == 0
+    elsewhere = tmp_path / "precious"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("x")
+    (folder / "homes").mkdir(exist_ok=True)
+    (folder / "homes" / "alice").symlink_to(elsewhere)
+    assert cli.main(["users", "remove", str(folder), "alice", "--delete-home"]) == 2
+    assert "is a link or a file" in capsys.readouterr().err
+    assert (elsewhere / "keep.txt").exists() and init.load(folder).learners == ["alice", "bob"]
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('{"learners": 5', "not valid JSON: Expecting"),
+        ("[1, 2]", "a JSON list, not an object"),
+        ('{"learners": 5, "admin": "teach"}', "'learners' is 5"),
+        ('{"learners": ["a"]}', "no 'admin'"),
+    ],
+)
+def test_a_damaged_hub_json_is_named_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, says: str
+) -> None:
+    # issue 43 HB21: a torn hub.json gave "Expecting ',' delimiter: line 2 column 1 (char 15)" and nothing else
+    folder = tmp_path / "room"
+    assert _init(folder) == 0
+    (folder / init.SETTINGS).write_text(text)
+    capsys.readouterr()
+    assert cli.main(["users", "add", str(folder), "dan"]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder / init.SETTINGS} is damaged ({says}" in err and "nothing changed" in err, err
+    assert len(err.strip().splitlines()) == 1 and (folder / init.SETTINGS).read_text() == text

@@ -60,10 +60,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"next: verlstudy hub up {folder}")
         elif args.action == "users":
             if args.change == "add":
+                if args.delete_home:  # else silently ignored
+                    raise ValueError("--delete-home goes with `users remove`: adding a learner deletes nothing")
                 done = init.add_users(folder, args.names)
+                print(f"added: {', '.join(done)} (a running hub: restart it)")
             else:
                 done = init.remove_users(folder, args.names, delete_home=args.delete_home)
-            print(f"{'added' if args.change == 'add' else 'removed'}: {', '.join(done)} (a running hub: restart it)")
+                homes = "home deleted" if args.delete_home else "home kept (--delete-home deletes it)"
+                print(f"removed: {', '.join(done)}; {homes} (a running hub: restart it)")
         else:
             from verlstudy.hub import up
 

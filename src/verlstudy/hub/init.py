@@ -65,12 +65,55 @@ class Settings:
     homes: dict[str, str] = field(default_factory=dict)  # without system users: hub name -> home folder
 
 
+SETTING_TYPES: dict[str, type | tuple[type, ...]] = {
+    "learners": list,
+    "admin": str,
+    "prefix": str,
+    "system_users": bool,
+    "port": int,
+    "ip": str,
+    "idle_timeout": int,
+    "default_url": str,
+    "generator": str,
+    "format": int,
+    "homes": dict,
+}
+
+
 def load(folder: Path) -> Settings:
-    """The settings of the hub in `folder`; ValueError when `folder` holds no hub `hub init` wrote."""
+    """The settings of the hub in `folder`; ValueError when `folder` holds no hub `hub init` wrote, or one line
+    naming hub.json when it is damaged (torn, edited into another shape)."""
     check_ours(folder, must_exist=True)
-    data = json.loads((folder / SETTINGS).read_text())
+    path = folder / SETTINGS
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ValueError(f"{path} cannot be read ({e.strerror or e}): check its permissions; nothing changed") from e
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ValueError(_damaged(path, f"not valid JSON: {str(e).splitlines()[0][:80]}")) from e
+    if not isinstance(data, dict):
+        raise ValueError(_damaged(path, f"a JSON {type(data).__name__}, not an object"))
     known = {k: v for k, v in data.items() if k in Settings.__dataclass_fields__}
+    for key in ("learners", "admin"):
+        if key not in known:
+            raise ValueError(_damaged(path, f"no {key!r}"))
+    for key, value in known.items():
+        kind = SETTING_TYPES[key]
+        wrong = not isinstance(value, kind) or (kind is int and isinstance(value, bool))
+        if key == "learners" and not wrong:
+            wrong = not all(isinstance(name, str) for name in value)
+        if key == "homes" and not wrong:
+            wrong = not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+        if wrong:
+            raise ValueError(_damaged(path, f"{key!r} is {json.dumps(value)[:40]}"))
     return Settings(**known)
+
+
+def _damaged(path: Path, why: str) -> str:
+    return (
+        f"{path} is damaged ({why}): restore it from a copy, or fix it by hand (learners, admin, prefix, port), "
+        "or run `verlstudy hub init` in a new folder; nothing changed"
+    )
 
 
 def save(folder: Path, settings: Settings) -> None:
@@ -286,10 +329,27 @@ def remove_users(folder: Path, names: list[str], *, delete_home: bool = False) -
             raise ValueError(f"{name} is not a learner on this hub (learners: {', '.join(settings.learners)})")
     if settings.system_users and os.geteuid() != 0:
         raise ValueError("removing the learners' system users needs root: run it with sudo")
+    # a trial hub's homes are DIR/homes/NAME, deleted here; userdel deletes a system user's (checked before anything)
+    homes = [_trial_home(folder, name) for name in gone] if delete_home and not settings.system_users else []
     for name in gone:
         if settings.system_users:
             users.remove(users.system_name(name, settings.prefix), delete_home=delete_home)
         settings.homes.pop(name, None)
     settings.learners = [n for n in settings.learners if n not in gone]
     save(folder, settings)
+    for home in homes:
+        if home.exists():
+            shutil.rmtree(home)
     return gone
+
+
+def _trial_home(folder: Path, name: str) -> Path:
+    """Learner `name`'s home on a trial hub: DIR/homes/NAME, where the config starts their server; ValueError
+    naming it when it is a link or a file, which --delete-home leaves to a person (nothing deleted)."""
+    home = folder / "homes" / name
+    if home.parent.is_symlink() or home.is_symlink() or (home.exists() and not home.is_dir()):
+        link = home.parent if home.parent.is_symlink() else home
+        raise ValueError(
+            f"{link} is a link or a file, not the hub's own folder: delete {name}'s home by hand (nothing changed)"
+        )
+    return home
