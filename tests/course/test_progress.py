@@ -113,3 +113,14 @@ def test_no_csv_cell_starts_a_formula_whatever_a_learner_named_a_folder_or_wrote
         ["'-ben", "00_start_here", "-", "broken notebook", "'\t=cmd|' /C calc'!A0"],
         ["ada", "00_start_here", "0.2", "correct", "-"],  # the bare "-" placeholder is no formula
     ]
+
+
+def test_a_folder_name_cannot_split_a_table_row_or_break_the_junit_xml(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    rows = [progress.Row("a|b\x1b[2J", "00_start_here", "0.1", "not yet right", "x | y\nz\x00")]
+    table = progress.table(rows)
+    assert "| a\\|b\\x1b[2J | 00_start_here | 0.1 | not yet right | x \\| y z\\x00 |" in table.splitlines()
+    suite = ET.fromstring(progress.to_junit(rows)).find("testsuite")  # parses: no control character left
+    assert suite.get("name") == "a|b\\x1b[2J"
+    assert suite.find("testcase/failure").get("message") == "not yet right: x | y\nz\\x00"

@@ -184,9 +184,13 @@ def test_a_file_that_is_no_notebook_is_named_as_the_log_mode_names_it_and_not_ex
     (tmp_path / "vd" / "ada" / NB_00).write_text('{"cells": 5}')
     monkeypatch.setattr(progress, "_rows_for", lambda *a, **k: pytest.fail("a broken notebook was executed"))
     done = progress_verify.verify(find_learners([tmp_path / "vd"]), [tmp_path / "vd"], tmp_path / "build")
+    stem = NB_00[:-6]
     assert done.rows == [
-        progress.Row("ada", NB_00[:-6], "-", "broken notebook", f"{NB_00} is not a notebook (no nbformat 4 header)")
+        progress.Row("ada", stem, "-", "broken notebook", f"{NB_00} is not a notebook (no nbformat 4 header)"),
+        progress.Row("ada", stem, "0.1", "not attempted", progress_verify.NOT_OPENED),
+        progress.Row("ada", stem, "0.2", "not attempted", progress_verify.NOT_OPENED),
     ]
+    assert progress_verify.disagreements([progress.Row("ada", stem, "0.1", "correct")], done.rows) == []
 
 
 def test_a_cell_without_an_id_warns_nobody(tmp_path, monkeypatch, capsys):

@@ -161,10 +161,26 @@ class ProgressInterrupted(KeyboardInterrupt):
         self.rows, self.finished, self.total = rows, finished, total
 
 
+def _md(text: str) -> str:
+    """`text` as one Markdown table cell: a '|' or a line break in a folder name or message cannot split the row,
+    an escape sequence cannot act on the terminal it is printed on."""
+    return _xml(" ".join(text.replace("|", "\\|").splitlines()))
+
+
+def _xml(text: str) -> str:
+    """`text` with what XML 1.0 cannot hold (control characters in a folder name) shown as escapes."""
+    return _NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
 def table(rows: list[Row]) -> str:
     """Markdown: a row per exercise, then the total per learner and lesson."""
     lines = ["| learner | lesson | exercise | verdict | message |", "| --- | --- | --- | --- | --- |"]
-    lines += [f"| {r.learner} | {r.lesson} | {r.exercise} | {r.verdict} | {r.message[:120]} |" for r in rows]
+    lines += [
+        f"| {_md(r.learner)} | {_md(r.lesson)} | {r.exercise} | {r.verdict} | {_md(r.message[:120])} |" for r in rows
+    ]
     lines += [
         "",
         "| learner | lesson | correct | not yet right | not attempted |",
@@ -176,7 +192,7 @@ def table(rows: list[Row]) -> str:
             groups.setdefault((r.learner, r.lesson), []).append(r)
     for (learner, lesson), mine in groups.items():
         counts = [sum(r.verdict == v for r in mine) for v in VERDICTS]
-        lines.append(f"| {learner} | {lesson} | {counts[0]} | {counts[1]} | {counts[2]} |")
+        lines.append(f"| {_md(learner)} | {_md(lesson)} | {counts[0]} | {counts[1]} | {counts[2]} |")
     return "\n".join(lines) + "\n"
 
 
@@ -202,12 +218,13 @@ def to_junit(rows: list[Row]) -> str:
     """A suite per learner; not yet right and broken are failures, not attempted is skipped."""
     root = ET.Element("testsuites", name="verlstudy progress")
     for learner in dict.fromkeys(r.learner for r in rows):
-        suite = ET.SubElement(root, "testsuite", name=learner)
+        suite = ET.SubElement(root, "testsuite", name=_xml(learner))
         for r in (r for r in rows if r.learner == learner):
-            case = ET.SubElement(suite, "testcase", classname=f"{learner}.{r.lesson}", name=f"exercise {r.exercise}")
+            classname = _xml(f"{learner}.{r.lesson}")
+            case = ET.SubElement(suite, "testcase", classname=classname, name=f"exercise {r.exercise}")
             if r.verdict == "not attempted":
                 ET.SubElement(case, "skipped", message="not attempted")
             elif r.verdict != "correct":
-                ET.SubElement(case, "failure", message=f"{r.verdict}: {r.message}"[:500])
+                ET.SubElement(case, "failure", message=_xml(f"{r.verdict}: {r.message}"[:500]))
         suite.set("tests", str(len(suite)))
     return ET.tostring(root, encoding="unicode")

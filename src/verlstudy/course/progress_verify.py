@@ -37,9 +37,11 @@ from verlstudy.course.files import (
 from verlstudy.course.fingerprint import course_sources_hash
 from verlstudy.course.progress import Row
 from verlstudy.kit import attempts
+from verlstudy.kit.exercises import registered_exercises
 
 CACHE = VERIFY_CACHE
 CACHE_FORMAT = 1
+NOT_OPENED = "the notebook does not open"  # an exercise of a notebook that is not one: confirms nothing
 
 
 @dataclass(frozen=True)
@@ -159,12 +161,18 @@ def verify(
 
     # a notebook that cannot be read, or is no notebook, is not executed: its row says why in the words of the log
     # mode (class_progress.notebook_problem), never a papermill exception
-    unreadable: dict[str, Row] = {}
+    unreadable: dict[str, list[Row]] = {}
     for learner, notebook in list(jobs):
         problem = notebook_problem(notebook)
         if problem:
             why = f"{notebook.name} is {problem}"
-            unreadable[key(learner, notebook)] = Row(learner, notebook.stem, "-", "broken notebook", why)
+            unreadable[key(learner, notebook)] = [
+                Row(learner, notebook.stem, "-", "broken notebook", why),
+                *(
+                    Row(learner, notebook.stem, exercise, "not attempted", NOT_OPENED)
+                    for exercise in registered_exercises(int(notebook.name[:2]))
+                ),
+            ]
     jobs = [job for job in jobs if key(*job) not in unreadable]
     prints = {key(*job): fingerprint(job[1]) for job in jobs}
     todo = [job for job in jobs if cache.get(key(*job), {}).get("fingerprint") != prints[key(*job)]]
@@ -197,7 +205,9 @@ def verify(
             done.append(Row(learner, notebook.stem, "-", "interrupted", runner.STOPPED_WHILE_RUNNING))
         raise progress.ProgressInterrupted(done, len(stop.finished), len(todo)) from None
     save(dict(enumerate(chunks)))
-    rows = [Row(*row) for job in jobs for row in cache[key(*job)]["rows"]] + list(unreadable.values())
+    rows = [Row(*row) for job in jobs for row in cache[key(*job)]["rows"]] + [
+        row for rows in unreadable.values() for row in rows
+    ]
     todo_keys = {key(*job) for job in todo}
     return Verified(rows, sorted(todo_keys), sorted(set(prints) - todo_keys))
 
@@ -207,7 +217,11 @@ def disagreements(logged: list[Row], verified: list[Row]) -> list[str]:
     a notebook changed since its checks, or a check run in another notebook)."""
     seen = {(r.learner, r.exercise): r.verdict for r in verified if r.exercise != "-"}
     # an exercise its notebook never reached (a time limit, a kernel that died) confirms nothing either way
-    cut = {(r.learner, r.exercise) for r in verified if r.exercise != "-" and r.message == progress.STOPPED_BEFORE}
+    cut = {
+        (r.learner, r.exercise)
+        for r in verified
+        if r.exercise != "-" and r.message in (progress.STOPPED_BEFORE, NOT_OPENED)
+    }
     lines = []
     for row in logged:
         again = seen.get((row.learner, row.exercise))
