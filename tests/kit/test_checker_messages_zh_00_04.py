@@ -19,7 +19,9 @@ from verlstudy.kit.exercises import ExerciseFailure
 from verlstudy.kit.guards import GuardLetThrough, check_guard
 from verlstudy.kit.properties import Case, compare_on_inputs
 
-LESSONS: tuple[int, ...] = (0, 1, 2)
+LESSONS: tuple[int, ...] = (0, 1, 2, 3)
+# answers whose wrong values are whatever memory held (torch.empty): their numbers differ from run to run
+UNINITIALISED = {("3.2", "to_wire: padding not zeroed")}
 CJK = re.compile(r"[\u4e00-\u9fff]")
 DIGITS = re.compile(r"\d+")
 
@@ -143,7 +145,9 @@ def test_a_held_out_answer_gets_its_message_in_chinese_with_the_english_numbers(
 
     (verdict, english), (verdict_in_chinese, chinese) = _in_both(monkeypatch, fresh)
     assert verdict_in_chinese == verdict
-    if english:
+    if english and (exercise, label) in UNINITIALISED:
+        assert not CJK.search(english) and CJK.search(chinese), chinese
+    elif english:
         _same_values(english, chinese)
 
 

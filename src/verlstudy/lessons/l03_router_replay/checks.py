@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from verlstudy.kit import i18n
 from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.kit.properties import Case, compare_on_inputs
 from verlstudy.lessons.l03_router_replay.config_cases import (
@@ -87,7 +88,7 @@ def check_stack_by_layer(stack_by_layer: Callable[[list[tuple[int, torch.Tensor]
     pairs share a layer number, wherever they sit, raises ValueError.
     """
     if not callable(stack_by_layer):
-        raise ExerciseFailure(f"pass your function itself, got {type(stack_by_layer).__name__}")
+        raise ExerciseFailure(i18n.pick("pass your function itself, got {kind}", kind=type(stack_by_layer).__name__))
     summary = compare_on_inputs(
         stack_by_layer,
         _reference_stack,
@@ -98,7 +99,7 @@ def check_stack_by_layer(stack_by_layer: Callable[[list[tuple[int, torch.Tensor]
         max_examples=40,
     )
     tried = duplicate_verdict(stack_by_layer)
-    return f"{summary}; duplicates rejected in {tried} walks"
+    return i18n.pick("{summary}; duplicates rejected in {tried} walks", summary=summary, tried=tried)
 
 
 # ---------------------------------------------------------------- 3.2 the dense branch's wire format
@@ -150,7 +151,7 @@ def check_wire_roundtrip(
     """
     for fn in (to_wire_fn, from_wire_fn):
         if not callable(fn):
-            raise ExerciseFailure(f"pass your two functions themselves, got {type(fn).__name__}")
+            raise ExerciseFailure(i18n.pick("pass your two functions themselves, got {kind}", kind=type(fn).__name__))
     to_summary = compare_on_inputs(
         to_wire_fn,
         _reference_to_wire,
@@ -214,7 +215,7 @@ def check_text_config_attr(find_attr: Callable[[object, str], Any]) -> str:
     AttributeError where it does. Any traversal that returns those values is right. The config is not changed.
     """
     if not callable(find_attr):
-        raise ExerciseFailure(f"pass your function itself, got {type(find_attr).__name__}")
+        raise ExerciseFailure(i18n.pick("pass your function itself, got {kind}", kind=type(find_attr).__name__))
     mistakes, show = naming_drawn(_text_attr_mistake_for(find_attr), _show_lookup)
     options = {"name": "find_text_attr", "mistakes": mistakes, "show": show, "max_examples": 60}
     answer, reference = with_drawn(_outcome, find_attr), with_drawn(_outcome, _reference_text_attr)
@@ -226,4 +227,7 @@ def check_text_config_attr(find_attr: Callable[[object, str], Any]) -> str:
         **options,
     )
     shaped = compare_on_inputs(answer, reference, inputs=drawn_configs(), **options)
-    return f"{trees}; {shaped.removeprefix('right ')} shaped like Hugging Face's configs"
+    # the second summary reads on from the first ("right on ...; on N generated inputs shaped like ...")
+    return i18n.pick(
+        "{trees}; {shaped} shaped like Hugging Face's configs", trees=trees, shaped=shaped.removeprefix("right ")
+    )

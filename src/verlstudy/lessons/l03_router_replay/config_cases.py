@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 
+from verlstudy.kit import i18n
 from verlstudy.lessons.l03_router_replay.text_config import TEXT_BRANCHES, ComposedConfig, ToyConfig
 
 
@@ -252,11 +253,11 @@ def _text_attr_mistake_for(find_attr: Callable[[object, str], Any]) -> Callable[
             except Exception:
                 empty = _Raised("something")
             if empty is None:
-                return (
+                return i18n._(
                     "when nothing on the text branch has a value, your lookup returns None: raise AttributeError "
                     "instead, so a miss cannot pass for a value"
                 )
-            return (
+            return i18n._(
                 "your lookup returned None, a value that counts as absent: a config whose attribute is None does "
                 "not have it (is the test whether the attribute exists, rather than whether its value is None?)"
             )
@@ -299,39 +300,42 @@ def _text_attr_mistake(
 ) -> str | None:
     spec, name = args
     if isinstance(got, _Raised) and "Recursion" in got.kind:
-        return "your walk revisits configs: a config that contains itself never ends"
+        return i18n._("your walk revisits configs: a config that contains itself never ends")
     if isinstance(got, _Raised) and isinstance(want, _Raised) and got.kind != want.kind:
-        return (
-            f"when nothing on the text branch has it, raise AttributeError (the exercise asks for it), not {got.kind}"
+        return i18n.pick(
+            "when nothing on the text branch has it, raise AttributeError (the exercise asks for it), not {kind}",
+            kind=got.kind,
         )
     config = _build(spec)
     dict_only = _variant_lookup(config, name, order=TEXT_BRANCHES, dict_only=True)
     if _same_outcome(got, dict_only) and not _same_outcome(want, dict_only):
-        return _DICT_ONLY
+        return i18n._(_DICT_ONLY)
     if _same_outcome(got, _variant_lookup(config, name, falsy_absent=True, order=TEXT_BRANCHES)) and skips_falsy():
-        return "your walk takes a falsy value (0, False) for a missing one"
+        return i18n._("your walk takes a falsy value (0, False) for a missing one")
     for order in permutations(TEXT_BRANCHES):
         if order != tuple(TEXT_BRANCHES) and _same_outcome(got, _variant_lookup(_build(spec), name, order=order)):
-            return (
+            return i18n._(
                 "your walk reads the named sub-configs in another order than the exercise lists them: when two "
                 "of them have a value, the first in that order wins"
             )
     if isinstance(got, _Raised) and not isinstance(want, _Raised):
-        return "your walk missed a text branch that has it (language_config, thinker_config's own text config, ...)"
+        return i18n._(
+            "your walk missed a text branch that has it (language_config, thinker_config's own text config, ...)"
+        )
     if isinstance(want, _Raised) and not isinstance(got, _Raised):
-        return "nothing on the text branch has it, and your walk returned a value: it read a sibling sub-config"
+        return i18n._("nothing on the text branch has it, and your walk returned a value: it read a sibling sub-config")
     variants = _walk_variants(_build(spec), name)
     # get_text_config() ignored and the root read first can give one value: a probe tells them apart
     ignoring = variants[_IGNORES_GETTER]
     if ignoring is not None and _same_outcome(got, ignoring) and ignores_getter():
-        return _IGNORES_GETTER
+        return i18n._(_IGNORES_GETTER)
     for mistake, value in variants.items():
         if mistake == _IGNORES_GETTER:
             continue
         if value is not None and not isinstance(value, _Raised) and value == got and type(value) is type(got):
-            return mistake
+            return i18n._(mistake)
     if isinstance(spec, dict) and isinstance(spec.get("text_config"), dict) and got != want:
-        return "a value on the text config itself wins over one deeper inside it, and deeper wins over the root"
+        return i18n._("a value on the text config itself wins over one deeper inside it, and deeper wins over the root")
     return None
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
+from verlstudy.kit import i18n
 from verlstudy.kit.exercises import ExerciseFailure
 from verlstudy.kit.properties import Case
 
@@ -113,24 +114,24 @@ def stack_mistake(args: tuple[Any, ...], got: Any, want: torch.Tensor) -> str | 
     """The mistake a wrong stacked map shows (None: only the values are shown)."""
     (pairs,) = args
     if not isinstance(got, torch.Tensor):
-        return "return one tensor (tokens, layers, topk)"
+        return i18n._("return one tensor (tokens, layers, topk)")
     if got.shape != want.shape:
         if got.dim() == 3 and got.shape[0] == want.shape[1] and got.shape[1] == want.shape[0]:
-            return "your layers are not the middle dim"
-        return "the map must be (tokens, layers, topk): one column per router"
+            return i18n._("your layers are not the middle dim")
+        return i18n._("the map must be (tokens, layers, topk): one column per router")
     if got.dtype != ROUTES_DTYPE:
-        return "routes are stored as torch.int16"
+        return i18n._("routes are stored as torch.int16")
     if torch.equal(got, want.to(torch.uint8).to(ROUTES_DTYPE)) or torch.equal(
         got, want.to(torch.int8).to(ROUTES_DTYPE)
     ):
-        return "expert ids above 255 came back changed (300 became 44): an 8-bit type held them on the way"
+        return i18n._("expert ids above 255 came back changed (300 became 44): an 8-bit type held them on the way")
     if torch.equal(got, _stacked(pairs)):
-        return "the columns follow the order the pairs came in, not the layer numbers"
+        return i18n._("the columns follow the order the pairs came in, not the layer numbers")
     if torch.equal(got, _stacked(sorted(pairs, key=lambda p: str(p[0])))):
-        return "the layer numbers were sorted as text (10 before 2), not as numbers"
+        return i18n._("the layer numbers were sorted as text (10 before 2), not as numbers")
     if torch.equal(got, _stacked(sorted(pairs, key=lambda p: -p[0]))):
-        return "the columns are in descending layer order"
-    return "some column holds another layer's routes: replay would hand them to the wrong layer"
+        return i18n._("the columns are in descending layer order")
+    return i18n._("some column holds another layer's routes: replay would hand them to the wrong layer")
 
 
 def duplicate_verdict(stack_by_layer: Callable[..., Any], seeds: range = range(12)) -> int:
@@ -139,7 +140,11 @@ def duplicate_verdict(stack_by_layer: Callable[..., Any], seeds: range = range(1
         pairs = drawn_pairs(seed, duplicate=True)
         numbers = [n for n, _ in pairs]
         twice = next(n for n in numbers if numbers.count(n) > 1)
-        walk = f"layers {numbers}" if len(numbers) <= 8 else f"a {len(numbers)}-router walk"
+        walk = (
+            i18n.pick("layers {numbers}", numbers=numbers)
+            if len(numbers) <= 8
+            else i18n.pick("a {count}-router walk", count=len(numbers))
+        )
         try:
             stack_by_layer(list(pairs))
         except ValueError:
@@ -148,10 +153,21 @@ def duplicate_verdict(stack_by_layer: Callable[..., Any], seeds: range = range(1
             raise
         except Exception as e:
             raise ExerciseFailure(
-                f"in {walk}, two routers claimed layer {twice} and your function raised {type(e).__name__} "
-                f"({e}); raise ValueError for a duplicate"
+                i18n.pick(
+                    "in {walk}, two routers claimed layer {twice} and your function raised {error} ({detail}); raise "
+                    "ValueError for a duplicate",
+                    walk=walk,
+                    twice=twice,
+                    error=type(e).__name__,
+                    detail=e,
+                )
             ) from None
         raise ExerciseFailure(
-            f"in {walk}, two routers claimed layer {twice} and your function raised nothing: a duplicate went through"
+            i18n.pick(
+                "in {walk}, two routers claimed layer {twice} and your function raised nothing: a duplicate went "
+                "through",
+                walk=walk,
+                twice=twice,
+            )
         )
     return len(seeds)

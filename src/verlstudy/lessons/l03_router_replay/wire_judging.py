@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
+from verlstudy.kit import i18n
 from verlstudy.kit.properties import Case
 
 ROUTES_DTYPE = torch.int16
@@ -137,29 +138,31 @@ def _probe_to_wire(fn: Callable[..., Any]) -> str | None:
     if not isinstance(one, torch.Tensor):
         return None
     if one.dtype != torch.uint8:
-        return "to_wire must return a torch.uint8 tensor (the bytes gloo/NCCL can send)"
+        return i18n._("to_wire must return a torch.uint8 tensor (the bytes gloo/NCCL can send)")
     if one.shape[-1] == 2 and one.numel() == 2:
-        return "each route became one byte: a value cast to uint8 keeps only the low byte of an expert id"
+        return i18n._("each route became one byte: a value cast to uint8 keeps only the low byte of an expert id")
     got = _bytes(one)
     if got == [1, 2, 1, 44]:
-        return (
+        return i18n._(
             "the two bytes of each route are in the other order: high byte first, where the receiver reads the "
             "low byte first (int16 is little-endian on x86-64 and ARM, the machines verl runs on)"
         )
     if got == [2, 0, 44, 0]:
-        return "each route kept only its low byte: a value cast to uint8 keeps only the low byte of an expert id"
+        return i18n._(
+            "each route kept only its low byte: a value cast to uint8 keeps only the low byte of an expert id"
+        )
     padded = _call(fn, _map([[258]]), 3)  # right: (1, 1, 3, 2) holding 2 1 0 0 0 0
     if not isinstance(padded, torch.Tensor):
         return None
     if tuple(padded.shape) == (1, 1, 1, 2):
-        return "the layer dim is not padded to max_layers"
+        return i18n._("the layer dim is not padded to max_layers")
     if tuple(padded.shape) != (1, 1, 3, 2):
-        return "the padding went onto another dim than the layers, or bytes are missing"
+        return i18n._("the padding went onto another dim than the layers, or bytes are missing")
     layers = padded[0, 0].tolist()
     if layers[2] == [2, 1] and layers[0] == [0, 0]:
-        return "the real layers sit at the end of the layer dim, after the padding: they must come first"
+        return i18n._("the real layers sit at the end of the layer dim, after the padding: they must come first")
     if layers[0] == [2, 1] and (layers[1] != [0, 0] or layers[2] != [0, 0]):
-        return "the padding layers hold nonzero bytes, so the padding carries routes that do not exist"
+        return i18n._("the padding layers hold nonzero bytes, so the padding carries routes that do not exist")
     return None
 
 
@@ -171,21 +174,21 @@ def _probe_from_wire(fn: Callable[..., Any]) -> str | None:
     if not isinstance(got, torch.Tensor):
         return None
     if got.dtype != ROUTES_DTYPE:
-        return "from_wire must return torch.int16 routes"
+        return i18n._("from_wire must return torch.int16 routes")
     if got.dim() == 4 and got.shape[2] > 2:
-        return "your from_wire kept padding layers"
+        return i18n._("your from_wire kept padding layers")
     if got.dim() == 4 and got.shape[2] < 2:
-        return (
+        return i18n._(
             "your from_wire lost real layers (a layer whose bytes are all zero, every token on expert 0, "
             "is a real layer): use the count you are given"
         )
     if got.dim() == 4 and got.shape[3] == 4:
-        return "your from_wire made one route of each byte, but a route is two bytes on the wire"
+        return i18n._("your from_wire made one route of each byte, but a route is two bytes on the wire")
     values = _bytes(got)
     if values and values[:2] == [513, 11265]:
-        return "your from_wire reads the two bytes of each route in the other order (high byte first)"
+        return i18n._("your from_wire reads the two bytes of each route in the other order (high byte first)")
     if values and values[:2] == [2, 44]:
-        return "your from_wire kept only the low byte of each route, and expert ids go above 255"
+        return i18n._("your from_wire kept only the low byte of each route, and expert ids go above 255")
     return None
 
 
@@ -198,7 +201,7 @@ def to_wire_mistake_for(fn: Callable[..., Any]) -> Callable[..., str | None]:
         if not routes.is_contiguous() and isinstance(got, torch.Tensor):
             again = _call(fn, routes.contiguous(), args[1])
             if isinstance(again, torch.Tensor) and again.shape == want.shape and torch.equal(again, want):
-                return "your to_wire is wrong only on a routes map that is not contiguous in memory (a view)"
+                return i18n._("your to_wire is wrong only on a routes map that is not contiguous in memory (a view)")
         return None
 
     return name
