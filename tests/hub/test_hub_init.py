@@ -209,3 +209,18 @@ def test_a_damaged_hub_json_is_named_in_one_line(
     err = capsys.readouterr().err
     assert f"{folder / init.SETTINGS} is damaged ({says}" in err and "nothing changed" in err, err
     assert len(err.strip().splitlines()) == 1 and (folder / init.SETTINGS).read_text() == text
+
+
+def test_delete_home_says_which_homes_it_could_not_delete(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a system user verlstudy did not create is left alone (users.remove): its home too, and the line says so
+    folder = tmp_path / "room"
+    assert _init(folder) == 0
+    data = json.loads((folder / init.SETTINGS).read_text())
+    (folder / init.SETTINGS).write_text(json.dumps({**data, "system_users": True}))
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(users, "is_ours", lambda system: False)
+    capsys.readouterr()
+    assert cli.main(["users", "remove", str(folder), "alice", "--delete-home"]) == 0
+    assert "home kept for alice: no system user verlstudy created" in capsys.readouterr().out

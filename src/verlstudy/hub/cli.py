@@ -65,8 +65,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 done = init.add_users(folder, args.names)
                 print(f"added: {', '.join(done)} (a running hub: restart it)")
             else:
-                done = init.remove_users(folder, args.names, delete_home=args.delete_home)
+                done, kept = init.remove_users(folder, args.names, delete_home=args.delete_home)
                 homes = "home deleted" if args.delete_home else "home kept (--delete-home deletes it)"
+                if kept:
+                    homes = f"home kept for {', '.join(kept)}: no system user verlstudy created (delete it by hand)"
                 print(f"removed: {', '.join(done)}; {homes} (a running hub: restart it)")
         else:
             from verlstudy.hub import up

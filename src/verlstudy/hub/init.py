@@ -320,8 +320,9 @@ def add_users(folder: Path, names: list[str]) -> list[str]:
     return new
 
 
-def remove_users(folder: Path, names: list[str], *, delete_home: bool = False) -> list[str]:
-    """Remove learners from the hub in `folder` (their system users too; homes kept unless `delete_home`)."""
+def remove_users(folder: Path, names: list[str], *, delete_home: bool = False) -> tuple[list[str], list[str]]:
+    """Remove learners from the hub in `folder` (their system users too; homes kept unless `delete_home`); the names
+    removed, and those whose home `delete_home` did not delete (a system user verlstudy did not create)."""
     settings = load(folder)
     gone = users.check_names(names, settings.prefix)
     for name in gone:
@@ -331,16 +332,18 @@ def remove_users(folder: Path, names: list[str], *, delete_home: bool = False) -
         raise ValueError("removing the learners' system users needs root: run it with sudo")
     # a trial hub's homes are DIR/homes/NAME, deleted here; userdel deletes a system user's (checked before anything)
     homes = [_trial_home(folder, name) for name in gone] if delete_home and not settings.system_users else []
+    kept: list[str] = []
     for name in gone:
-        if settings.system_users:
-            users.remove(users.system_name(name, settings.prefix), delete_home=delete_home)
+        system = users.system_name(name, settings.prefix)
+        if settings.system_users and not users.remove(system, delete_home=delete_home) and delete_home:
+            kept.append(name)
         settings.homes.pop(name, None)
     settings.learners = [n for n in settings.learners if n not in gone]
     save(folder, settings)
     for home in homes:
         if home.exists():
             shutil.rmtree(home)
-    return gone
+    return gone, kept
 
 
 def _trial_home(folder: Path, name: str) -> Path:

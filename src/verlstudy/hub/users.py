@@ -101,9 +101,11 @@ def create(system: str) -> Path:
     return home
 
 
-def remove(system: str, *, delete_home: bool = False) -> None:
-    """Remove the account `system` if it is ours (its home too with `delete_home`); others are left alone."""
+def remove(system: str, *, delete_home: bool = False) -> bool:
+    """Remove the account `system` if it is ours (its home too with `delete_home`); others are left alone.
+    True when an account was removed."""
     if not is_ours(system):
-        return
+        return False
     command = ["userdel", *(["--remove"] if delete_home else []), system]
     subprocess.run(command, check=True, capture_output=True, text=True)
+    return True
