@@ -404,3 +404,14 @@ def test_a_headless_browser_shows_the_page_as_a_table(tmp_path, edition):
     rows = re.findall(r"<tr>(.*?)</tr>", dom, re.DOTALL)
     assert len(rows) == 3, dom[-2000:]  # the header and a row per learner
     assert re.findall(r'<td class="([^"]+)"', rows[1])[:3] == ["learner", "correct", "not-yet-right stuck"]
+
+
+def test_a_learner_with_logged_work_stays_a_learner_with_a_copy_inside_her_folder(tmp_path, edition):
+    # issue 43 G27: `init` into ada's folder added ada/student; her notebooks became strays and her "ok" vanished
+    ada = learner(tmp_path / "ada", edition)
+    log(ada, ("0.1", "correct"))
+    learner(ada / "student", edition)
+    (ada / "notebooks").mkdir()
+    progress = cp.read_class([tmp_path], now=NOW)
+    assert list(progress.layout.learners) == ["ada", "ada/student"] and not progress.layout.strays
+    assert states(progress, "ada")["0.1"] == ("correct", 0)

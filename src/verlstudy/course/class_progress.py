@@ -135,7 +135,13 @@ def find_learners(folders: Sequence[str | Path]) -> Layout:
         raise ValueError(
             f"{named} holds no lesson notebooks (NN_slug.ipynb, e.g. 00_start_here.ipynb), nor does any folder inside"
         )
-    has_learners_below = {f for f in holding if any(f in other.parents for other in holding)}
+    # a folder with learners below holds strays, unless its own checks logged attempts: then it is a learner too
+    # (a `verlstudy init` run inside a learner's folder must not make her logged work vanish)
+    has_learners_below = {
+        f
+        for f in holding
+        if any(f in other.parents for other in holding) and not (f / attempts.LOG_FOLDER / attempts.LOG_FILE).is_file()
+    }
     learners = {
         (folder.relative_to(root).as_posix() if folder != root else folder.name or str(folder)): folder
         for folder in holding
