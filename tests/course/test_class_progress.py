@@ -129,10 +129,14 @@ def test_a_verify_build_folder_in_the_class_is_skipped_not_counted_as_learners(t
     learner(tmp_path / "ada", edition)
     build = learner(tmp_path / "build" / "amy", edition).parent
     (build / cp.VERIFY_CACHE).write_text("{}")
-    (build / ".verlstudy-written.json").write_text('{"files": {}}')
+    listed = {f"amy/{nb.name}": None for nb in (build / "amy").glob("*.ipynb")}
+    (build / ".verlstudy-written.json").write_text(json.dumps({"files": listed}))
     progress = cp.read_class([tmp_path], now=NOW)
     assert list(progress.layout.learners) == ["ada"]
     assert "executed copies (skipped): build (a verlstudy progress --verify build folder)" in cp.matrix_text(progress)
+    # a learner's own notebooks in such a folder (a --build named before it was refused) are never hidden
+    learner(build / "bea", edition)
+    assert list(cp.find_learners([tmp_path]).learners) == ["ada", "build/bea"]
 
 
 def test_the_matrix_lines_up_wide_names_and_shows_control_characters_escaped(tmp_path, edition):

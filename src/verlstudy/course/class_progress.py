@@ -67,7 +67,7 @@ class Layout:
     not_lessons: tuple[Path, ...] = ()
     strays: tuple[Path, ...] = ()
     full_editions: tuple[Path, ...] = ()  # `init` copies' notebooks/ folders (the reference answers), skipped
-    verify_builds: tuple[Path, ...] = ()  # `progress --verify` build folders (executed copies, not work), skipped
+    verify_builds: tuple[Path, ...] = ()  # `progress --verify` build folders: the copies they list are skipped
 
     def shown(self, path: Path) -> str:
         """`path` relative to the class folder, for a message."""
@@ -110,6 +110,7 @@ def find_learners(folders: Sequence[str | Path]) -> Layout:
     seen: set[str] = set()  # real folders walked: a symlinked learner is followed once, a link loop never
     full_editions: list[Path] = []
     verify_builds: list[Path] = []
+    copies: set[str] = set()  # real paths of the notebooks a --verify build folder's manifest lists
     for top in tops:
         for here, dirs, names in os.walk(top, followlinks=True):
             real = os.path.realpath(here)
@@ -117,16 +118,16 @@ def find_learners(folders: Sequence[str | Path]) -> Layout:
                 dirs[:] = []
                 continue
             seen.add(real)
-            if VERIFY_CACHE in names and MANIFEST in names:  # `progress --verify`'s copies: nobody's own work
-                dirs[:] = []
+            if VERIFY_CACHE in names and MANIFEST in names:  # `progress --verify`'s build folder
+                copies.update(_written_by_verlstudy(Path(here)))
                 verify_builds.append(Path(here))
-                continue
             dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_FOLDERS)
             if "notebooks" in dirs and "student" in dirs:  # a `verlstudy init` copy: its notebooks/ is no learner
                 dirs.remove("notebooks")
                 full_editions.append(Path(here) / "notebooks")
             notebooks = sorted(Path(here) / n for n in names if n.endswith(".ipynb") and os.path.isfile(Path(here) / n))
-            mine = [nb for nb in notebooks if nb.name in lessons]
+            # its executed copies are nobody's work; a learner's notebook in such a folder still counts
+            mine = [nb for nb in notebooks if nb.name in lessons and os.path.realpath(nb) not in copies]
             if mine:
                 holding[Path(here)] = mine
                 others[Path(here)] = [nb for nb in notebooks if nb.name not in lessons]
@@ -150,6 +151,15 @@ def find_learners(folders: Sequence[str | Path]) -> Layout:
     strays = tuple(nb for folder in sorted(has_learners_below) for nb in holding[folder])
     not_lessons = tuple(nb for name in sorted(learners) for nb in others[learners[name]])
     return Layout(root, dict(sorted(learners.items())), not_lessons, strays, tuple(full_editions), tuple(verify_builds))
+
+
+def _written_by_verlstudy(folder: Path) -> set[str]:
+    """Real paths of the files `folder`'s written-files manifest lists (none when it cannot be read)."""
+    try:
+        listed = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["files"]
+        return {os.path.realpath(folder / name) for name in listed}
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
 
 
 def notebook_problem(path: Path) -> str | None:
