@@ -42,6 +42,7 @@ from verlstudy.lessons.l03_router_replay.wire_judging import (
     from_wire_reference,
     payload_cases,
     payload_inputs,
+    to_wire_aliases,
     to_wire_mistake_for,
     to_wire_reference,
     wire_cases,
@@ -170,6 +171,9 @@ def check_wire_roundtrip(
         mistakes=from_wire_mistake_for(from_wire_fn),
         max_examples=40,
     )
+    aliased = to_wire_aliases(to_wire_fn)
+    if aliased is not None:
+        raise ExerciseFailure(aliased)
     return f"to_wire {to_summary}; from_wire {from_summary}"
 
 

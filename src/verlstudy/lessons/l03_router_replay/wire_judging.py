@@ -117,6 +117,33 @@ def payload_cases() -> list[Case]:
     return [Case((to_wire_reference(*c.args), c.args[0].shape[2]), c.name) for c in wire_cases()]
 
 
+# ---------------------------------------------------------------- the returned tensor is new
+
+
+def to_wire_aliases(fn: Callable[..., Any]) -> str | None:
+    """Why `fn` (a to_wire) breaks "returns a new tensor", or None: its payload must not share memory with the
+    routes on any drawn stage, padded or full height (the collective writes into the buffers it is handed)."""
+    for seed in range(4):
+        routes, layers = drawn_map(seed)
+        for max_layers in (layers, routes.shape[2]):  # padded, and full height: nothing to pad
+            mine = routes.clone()
+            payload = _call(fn, mine, max_layers)
+            shared = (
+                isinstance(payload, torch.Tensor)
+                and payload.numel() > 0
+                and mine.numel() > 0  # an empty tensor's storage is no memory to share
+                and payload.untyped_storage().data_ptr() == mine.untyped_storage().data_ptr()
+            )
+            if shared:
+                return i18n.pick(
+                    "to_wire's payload shares memory with the routes it was given (a stage of {layers} layers, "
+                    "max_layers {max_layers}): return a new tensor, as the contract asks",
+                    layers=routes.shape[2],
+                    max_layers=max_layers,
+                )
+    return None
+
+
 # ---------------------------------------------------------------- naming a mistake by probing the function
 
 
