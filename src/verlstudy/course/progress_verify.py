@@ -205,9 +205,8 @@ def verify(
             done.append(Row(learner, notebook.stem, "-", "interrupted", runner.STOPPED_WHILE_RUNNING))
         raise progress.ProgressInterrupted(done, len(stop.finished), len(todo)) from None
     save(dict(enumerate(chunks)))
-    rows = [Row(*row) for job in jobs for row in cache[key(*job)]["rows"]] + [
-        row for rows in unreadable.values() for row in rows
-    ]
+    broken = [row for rows in unreadable.values() for row in rows]
+    rows = [Row(*row) for job in jobs for row in cache[key(*job)]["rows"]] + broken
     todo_keys = {key(*job) for job in todo}
     return Verified(rows, sorted(todo_keys), sorted(set(prints) - todo_keys))
 
