@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
+from verlstudy.kit import i18n
 from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.kit.guards import GuardLetThrough, check_guard
 from verlstudy.kit.properties import Case, compare_on_inputs
@@ -90,30 +91,30 @@ def _packed_mistake_for(fn: Callable[[list[int], int, int], object]) -> Callable
             return _packed_mistake(args, got, want)  # not a number: the probes below compare numbers
         worked = packed_thd_length(list(WORKED_CASE[0]), *WORKED_CASE[1:])
         if got == worked and (lengths, tp, cp) != WORKED_CASE and probe([1], 1, 1) == worked:
-            return "that is the worked case's answer: use the lengths, tp and cp you are given"
+            return i18n._("that is the worked case's answer: use the lengths, tp and cp you are given")
         # section 3's least alignment lcm(2*cp, tp*cp) is tp*cp for an even tp: [1] at TP=3, CP=2 tells them apart
         least = sum(aligned_length(n, math.lcm(2 * cp, tp * cp), 1) for n in lengths) if cp > 1 else None
         if got == least and probe([1], 3, 2) == 12 and probe([1], 2, 2) == 4:
-            return (
+            return i18n._(
                 "that is the least alignment both rules accept (section 3's lcm), not the one verl pads to: "
                 "the packed length is the row verl builds"
             )
         first_only = len(lengths) > 1 and got == aligned_length(lengths[0], tp, cp) + sum(lengths[1:])
         # [1, 3] at TP=4: the first sequence alone padded gives 7, the sum aligned as one block 4
         if isinstance(got, numbers.Integral) and first_only and probe([1, 3], 4, 1) == 7:
-            return "only the first sequence was padded; the others were counted as they are"
+            return i18n._("only the first sequence was padded; the others were counted as they are")
         # Three mistakes that can give the same number on one case, told apart by one probe each:
         # [5] at TP=1, CP=2 (right 8, tp and cp swapped 6) and [4] at TP=2 without CP (right 4, an extra block 6)
         align = aligned_length(1, tp, cp)
         if align > 1 and got == _each_padded(lengths, align, keep_aligned=False) and probe([4], 2, 1) == 6:
-            return (
+            return i18n._(
                 "a length already on a multiple of the alignment got a whole extra block of padding: "
                 "a sequence that is already aligned stays as it is"
             )
         if tp != cp and got == packed_thd_length(list(lengths), cp, tp) and probe([5], 1, 2) == 6:
-            return "you swapped tp and cp: the two play different parts in the alignment"
+            return i18n._("you swapped tp and cp: the two play different parts in the alignment")
         if cp == 1 and got == sum(aligned_length(n, 2 * tp, 1) for n in lengths):
-            return (
+            return i18n._(
                 "your alignment keeps the zigzag's factor 2 when cp == 1: without CP there is no zigzag split, "
                 "only the scatter over the TP ranks"
             )
@@ -127,26 +128,26 @@ def _packed_mistake(args: tuple[object, ...], got: object, want: object) -> str:
     lengths, tp, cp = args
     lengths = tuple(lengths)
     if isinstance(got, bool) or not isinstance(got, numbers.Real):
-        return "return one int, the packed row's length"
+        return i18n._("return one int, the packed row's length")
     if not isinstance(got, numbers.Integral):
-        return "the length is a count of tokens: an int, not a float"
+        return i18n._("the length is a count of tokens: an int, not a float")
     got = int(got)
     if cp > 1 and got * cp == packed_thd_length(lengths, tp, cp):
-        return "that is one CP rank's share, not the total over the CP ranks (cu_seqlens_padded[-1])"
+        return i18n._("that is one CP rank's share, not the total over the CP ranks (cu_seqlens_padded[-1])")
     if cp > 1 and got == sum(aligned_length(n, tp * cp, 1) for n in lengths):
-        return "your alignment with cp > 1 misses the zigzag's factor 2"
+        return i18n._("your alignment with cp > 1 misses the zigzag's factor 2")
     if cp > 1 and got == sum(aligned_length(n, tp, 1) for n in lengths):
-        return "your alignment ignores cp"
+        return i18n._("your alignment ignores cp")
     if got == sum(aligned_length(n, 2 * cp, 1) for n in lengths) and tp > 1:
-        return "your alignment ignores tp"
+        return i18n._("your alignment ignores tp")
     if got == len(lengths) * aligned_length(max(lengths), tp, cp):
-        return "that is the [B, L] rectangle of the VLM input_ids, not the packed row"
+        return i18n._("that is the [B, L] rectangle of the VLM input_ids, not the packed row")
     if got == aligned_length(sum(lengths), tp, cp):
-        return "you aligned the sum of the lengths as one block"
+        return i18n._("you aligned the sum of the lengths as one block")
     if got == sum(lengths):
-        return "that is the number of real tokens, with no padding at all"
+        return i18n._("that is the number of real tokens, with no padding at all")
     if len(lengths) > 1 and got == packed_thd_length(lengths[:1], tp, cp):
-        return "only the first sequence was counted"
+        return i18n._("only the first sequence was counted")
     return ""
 
 
@@ -196,7 +197,7 @@ def check_packed_length(fn: Callable[[list[int], int, int], int]) -> str:
     between calls (every generated call must be right, whatever came before).
     """
     if not callable(fn):
-        raise ExerciseFailure(f"pass your function itself, got {type(fn).__name__}")
+        raise ExerciseFailure(i18n.pick("pass your function itself, got {kind}", kind=type(fn).__name__))
     return compare_on_inputs(
         fn,
         _reference_packed_length,
@@ -284,7 +285,7 @@ def _named_guard_verdict(run: WatchedGuard, *, bad: Implementations, **options: 
             raise
         # `why` names the call it was let through on: the message's own example call would say it twice
         said = str(failure).replace(failure.example, "") if failure.example else str(failure)
-        raise ExerciseFailure(f"{said}: {why}") from None
+        raise ExerciseFailure(i18n.pick("{said}: {why}", said=said, why=why)) from None
 
 
 # ---------------------------------------------------------------- 4.3 the guard test for the padding

@@ -20,6 +20,7 @@ from typing import NoReturn
 
 import torch
 
+from verlstudy.kit import i18n
 from verlstudy.kit.exercises import ExerciseFailure
 from verlstudy.lessons.l04_thd.pad_mutants import PadFn, aligned_padding, pad_mutants, unsafe_part, upstream_align
 from verlstudy.lessons.l04_thd.split_mutants import (
@@ -120,7 +121,7 @@ class WatchedGuard:
 
     def __init__(self, guard: Callable[..., object], *, good: Implementations, impl_name: str) -> None:
         if not callable(guard):
-            raise ExerciseFailure(f"the answer should be a function, got {type(guard).__name__}")
+            raise ExerciseFailure(i18n.pick("the answer should be a function, got {kind}", kind=type(guard).__name__))
         self.guard, self.good, self.impl_name = guard, tuple(good), impl_name
         self.calls: list[_GuardCall] = []
 
@@ -156,11 +157,11 @@ class WatchedGuard:
             printed = call.printed.strip() and not any(c.printed.strip() for c in on_good)
             returned = call.returned is not None and all(repr(c.returned) != repr(call.returned) for c in on_good)
             if printed or returned:
-                did = [f"printed {_first_line(call.printed)!r}"] * bool(printed)
-                did += [f"returned {call.returned!r}"] * bool(returned)
-                return (
-                    f"on {self.describe(call)} your guard {' and '.join(did)} instead of raising: a guard fails "
-                    "only by raising (an assert); a print or a returned value goes unnoticed"
+                return i18n.pick(
+                    _DID_INSTEAD[bool(printed), bool(returned)],
+                    call=self.describe(call),
+                    printed=repr(_first_line(call.printed)),
+                    returned=repr(call.returned),
                 )
         return None
 
@@ -170,7 +171,9 @@ def raise_as_failed(call: _GuardCall, error: Exception) -> NoReturn:
     the guard let propagate: a test that errors has failed, so a guard that calls a broken implementation and lets
     its exception out did its job (the exception is not the guard's own bug)."""
     if any(err is error for err, _ in call.split_errors):
-        raise AssertionError(f"the implementation raised {type(error).__name__}: {error}") from error
+        raise AssertionError(
+            i18n.pick("the implementation raised {error}: {detail}", error=type(error).__name__, detail=error)
+        ) from error
     raise error
 
 
@@ -201,17 +204,27 @@ class SplitGuardRun(WatchedGuard):
         except AssertionError as e:
             if not str(e).strip() and all(impl is not right for right, _ in self.good):
                 raise GuardProblem(
-                    f"your guard failed with a bare AssertionError on {self.describe(self.calls[-1])}: give the "
-                    "assertion a message that says which rank holds what (the exercise asks for one)"
+                    i18n.pick(
+                        "your guard failed with a bare AssertionError on {call}: give the assertion a message that "
+                        "says which rank holds what (the exercise asks for one)",
+                        call=self.describe(self.calls[-1]),
+                    )
                 ) from None
             raise
         except Exception as e:
             for err, rows in self.calls[-1].split_errors:
                 if err is e and rows != seq_len:
                     raise GuardProblem(
-                        f"the split function raised {type(e).__name__} when your guard called it on {rows} rows "
-                        f"with cp={cp}, but the guard was given seq_len={seq_len}: split the rows you are given "
-                        f"({type(e).__name__}: {e})"
+                        i18n.pick(
+                            "the split function raised {error} when your guard called it on {rows} rows with cp={cp}, "
+                            "but the guard was given seq_len={seq_len}: split the rows you are given ({error}: "
+                            "{detail})",
+                            error=type(e).__name__,
+                            rows=rows,
+                            cp=cp,
+                            seq_len=seq_len,
+                            detail=e,
+                        )
                     ) from None
             raise_as_failed(self.calls[-1], e)
 
@@ -224,25 +237,32 @@ class SplitGuardRun(WatchedGuard):
             if not wrong_at(impl, seq_len, cp):
                 continue  # nothing to catch on this call: what the guard did here is not why the split got through
             if not call.rows:
-                return f"on {self.describe(call)} your guard never called {self.impl_name}"
+                return i18n.pick(
+                    "on {call} your guard never called {impl}", call=self.describe(call), impl=self.impl_name
+                )
             if seq_len not in call.rows:
                 counts = sorted(set(call.rows))
                 shown = counts[0] if len(counts) == 1 else counts
-                return (
-                    f"on {self.describe(call)} your guard split {shown} rows, not the {seq_len} it was given: "
-                    "test the length you are given"
+                return i18n.pick(
+                    "on {call} your guard split {shown} rows, not the {seq_len} it was given: test the length you "
+                    "are given",
+                    call=self.describe(call),
+                    shown=shown,
+                    seq_len=seq_len,
                 )
             asked = [(c, r) for n, c, r in call.asked if n == seq_len]
             if all(c != cp for c, _ in asked):
                 cps = sorted({repr(c) for c, _ in asked})
-                return (
-                    f"on {self.describe(call)} your guard split with cp={', '.join(cps)}, not the cp={cp} it was "
-                    "given: test the cp you are given"
+                return i18n.pick(
+                    "on {call} your guard split with cp={cps}, not the cp={cp} it was given: test the cp you are given",
+                    call=self.describe(call),
+                    cps=", ".join(cps),
+                    cp=cp,
                 )
             unseen = _ranks_not_asked(impl, seq_len, cp, {r for c, r in asked if c == cp})
             if unseen is not None:
-                return f"on {self.describe(call)} {unseen}"
-            return f"on {self.describe(call)} {how_wrong(impl, seq_len, cp)}"
+                return i18n.pick("on {call} {why}", call=self.describe(call), why=unseen)
+            return i18n.pick("on {call} {why}", call=self.describe(call), why=how_wrong(impl, seq_len, cp))
         return None
 
 
@@ -257,12 +277,27 @@ def _ranks_not_asked(impl: Callable[..., object], seq_len: int, cp: int, ranks: 
         return None  # it looked at a wrong rank: what it compared there is the mistake
     looked = sorted(r for r in ranks if isinstance(r, int))
     if looked == [0, cp - 1] and cp > 2:
-        only = "the first and last ranks only"
+        template = (
+            "your guard looked at the first and last ranks only, and rank(s) {wrong} are wrong there: check every rank"
+        )
     elif len(looked) == 1:
-        only = f"rank {looked[0]} only"
+        template = "your guard looked at rank {rank} only, and rank(s) {wrong} are wrong there: check every rank"
+    elif looked:
+        template = "your guard looked at ranks {looked} only, and rank(s) {wrong} are wrong there: check every rank"
     else:
-        only = f"ranks {looked} only" if looked else "no rank at all"
-    return f"your guard looked at {only}, and rank(s) {wrong} are wrong there: check every rank"
+        template = "your guard looked at no rank at all, and rank(s) {wrong} are wrong there: check every rank"
+    return i18n.pick(template, wrong=wrong, rank=looked[0] if looked else None, looked=looked)
+
+
+# a guard that signalled instead of raising, by (it printed, it returned a value): one whole sentence each
+_DID_INSTEAD = {
+    (True, False): "on {call} your guard printed {printed} instead of raising: a guard fails only by raising (an "
+    "assert); a print or a returned value goes unnoticed",
+    (False, True): "on {call} your guard returned {returned} instead of raising: a guard fails only by raising (an "
+    "assert); a print or a returned value goes unnoticed",
+    (True, True): "on {call} your guard printed {printed} and returned {returned} instead of raising: a guard fails "
+    "only by raising (an assert); a print or a returned value goes unnoticed",
+}
 
 
 class PadGuardRun(WatchedGuard):
@@ -294,7 +329,7 @@ class PadGuardRun(WatchedGuard):
             return why
         tried = [case for call in self.passed_calls(impl, passed) for case in call.tried]
         if not tried:
-            return f"your guard never called {self.impl_name}"
+            return i18n.pick("your guard never called {impl}", impl=self.impl_name)
         for ids, tp, cp in tried:
             try:
                 part = unsafe_part(impl, ids, tp, cp)
@@ -302,13 +337,22 @@ class PadGuardRun(WatchedGuard):
             except Exception:  # the guard handed something that is not a jagged batch: nothing to name
                 continue
             if part is not None:
-                return (
-                    f"on your batch of lengths {shown} at tp={tp}, cp={cp} {part} is wrong and your guard did "
-                    "not notice: look at it"
+                return i18n.pick(
+                    "on your batch of lengths {shown} at tp={tp}, cp={cp} {part} is wrong and your guard did not "
+                    "notice: look at it",
+                    shown=shown,
+                    tp=tp,
+                    cp=cp,
+                    part=i18n._(part),  # pad_mutants' words for a part of the output, translated in l04.po
                 )
         missing = _missing_kinds(tried)
-        lacking = f" (none of them has {', '.join(missing)})" if missing else ""
-        return f"none of the batches and sizes your guard tries shows this mistake{lacking}: choose cases that do"
+        if missing:
+            return i18n.pick(
+                "none of the batches and sizes your guard tries shows this mistake (none of them has {missing}): "
+                "choose cases that do",
+                missing=", ".join(i18n._(kind) for kind in missing),
+            )
+        return i18n._("none of the batches and sizes your guard tries shows this mistake: choose cases that do")
 
 
 def _missing_kinds(tried: Sequence[tuple[torch.Tensor, int, int]]) -> list[str]:

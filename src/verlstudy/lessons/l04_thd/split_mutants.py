@@ -16,6 +16,8 @@ from functools import cache
 
 import torch
 
+from verlstudy.kit import i18n
+
 SplitFn = Callable[[torch.Tensor, int, int], torch.Tensor]
 
 # (seq_len, cp): every cp a recipe uses up to 8, the shortest length (2*cp rows: one per chunk) and longer ones
@@ -339,18 +341,36 @@ def how_wrong(split: SplitFn, seq_len: int, cp: int) -> str:
     """What a guard would have had to look at to see `split` is wrong on this call (for naming its mistake)."""
     held, want = rank_rows(split, seq_len, cp), [list(r) for r in zigzag_table(seq_len, cp)]
     if held is None:
-        return "the split raises there"
+        return i18n._("the split raises there")
     wrong = [r for r in range(cp) if held[r] != want[r]]
     if cp == 1:
-        return "with cp == 1 there is no split: the one rank must hold every row, in order"
-    ranks = f"only rank(s) {wrong} are wrong, " if 0 not in wrong else f"rank(s) {wrong} are wrong, "
+        return i18n._("with cp == 1 there is no split: the one rank must hold every row, in order")
     if [row for r in held for row in r] == [row for r in want for row in r]:
-        return (
-            ranks + "yet all ranks together hold exactly zigzag's rows in zigzag's order: the rows sit on other "
-            "ranks, so compare each rank's own rows"
-        )
-    if all(sorted(h) == sorted(w) for h, w in zip(held, want, strict=True)):
-        return ranks + "each holding the right rows in another order: compare the rows in order, not as a set"
-    if sorted(row for r in held for row in r) == list(range(seq_len)):
-        return ranks + "although every row is held exactly once: a check of 'every row once' does not see it"
-    return ranks + "holding other rows than zigzag gives them" + ("" if 0 in wrong else ": check every rank")
+        how = "moved"
+    elif all(sorted(h) == sorted(w) for h, w in zip(held, want, strict=True)):
+        how = "reordered"
+    elif sorted(row for r in held for row in r) == list(range(seq_len)):
+        how = "once"
+    else:
+        how = "other"
+    return i18n.pick(_HOW_WRONG[how, 0 in wrong], wrong=wrong)
+
+
+# how a split is wrong on one call, by (what its ranks hold, whether rank 0 is among the wrong ones): one whole
+# sentence each, for translation
+_HOW_WRONG = {
+    ("moved", False): "only rank(s) {wrong} are wrong, yet all ranks together hold exactly zigzag's rows in zigzag's "
+    "order: the rows sit on other ranks, so compare each rank's own rows",
+    ("moved", True): "rank(s) {wrong} are wrong, yet all ranks together hold exactly zigzag's rows in zigzag's order: "
+    "the rows sit on other ranks, so compare each rank's own rows",
+    ("reordered", False): "only rank(s) {wrong} are wrong, each holding the right rows in another order: compare the "
+    "rows in order, not as a set",
+    ("reordered", True): "rank(s) {wrong} are wrong, each holding the right rows in another order: compare the rows in "
+    "order, not as a set",
+    ("once", False): "only rank(s) {wrong} are wrong, although every row is held exactly once: a check of 'every row "
+    "once' does not see it",
+    ("once", True): "rank(s) {wrong} are wrong, although every row is held exactly once: a check of 'every row once' "
+    "does not see it",
+    ("other", False): "only rank(s) {wrong} are wrong, holding other rows than zigzag gives them: check every rank",
+    ("other", True): "rank(s) {wrong} are wrong, holding other rows than zigzag gives them",
+}
