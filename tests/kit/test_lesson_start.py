@@ -158,6 +158,8 @@ def test_the_lesson_is_the_lesson_package_that_starts_it():
 
 
 def test_the_set_up_makes_hint_and_solution_answer_before_any_check():
+    import gc
+
     # a notebook's namespace is __main__'s: run the set-up there and ask for the solution first (a learner did)
     namespace = {"__name__": "__main__", "start_lesson": start_lesson}
     exec("dev, seed = start_lesson('cpu', 0, announce=False)", namespace)
@@ -168,3 +170,4 @@ def test_the_set_up_makes_hint_and_solution_answer_before_any_check():
     module = {"__name__": "some_module", "start_lesson": start_lesson}
     exec("start_lesson('cpu', 0, announce=False)", module)
     assert "show_solution" not in module  # only a notebook's or console's namespace is touched
+    gc.unfreeze()  # start_lesson froze the heap: later tests in this process start with it as it was

@@ -292,6 +292,7 @@ def test_generated_inputs_run_with_the_heap_set_aside_and_give_it_back(monkeypat
     import weakref
 
     monkeypatch.setattr(check_conditions, "_heap_was_set_aside", False)  # as in a fresh kernel
+    gc.unfreeze()  # and a heap nothing froze yet (an earlier test in this worker may have run a lesson's set-up)
 
     class Node:
         pass
