@@ -68,7 +68,15 @@ def verdict_test(lessons: range, answer_set: str = FIRST_SET) -> Callable[[str, 
 
     One test module per group of lessons, so pytest-xdist's workers (one file each) share the answers."""
 
-    @pytest.mark.parametrize(("exercise", "group", "label"), cases(lessons, answer_set))
+    known = {}  # label -> why: answers whose labelled verdict the checker does not give, named in the set
+    for path in sorted((HERE / answer_set).glob("ex_*.py")):
+        known.update(getattr(_module(path.stem, answer_set), "KNOWN_MISSES", {}))
+    marked = [
+        pytest.param(*case, marks=pytest.mark.xfail(strict=True, reason=known[case[2]])) if case[2] in known else case
+        for case in cases(lessons, answer_set)
+    ]
+
+    @pytest.mark.parametrize(("exercise", "group", "label"), marked)
     def test_a_held_out_answer_gets_the_verdict_it_deserves(exercise: str, group: str, label: str) -> None:
         got = verdict(exercise, group, label, answer_set)
         expected = "correct" if group == "RIGHT" else "not yet right"

@@ -103,7 +103,6 @@ WRONG = {
     "case-insensitive": (w_case_insensitive,),
     "int": (w_returns_int,),
     "match object": (w_returns_match,),
-    "strips leading dots too": (w_strips_all_dots,),
     "first piece only": (w_first_piece_only,),
     "no equality case": (w_no_equality,),
     "suffix matches": (w_endswith,),
@@ -115,4 +114,7 @@ RIGHT = {
 }
 UNSURE = {
     "rstrip every trailing dot": (u_strip_all_trailing_dots,),
+    # moved here after the one measurement: it differs from a right answer only on a pattern with a leading dot,
+    # which the contract's domain (module names, with or without their trailing dot) does not hold
+    "strips leading dots too": (w_strips_all_dots,),
 }
