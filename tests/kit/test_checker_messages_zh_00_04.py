@@ -161,3 +161,17 @@ def test_where_to_look_the_question_and_the_method_are_translated(exercise):
     ):
         if text:
             assert CJK.search(catalog.gettext(text)), f"{exercise}: {text}"
+
+
+def test_a_mistyped_exercise_id_is_told_in_chinese(monkeypatch):
+    def printed() -> str:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exercises.exercise_hint("0.9")
+            exercises.exercise_hint("12.1")
+        return out.getvalue()
+
+    english, chinese = _in_both(monkeypatch, printed)
+    assert english.splitlines()[0] == "exercise_hint('0.9'): no checker for exercise '0.9'; lesson 0 has: 0.1, 0.2"
+    assert english.splitlines()[1].startswith("exercise_hint('12.1'): there is no lesson 12; the course's lessons are")
+    _same_values(english, chinese)

@@ -69,7 +69,9 @@ _SOURCE_READ: set[str] = set()  # exercises whose solution text was taken as a s
 def _check_id(exercise_id: object) -> tuple[int, int]:
     match = EXERCISE_ID.match(exercise_id) if isinstance(exercise_id, str) else None
     if match is None:
-        raise TypeError(f"exercise id must be a string like '1.2' (lesson.exercise), got {exercise_id!r}")
+        raise TypeError(
+            i18n.pick("exercise id must be a string like '1.2' (lesson.exercise), got {got}", got=repr(exercise_id))
+        )
     return int(match.group(1)), int(match.group(2))
 
 
@@ -173,7 +175,13 @@ def lesson_checks_module(lesson_number: int) -> str:
     names = [m.name for m in pkgutil.iter_modules(package.__path__) if m.name.startswith(prefix)]
     if not names:
         lessons = sorted(m.name[1:3] for m in pkgutil.iter_modules(package.__path__) if m.name[:1] == "l")
-        raise LookupError(f"there is no lesson {lesson_number:02d}; the course's lessons are {', '.join(lessons)}")
+        raise LookupError(
+            i18n.pick(
+                "there is no lesson {lesson}; the course's lessons are {lessons}",
+                lesson=f"{lesson_number:02d}",
+                lessons=", ".join(lessons),
+            )
+        )
     if len(names) != 1:
         raise LookupError(f"expected one lesson package named {prefix}* under {LESSONS_PACKAGE}, found {names}")
     return f"{LESSONS_PACKAGE}.{names[0]}.checks"
@@ -185,8 +193,15 @@ def find_checker(exercise_id: str) -> Callable[..., object]:
     if exercise_id not in _CHECKERS:
         importlib.import_module(lesson_checks_module(lesson_number))
     if exercise_id not in _CHECKERS:
-        known = ", ".join(sorted(i for i in _CHECKERS if i.startswith(f"{lesson_number}."))) or "none"
-        raise ValueError(f"no checker for exercise {exercise_id!r}; lesson {lesson_number} has: {known}")
+        known = ", ".join(sorted(i for i in _CHECKERS if i.startswith(f"{lesson_number}."))) or i18n._("none")
+        raise ValueError(
+            i18n.pick(
+                "no checker for exercise {id}; lesson {lesson} has: {known}",
+                id=repr(exercise_id),
+                lesson=lesson_number,
+                known=known,
+            )
+        )
     return _CHECKERS[exercise_id]
 
 
