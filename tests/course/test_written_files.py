@@ -340,3 +340,97 @@ def test_a_timeout_that_is_no_number_of_seconds_is_refused(command, value, monke
     _no_kernel(monkeypatch)
     assert cli.main([*command, "--timeout", value]) == 2
     assert "--timeout must be a number of seconds above 0" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- tester sweep 5 (issue 43): folders, links, names
+
+
+def test_the_root_folder_and_the_home_folder_are_never_a_writing_commands_folder(tmp_path, monkeypatch):
+    # I9: `init /` wrote README.txt, notebooks/ and student/ into the filesystem's root
+    with pytest.raises(ValueError, match="is the root folder: name a new folder inside it"):
+        files.check_target("/", "--out")
+    with pytest.raises(ValueError, match="is in the root folder"):
+        files.check_target("/report.md", "--report", folder=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(ValueError, match="is your home folder"):
+        files.check_target(tmp_path, "--out")
+    assert files.check_target(tmp_path / "verlstudy", "--out") == tmp_path / "verlstudy"
+    assert files.check_target(tmp_path / "report.md", "--report", folder=False) == tmp_path / "report.md"
+    for system in ("/etc/verlstudy", "/boot/x", "/lib/x"):
+        with pytest.raises(ValueError, match="a system folder"):
+            files.check_target(system, "--out")
+
+
+@pytest.mark.parametrize("argv", [["init", "/"], ["run", "00", "--out", "/"], ["student", "00", "--out", "/"]])
+def test_every_writing_command_refuses_the_root_folder_in_one_line(argv, monkeypatch, capsys):
+    _no_kernel(monkeypatch)
+    monkeypatch.setattr(files, "write_all", lambda *a, **k: pytest.fail("nothing may be written into /"))
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "/ is the root folder" in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("argv", [["init", "{link}"], ["run", "00", "--out", "{link}"]])
+def test_a_dangling_link_as_the_folder_is_named_as_one(argv, tmp_path, monkeypatch, capsys):
+    # I8, O6: "a file is where a folder is needed" (exit 1) for a symbolic link to nothing
+    _no_kernel(monkeypatch)
+    link = tmp_path / "dangling"
+    link.symlink_to(tmp_path / "gone")
+    assert cli.main([a.replace("{link}", str(link)) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert f"{link} is a symbolic link to {tmp_path / 'gone'}, which does not exist" in err, err
+    assert not (tmp_path / "gone").exists()
+
+
+def test_a_folder_or_a_link_where_a_file_goes_is_named_as_what_it_is(tmp_path, monkeypatch, capsys):
+    # O8: a folder was "1 file(s) ... a learner's work?"; O9: a link out of the folder was pathlib's ValueError text
+    _no_kernel(monkeypatch)
+    name = LESSON0.notebook.name
+    (tmp_path / "o8" / name).mkdir(parents=True)
+    assert cli.main(["run", "00", "--out", str(tmp_path / "o8")]) == 2
+    err = capsys.readouterr().err
+    assert f"has a folder where this writes a file ({name}/): move it away" in err, err
+    mine = tmp_path / "mywork.ipynb"
+    mine.write_text("my notebook")
+    (tmp_path / "o9").mkdir()
+    (tmp_path / "o9" / name).symlink_to(mine)
+    assert cli.main(["run", "00", "--out", str(tmp_path / "o9")]) == 2
+    err = capsys.readouterr().err
+    assert f"has a link where this writes a file ({name} -> {mine}): verlstudy never writes through a link" in err
+    assert "subpath" not in err and len(err.strip().splitlines()) == 1
+    assert mine.read_text() == "my notebook"
+
+
+@pytest.mark.parametrize("flag", ["--report", "--junit", "--results"])
+@pytest.mark.parametrize("name", ["run-record.json", files.MANIFEST])
+def test_a_report_never_takes_the_name_of_verlstudys_own_bookkeeping(flag, name, tmp_path, monkeypatch, capsys):
+    # Y10: --report OUT/run-record.json was accepted; the run record then overwrote the report
+    _no_kernel(monkeypatch)
+    out = tmp_path / "y10"
+    assert cli.main(["run", "00", "--out", str(out), flag, str(out / name)]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag} {out / name} is " in err and "name another file for the report" in err, err
+    assert not out.exists()
+
+
+def test_a_folder_is_staged_inside_itself_and_a_failure_names_it(tmp_path, monkeypatch):
+    # I5: a read-only parent was named through a hidden staging folder (.course-h2inpe1k) the user never asked for
+    out = tmp_path / "course"
+    seen = []
+    real_mkdtemp = files.tempfile.mkdtemp
+    monkeypatch.setattr(files.tempfile, "mkdtemp", lambda **k: seen.append(k["dir"]) or real_mkdtemp(**k))
+    files.write_all(out, {"a.txt": "a"})
+    assert seen == [out] and sorted(p.name for p in out.iterdir()) == ["a.txt"]
+    real_mkdir = Path.mkdir
+
+    def read_only(self, *args, **kwargs):
+        if self == tmp_path / "ro" / "course":
+            raise OSError(30, "Read-only file system", str(self))
+        return real_mkdir(self, *args, **kwargs)
+
+    (tmp_path / "ro").mkdir()
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    with pytest.raises(OSError) as raised:
+        files.write_all(tmp_path / "ro" / "course", {"a.txt": "a"})
+    assert raised.value.filename == str(tmp_path / "ro" / "course")
+    assert list((tmp_path / "ro").iterdir()) == []

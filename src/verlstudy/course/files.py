@@ -7,6 +7,7 @@ and the folder's `Manifest` (a file is overwritten only if verlstudy wrote it an
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -37,7 +38,7 @@ def is_disk_full(error: BaseException | None) -> bool:
     return False
 
 
-def disk_full_message(path: Path, kept: str = "nothing else was overwritten") -> str:
+def disk_full_message(path: Path | str, kept: str = "nothing else was overwritten") -> str:
     return f"disk full while writing {path}: free space and rerun; {kept}"
 
 
@@ -88,25 +89,43 @@ def write_text(path: Path, text: str) -> Path:
 
 
 def check_out_dir(out: Path) -> None:
+    out = Path(out)
+    if out.is_symlink() and not out.exists():  # a dangling link: mkdir would say "File exists"
+        raise ValueError(
+            f"output folder {out} is a symbolic link to {os.readlink(out)}, which does not exist: "
+            "create that folder or name another"
+        )
     if out.exists() and not out.is_dir():
         raise ValueError(f"output folder {out} exists and is a file; name a folder")
 
 
 def write_all(out: Path, files: dict[str, str]) -> None:
-    """Write every file into a sibling temporary folder, then move them in: nothing half-written."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    """Write every file into a temporary folder inside `out`, then move them in: nothing half-written.
+
+    The staging folder sits inside `out` (only `out` need be writable, not its parent); a folder this call
+    created is removed again if the write fails or is stopped.
+    """
+    out = Path(out)
+    created = not out.exists()
+    out.parent.mkdir(parents=True, exist_ok=True)  # a file in the way is named as itself
+    out.mkdir(exist_ok=True)  # a read-only parent: the error names `out`, the folder asked for (not a staging one)
     try:
-        for name, text in files.items():
-            with disk_full_says(out / name, f"nothing in {out} was changed"):  # nothing has reached `out` yet
-                (staging / name).parent.mkdir(parents=True, exist_ok=True)
-                (staging / name).write_text(text)
-        out.mkdir(exist_ok=True)
-        for name in files:
-            (out / name).parent.mkdir(parents=True, exist_ok=True)
-            (staging / name).replace(out / name)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        staging = Path(tempfile.mkdtemp(prefix=".verlstudy-staging-", dir=out))
+        try:
+            for name, text in files.items():
+                with disk_full_says(out / name, f"nothing in {out} was changed"):  # nothing has reached `out` yet
+                    (staging / name).parent.mkdir(parents=True, exist_ok=True)
+                    (staging / name).write_text(text)
+            for name in files:
+                (out / name).parent.mkdir(parents=True, exist_ok=True)
+                (staging / name).replace(out / name)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    except BaseException:
+        if created:
+            with contextlib.suppress(OSError):  # only if still empty: nothing of anyone's is removed
+                out.rmdir()
+        raise
 
 
 class WouldOverwriteWork(ValueError):
@@ -133,6 +152,11 @@ def is_site_page(path: Path) -> bool:
     return path.suffix == ".html" and '<nav class="sidebar">' in text and "<strong>verlstudy</strong>" in text
 
 
+# files verlstudy keeps for itself in a folder it writes: a report named like one would replace it
+BOOKKEEPING = {
+    ".verlstudy-written.json": "verlstudy's list of the files it wrote in that folder",
+    "run-record.json": "the record `verlstudy run` keeps of its run (run-record.json)",
+}
 REPORT_STARTS = {".md": "# Course run", ".xml": "<testsuites", ".json": "{", ".csv": "learner,"}
 
 
@@ -159,6 +183,8 @@ def check_report_paths(named: dict[str, Path | None]) -> None:
         path = check_target(path, flag, folder=False)
         if path.suffix == ".ipynb":
             raise ValueError(f"{flag} {path} is a notebook: reports are .md, .xml, .json or .csv files")
+        if path.name in BOOKKEEPING:
+            raise ValueError(f"{flag} {path} is {BOOKKEEPING[path.name]}: name another file for the report")
         if path.is_dir():
             raise ValueError(f"{flag} {path} is a folder: name a file inside it")
         if path.exists() and not stat.S_ISREG(path.stat().st_mode):
@@ -208,14 +234,28 @@ def forbidden_folders() -> dict[Path, str]:
     return found
 
 
-SYSTEM_FOLDERS = (Path("/proc"), Path("/sys"), Path("/dev"))
+# the kernel's folders and the system's own (programs, libraries, settings, boot): no course file belongs there
+SYSTEM_FOLDERS = tuple(Path(p) for p in ("/proc", "/sys", "/dev", "/etc", "/bin", "/sbin", "/boot", "/lib", "/lib64"))
+
+
+def _root_or_home(resolved: Path, folder: bool) -> str | None:
+    """What `resolved` is if a command must not scatter its files there: the root folder, or (a folder) home."""
+    anchor = Path(resolved.anchor)
+    if resolved == anchor or (not folder and resolved.parent == anchor):
+        return "the root folder" if folder else "in the root folder"
+    try:
+        home = Path.home().resolve()
+    except (RuntimeError, KeyError, OSError):  # no HOME and no passwd entry: there is no home to guard
+        return None
+    return "your home folder" if folder and resolved == home else None
 
 
 def check_target(path: str | Path | None, flag: str, *, folder: bool = True) -> Path:
     """The one guard of every writing command: `path` (a --out folder, or a file when `folder=False`) is allowed.
 
-    Never an empty path, the current folder (for a folder), the checkout's own root, notebooks/, data/ or src/,
-    the installed package, or /proc, /sys and /dev. Returns the path; raises ValueError with one line naming it.
+    Never an empty path, the current folder, the root or home folder itself (for a folder; a file not directly in
+    the root folder), the checkout's own root, notebooks/, data/ or src/, the installed package, or a system folder
+    (/proc, /sys, /dev, /etc, ...). Returns the path; raises ValueError with one line naming it.
     """
     kind = "folder" if folder else "file"
     if path is None or not str(path).strip():
@@ -224,6 +264,10 @@ def check_target(path: str | Path | None, flag: str, *, folder: bool = True) -> 
     resolved = path.resolve()
     if folder and resolved == Path.cwd().resolve():
         raise ValueError(f"{flag} {path} is the current folder: name a new folder for what this writes")
+    where = _root_or_home(resolved, folder)
+    if where is not None:  # `init /` wrote README.txt, notebooks/ and student/ into the filesystem's root
+        fix = "name a new folder inside it, e.g. ~/verlstudy" if folder else "name a file in a folder of your own"
+        raise ValueError(f"{flag} {path} is {where}: {fix}")
     for system in SYSTEM_FOLDERS:  # as named (/dev/stdout) and as resolved (it may point into /proc or a tmp file)
         if any(p == system or system in p.parents for p in (Path(os.path.abspath(path)), resolved)):
             raise ValueError(f"{flag} {path} is in {system}, a system folder: name a {kind} of your own")
@@ -276,7 +320,12 @@ class Manifest:
             self.files = dict(files)
 
     def _key(self, path: Path) -> str:
-        return Path(path).resolve().relative_to(self.folder.resolve()).as_posix()
+        """`path` relative to the folder; its last part not resolved (a link is named as itself, not its target)."""
+        path = Path(path)
+        try:
+            return (path.parent.resolve() / path.name).relative_to(self.folder.resolve()).as_posix()
+        except ValueError:  # a path through a link that leaves the folder: its own name, as given
+            return path.name
 
     def lists(self, path: Path) -> bool:
         """True if this manifest lists `path` (a verlstudy command wrote it here, whatever it holds now)."""
@@ -305,8 +354,24 @@ class Manifest:
         flag: str,
         legacy: Callable[[Path], bool] | None = None,
     ) -> None:
-        """Raise WouldOverwriteWork naming every path a write would overwrite that is not ours, unchanged."""
-        foreign = sorted(self._key(p) for p, new in paths.items() if not self.may_overwrite(p, new, legacy))
+        """Raise WouldOverwriteWork naming every path a write would overwrite that is not ours, unchanged.
+
+        A folder or a link where a file goes is named as what it is: verlstudy never writes into or through one.
+        """
+        refused = [Path(p) for p, new in paths.items() if not self.may_overwrite(p, new, legacy)]
+        folders = sorted(self._key(p) + "/" for p in refused if p.is_dir() and not p.is_symlink())
+        if folders:
+            raise WouldOverwriteWork(
+                f"{flag} {self.folder} has a folder where this writes a file ({', '.join(folders[:3])}): "
+                f"move it away or choose another {flag}"
+            )
+        links = sorted(f"{self._key(p)} -> {os.readlink(p)}" for p in refused if p.is_symlink())
+        if links:
+            raise WouldOverwriteWork(
+                f"{flag} {self.folder} has a link where this writes a file ({', '.join(links[:3])}): verlstudy "
+                f"never writes through a link; remove the link (its target is kept) or choose another {flag}"
+            )
+        foreign = sorted(self._key(p) for p in refused)
         if foreign:
             shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
             raise WouldOverwriteWork(
