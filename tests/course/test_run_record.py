@@ -108,3 +108,25 @@ def test_a_second_run_if_stale_and_the_site_execute_nothing(tmp_path, monkeypatc
     assert cli.main(argv) == 0
     assert f"running again: {tmp_path / 'run.json'} is missing" in capsys.readouterr().err
     assert len(log.read_text().split()) == 4
+
+
+def test_a_fresh_run_folder_copied_elsewhere_reports_the_folder_it_is_now(tmp_path, monkeypatch, capsys):
+    # D5: `cp -r s5 d5; run --out d5 --if-stale` was fresh but its report said the notebooks were in s5
+    import shutil
+
+    from verlstudy.course import files, reports
+
+    first, copy = tmp_path / "s5", tmp_path / "d5"
+    result = RunResult(L00, "passed", 1.0)
+    _ran(first, result)
+    files.Manifest(first).record([first / L00.notebook.name])  # as the run lists what it executed
+    files.write_file_owned(first / "report.md", reports.report_markdown([result], PASSED_FLOOR, out=first), "--report")
+    shutil.copytree(first, copy)
+    monkeypatch.setattr("verlstudy.course.runner.run_lessons", lambda *a, **k: pytest.fail("it is fresh"))
+    assert cli.main(["run", "00", "--if-stale", "--out", str(copy)]) == 0
+    out = capsys.readouterr().out
+    assert f"the executed notebooks are in `{copy}`" in out and str(first) not in out
+    assert f"the executed notebooks are in `{copy}`" in (copy / "report.md").read_text()
+    assert f"the executed notebooks are in `{first}`" in (first / "report.md").read_text()
+    assert _stale(copy) == []  # the rewritten report is the run's own, listed in the manifest
+    assert files.Manifest(copy).may_overwrite(copy / "report.md")

@@ -26,6 +26,10 @@ FLOOR_TEXT = (
 )
 
 
+EXECUTED_IN = "- the executed notebooks are in "  # the report's line naming its run folder (`relocated` finds it)
+NEVER_STARTED = "never started: the run was stopped first"
+
+
 def beyond_floor(result: RunResult, floor: RunResult | None) -> float | None:
     return None if floor is None else result.seconds - floor.seconds
 
@@ -87,13 +91,28 @@ def report_markdown(
     lines += ["", counts + (f", {len(unrun)} not run" if unrun else "")]
     for r in failed:
         where = f" (code cell {r.failed_cell})" if r.failed_cell is not None else ""
-        lines.append(f"- {r.name}: {r.error or r.status}{where}")
+        why = NEVER_STARTED if r.status == "not run" else r.error or r.status
+        lines.append(f"- {r.name}: {why}{where}")
     over = [r.name for r in results if over_budget(r, floor)]
     if timed and over:
         lines.append(f"\nOver budget (flagged, not failed): {', '.join(over)}")
     if out is not None:
-        lines += ["", "Next:", f"- the executed notebooks are in `{out}`", *next_steps()]
+        lines += ["", "Next:"]
+        if interrupted:  # a stopped run sends nobody to the lab: it says how to finish, and where what ran is
+            written = [r for r in results if r.output is not None and Path(r.output).is_file()]
+            if written:
+                lines.append(f"- {len(written)} executed notebook(s) are in `{out}`")
+            lines.append("- run the same command again to execute the lessons that did not finish")
+        else:
+            lines += [f"{EXECUTED_IN}`{out}`", *next_steps()]
     return "\n".join(lines) + "\n"
+
+
+def relocated(report: str, out: Path) -> str:
+    """`report` (a stored report) naming `out` as where its executed notebooks are: a run folder copied or moved
+    since it ran keeps a report naming the folder it ran in."""
+    lines = report.split("\n")
+    return "\n".join(f"{EXECUTED_IN}`{out}`" if line.startswith(EXECUTED_IN) else line for line in lines)
 
 
 def next_steps(checkout: bool | None = None) -> list[str]:

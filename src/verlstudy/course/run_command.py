@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -82,12 +83,30 @@ def _write_reports(args, out, report_path, junit, results_path, results, floor, 
         write_file_owned(results_path, text, "--results", legacy=lambda p: True)
 
 
+def _reprint_report(report_path: Path, out: Path) -> None:
+    """Print a fresh run's stored report; a run folder copied or moved since is named as it is now, file and all."""
+    from verlstudy.course import reports
+    from verlstudy.course.files import write_file_owned
+
+    text = report_path.read_text(encoding="utf-8", errors="replace")
+    here = reports.relocated(text, out)
+    if here != text:
+        with contextlib.suppress(ValueError):  # not ours to rewrite: printed as it is now, the file left alone
+            write_file_owned(report_path, here, "--report", legacy=lambda p: True)
+    print(here, end="")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from verlstudy.course import parameters, runner
 
     try:
         lessons = registry.select_lessons(args.lessons)
-        params = dict(parameters.parse_parameter(p) for p in args.parameter)
+        params, given = {}, {}
+        for text in args.parameter:
+            name, params[name] = parameters.parse_parameter(text)
+            if name in given:  # `-p seed=1 -p seed=2` ran with seed=2, the first dropped without a word
+                raise ValueError(f"parameter {name} is given twice (-p {given[name]}, -p {text}): give it once")
+            given[name] = text
     except ValueError as e:
         raise UsageError(str(e)) from e
     if args.device is not None:
@@ -117,7 +136,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         reports = [p for p in (report_path, junit, results_path) if p is not None]
         stale = run_record.stale_reasons(out, lessons, params, with_floor=not args.no_floor, reports=reports)
         if not stale:
-            print(report_path.read_text(), end="")
+            _reprint_report(report_path, out)
             print(f"verlstudy run: {out} is fresh (same notebooks, sources and parameters); nothing executed")
             return 0
         print(f"verlstudy run: running again: {'; '.join(stale[:3])}", file=sys.stderr, flush=True)

@@ -405,7 +405,8 @@ def run_pool(
 
 def _ordered(lessons: list[Lesson], results: Mapping[str, RunResult]) -> list[RunResult]:
     """Results in course order; a lesson that never finished is "not run"."""
-    return [results.get(lesson.stem) or RunResult(lesson, "not run", 0.0, error="interrupted") for lesson in lessons]
+    never = "never started: the run was stopped first"
+    return [results.get(lesson.stem) or RunResult(lesson, "not run", 0.0, error=never) for lesson in lessons]
 
 
 class Interrupted(KeyboardInterrupt):
