@@ -1,5 +1,9 @@
 """The command line: list, doctor, and one clear line with exit 2 for every usage error."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from verlstudy.course.cli import main
@@ -23,6 +27,14 @@ def test_list_prints_the_course_map(capsys):
         (["refresh"], "verlstudy refresh: name the lessons to refresh"),
         (["plan", "42"], "verlstudy plan: unknown lesson '42'; known lessons: 00, 01"),
         (["plan", "--start", "9am"], "verlstudy plan: start must be a time of day 'HH:MM' (24-hour), got '9am'"),
+        # R18: the second value won and the first was dropped without a word
+        (
+            ["run", "00", "-p", "seed=1", "-p", "seed = 2"],
+            "verlstudy run: parameter seed is given twice (-p seed=1, -p seed = 2): give it once",
+        ),
+        # ED6: --check --update ran the update alone and dropped the check's report
+        (["edition", "zh_CN", "--check", "--update"], "verlstudy edition: --check and --update do different things"),
+        (["edition", "zh_CN", "--update", "--run", "--out", "x"], "verlstudy edition: --update and --run do different"),
     ],
 )
 def test_usage_errors_are_one_line_and_exit_2(capsys, argv, message):
@@ -132,3 +144,58 @@ def test_lesson_numbers_after_an_option_are_lessons_too(capsys):
     with pytest.raises(SystemExit, match="2"):  # argparse's own usage error, as before
         main(["plan", "05", "--nope"])
     assert "unrecognized arguments: --nope" in capsys.readouterr().err
+
+
+def test_standard_output_on_a_full_disk_is_named_as_standard_output(tmp_path):
+    # L4: `verlstudy list > /dev/full` said "disk full while writing ?"
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-c", "import sys; from verlstudy.course import cli; sys.exit(cli.main(['list']))"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    assert done.returncode == 1
+    assert done.stderr == (
+        "verlstudy list: disk full while writing standard output: free space and rerun; nothing else was overwritten\n"
+    )
+
+
+def test_a_terminal_that_cannot_show_a_character_gets_it_escaped_not_a_crash(tmp_path):
+    # E6: PYTHONIOENCODING=ascii (LANG=C) ended a passing run in a UnicodeEncodeError when it printed its folder
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "LANG": "C", "LC_ALL": "C"}
+    code = "import sys; from verlstudy.course import cli; sys.exit(cli.main(sys.argv[1:]))"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "init", str(tmp_path / "é 中")], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "course copied into" in done.stdout and "\\xe9 \\u4e2d" in done.stdout
+    assert (tmp_path / "é 中" / "student").is_dir()
+
+
+def test_a_quoted_tilde_is_the_home_folder_never_a_folder_named_tilde(tmp_path, monkeypatch, capsys):
+    # I11: `init '~/verlstudy'` (quoted, or no HOME) made a folder literally named "~" in the current folder
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    assert main(["init", "~/verlstudy"]) == 0
+    assert f"course copied into {home / 'verlstudy'}" in capsys.readouterr().out
+    assert (home / "verlstudy" / "student").is_dir() and list(work.iterdir()) == []
+    assert main(["init", "~nosuchuser123/x"]) == 2
+    assert "there is no home folder for '~nosuchuser123'" in capsys.readouterr().err
+    assert list(work.iterdir()) == []
+
+
+def test_a_tilde_with_no_home_variable_is_still_the_users_home(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "HOME"}
+    code = "import os.path, sys; from verlstudy.course import cli; a = cli.build_parser().parse_args(sys.argv[1:]); "
+    code += "cli._expand_home(a); print(a.folder)"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "init", "~/verlstudy"], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert not done.stdout.startswith("~") and done.stdout.strip().endswith("/verlstudy")

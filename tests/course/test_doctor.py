@@ -155,3 +155,24 @@ def test_inits_next_line_names_the_lab_extra_when_jupyterlab_is_missing(monkeypa
     assert doctor.lab_hint(tmp_path) == f'pip install "verlstudy[lab]" (JupyterLab), then jupyter lab {tmp_path}'
     monkeypatch.setattr(doctor.shutil, "which", lambda name: "/usr/bin/jupyter-lab")
     assert doctor.lab_hint(tmp_path) == f"jupyter lab {tmp_path}"
+
+
+def test_ctrl_c_while_the_kernel_starts_stops_the_doctor_in_one_line(tmp_path, monkeypatch, capsys):
+    # M3: nbclient took SIGINT for itself in the main thread: a Ctrl-C read as "[FAIL] kernel ... AssertionError",
+    # the checks went on, and SIGTERM was left at its default (a silent kill) afterwards
+    import os
+    import signal
+    import threading
+
+    fake_kernel(tmp_path, monkeypatch, [sys.executable, "-c", "import time; time.sleep(30)", "-f", "{connection_file}"])
+    before = signal.getsignal(signal.SIGTERM)
+    timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        assert main(["doctor"]) == 130
+    finally:
+        timer.cancel()
+    captured = capsys.readouterr()
+    assert captured.err == "verlstudy doctor: stopped (Ctrl-C) before the checks finished; run it again\n"
+    assert "[FAIL]" not in captured.out
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -79,6 +79,39 @@ def test_a_stopped_runs_line_counts_not_run_apart_from_failed():
     assert line.startswith(f"stopped (Ctrl-C): 1 passed, 1 failed, {len(lessons) - 2} not run")
 
 
+def test_a_stopped_runs_report_says_what_ran_and_sends_nobody_to_the_lab(tmp_path):
+    # S1: "05: interrupted" under a table saying "not run", and "Next:" named executed notebooks that were never
+    # written and sent the learner to `make lab`
+    from verlstudy.course import reports
+
+    lesson0, lesson5 = registry.get_lesson(0), registry.get_lesson(5)
+    cut = RunResult(lesson0, "interrupted", 3.3, error=runner.STOPPED_WHILE_RUNNING)
+    results = runner._ordered([lesson0, lesson5], {lesson0.stem: cut})
+    text = reports.report_markdown(results, None, interrupted=True, out=tmp_path)
+    assert f"- {lesson5.stem}: never started: the run was stopped first" in text
+    assert "make lab" not in text and "executed notebooks are in" not in text and "init DIR" not in text
+    assert text.endswith("Next:\n- run the same command again to execute the lessons that did not finish\n")
+    (tmp_path / lesson0.notebook.name).write_text("{}")
+    done = RunResult(lesson0, "passed", 3.3, output=tmp_path / lesson0.notebook.name)
+    text = reports.report_markdown([done, results[1]], None, interrupted=True, out=tmp_path)
+    assert f"- 1 executed notebook(s) are in `{tmp_path}`" in text
+
+
+def test_a_stop_while_the_command_line_is_read_is_one_line(monkeypatch, capsys):
+    # S3: SIGTERM half a second into `run` (the parser still loading) killed it without a word
+    real = cli.build_parser
+
+    def stopped_parser():
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(1000):  # Python runs the handler between bytecodes
+            pass
+        return real()
+
+    monkeypatch.setattr(cli, "build_parser", stopped_parser)
+    assert cli.main(["run", "05"]) == 143
+    assert capsys.readouterr().err == "verlstudy run: stopped (SIGTERM) before it began; nothing was written\n"
+
+
 def test_kernel_death_lines_are_dropped_only_after_a_kill_verlstudy_made(monkeypatch):
     death = logging.LogRecord(
         "papermill", logging.ERROR, "", 0, "Kernel died while waiting for execute reply.", (), None

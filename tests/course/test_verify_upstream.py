@@ -170,3 +170,71 @@ def test_the_recorded_how_of_lessons_00_and_08_is_what_they_declare():
 
     data = json.loads((registry.data_dir() / "upstream_verified.json").read_text())
     assert (data["00"]["how"], data["08"]["how"]) == (L00.how, L08.how)
+
+
+def _verl_copy(tmp_path, init='__version__ = "9.9.9"\n'):
+    """A copy of verl on the path ahead of the installed one: only what a test needs of it."""
+    root = tmp_path / "verl"
+    root.mkdir()
+    (root / "__init__.py").write_text(init)
+    return root
+
+
+def test_a_verl_copy_ahead_of_the_installed_one_is_named_with_its_own_version(tmp_path, monkeypatch):
+    # U7: PYTHONPATH=a verl tree saying 9.9.9: every row said "verl 0.9.1" and the tree read was never named
+    if VERL is None:
+        pytest.skip("verl is not installed")
+    from verlstudy.kit import upstream
+
+    root = _verl_copy(tmp_path)
+    monkeypatch.setattr(upstream, "verl_root", lambda release=None: root)
+    read = verify.verl_read()
+    assert read.shadowed and read.version == "9.9.9" and read.installed == VERL
+    assert f"reading verl from {root} (it says 9.9.9), not the installed verl {VERL}" in read.line()
+    moved = Comparison("09", "verl/base_config.py", VERL, 0, "moved", f"verl {VERL} has no file verl/base_config.py")
+    (row,) = verify.as_read([moved], read)
+    assert row.version == "9.9.9" and row.detail == f"verl 9.9.9 (at {root}) has no file verl/base_config.py"
+    (root / "version").mkdir()
+    (root / "version" / "version").write_text("0.9.1\n")  # as verl itself keeps it
+    assert verify.verl_read().version == "0.9.1"
+    monkeypatch.undo()
+    installed = verify.verl_read()
+    assert not installed.shadowed and installed.line().startswith(f"verify-upstream: verl {VERL} from ")
+    assert verify.as_read([moved], installed) == [moved]
+
+
+def test_verify_upstream_will_not_record_a_verl_copy_that_is_not_the_installed_one(tmp_path, monkeypatch, capsys):
+    if VERL is None:
+        pytest.skip("verl is not installed")
+    from verlstudy.kit import upstream
+
+    root = _verl_copy(tmp_path)
+    monkeypatch.setattr(upstream, "verl_root", lambda release=None: root)
+    agree = Comparison("00", "x", VERL, 1, "agree")
+    monkeypatch.setattr(verify, "verify_all", lambda **k: [agree])
+    monkeypatch.setattr(verify, "record", lambda rows: pytest.fail("nothing may be recorded"))
+    assert main(["verify-upstream", "--record"]) == 2
+    err = capsys.readouterr().err
+    assert f"reading verl from {root}" in err and f"not recording: the verl read ({root}) is not the installed" in err
+
+
+def test_a_verl_file_that_does_not_parse_is_named_in_its_row(tmp_path, monkeypatch):
+    # U8: "SyntaxError: invalid syntax (<unknown>, line 697)": a lesson's ast.parse(text) named no file
+    import ast
+
+    from verlstudy.kit import upstream
+
+    root = _verl_copy(tmp_path)
+    (root / "workers").mkdir()
+    broken = root / "workers" / "engine.py"
+    broken.write_text("x = 1\n)(\n")
+    monkeypatch.setattr(upstream, "verl_root", lambda release=None: root)
+
+    def compare_engine_config(cases, seed):
+        return ast.parse(broken.read_text())  # as lesson 09 reads it: no file name given
+
+    lesson = registry.get_lesson(9)
+    row = verify._compared(lesson, compare_engine_config, 1, 0)
+    assert row.status == "error" and f"(line 2) in {broken}: this verl does not parse" in row.detail, row.detail
+    named = SyntaxError("invalid syntax", (str(broken), 2, 1, ")(\n"))
+    assert str(broken) in verify._syntax_error_line(named)

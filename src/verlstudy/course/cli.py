@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from verlstudy.course import registry
@@ -68,7 +69,13 @@ def cmd_progress(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    checks = doctor_checks(start_kernel=not args.no_kernel_start)
+    from verlstudy.course.stopping import stop_exit_code, stop_name
+
+    try:
+        checks = doctor_checks(start_kernel=not args.no_kernel_start)
+    except KeyboardInterrupt:  # a stop is not a broken kernel: no [FAIL] line for it, no checks half-reported
+        print(f"verlstudy doctor: stopped ({stop_name()}) before the checks finished; run it again", file=sys.stderr)
+        return stop_exit_code()
     for ok, line in checks:
         print(f"[{'OK' if ok else 'FAIL'}] {line}")
     return 0 if all(ok for ok, _ in checks) else 1
@@ -183,6 +190,8 @@ def cmd_verify_upstream(args: argparse.Namespace) -> int:
     from verlstudy.course.stopping import stop_exit_code, stop_signals
 
     try:
+        read = verify.verl_read()
+        print(read.line(), file=sys.stderr, flush=True)  # which verl the rows are about: a PYTHONPATH copy is named
         with stop_signals():  # Ctrl-C, SIGTERM and an inherited ignored SIGINT: one line, not a traceback
             rows = verify.verify_all(cases=args.cases, seed=args.seed, on_lesson=announce)
     except upstream.VerlNotInstalled as e:
@@ -195,6 +204,8 @@ def cmd_verify_upstream(args: argparse.Namespace) -> int:
     print("\n" + ", ".join(f"{n} {status}" for status, n in counts.items() if n or status not in ("moved", "error")))
     differ = [r for r in rows if r.status not in ("agree", "not comparable")]
     if args.record and not differ:
+        if read.shadowed:  # data/upstream_verified.json speaks of the installed verl, not a copy on PYTHONPATH
+            raise UsageError(f"not recording: the verl read ({read.root}) is not the installed one; unset PYTHONPATH")
         try:
             path = verify.record(rows)
         except ValueError as e:
@@ -338,7 +349,47 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+PATH_OPTIONS = ("out", "report", "junit", "results", "build", "csv", "html", "folder", "from_dir")
+
+
+def _expand_home(args: argparse.Namespace) -> None:
+    """`~/x` as a folder, also when the shell did not expand it (quoted, or no HOME): never a folder named '~'."""
+    import os
+
+    for name in PATH_OPTIONS:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and value.startswith("~"):
+            expanded = os.path.expanduser(value)
+            if expanded.startswith("~"):  # ~name of no user, or no home folder at all
+                who = value.split("/")[0]
+                raise UsageError(f"{value}: there is no home folder for {who!r}; name the folder in full")
+            setattr(args, name, expanded)
+    if isinstance(getattr(args, "folders", None), list):
+        args.folders = [os.path.expanduser(f) if f.startswith("~") else f for f in args.folders]
+
+
+def _readable_output() -> None:
+    """Print what a terminal cannot encode as escapes (PYTHONIOENCODING=ascii, LANG=C): never a crash at the end."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):  # not a text stream (a capture), or closed
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from verlstudy.course.stopping import stop_exit_code, stop_name, stop_signals
+
+    _readable_output()
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = next((w for w in words if not w.startswith("-")), "")
+    try:
+        with stop_signals():  # from the very start: a stop while the parser loads is one line, not a silent exit
+            return _main(argv)
+    except KeyboardInterrupt:
+        print(f"verlstudy {command}: stopped ({stop_name()}) before it began; nothing was written", file=sys.stderr)
+        return stop_exit_code()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     # argparse gives a `lessons` list only the words before the first option: `edition zh_CN --update 07` (or
@@ -362,7 +413,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from verlstudy.course.stopping import stop_exit_code, stop_name, stop_signals
 
     try:
-        with stop_signals():  # Ctrl-C, SIGTERM, SIGHUP (and an inherited ignored SIGINT) stop every command alike
+        _expand_home(args)
+        # Ctrl-C, SIGTERM, SIGHUP (and an inherited ignored SIGINT) stop every command alike
+        with stop_signals(), _stdout_named():
             code = int(args.func(args))
             sys.stdout.flush()  # a closed pipe shows here, not as a traceback at exit
         return code
@@ -380,7 +433,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except OSError as e:  # a full disk, a read-only or occupied path anywhere: one line naming the file
         if is_disk_full(e):
-            print(f"verlstudy {args.command}: {disk_full_message(Path(e.filename or '?'))}", file=sys.stderr)
+            if e.filename == STDOUT_NAME:
+                _quiet_stdout()  # Python's own flush at exit would fail the same way
+            print(f"verlstudy {args.command}: {disk_full_message(e.filename or '?')}", file=sys.stderr)
             return 1
         where = f"{e.filename}: " if e.filename else ""
         why = e.strerror or str(e)
@@ -388,6 +443,46 @@ def main(argv: Sequence[str] | None = None) -> int:
             why = "a file is where a folder is needed"
         print(f"verlstudy {args.command}: {where}{why}; check that path and its permissions", file=sys.stderr)
         return 1
+
+
+STDOUT_NAME = "standard output"
+
+
+class _NamedStream:
+    """A text stream whose write errors name it (an OSError from print has no file name of its own)."""
+
+    def __init__(self, stream: object, name: str) -> None:
+        self._stream, self._name = stream, name
+
+    def _named(self, call: Callable[[], object]) -> object:
+        try:
+            return call()
+        except OSError as e:
+            e.filename = e.filename or self._name
+            raise
+
+    def write(self, text: str) -> object:
+        return self._named(lambda: self._stream.write(text))  # type: ignore[attr-defined]
+
+    def flush(self) -> object:
+        return self._named(self._stream.flush)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _stdout_named() -> Iterator[None]:
+    """Within the block, a write error on the process's standard output names it (`list > /dev/full`)."""
+    if sys.stdout is not sys.__stdout__ or sys.stdout is None:  # a test's capture, or no stdout: left alone
+        yield
+        return
+    real = sys.stdout
+    sys.stdout = _NamedStream(real, STDOUT_NAME)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout = real
 
 
 def _quiet_stdout() -> None:

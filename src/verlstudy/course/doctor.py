@@ -8,8 +8,10 @@ import json
 import platform
 import shutil
 import sys
+import threading
 import time
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -195,15 +197,41 @@ def start_kernel_check(timeout_s: float = KERNEL_TIMEOUT_S, manager_class: type 
         kernel_manager_class=manager_class,
     )
     start = time.perf_counter()
+    failed: list[Exception] = []
     try:
-        client.execute()
-    except Exception as e:  # every way a start fails is one [FAIL] line with its reason
-        return False, f"{name} did not run a cell: {kernel_failure(e, timeout_s)}"
+        _in_a_thread(client.execute, failed)
     finally:
         # nbclient's exit hook would clean up a kernel that never started and print a traceback at exit
         atexit.unregister(client._cleanup_kernel)
+    if failed:  # every way a start fails is one [FAIL] line with its reason
+        return False, f"{name} did not run a cell: {kernel_failure(failed[0], timeout_s)}"
     text = "".join(o.get("text", "") for o in nb.cells[0].get("outputs", []) if o.get("output_type") == "stream")
     return judge_kernel_output(text, time.perf_counter() - start, kind=install_kind())
+
+
+def _in_a_thread(call: Callable[[], object], failed: list[Exception]) -> None:
+    """Run `call` in a worker thread, its exception appended to `failed`; Ctrl-C stays the main thread's.
+
+    nbclient in the main thread takes SIGINT and SIGTERM for itself: a Ctrl-C became "the kernel died" (an
+    AssertionError), and it left SIGTERM at its default (a silent kill) afterwards. From a thread it cannot.
+    """
+    from verlstudy.course.stopping import kill_kernels
+
+    def work() -> None:
+        try:
+            call()
+        except Exception as e:
+            failed.append(e)
+
+    thread = threading.Thread(target=work, name="doctor-kernel", daemon=True)
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(0.2)
+    except KeyboardInterrupt:  # the stop is reported by the command; the kernel it started goes with it
+        kill_kernels()
+        thread.join(10)
+        raise
 
 
 def kernel_failure(error: Exception, timeout_s: float) -> str:

@@ -58,6 +58,12 @@ def cmd_edition(args: argparse.Namespace) -> int:
     try:
         lang = edition.check_language(args.lang)
         lessons = registry.select_lessons(args.lessons)
+        modes = [flag for flag in ("--check", "--update", "--run") if getattr(args, flag[2:])]
+        if len(modes) > 1:  # `--check --update` ran the update alone and dropped the check without a word
+            raise ValueError(
+                f"{' and '.join(modes)} do different things: give one (--check only reads, --update "
+                "rewrites the catalogs, --run executes the edition)"
+            )
         if args.update:  # make translations
             changes = [line for lesson in lessons for line in edition.update_catalog(lesson, lang)]
             changes += claim_catalog.update_claims_catalog(lang)  # every lesson's claims: one catalog

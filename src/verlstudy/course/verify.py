@@ -8,10 +8,15 @@ registry, so a new lesson is verified without editing this file.
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import functools
+import importlib.metadata
 import json
 import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
@@ -59,9 +64,102 @@ def _compared(lesson: registry.Lesson, compare: Callable[[int, int], Comparison]
         return Comparison(lesson.code, _moved_what(str(e), name), _version(), 0, "moved", str(e))
     except upstream.VerlNotInstalled:
         raise
+    except SyntaxError as e:  # a verl file that does not parse: the row names the file (ast.parse may not)
+        return Comparison(lesson.code, name, _version(), 0, "error", _syntax_error_line(e))
     except Exception as e:  # an API that changed shape under this verl: a row naming it, not a traceback
         first = (str(e).strip().splitlines() or [""])[0][:200]
         return Comparison(lesson.code, name, _version(), 0, "error", f"{type(e).__name__}: {first}")
+
+
+def _syntax_error_line(error: SyntaxError) -> str:
+    """One line naming the verl file that does not parse, found in the tree read when the error does not name it."""
+    where = error.filename if error.filename and not error.filename.startswith("<") else None
+    if where is None:
+        found = [
+            f
+            for f, line, msg in _unparsable_files(str(upstream.verl_root()))
+            if (line, msg) == (error.lineno, error.msg)
+        ]
+        where = found[0] if found else None
+    if where is None:
+        return f"SyntaxError: {error.msg} (line {error.lineno} of a verl file)"
+    return f"SyntaxError: {error.msg} (line {error.lineno}) in {where}: this verl does not parse; is it a verl release?"
+
+
+@functools.lru_cache(maxsize=4)
+def _unparsable_files(root: str) -> tuple[tuple[str, int | None, str], ...]:
+    """(file, line, message) of each .py file under `root` that Python cannot parse (one scan per verl tree)."""
+    bad = []
+    for path in sorted(Path(root).rglob("*.py")):
+        try:
+            ast.parse(path.read_bytes(), filename=str(path))
+        except SyntaxError as e:
+            bad.append((str(path), e.lineno, e.msg))
+        except (OSError, ValueError):  # unreadable, or a NUL byte: not the error being looked for
+            continue
+    return tuple(bad)
+
+
+@dataclass(frozen=True)
+class VerlRead:
+    """The verl tree verify-upstream reads, and the installed verl it may differ from (PYTHONPATH, the cwd)."""
+
+    root: Path
+    version: str  # what the tree itself says (verl/version/version or __version__), else the installed version
+    installed: str | None  # the installed distribution's version (None: no metadata)
+    installed_root: Path | None
+
+    @property
+    def shadowed(self) -> bool:
+        """True when the tree read is not the installed verl's (another copy comes first on sys.path)."""
+        return self.installed_root is not None and self.root.resolve() != self.installed_root.resolve()
+
+    def line(self) -> str:
+        if not self.shadowed:
+            return f"verify-upstream: verl {self.version} from {self.root}"
+        return (
+            f"verify-upstream: reading verl from {self.root} (it says {self.version}), not the installed verl "
+            f"{self.installed} in {self.installed_root}: PYTHONPATH or the current folder puts that copy first"
+        )
+
+
+def verl_read() -> VerlRead:
+    """Which verl the comparisons read (raises upstream.VerlNotInstalled as verl_root does)."""
+    root = upstream.verl_root()
+    try:
+        dist = importlib.metadata.distribution("verl")
+        installed, installed_root = dist.version, Path(str(dist.locate_file("verl")))
+    except importlib.metadata.PackageNotFoundError:
+        installed, installed_root = None, None
+    return VerlRead(root, _tree_version(root) or installed or "?", installed, installed_root)
+
+
+def _tree_version(root: Path) -> str | None:
+    """The version a verl tree declares itself (verl keeps it in verl/version/version), or None."""
+    try:
+        return (root / "version" / "version").read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        pass
+    try:
+        found = re.search(r"""^__version__\s*=\s*["']([^"']+)["']""", (root / "__init__.py").read_text(), re.M)
+    except (OSError, UnicodeDecodeError):
+        return None
+    return found.group(1) if found else None
+
+
+def as_read(rows: list[Comparison], read: VerlRead) -> list[Comparison]:
+    """Rows naming the verl actually read: a shadowing copy's own version, not the installed one's."""
+    if not read.shadowed or read.installed is None or read.version == read.installed:
+        return rows
+    said, meant = f"verl {read.installed}", f"verl {read.version} (at {read.root})"
+    return [
+        dataclasses.replace(
+            r,
+            version=read.version if r.version == read.installed else r.version,
+            detail=r.detail.replace(said, meant),
+        )
+        for r in rows
+    ]
 
 
 def _version() -> str:
@@ -89,7 +187,7 @@ def verify_all(
         if on_lesson is not None:
             on_lesson(lesson)
         rows += lesson_rows(lesson, cases, seed)
-    return rows
+    return as_read(rows, verl_read())
 
 
 def table(rows: list[Comparison]) -> str:
