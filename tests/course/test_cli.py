@@ -45,6 +45,7 @@ def test_usage_errors_are_one_line_and_exit_2(capsys, argv, message):
 
 def test_bad_workers_and_bad_device_exit_2(capsys):
     assert main(["run", "00", "--workers", "0"]) == 2
+    assert capsys.readouterr().err == "verlstudy run: --workers must be at least 1, got 0\n"  # R2: command, value
     with pytest.raises(SystemExit) as exc:
         main(["run", "00", "--device", "tpu"])
     assert exc.value.code == 2

@@ -434,3 +434,11 @@ def test_a_folder_is_staged_inside_itself_and_a_failure_names_it(tmp_path, monke
         files.write_all(tmp_path / "ro" / "course", {"a.txt": "a"})
     assert raised.value.filename == str(tmp_path / "ro" / "course")
     assert list((tmp_path / "ro").iterdir()) == []
+
+
+def test_a_manifest_of_the_wrong_json_shape_is_named_without_pythons_words(tmp_path):
+    # D4: '[]' was "(list indices must be integers or slices, not str)"
+    for text in ("[]", "5", '{"other": 1}'):
+        (tmp_path / files.MANIFEST).write_text(text)
+        with pytest.raises(ValueError, match=r"\(not a JSON object with a 'files' map\); delete it and rerun"):
+            files.Manifest(tmp_path)

@@ -398,8 +398,8 @@ def _main(argv: Sequence[str] | None) -> int:
         args.lessons += extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    if getattr(args, "workers", 1) < 1:
-        print("verlstudy: --workers must be at least 1", file=sys.stderr)
+    if getattr(args, "workers", 1) < 1:  # R2: the command and the value named, as every other usage error
+        print(f"verlstudy {args.command}: --workers must be at least 1, got {args.workers}", file=sys.stderr)
         return 2
     timeout = getattr(args, "timeout", 1.0)
     if not 0 < timeout <= MAX_TIMEOUT_S:  # nan and inf fail too: 1e300 would remove the limit

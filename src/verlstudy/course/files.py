@@ -309,6 +309,8 @@ class Manifest:
         if self.exists:
             try:
                 data = json.loads(self.path.read_text(encoding="utf-8"))
+                if not isinstance(data, dict) or "files" not in data:  # D4: '[]' was named by a Python TypeError
+                    raise ValueError("not a JSON object with a 'files' map")
                 files = data["files"]
                 if not isinstance(files, dict) or not all(isinstance(v, str | None) for v in files.values()):
                     raise ValueError("'files' is not a map of names to hashes")
