@@ -84,7 +84,7 @@ def test_a_nested_difference_reads_whole_in_chinese(monkeypatch):
     assert (
         english == "fn() returned {'a': {1, 5}}; expected {'a': {1, 2}} there (at key 'a': missing 2 and unexpected 5)"
     )
-    assert chinese == "fn() 返回了 {'a': {1, 5}}；那里预期是 {'a': {1, 2}}（在键 'a' 处：缺少 2，且多出了意外的 5）"
+    assert chinese == "fn() 返回了 {'a': {1, 5}}；此处应为 {'a': {1, 2}}（在键 'a' 处：缺少 2，且多出了意外的 5）"
 
 
 def test_a_right_answers_summary_and_the_guards_verdicts_are_chinese(monkeypatch):
@@ -131,7 +131,7 @@ def _message(exercise: str, args: tuple[object, ...]) -> tuple[str, str]:
     first = printed.getvalue().splitlines()[0]
     prefix = i18n.pick("exercise {id}: {verdict}", id=exercise, verdict=i18n._(verdict))
     assert first.startswith(prefix), first
-    return verdict, first[len(prefix) :].removeprefix(": ")
+    return verdict, first[len(prefix) :].removeprefix(i18n._(exercises.VERDICT_JOINER))
 
 
 def _wrong_answers() -> list:

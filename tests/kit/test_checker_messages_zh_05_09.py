@@ -33,7 +33,7 @@ def _message(exercise: str, args: tuple[object, ...]) -> tuple[str, str]:
     first = printed.getvalue().splitlines()[0]
     prefix = i18n.pick("exercise {id}: {verdict}", id=exercise, verdict=i18n._(verdict))
     assert first.startswith(prefix), first
-    return verdict, first[len(prefix) :].removeprefix(": ")
+    return verdict, first[len(prefix) :].removeprefix(i18n._(exercises.VERDICT_JOINER))
 
 
 @pytest.fixture(autouse=True)

@@ -75,7 +75,7 @@ def test_chinese_verdicts_hints_claims_and_skip_lines(chinese, capsys):
     claims.claim("bytes per micro-batch", 4096, 4096)
     devices.skip_unless("cuda")
     out = capsys.readouterr().out
-    assert "练习 0.1：还不对: seeded_sample(7, 5) 抛出了 ZeroDivisionError：division by zero" in out  # the kit's frame
+    assert "练习 0.1：还不对：seeded_sample(7, 5) 抛出了 ZeroDivisionError：division by zero" in out  # the kit's frame
     assert "  该看哪里（第 2 次尝试）：" in out and '  （再试一次；卡住了？exercise_hint("0.1")' in out
     assert "[claim] bytes per micro-batch: 4096（预期 4096）" in out
     assert "[skip] 这里没有 CUDA 设备" in out
@@ -111,3 +111,22 @@ def test_the_progress_legend_follows_the_language(monkeypatch):
 
 def test_a_field_may_share_the_name_of_picks_own_parameter(english):
     assert i18n.pick("{template}: {message}", template="a", message="b") == "a: b"
+
+
+def test_chinese_messages_name_kinds_without_an_english_article_and_outcomes_in_words(chinese, capsys):
+    from verlstudy.kit.params import a_kind
+
+    assert a_kind(1.5) == "float" and a_kind([]) == "list"  # "得到的是 float", not "得到的是 a float"
+    exercises.check_exercise(
+        "7.1", lambda world, tp, pp, cp, ep, etp: (world // (tp * cp * pp), world // (etp * ep * pp))
+    )
+    out = capsys.readouterr().out
+    assert "练习 7.1：还不对：" in out and "此处应为 抛出 ValueError" in out and "'raises ValueError'" not in out
+    exercises.check_exercise("7.1", lambda world, tp, pp, cp, ep, etp: (world / (tp * cp * pp), 1.0))
+    assert "得到的是 float，" in capsys.readouterr().out
+
+
+def test_english_kinds_keep_their_article(english):
+    from verlstudy.kit.params import a_kind
+
+    assert a_kind(1.5) == "a float" and a_kind(3) == "an int"

@@ -33,6 +33,7 @@ from verlstudy.kit.answer_guard import handed_over, unwrap  # re-exported: the c
 F = TypeVar("F", bound=Callable[..., Any])
 EXERCISE_ID = re.compile(r"^(\d+)\.(\d+)$")
 VERDICTS = ("correct", "not yet right", "not attempted")
+VERDICT_JOINER = ": "  # between a verdict and its message (a full-width colon in Chinese)
 LESSONS_PACKAGE = "verlstudy.lessons"
 
 
@@ -362,7 +363,7 @@ def check_exercise(exercise_id: str, *answer: object, **kwargs: object) -> None:
         _WRONG_TRIES.pop(exercise_id, None)
     print(
         i18n.pick("exercise {id}: {verdict}", id=exercise_id, verdict=i18n._(verdict))
-        + (f": {message}" if message else "")
+        + (i18n._(VERDICT_JOINER) + message if message else "")
     )
     if verdict == "not yet right":
         tries = _WRONG_TRIES[exercise_id] = _WRONG_TRIES.get(exercise_id, 0) + 1

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from verlstudy.kit import i18n
+
 
 def allowed_range(name: str, minimum: float | None, maximum: float | None) -> str:
     """How every range reads, the same for every parameter: `1 <= steps <= 50`, `seed >= 0`, `lr <= 1`."""
@@ -79,6 +81,8 @@ def a_kind(value: object) -> str:
     if isinstance(described, str):
         return described
     name = type(value).__name__
+    if i18n.language() is not None:  # no article outside English: "得到的是 float", not "得到的是 a float"
+        return name
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 

@@ -319,6 +319,8 @@ class PropertyCheck:
                     english.endswith("was expected") or described
                 )  # e.g. an outcome written out, 'raises ValueError'
                 why = "" if plain else wrong
+            if isinstance(want, str) and want.startswith("raises ") and i18n.language() is not None:
+                shown_want = i18n.pick("raises {error}", error=want.removeprefix("raises "))  # an outcome, in words
             named = self.mistakes(args, got, want) if self.mistakes else None
             values = {"call": call, "got": shown_got, "want": shown_want, "why": why, "mistake": named}
             template = "{call} returned {got}; expected {want} there" + (" ({why})" if why else "")

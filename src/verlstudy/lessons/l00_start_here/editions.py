@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from IPython.utils.capture import capture_output
 
 from verlstudy.kit import i18n
-from verlstudy.kit.exercises import attempts_held, check_exercise, exercise_results
+from verlstudy.kit.exercises import VERDICT_JOINER, attempts_held, check_exercise, exercise_results
 from verlstudy.kit.params import got
 
 EXERCISE_TAG = re.compile(r"^exercise-(\d+\.\d+)$")
@@ -64,7 +64,7 @@ def demo_verdict(exercise_id: str, answer: object) -> tuple[str, str]:
     verdict = exercise_results()[exercise_id]
     line = captured.stdout.strip().splitlines()[0]
     prefix = i18n.pick("exercise {id}: {verdict}", id=exercise_id, verdict=i18n._(verdict))  # as it was printed
-    message = line[len(prefix) :].removeprefix(": ") if line.startswith(prefix) else line
+    message = line[len(prefix) :].removeprefix(i18n._(VERDICT_JOINER)) if line.startswith(prefix) else line
     return verdict, message
 
 
