@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from verlstudy.course import cli, learner_copy, registry
+from verlstudy.course import cli, learner_copy, registry, run_out
 from verlstudy.course.run_out import ATTEMPT_LOG
 
 LESSON0 = registry.get_lesson(0)
@@ -42,8 +42,8 @@ def test_init_still_updates_its_own_copy_and_one_a_run_wrote_into(tmp_path, monk
     learner_copy.init_course(mine)
     executed = mine / LESSON0.notebook.name  # `run 00 --out DIR` beside notebooks/ and student/: a run's output
     executed.write_text(json.dumps({"cells": [], "metadata": {"papermill": {}}, "nbformat": 4}))
-    assert learner_copy.learners_work(mine) is None
-    assert learner_copy.learners_work(mine / "student") is not None  # its student/ is where the learner works
+    assert run_out.learners_work(mine) is None
+    assert run_out.learners_work(mine / "student") is not None  # its student/ is where the learner works
     report = learner_copy.init_course(mine)
     assert report.written == [] and report.kept_edits == []
 
@@ -51,4 +51,16 @@ def test_init_still_updates_its_own_copy_and_one_a_run_wrote_into(tmp_path, monk
 def test_a_home_folder_with_a_stray_notebook_is_no_learners_folder(tmp_path, monkeypatch):
     home = _learner(tmp_path / "home")  # a notebook downloaded into the home folder: ~/verlstudy stays allowed
     monkeypatch.setenv("HOME", str(home))
-    learner_copy.refuse_learners_folder(home / "verlstudy")
+    run_out.refuse_learners_folder(home / "verlstudy", "init")
+
+
+def test_a_student_edition_may_refresh_a_learners_folder_but_never_nest_inside_one(tmp_path, monkeypatch, capsys):
+    # I10's cause for `student --out`: an edition inside a learner's folder takes her place in `progress`
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    ada = _learner(tmp_path / "class" / "ada", log=True)
+    assert cli.main(["student", "00", "--out", str(ada / "sub")]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {ada / 'sub'} is inside {ada}, which is a learner's folder" in err, err
+    assert not (ada / "sub").exists()
+    (ada / LESSON0.notebook.name).unlink()  # her own folder: refreshed, her edits kept by the manifest
+    assert cli.main(["student", "00", "--out", str(ada)]) == 0

@@ -15,8 +15,8 @@ from pathlib import Path
 import nbformat
 
 from verlstudy.course import registry
-from verlstudy.course.files import Manifest, check_out_dir, check_target, is_run_output, read_notebook, write_all
-from verlstudy.course.run_out import ATTEMPT_LOG
+from verlstudy.course.files import Manifest, check_out_dir, check_target, read_notebook, write_all
+from verlstudy.course.run_out import refuse_learners_folder
 from verlstudy.course.student import student_notebook
 
 README = """verlstudy: your copy of the course
@@ -54,39 +54,6 @@ def course_files(folder_name: str) -> dict[str, str]:
     return files
 
 
-def learners_work(folder: Path) -> str | None:
-    """What in `folder` itself shows it is a learner's working folder (their attempt log, or lesson notebooks that
-    are not a run's output), or None."""
-    if (folder / ATTEMPT_LOG).exists():
-        return f"their attempt log {ATTEMPT_LOG}"
-    names = [lesson.notebook.name for lesson in registry.LESSONS]
-    mine = [name for name in names if (folder / name).is_file() and not is_run_output(folder / name)]
-    return f"lesson notebooks ({mine[0]}{' and more' if len(mine) > 1 else ''})" if mine else None
-
-
-def refuse_learners_folder(out: Path) -> None:
-    """ValueError if `out`, or a folder it is in (below the home folder), is a learner's working folder.
-
-    `init` there nests a second course (notebooks/, student/) inside their work, and `progress` then takes the new
-    student/ for the learner and skips their own notebooks.
-    """
-    out = Path(out).resolve()
-    try:
-        home = Path.home().resolve()
-    except (RuntimeError, KeyError, OSError):
-        home = None
-    for folder in [out, *out.parents]:
-        if folder == home or folder == Path(folder.anchor):
-            break
-        what = learners_work(folder) if folder.is_dir() else None
-        if what is not None:
-            where = "is" if folder == out else f"is inside {folder}, which is"
-            raise ValueError(
-                f"init {out} {where} a learner's folder (it holds {what}): a course copy there would mix "
-                "with their work; name a folder outside it"
-            )
-
-
 def init_course(out: Path) -> CopyReport:
     """Copy the course into `out` (created if needed); return what was written, kept and left alone.
 
@@ -98,7 +65,7 @@ def init_course(out: Path) -> CopyReport:
         raise ValueError(f"init needs a folder name, got {out!r}")
     out = check_target(out, "init")
     check_out_dir(out)
-    refuse_learners_folder(out)
+    refuse_learners_folder(out, "init")
     manifest = Manifest(out)
     report = CopyReport()
     to_write = {}

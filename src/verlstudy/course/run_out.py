@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from verlstudy.course import registry
 from verlstudy.course.files import Manifest, WouldOverwriteWork, check_out_dir, check_target, is_run_output
 
 ATTEMPT_LOG = Path(".verlstudy") / "attempts.jsonl"  # kit.attempts' log: its folder is a learner's
@@ -63,3 +64,38 @@ def check_run_out(out: Path, notebooks: Iterable[str | Path] = ()) -> Manifest:
         )
     manifest.refuse_foreign(targets, "--out", run_output_of(sources))
     return manifest
+
+
+def learners_work(folder: Path) -> str | None:
+    """What in `folder` itself shows it is a learner's working folder (their attempt log, or lesson notebooks that
+    are not a run's output), or None."""
+    if (folder / ATTEMPT_LOG).exists():
+        return f"their attempt log {ATTEMPT_LOG}"
+    names = [lesson.notebook.name for lesson in registry.LESSONS]
+    mine = [name for name in names if (folder / name).is_file() and not is_run_output(folder / name)]
+    return f"lesson notebooks ({mine[0]}{' and more' if len(mine) > 1 else ''})" if mine else None
+
+
+def refuse_learners_folder(out: Path, flag: str, *, itself: bool = True) -> None:
+    """ValueError if a folder `out` is in (below the home folder), or `out` itself when `itself`, is a learner's
+    working folder.
+
+    A course copy there (init's notebooks/ and student/, a student edition) nests inside their work, and
+    `progress` then takes the new folder for the learner and skips their own notebooks (`student --out` may
+    refresh a learner's own folder: its manifest keeps their edits, so only a folder inside one is refused).
+    """
+    out = Path(out).resolve()
+    try:
+        home = Path.home().resolve()
+    except (RuntimeError, KeyError, OSError):
+        home = None
+    for folder in [out, *out.parents] if itself else list(out.parents):
+        if folder == home or folder == Path(folder.anchor):
+            break
+        what = learners_work(folder) if folder.is_dir() else None
+        if what is not None:
+            where = "is" if folder == out else f"is inside {folder}, which is"
+            raise ValueError(
+                f"{flag} {out} {where} a learner's folder (it holds {what}): a course copy there would mix "
+                "with their work; name a folder outside it"
+            )

@@ -23,6 +23,7 @@ import nbformat
 from verlstudy.course import registry
 from verlstudy.course.files import Manifest, WouldOverwriteWork, check_out_dir, check_target, read_notebook, write_all
 from verlstudy.course.registry import Lesson
+from verlstudy.course.run_out import refuse_learners_folder
 
 EXERCISE_TAG = re.compile(r"^exercise-(\d+)\.(\d+)$")
 AFTER_TAG = re.compile(r"^after-you-try-(\d+\.\d+)$")
@@ -152,6 +153,7 @@ def write_student_edition(out: Path, lessons: Sequence[Lesson] | None = None, *,
     """
     out = check_target(out, "--out")
     check_out_dir(out)
+    refuse_learners_folder(out, "--out", itself=False)  # an edition nested inside a learner's work hides it
     lessons = list(lessons) if lessons else list(registry.LESSONS)
     files = {}
     for lesson in lessons:
