@@ -200,3 +200,10 @@ def test_a_tilde_with_no_home_variable_is_still_the_users_home(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert not done.stdout.startswith("~") and done.stdout.strip().endswith("/verlstudy")
+
+
+def test_hub_help_prints_the_hubs_usage(capsys):
+    # the top-level help points to `verlstudy hub --help`; it said "unrecognized arguments: --help" (tester case H1)
+    with pytest.raises(SystemExit, match="0"):
+        main(["hub", "--help"])
+    assert capsys.readouterr().out.startswith("usage: verlstudy hub")

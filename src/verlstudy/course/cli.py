@@ -392,6 +392,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
+    if getattr(args, "command", None) == "hub":  # `hub --help`: an option before the hub's action is the hub's
+        args.hub_args, extra = [*extra, *args.hub_args], []
     # argparse gives a `lessons` list only the words before the first option: `edition zh_CN --update 07` (or
     # `run --timeout 60 00 05`) leaves the later lesson numbers over; they are lessons too
     if extra and isinstance(getattr(args, "lessons", None), list) and not any(e.startswith("-") for e in extra):
