@@ -27,7 +27,7 @@ def _stub(x):
         (_stub, "exercise 99.1: not attempted", "not attempted"),
         (
             lambda x: x / 0,
-            "exercise 99.1: not yet right: your code raised ZeroDivisionError: division by zero (in <lambda>)",
+            "exercise 99.1: not yet right: your code raised ZeroDivisionError: division by zero (in <lambda>, line 29)",
             "not yet right",
         ),
     ],
@@ -306,3 +306,24 @@ def test_a_check_puts_the_hint_and_solution_helpers_where_the_learners_cells_run
     module_globals = {"__name__": "some_module", "check_exercise": check_exercise}
     exec("check_exercise('99.4', lambda x: x * x)", module_globals)
     assert "exercise_hint" not in module_globals  # only a notebook's or console's namespace
+
+
+def test_a_check_without_the_answer_is_a_slip_in_the_call_not_a_wrong_try(capsys):
+    # tester case X3: check_exercise("0.1") blamed the learner's code and logged a wrong try
+    check_exercise("0.1")
+    assert "takes your answer as: seeded_sample; nothing was checked or recorded" in capsys.readouterr().out
+    assert "0.1" not in exercise_results()
+
+
+def test_an_answer_that_exits_gets_a_verdict(capsys):
+    # tester case X12: SystemExit escaped check_exercise, with no verdict and no record
+    import sys
+
+    check_exercise("0.1", lambda seed, n: sys.exit(3))
+    assert "your code called exit(3)" in capsys.readouterr().out
+    assert exercise_results()["0.1"] == "not yet right"
+
+
+def test_an_id_with_a_blank_around_it_is_named_so():
+    with pytest.raises(ValueError, match=r"has a blank around it: write '0\.1'"):
+        check_exercise("0.1 ", lambda seed, n: None)

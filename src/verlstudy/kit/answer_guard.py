@@ -146,12 +146,16 @@ def _template(*args: Any, **kwargs: Any) -> Any:
     return __verlstudy_guarded_call__("__verlstudy_guarded_key__", args, kwargs)  # type: ignore[name-defined]  # noqa: F821
 
 
+def is_library_file(filename: str) -> bool:
+    """True for code of the standard library, the installed packages or the course itself (not the learner's)."""
+    return filename.startswith("<frozen") or filename.startswith(_INSTALLED)
+
+
 def _is_library_frame(frame: types.FrameType) -> bool:
     module = frame.f_globals.get("__name__", "")
     if isinstance(module, str) and (module == "verlstudy" or module.startswith(LIBRARY_MODULE_PREFIXES)):
         return True
-    filename = frame.f_code.co_filename
-    return filename.startswith("<frozen") or filename.startswith(_INSTALLED)
+    return is_library_file(frame.f_code.co_filename)
 
 
 class _Session:

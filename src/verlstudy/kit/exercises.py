@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import pkgutil
 import re
 import sys
@@ -69,6 +70,14 @@ _SOURCE_READ: set[str] = set()  # exercises whose solution text was taken as a s
 
 def _check_id(exercise_id: object) -> tuple[int, int]:
     match = EXERCISE_ID.match(exercise_id) if isinstance(exercise_id, str) else None
+    if match is None and isinstance(exercise_id, str) and EXERCISE_ID.match(exercise_id.strip()):
+        raise ValueError(
+            i18n.pick(
+                "exercise id {got} has a blank around it: write {id}",
+                got=repr(exercise_id),
+                id=repr(exercise_id.strip()),
+            )
+        )
     if match is None:
         raise TypeError(
             i18n.pick("exercise id must be a string like '1.2' (lesson.exercise), got {got}", got=repr(exercise_id))
@@ -339,23 +348,36 @@ def check_exercise(exercise_id: str, *answer: object, **kwargs: object) -> None:
     method, where = _METHODS.get(exercise_id, ""), _WHERE.get(exercise_id, "")
     question = _QUESTIONS.get(exercise_id, "")
     try:
+        inspect.signature(check).bind(*answer, **kwargs)
+    except TypeError:  # the answer itself is missing (or extra): a slip in the call, not a wrong try
+        wanted = ", ".join(inspect.signature(check).parameters)
+        print(i18n.pick(
+            'check_exercise("{id}", ...) takes your answer as: {wanted}; nothing was checked or recorded',
+            id=exercise_id, wanted=wanted,
+        ))  # fmt: skip
+        return
+    try:
         detail = check(*answer, **kwargs)
     except NotImplementedError:
         verdict, message = "not attempted", ""
     except ExerciseFailure as e:
         verdict, message = "not yet right", str(e)
         method = e.method or method
-    except Exception as e:  # the learner's code crashed: say where, briefly
-        last = traceback.extract_tb(e.__traceback__)[-1]
+    except Exception as e:  # the learner's code crashed: say where, briefly (the learner's own line, not torch's)
+        frames = traceback.extract_tb(e.__traceback__)
+        last = next((f for f in reversed(frames) if not answer_guard.is_library_file(f.filename)), frames[-1])
         verdict, message = (
             "not yet right",
             i18n.pick(
-                "your code raised {error}: {detail} (in {function})",
+                "your code raised {error}: {detail} (in {function}, line {line})",
                 error=type(e).__name__,
                 detail=e,
                 function=last.name,
+                line=last.lineno,
             ),
         )
+    except SystemExit as e:  # exit() in an answer ends nothing but the try
+        verdict, message = "not yet right", i18n.pick("your code called exit({code}): return a value", code=e.code)
     else:
         verdict, message = "correct", str(detail) if detail else ""
     _VERDICTS[exercise_id] = {"verdict": verdict, "message": message}
