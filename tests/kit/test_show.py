@@ -160,7 +160,7 @@ def test_show_change_displays_the_fix_as_a_unified_diff_of_two_course_functions(
 def test_show_change_refuses_two_identical_sources_and_bad_arguments():
     with pytest.raises(ValueError, match="same source: there is no change to show"):
         show.change_view(_leaky, _leaky)
-    with pytest.raises(TypeError, match="show_source takes a function or a class"):
+    with pytest.raises(TypeError, match="show_change.s after must be a function or a class"):
         show.change_view(_leaky, "def f(): pass")
     with pytest.raises(ValueError, match="context must be a non-negative int"):
         show.change_view(_leaky, _fixed, context=-1)
@@ -172,3 +172,10 @@ def test_show_change_context_zero_shows_only_the_changed_lines():
     lines = show.change_view(_leaky, _fixed, context=0).lines()
     changed = [ln for ln in lines[2:] if not ln.startswith("@@")]
     assert all(ln[0] in "+-" for ln in changed)
+
+
+@pytest.mark.parametrize("bad", [None, "a" * 50])
+def test_show_change_names_its_own_arguments(bad):
+    # tester cases LH11, LH12: the message named show_source, not the function called
+    with pytest.raises(TypeError, match="show_change's before must be a function or a class"):
+        show.change_view(bad, bad)

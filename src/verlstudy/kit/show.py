@@ -92,6 +92,12 @@ def change_view(before: object, after: object, *, title: str | None = None, cont
         raise ValueError(f"context must be a non-negative int (lines around each change), got {context!r}")
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title must be a str or None, got {type(title).__name__}")
+    for name, value in (("before", before), ("after", after)):  # named here, not as source_view's argument
+        if not (inspect.isfunction(value) or inspect.isclass(value) or inspect.ismethod(value)):
+            raise TypeError(
+                f"show_change's {name} must be a function or a class of the course (the toy before and after its "
+                f"fix), got {type(value).__name__}"
+            )
     old, new = source_view(before), source_view(after)
     old_name = f"{before.__qualname__}"  # type: ignore[attr-defined]
     new_name = f"{after.__qualname__}"  # type: ignore[attr-defined]

@@ -96,3 +96,9 @@ def test_a_loss_fed_the_reference_for_the_policy_is_caught():
         return recipe_loss(ref, old, rollout, logp, adv, mask, **kw)  # swaps policy and reference in the KL too
 
     assert up.compare_recipe_loss(cases=300, ours=k3_reversed).status == "differ"
+
+
+def test_an_infinite_bound_is_refused_by_name():
+    # tester case LH39: '1e999' reads as inf, which the old message's rule did not exclude
+    with pytest.raises(ValueError, match="both finite"):
+        parse_k1_bounds("1e999")

@@ -74,8 +74,8 @@ def parse_k1_bounds(spec: str | float) -> tuple[float, float]:
         lower, upper = (float(p) for p in text.split("_", 1)) if "_" in text else (1 / float(text), float(text))
     except ValueError as e:
         raise ValueError(f"spec must look like '0.6_1.6' or '2.0', got {spec!r}") from e
-    if not 0 < lower <= upper:
-        raise ValueError(f"token_k1 bounds need 0 < lower <= upper, got {spec!r}")
+    if not 0 < lower <= upper < math.inf:  # '1e999' reads as inf: no bound at all
+        raise ValueError(f"token_k1 bounds need 0 < lower <= upper, both finite, got {spec!r}")
     return lower, upper
 
 
