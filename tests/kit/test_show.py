@@ -160,7 +160,7 @@ def test_show_change_displays_the_fix_as_a_unified_diff_of_two_course_functions(
 def test_show_change_refuses_two_identical_sources_and_bad_arguments():
     with pytest.raises(ValueError, match="same source: there is no change to show"):
         show.change_view(_leaky, _leaky)
-    with pytest.raises(TypeError, match="show_change.s after must be a function or a class"):
+    with pytest.raises(TypeError, match=r"show_change's after must be a function or a class"):
         show.change_view(_leaky, "def f(): pass")
     with pytest.raises(ValueError, match="context must be a non-negative int"):
         show.change_view(_leaky, _fixed, context=-1)
