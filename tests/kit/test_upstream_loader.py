@@ -194,3 +194,11 @@ def test_an_upstream_cell_body_must_be_callable():
 def test_the_skip_line_of_a_release_says_how_to_fetch_that_release():
     # `make setup` alone fetches 0.9.0 only: the advice names the release asked for (tester case LH17)
     assert "`make setup VERL_RELEASES=7.7.7`" in upstream.skip_line("7.7.7")
+
+
+def test_the_version_is_the_version_of_the_tree_read(tmp_path, monkeypatch):
+    # a verl copy ahead of the installed one on sys.path was labelled with the installed version (tester case U7)
+    (tmp_path / "verl" / "version").mkdir(parents=True)
+    (tmp_path / "verl" / "version" / "version").write_text("9.9.9\n")
+    monkeypatch.setattr(upstream, "verl_root", lambda release=None: tmp_path / "verl")
+    assert upstream.verl_version() == "9.9.9"

@@ -84,6 +84,12 @@ def verl_version(release: str | None = None) -> str:
     if release is not None:
         verl_root(release)
         return release
+    try:  # the version of the tree actually read (a copy ahead on sys.path too), as verl's own __init__ reads it
+        tree = verl_root() / "version" / "version"
+        if tree.is_file() and tree.read_text(encoding="utf-8").strip():
+            return tree.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError, VerlNotInstalled):
+        pass
     try:
         return importlib.metadata.version("verl")
     except importlib.metadata.PackageNotFoundError as e:

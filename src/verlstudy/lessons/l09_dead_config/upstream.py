@@ -60,7 +60,7 @@ def load_config_classes(
     base_text, base_file = upstream_file("base_config.py", release)
     base = _module(f"_verlstudy_upstream_{tag}_base_config", base_text, base_file, lambda n: True, {})
     text, filename = upstream_file(relative, release)
-    defined = {n.name for n in ast.parse(text).body if isinstance(n, ast.ClassDef)}
+    defined = {n.name for n in ast.parse(text, filename=filename).body if isinstance(n, ast.ClassDef)}
     missing = [n for n in names if n not in defined]
     if missing:
         raise UpstreamMoved(f"{filename} defines no class {', '.join(missing)}: it moved or was renamed")
