@@ -207,3 +207,14 @@ def test_hub_help_prints_the_hubs_usage(capsys):
     with pytest.raises(SystemExit, match="0"):
         main(["hub", "--help"])
     assert capsys.readouterr().out.startswith("usage: verlstudy hub")
+
+
+def test_a_partial_student_edition_carries_the_glossary_its_links_land_on(tmp_path, capsys):
+    # a learner's student edition of 01 and 03 had every glossary link (00_start_here.ipynb#1F1B) dead
+    assert main(["student", "03", "--out", str(tmp_path / "s")]) == 0
+    assert sorted(p.name for p in (tmp_path / "s").glob("*.ipynb")) == [
+        "00_start_here.ipynb",
+        "03_router_replay_scoping.ipynb",
+    ]
+    assert main(["edition", "zh_CN", "03", "--out", str(tmp_path / "zh")]) == 0
+    assert (tmp_path / "zh" / "00_start_here.ipynb").is_file()

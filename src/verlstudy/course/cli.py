@@ -121,7 +121,9 @@ def cmd_student(args: argparse.Namespace) -> int:
 
     try:
         out = files.check_target(args.out, "--out")
-        written = student.write_student_edition(out, registry.select_lessons(args.lessons), force=args.force)
+        written = student.write_student_edition(
+            out, registry.with_linked_lessons(registry.select_lessons(args.lessons)), force=args.force
+        )
     except ValueError as e:
         raise UsageError(str(e)) from e
     print(f"student edition: {len(written)} notebooks in {args.out}")

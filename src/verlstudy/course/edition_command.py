@@ -89,8 +89,8 @@ def cmd_edition(args: argparse.Namespace) -> int:
             failed = run_edition(lang, out, lessons)
             print(f"edition {lang}: {len(lessons) - len(failed)} of {len(lessons)} lessons passed, executed in {out}")
             return 1 if failed else 0
-        written, left = edition.build_edition(
-            lang, out, lessons, allow_missing=args.allow_missing, student=args.student
+        written, left = edition.build_edition(  # with the lessons they link to: the glossary's links land
+            lang, out, registry.with_linked_lessons(lessons), allow_missing=args.allow_missing, student=args.student
         )
     except ValueError as e:
         raise UsageError(str(e)) from e

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -170,6 +171,21 @@ def select_lessons(keys: list[str] | tuple[str, ...] | None) -> list[Lesson]:
     if not keys:
         return list(LESSONS)
     chosen = {get_lesson(k) for k in keys}
+    return [lesson for lesson in LESSONS if lesson in chosen]
+
+
+def with_linked_lessons(lessons: list[Lesson]) -> list[Lesson]:
+    """`lessons` and every lesson their markdown links to (lesson 00's glossary, `00_start_here.ipynb#1F1B`), in
+    course order: a partial edition whose links land nowhere teaches less than one that carries the glossary."""
+    stems = {lesson.stem: lesson for lesson in LESSONS}
+    chosen = set(lessons)
+    for lesson in lessons:
+        try:
+            cells = json.loads(lesson.notebook.read_text(encoding="utf-8")).get("cells", [])
+        except (OSError, ValueError):
+            continue  # a missing or damaged notebook is named by the command that writes it
+        text = "".join("".join(c.get("source", "")) for c in cells if c.get("cell_type") == "markdown")
+        chosen |= {stems[stem] for stem in re.findall(r"\b(\d\d_[\w-]+)\.ipynb", text) if stem in stems}
     return [lesson for lesson in LESSONS if lesson in chosen]
 
 
