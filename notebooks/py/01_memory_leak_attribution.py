@@ -8,17 +8,19 @@
 # **What happened.** Under [Megatron](00_start_here.ipynb#Megatron) pipeline parallelism
 # ([PP](00_start_here.ipynb#PP)) with the [1F1B](00_start_here.ipynb#1F1B) schedule, the last stage's memory
 # grew with every [micro-batch](00_start_here.ipynb#micro-batch) of a [mini-batch](00_start_here.ipynb#mini-batch):
-# upstream reported +45 GiB on the last-stage rank and +2.4 GiB elsewhere (#7874, "on our runs"). The PR names the cause: each stored `model_output` still
-# had a `grad_fn`, so it pinned its [autograd graph](00_start_here.ipynb#autograd-graph), whose input is a
-# receive buffer Megatron allocates fresh for every micro-batch (`create_tensor_recv_prev`), about
-# `seq_len_per_cp_rank x hidden x 2 B` each (the PR's formula; section 3b derives it). The fix, `detach_tree`, detaches what is stored.
+# upstream's last-stage rank climbed to +45 GiB while the other ranks sat flat at +2.4 GiB (#7874, "on our runs": a
+# level that did not grow; the part of the PR we could read does not say what it holds). The PR names the cause:
+# each stored `model_output` still had a `grad_fn`, so it pinned its
+# [autograd graph](00_start_here.ipynb#autograd-graph), whose input is a receive buffer Megatron allocates fresh
+# for every micro-batch (`create_tensor_recv_prev`), about `seq_len_per_cp_rank x hidden x 2 B` each (the PR's
+# formula; section 3b derives it). The fix, `detach_tree`, detaches what is stored.
 #
 # **What you will do.** Watch memory grow on a CPU toy pipeline, find the allocation site with a tracker of
 # the course's own, predict the bytes exactly, run controls and two real ranks, then apply the fix and read
 # verl's own change.
 #
 # **Time:** 60 minutes. **Assumes:** PyTorch autograd (`requires_grad`, `grad_fn`, `.backward()`).
-# Sources are listed at the end. Facts checked against verl 0.9.1
+# Sources are listed at the end. Facts checked against verl 0.9.1.
 
 # %% tags=["parameters"]
 device = "auto"  # "auto" | "cpu" | "cuda"; the tracker runs on CPU, the optional CUDA cell on a GPU
@@ -66,9 +68,10 @@ from verlstudy.lessons.l01_memory_leak.store import (
 
 # %% [markdown]
 # ## 0. The schedule, and where the outputs pile up
-# Under [1F1B](00_start_here.ipynb#1F1B) a stage holds a micro-batch's graph from forward to backward: at most
-# as many graphs as stages. The last stage also *stores* each output, graph attached, until the mini-batch ends
-# (Megatron's `forward_data_store`): one graph per micro-batch. Below: 4 stages, 8 micro-batches.
+# Under [1F1B](00_start_here.ipynb#1F1B) a stage holds each graph from forward to backward: at most as many
+# graphs as stages. The last stage also *stores* each output, graph attached, until the mini-batch ends
+# (Megatron's `forward_data_store`): one graph per micro-batch. Below: 4 stages, 8 micro-batches; `B0@7` is
+# micro-batch 0's backward at step 7.
 
 # %%
 held = plot_schedule(4, 8)
@@ -117,7 +120,7 @@ _ = show_source(store_output_as_is)
 # Return the number of bytes (a whole number). The checker compares your number with the bytes the tracker
 # measures per micro-batch, on named cases and then on generated sizes. A wrong answer's message names the
 # mistake; the second wrong try adds where to look, the third a question, the fourth the method in words;
-# `exercise_hint("1.1")` shows all three whenever you ask.
+# `exercise_hint("1.1")` shows all three at once, `show_solution("1.1")` the solution.
 
 # %% tags=["solution", "exercise-1.1"]
 def predict_leak(seq_len: int, hidden: int, itemsize: int) -> int:
@@ -179,7 +182,7 @@ claim("the fixed run grows more slowly", fix_slope < leak_slope)
 # Careful: the first micro-batch also makes one-off
 # allocations (parameter gradients) that are not growth. Your function receives an active
 # `AllocationTracker` and a function of no arguments; return the name as a **str** (for example
-# `"loss_func"`), not a `Site` and not its label. The checker tries pipelines with a score cache, an
+# `"some_helper"`), not a `Site` and not its label. The checker tries pipelines with a score cache, an
 # activation log or nothing planted, at several sizes, and one where a second helper keeps a few tiny
 # tensors per micro-batch; `exercise_hint("1.2")` shows where to look and the
 # method if you are stuck.
@@ -208,15 +211,14 @@ check_exercise("1.2", find_growth_site)
 
 # %% [markdown]
 # ## 2. Root cause, step 1: which allocation site holds the memory?
-# The PR names the site; the part of its description we could read does not say how it was found (the
-# course's [digest](00_start_here.ipynb#digest) says upstream read `torch.cuda.memory._record_memory_history`
-# snapshots; for the FSDP precursor, #6699's commit message does cite "memory-history profiling in #6698").
+# The PR names the site but, in the part we could read, not how it was found (the course's
+# [digest](00_start_here.ipynb#digest), its authors' notes on each PR, says upstream read
+# `torch.cuda.memory._record_memory_history` snapshots; for the FSDP precursor, #6699's commit message does cite "memory-history profiling in #6698").
 
 # %% [markdown]
-# The
-# course's tool for the same job on CPU is `AllocationTracker`: each live storage with the Python stack that
-# created it (torch's own frames trimmed). Here are the sites of what the **last** micro-batch allocated and is
-# still alive after it finished, then the full stack of the biggest one.
+# The course's tool for the same job on CPU is `AllocationTracker`: each live storage with the Python stack that
+# created it (torch's own frames trimmed). Below: the sites of what the **last** micro-batch allocated and is still
+# alive after it, then the innermost frames of the biggest one's stack (of equal sizes, the earliest allocated).
 
 # %%
 last_mb = leak_run.marks[-1]
@@ -285,10 +287,10 @@ claim("bfloat16: all the toy keeps = buffer + its gradient + S x 2 B of output",
       expected=2 * bf16.seq_len * bf16.hidden * 2 + bf16.seq_len * 2, unit="B")
 
 # %% [markdown]
-# The store lives until the mini-batch ends, when the engine merges (`postprocess_batch_func`) and drops it,
-# freeing all it pinned: the leak is bounded by one mini-batch's micro-batches, so it shows only at scale
-# (hundreds of them). Like upstream's, the merge keeps the autograd link: the merged tensor pins the graphs until
-# dropped.
+# At the mini-batch's end the engine merges the store (`postprocess_batch_func`) and drops it, so the leak is
+# bounded by one mini-batch. Like upstream's, the merge keeps the autograd link: until `merged` is dropped, the
+# tracker counts each buffer and its gradient, and the parameter gradients the graphs reach (the merged outputs
+# were made outside it).
 
 # %%
 merged = consume_store(leak_run.forward_data_store)["log_probs"]
@@ -332,20 +334,18 @@ claim("PP=1 keeps only the outputs", controls["PP=1"], expected=own, unit="B")
 claim("retained bytes do not depend on depth", controls["2 layers/stage"] == controls["4 layers/stage"] == int(leak_slope))
 
 # %% [markdown]
-# **What the toy shows, and what it cannot.** The course's digest gives two control figures, forward only about
-# 0.76 MiB and PP=1 about 0.31 MiB per micro-batch; they are not in the part of the PR description we could
-# read, they are shown in the table's last column for reference only, and no claim here rests on them.
+# **What the controls establish.** With no graph (forward only) or no fresh leaf (PP=1), nothing beyond the
+# stored outputs stays; and the leak does not grow with depth.
 
 # %% [markdown]
-# In the
-# toy both controls keep only their stored outputs. With verl 0.9.1's settings (entropy in the forward-only
-# pass; none in training at the default `entropy_coeff: 0` of `trainer/config/actor/actor.yaml`), forward only
-# stores two per-token tensors and PP=1 one: that is what the toy measures, not an explanation of the digest's
-# figures.
+# With verl 0.9.1's settings (entropy in the forward-only pass; none in training at the default
+# `entropy_coeff: 0` of `trainer/config/actor/actor.yaml`), those outputs are two per-token tensors for forward
+# only and one for PP=1.
 
 # %% [markdown]
-# What the controls do establish: with no graph (forward only) or no fresh leaf (PP=1), nothing beyond
-# the outputs stays; and the leak does not grow with depth.
+# The table's last column, for reference only: the course's digest gives forward only about 0.76 MiB and PP=1
+# about 0.31 MiB per micro-batch, figures not in the part of the PR we could read. The toy does not explain them,
+# and no claim here rests on them.
 
 # %% [markdown]
 # ### 4b. The larger variant: a stored output the loss never reads
@@ -369,7 +369,8 @@ claim("retained bytes do not depend on depth", controls["2 layers/stage"] == con
 
 # %% [markdown]
 # - **entropy stored, the loss ignores it** (#7166's condition, built here by the course): backward
-#   never reaches that graph, so it keeps what it saved, the logits and the softmax, S x V each.
+#   never reaches that graph, so it keeps what it saved: the logits and the softmax, S x V each, and a
+#   logsumexp of S values, which with the stored entropy itself makes the claim's 2 x S.
 
 # %%
 entropy_rows = measure.measure_entropy(cfg, 3, vocabs=(cfg.vocab, 2 * cfg.vocab), seed=seed)
@@ -411,15 +412,16 @@ print(f"receive buffer S x H x 2 B: {S * H * 2 / 2**20:.0f} MiB; unread entropy 
 # %% [markdown]
 # ## 5. The asymmetry: two real ranks, only the last stage grows
 # Now the same stages run as two `torch.distributed` [gloo](00_start_here.ipynb#gloo) processes on loopback (one
-# stage per rank, 1F1B order, `send`/`recv` into a fresh receive buffer), launched by `verlstudy.common.dist.run_local`
-# (forked ranks, short timeouts, always reaped). Each rank measures its live bytes at the end of
+# stage per rank, 1F1B order, `send`/`recv` into a fresh receive buffer), launched by
+# `verlstudy.common.dist.run_local`. Each rank measures its live bytes at the end of
 # mini-batches of 1, 2 and 3 micro-batches.
 
 # %% [markdown]
 # Only the last stage stores outputs (in Megatron, the
 # `is_last_stage` guard in `schedules.py`, as the PR points out), so only it should grow; stage 0 holds
-# at most its in-flight micro-batches: O(pipeline depth), not O(micro-batches). The same launch then runs the
-# stages once more on a fresh model, storing with `detach_tree`, for the timeline after this one.
+# at most its in-flight micro-batches: O(pipeline depth), not O(micro-batches). Upstream's other ranks "sat flat
+# at +2.4 GiB": a level, not growth, so the first claim below sets it beside stage 0's 0 B per micro-batch. The
+# same launch then runs the stages once more on a fresh model, storing with `detach_tree`, for the timeline after this one.
 
 # %%
 counts, steps_n = (1, 2, 3), 6  # mini-batch sizes to compare; one more of 6 micro-batches for the timeline
@@ -439,13 +441,12 @@ claim("gloo: last stage bytes per micro-batch", int(ranks[1]["slope"]), expected
 claim("gloo: same losses as the single-process schedule", ranks[1]["losses"] == leak_run.losses[: max(counts)])
 
 # %% [markdown]
-# **Inside one mini-batch** (6 micro-batches, gradient buffers already allocated), stage 0's memory rises each
+# **Inside one mini-batch** (gradient buffers allocated), stage 0's memory rises each
 # forward, falls each backward: a **sawtooth**.
 
 # %% [markdown]
-# The last stage's store keeps each graph's leaf: a **staircase** (read the lows after backwards).
-# `detach_tree` shrinks its steps to the stored outputs from the second backward on (the first also holds
-# gradient sends).
+# The last stage's store keeps each graph's leaf: a **staircase** (its lows, after backwards). With `detach_tree`,
+# the first two lows each add a gradient still in flight to stage 0; then each step is the stored output alone.
 
 # %%
 tl0, tl1, tl1_fix = ranks[0]["timeline"], ranks[1]["timeline"], fixed[1]["timeline"]
@@ -466,8 +467,8 @@ claim("with detach_tree the steady step is the stored output only", {y - x for x
 
 # %% [markdown]
 # ## 6. The fix: detach what is stored
-# Here is verl's own change, read at run time from the installed releases (0.9.0, before #7874, and 0.9.1):
-# the new `detach_tree` in `verl/workers/engine/utils.py`, and the Megatron engine's store line.
+# verl's own change, read from the installed releases (0.9.0, before #7874, and 0.9.1): the new `detach_tree` in
+# `verl/workers/engine/utils.py`, the Megatron engine's store line, then a second `model_output` write from that file.
 
 # %% tags=["upstream-source", "nbval-ignore-output"]
 upstream_diff("workers/engine/utils.py", "detach_tree")
@@ -562,7 +563,7 @@ with expect_error(measure.ResidencyError, match="create_tensor_recv_prev"):
 # ## 8. Reading upstream's own numbers with the same tool
 # In #6699 (FSDP + PEFT, a LoRA run), `memory_allocated` read 24.8, 37.9, ~50 and 64 GiB at micro-batch 250,
 # 300, 350 and 400, then OOM; upstream estimated ~0.27 GiB per micro-batch (the docstring of #6699's test).
-# Quoted, not measured here; their least-squares slope agrees.
+# Quoted, not measured; their least-squares slope agrees within 5%.
 
 # %%
 upstream_gib = {250: 24.8, 300: 37.9, 350: 50.0, 400: 64.0}
@@ -572,13 +573,13 @@ claim("slope of #6699's quoted memory figures", upstream_slope, expected=0.27, r
 
 # %% [markdown]
 # ## 9. Exercises
-# Stuck on 1.1 or 1.2? `exercise_hint("1.N")` prints where to look and the method.
+# Stuck? `exercise_hint("1.N")` prints where to look and the method.
 
 # %% [markdown]
 # ## 10. The same view from a CUDA memory snapshot
 # `snapshot_top_sites` groups a `torch.cuda.memory._dump_snapshot` pickle's live blocks by site.
-# `data/memory/pipeline_leak_snapshot.pickle` is one, **constructed** on CPU from this pipeline's tracker, not
-# recorded on a GPU (see its README):
+# `data/memory/pipeline_leak_snapshot.pickle` is one, **constructed** on CPU by this pipeline's tracker, not recorded
+# on a GPU (`data/memory/README.md`): what micro-batches 2-4 left alive, hence x3.
 
 # %%
 fixture = data_dir() / "memory" / "pipeline_leak_snapshot.pickle"
