@@ -8,7 +8,8 @@
 # and forces them later: [R2](00_start_here.ipynb#R2) records in the [old-log-prob](00_start_here.ipynb#old-log-prob)
 # forward, [R3](00_start_here.ipynb#R3) at [rollout](00_start_here.ipynb#rollout). #7106 broke ordinary jobs and was
 # reverted; #7805 made the replay lifecycle **opt-in** (gated by the mode) and **model-scoped** (routes come from the
-# model being forwarded), and its review caught a silent layer-order error and a collective one rank could skip.
+# model being forwarded), and its review caught a silent layer-order error and a collective that a stage without MoE
+# layers would have skipped (a stage whose routers recorded nothing still strands its peers: section 4).
 #
 # **You will** count why replay is needed, read verl's change (0.9.0 -> 0.9.1) on screen, make the layer-order
 # mismatch and the stranded collective happen on a toy router and on real ranks of gloo (`torch.distributed`'s
@@ -138,9 +139,9 @@ _ = bar_plot(
 )
 
 # %% [markdown]
-# A **replay mask** replays only where it is set (R3 leaves the last response row native, for example). Replay the
-# tokens' first half: that half follows the record, the other half routes exactly as the native forward above did
-# (tokens do not interact in this toy).
+# A **replay mask** replays only where it is set: R3 leaves each sequence's last token native (sampled at rollout
+# but never fed back: no routes recorded). Replay the first half: it follows the record; the other half routes as
+# the native forward did (tokens do not interact in this toy).
 
 # %%
 half = torch.arange(n_tokens) < n_tokens // 2
@@ -153,12 +154,13 @@ claim("with a mask, tokens of the masked half off the record", rerouted_tokens(r
 claim("with a mask, the other half routes natively", torch.equal(masked[~half].sort(-1).values, native_routes[~half].sort(-1).values))
 
 # %% [markdown]
-# **REPLAY_BACKWARD is a FIFO.** With activation recompute, a micro-batch's layers rerun in backward, after *later*
+# **REPLAY_BACKWARD is a FIFO.** A router's action is RECORD, REPLAY_FORWARD (route to the targets its `set_target`
+# received) or REPLAY_BACKWARD. With activation recompute, a micro-batch's layers rerun in backward, after *later*
 # micro-batches' forwards ([1F1B](00_start_here.ipynb#1F1B)). So every `set_target` also queues the routes; after its
 # forward a router switches to REPLAY_BACKWARD: each recompute pops its micro-batch's routes. Left in REPLAY_FORWARD,
 # micro-batch 0's recompute reads micro-batch 1's targets: same shape, no error, wrong experts.
 # `recompute_off_record` re-forwards micro-batch 0 after both update forwards (with and without switching), as
-# `torch.utils.checkpoint` would in backward (the unit tests run the real checkpoint).
+# `torch.utils.checkpoint` would in backward.
 
 # %%
 micro_batches = [torch.randint(0, 16, (n_tokens,)) for _ in range(2)]
@@ -171,21 +173,25 @@ claim(f"stuck in REPLAY_FORWARD, the recompute silently moves {stuck_moved}/{n_t
 
 # %% [markdown]
 # ## 2. The regression: what is established, and what is not
-# #7805's description says the reverted #7106 "queried the process-global router registry even when router replay was
-# disabled", so normal Megatron SFT (supervised fine-tuning) and RL jobs failed when the registry was empty. #7786's
-# description reads, to the course, only "Reverts #7106" (its thread is not in the sources we can search: unverified).
-# No PR description we could read names the exception those jobs hit, and **the course cannot reproduce it.** We can
-# read #7106 only as stored (head `33a1928c1`, 2026-08-13; the merged version is not available to us). It asks
-# `RouterReplayHelper.is_*_action` on every forward whatever the mode, but so did verl 0.9.0 and #7106's merge-base
-# (`535c47799`). A dense config with Megatron's default `moe_layer_freq=1` (Megatron-Core's `TransformerConfig`) passes
-# both; `moe_layer_freq=None` fails both alike, so it is not the regression.
+# **What broke.** #7805's description says the reverted #7106 "queried the process-global router registry even when
+# router replay was disabled", so normal Megatron SFT (supervised fine-tuning) and RL jobs failed when the registry
+# was empty. **The course cannot reproduce that failure**: no PR description we could read names the exception, and
+# #7786's reads, to the course, only "Reverts #7106" (its thread is not in the sources we can search: unverified).
 #
-# What is established is #7805's remedy, in verl's diff 0.9.0 -> 0.9.1: every hook is gated by the mode, through two
+# **Why not.** In verl 0.9.0, `RouterReplayHelper.is_*_action` asks the *positional helper*,
+# `get_micro_batch_router_list`: it counts the stage's MoE layers from the config (the *layer-info code*, reading
+# `moe_layer_freq`, Megatron's setting for which layers are MoE) and slices that many routers off the registry by
+# position. #7106 as stored (head `33a1928c1`, 2026-08-13; the merged version is not available to us) asks
+# `is_*_action` on every forward whatever the mode, but so did verl 0.9.0 and #7106's merge-base (`535c47799`). A
+# dense config with Megatron's default `moe_layer_freq=1` (Megatron-Core's `TransformerConfig`) passes both;
+# `moe_layer_freq=None` fails both alike, so it is not the regression.
+#
+# **What is established** is #7805's remedy, in verl's diff 0.9.0 -> 0.9.1: every hook is gated by the mode, through two
 # flags. `forward_step`'s REPLAY hooks check the engine's `self.enable_routing_replay` (set once from
 # `router_replay.mode` when the engine is built); the rest check the batch's `enable_routing_replay` flag (set by the
 # worker per call, with its mode on: True for the actor's `compute_log_prob` and `update_actor`, False for the
 # reference's log-probs; `verl/workers/engine_workers.py`) or `record_r2_routes`, computed from it once per batch. The
-# positional helper returns `[]` on an empty registry before any layer-info code:
+# positional helper now returns `[]` on an empty registry before any layer-info code:
 
 # %% tags=["upstream-source", "nbval-ignore-output"]
 upstream_diff("workers/engine/megatron/transformer_impl.py", None, contains="enable_routing_replay")
@@ -199,9 +205,10 @@ upstream_diff("utils/megatron/router_replay_utils.py", "RouterReplayHelper.get_m
 # nor the whole model's layout now raises instead of being sliced.
 
 # %% [markdown]
-# The course's controllers mirror this. `PositionalReplayController` is verl 0.8.0's lifecycle, before either fix: it
-# asks the positional helper on every forward whatever the mode (as 0.8.0, 0.9.0 and #7106's branch all do), then arms
-# routers taken by position from the registry (as 0.8.0 does). It does not reproduce #7106's failure.
+# The course's controllers mirror this. `PositionalReplayController` is verl 0.8.0's lifecycle, before #7340 and
+# #7805: it asks the positional helper on every forward whatever the mode (as 0.8.0, 0.9.0 and #7106's branch all do),
+# then arms routers taken by position from the registry (as 0.8.0 does). It does not reproduce #7106's failure; it is
+# the *before* in this lesson's comparisons.
 
 # %% [markdown]
 # `ReplayController.begin` is the fix: the opt-in gate first (mode off: it touches nothing), then the targets to the
@@ -241,12 +248,14 @@ _ = upstream_cell(upstream_empty_registry)
 # (`apply_router_replay_patch`, `verl/utils/megatron/router_replay_patch.py`), so a decoder built and discarded within
 # one model build stays in it, in front. #7340 reports this for Megatron-Bridge's (NVIDIA's library that builds
 # Megatron-Core models from Hugging Face ones) Qwen3-VL model, which builds its decoder twice: 2N routers for N layers,
-# orphans first (verl 0.9.1's `iter_model_routers` docstring names the case). Before #7340 (commit `c3747cbd7`, first
-# released in verl 0.9.0; 0.8.0 is the last release without it), the engine gave the replay targets and the action
-# switches to a positional slice of the registry: the *stale* routers received them and the live model routed natively,
-# "no error, no warning" (#7340's description). `PositionalReplayController` does the same. Below, both controllers
-# replay section 1's record on a model with section 1's updated weights, so a miss is exactly native routing;
-# `replay_off_record` counts the tokens off the record.
+# orphans first (verl 0.9.1's `iter_model_routers` docstring names the case). A positional slice of that registry
+# holds the orphans.
+#
+# Before #7340 (commit `c3747cbd7`, first released in verl 0.9.0; 0.8.0 is the last release without it), the engine
+# gave the replay targets and the action switches to such a slice: the *stale* routers received them and the live
+# model routed natively, "no error, no warning" (#7340's description). `PositionalReplayController` does the same.
+# Below, both controllers replay section 1's record on a model with section 1's updated weights, so a miss is
+# exactly native routing; `replay_off_record` counts the tokens off the record.
 
 # %%
 show_source(replay_off_record)
@@ -271,9 +280,10 @@ claim("model-scoped replay: tokens off the record", moved["model-scoped"], 0)
 # **What verl 0.9.0 does with this registry.** 0.9.0 already holds #7340: its `forward_step` passes
 # `model=unwrapped_model` to `set_router_replay_data` and switches actions with
 # `set_model_router_replay_action(unwrapped_model, ...)` as well as on the registry's positional slice
-# (`verl/workers/engine/megatron/transformer_impl.py`), so the targets reach the live routers. Its action queries and its R2 RECORD merge still take the registry's
-# positional slice, here the orphans: their `recorded_topk_idx` is `None`, and the merge's
-# `.to(torch.uint8)` fails, loudly. 0.9.0's own functions on the same registry, then 0.9.1's positional helper,
+# (`verl/workers/engine/megatron/transformer_impl.py`), so the targets reach the live routers.
+#
+# Its action queries and its R2 RECORD merge still take the registry's positional slice, here the orphans: their
+# `recorded_topk_idx` is `None`, and the merge's `.to(torch.uint8)` fails, loudly. 0.9.0's own functions on the same registry, then 0.9.1's positional helper,
 # which refuses a registry of neither layout (0.9.1's engine passes the model to RECORD and the queries too):
 
 # %%
@@ -504,13 +514,15 @@ claim("every rank gets the full map, bit-exact, with a 0-layer stage joining",
       all(torch.equal(g, full) for g in gathered), upstream="review catch: a 0-layer stage joins with (B, S, 0, topk)")
 
 # %% [markdown]
-# **One rank raises instead of joining.** verl 0.9.1's RECORD (`merge_router_topk_indices`) raises when a stage's
-# routers captured nothing. It runs inside `forward_step`, during the 1F1B schedule, so the other ranks wait in the
+# **One rank raises instead of joining.** #7805's review made a stage *without* MoE layers join; a stage whose
+# routers captured nothing still raises alone, so in verl 0.9.1 its peers are still stranded: RECORD
+# (`merge_router_topk_indices`) raises inside `forward_step`, during the 1F1B schedule, so the other ranks wait in the
 # schedule's point-to-point send/recv for a missing partner, until the process-group timeout (verl 0.9.1's
 # `nccl_timeout: 600` seconds, in `_generated_ppo_megatron_trainer.yaml`). Below, the same failure mode on this
-# section's collective: one rank raises instead of joining `pp_gather`, and the others wait `collective_timeout_s`. The
-# failing rank stays alive (verl runs each rank as a worker process of the Ray framework; on the course's reading, such
-# a process outlives its task's exception):
+# section's collective: one rank raises instead of joining `pp_gather`, and the others wait `collective_timeout_s`
+# (meanwhile this process does the imports the section's last cell needs: `while_waiting`). The failing rank stays
+# alive (verl runs each rank as a worker process of the Ray framework; on the course's reading, such a process
+# outlives its task's exception):
 
 # %%
 fork_context = multiprocessing.get_context("fork")
@@ -722,9 +734,9 @@ claim("a cyclic config is walked safely", get_text_config_attr(omni, "hidden_siz
 
 # %% [markdown]
 # ## Guard: the tests that would have caught them
-# `tests/lessons/l03_router_replay/` pins each failure mode. Each guard (a predicate in `guards`) runs on bug and
-# fix; passing both catches nothing. The last "fix" is the course's header flag, not verl's: verl 0.9.1 raises
-# before `pp_gather` (section 4), which would fail that guard like the bug.
+# The course's repository tests each failure mode (`tests/lessons/l03_router_replay/`). Each guard (a predicate in
+# `guards`) runs on bug and fix; passing both catches nothing. The last "fix" is the course's header flag, not
+# verl's: verl 0.9.1 raises before `pp_gather` (section 4), failing that guard like the bug.
 
 # %%
 dense_job = ToyTransformerConfig(num_layers=3, moe_layer_freq=None)  # a config the layer-info code rejects:
