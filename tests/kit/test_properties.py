@@ -384,6 +384,8 @@ def test_a_check_writes_nothing_into_the_working_folder(tmp_path, monkeypatch, h
     monkeypatch.setattr(hypothesis_home_kept, "__hypothesis_home_directory", None)
     monkeypatch.setattr(check_conditions, "cache_root", lambda: tmp_path / "cache")
     monkeypatch.setattr(charmap, "_charmap", None)  # as in a fresh kernel: the Unicode table is read or written
+    monkeypatch.setattr(charmap, "category_index_cache", {frozenset(): ()})  # and no query answered from memory
+    monkeypatch.setattr(charmap, "limited_category_index_cache", {})  # (an earlier test may have asked the same)
     before = getattr(hypothesis_home_kept, "__hypothesis_home_directory", None)
     compare_on_inputs(str.upper, lambda s: s.upper(), inputs=st.tuples(st.text(max_size=4)), max_examples=5)
     assert list(work.iterdir()) == []

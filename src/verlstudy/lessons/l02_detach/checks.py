@@ -127,7 +127,7 @@ def check_detach_tree(fn: Any) -> str:
         "backward, the gradients, the policy and the micro-batch to the engine."
     ),
     reveals=[
-        "(right: stored = detach_tree(model_output) here)",
+        "(right: `stored = detach_tree(model_output)` there)",
         "where the output is stored, after the loss is built",
     ],
 )
