@@ -92,7 +92,7 @@ def test_2_1_accepts_a_detach_tree_that_keeps_detached_leaves():
 def test_2_1_the_nudge_never_shows_the_code_and_the_method_is_words(assert_wrong):
     verdict = assert_wrong("2.1", always_detach, mentions="same object")
     assert "type(obj)" not in verdict and ".detach()" not in verdict
-    assert "type(obj)" not in exercise_method("2.1") and "(right: stored" in exercise_reveals("2.2")[0]
+    assert "type(obj)" not in exercise_method("2.1") and "(right: `stored" in exercise_reveals("2.2")[0]
 
 
 def test_2_1_refuses_the_courses_detach_tree_and_a_wrapper_of_it(assert_wrong):
