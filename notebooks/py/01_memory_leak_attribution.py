@@ -9,7 +9,7 @@
 # ([PP](00_start_here.ipynb#PP)) with the [1F1B](00_start_here.ipynb#1F1B) schedule, the last stage's memory
 # grew with every [micro-batch](00_start_here.ipynb#micro-batch) of a [mini-batch](00_start_here.ipynb#mini-batch):
 # upstream's last-stage rank climbed to +45 GiB while the other ranks sat flat at +2.4 GiB (#7874, "on our runs": a
-# level that did not grow; the part of the PR we could read does not say what it holds). The PR names the cause:
+# level that did not grow, of contents the PR we could read does not give). The PR names the cause:
 # each stored `model_output` still had a `grad_fn`, so it pinned its
 # [autograd graph](00_start_here.ipynb#autograd-graph), whose input is a receive buffer Megatron allocates fresh
 # for every micro-batch (`create_tensor_recv_prev`), about `seq_len_per_cp_rank x hidden x 2 B` each (the PR's
