@@ -388,7 +388,7 @@ def _reclamp(space: dict[str, Spec], values: dict[str, object]) -> dict[str, obj
 def lesson_07_bandit(params: dict[str, object]) -> list[str]:
     """Section 6's bandit claims (clip-higher keeps entropy, reward about equal, holds on further seeds), as the
     notebook computes them."""
-    from verlstudy.lessons.l07_grpo_recipe.grpo import steps_until_below, train_clip_bandits
+    from verlstudy.lessons.l07_grpo_recipe.bandit import steps_until_below, train_clip_bandits
 
     seed, steps, prompts = int(params["seed"]), int(params["bandit_steps"]), int(params["bandit_prompts"])  # type: ignore[call-overload]
     extra = int(params["robustness_seeds"])  # type: ignore[call-overload]

@@ -485,7 +485,7 @@ upstream_cell(lambda: check_recipe_loss_cell((logp, old_logp, rollout_logp, ref_
 # The upper clip therefore brakes exactly the tokens that keep a policy exploring.
 
 # %%
-from verlstudy.lessons.l07_grpo_recipe.grpo import max_prob_after_update
+from verlstudy.lessons.l07_grpo_recipe.bandit import max_prob_after_update
 
 for p in (0.9, 0.5, 0.05, 0.01):
     print(f"p_old={p:<5} max p_new: high=0.2 -> {max_prob_after_update(p, 0.2):.4f}, "
@@ -498,7 +498,8 @@ claim("a p=0.9 token is not limited by the upper clip", max_prob_after_update(0.
 # ratio leaves 1 and the clip binds). Same seed: only `clip_ratio_high` differs.
 
 # %%
-from verlstudy.lessons.l07_grpo_recipe.grpo import bandit_problem, entropy, train_clip_bandits
+from verlstudy.lessons.l07_grpo_recipe.grpo import entropy
+from verlstudy.lessons.l07_grpo_recipe.bandit import bandit_problem, train_clip_bandits
 
 bandit = dict(prompts=bandit_prompts, arms=8, correct=4, success=0.7, n=8, epochs=4, steps=bandit_steps)
 start_logits, _ = bandit_problem(bandit_prompts, 8, 4, seed, success=0.7)
@@ -515,7 +516,7 @@ fig = line_plot({"symmetric (0.2, 0.2)": (shown[1:], [sum(symmetric.reward[i - 5
           title="Mean reward (5-step windows)", xlabel="step", ylabel="reward", digits=3)
 
 # %%
-from verlstudy.lessons.l07_grpo_recipe.grpo import steps_until_below
+from verlstudy.lessons.l07_grpo_recipe.bandit import steps_until_below
 
 threshold, window = 0.5, 10  # nats (about half the start); steps averaged for the final reward
 ends = symmetric.entropy[-1], higher.entropy[-1]

@@ -85,7 +85,7 @@ def test_strings_ranges_and_arrays_are_leaves_not_containers():
 
 
 def _wrong_type_calls():
-    from verlstudy.lessons.l07_grpo_recipe.grpo import tabular_policy_gradient
+    from verlstudy.lessons.l07_grpo_recipe.bandit import tabular_policy_gradient
     from verlstudy.lessons.l08_dependency_stack.manifests import manifest_problems
     from verlstudy.lessons.l08_dependency_stack.pip_command import package_identity, repository_identity
     from verlstudy.lessons.l08_dependency_stack.real_files import component_name

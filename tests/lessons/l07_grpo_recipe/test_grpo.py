@@ -10,19 +10,21 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verlstudy.lessons.l07_grpo_recipe.grpo import (
-    LOG_RATIO_CLAMP,
+from verlstudy.lessons.l07_grpo_recipe.bandit import (
     bandit_problem,
-    clipped_token_loss,
-    entropy,
-    group_advantages,
-    loss_surface,
     max_prob_after_update,
-    policy_loss,
     steps_until_below,
     tabular_policy_gradient,
     train_clip_bandit,
     train_clip_bandits,
+)
+from verlstudy.lessons.l07_grpo_recipe.grpo import (
+    LOG_RATIO_CLAMP,
+    clipped_token_loss,
+    entropy,
+    group_advantages,
+    loss_surface,
+    policy_loss,
 )
 
 
@@ -385,7 +387,7 @@ class TestBandit:
 )
 def test_train_clip_bandits_names_an_argument_of_the_wrong_type(clips, seeds, named):
     # issue 43 item 8: clips=["abc"] ended in "_check_clips() missing 2 required positional arguments"
-    from verlstudy.lessons.l07_grpo_recipe.grpo import train_clip_bandits
+    from verlstudy.lessons.l07_grpo_recipe.bandit import train_clip_bandits
 
     with pytest.raises(TypeError, match=named):
         train_clip_bandits(clips, seeds)
