@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from verlstudy.course import registry
+from verlstudy.course import registry, terminal
 from verlstudy.course.doctor import doctor_checks, lab_hint
 from verlstudy.course.usage import UsageError
 from verlstudy.kit import resources
@@ -370,17 +369,10 @@ def _expand_home(args: argparse.Namespace) -> None:
         args.folders = [os.path.expanduser(f) if f.startswith("~") else f for f in args.folders]
 
 
-def _readable_output() -> None:
-    """Print what a terminal cannot encode as escapes (PYTHONIOENCODING=ascii, LANG=C): never a crash at the end."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(AttributeError, ValueError, OSError):  # not a text stream (a capture), or closed
-            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     from verlstudy.course.stopping import stop_exit_code, stop_name, stop_signals
 
-    _readable_output()
+    terminal.readable_output()
     words = list(sys.argv[1:] if argv is None else argv)
     command = next((w for w in words if not w.startswith("-")), "")
     try:
@@ -419,12 +411,12 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         _expand_home(args)
         # Ctrl-C, SIGTERM, SIGHUP (and an inherited ignored SIGINT) stop every command alike
-        with stop_signals(), _stdout_named():
+        with stop_signals(), terminal.stdout_named():
             code = int(args.func(args))
             sys.stdout.flush()  # a closed pipe shows here, not as a traceback at exit
         return code
     except BrokenPipeError:  # `verlstudy list | head`: the reader has what it wanted
-        _quiet_stdout()
+        terminal.quiet_stdout()
         return 128 + 13  # as a tool killed by SIGPIPE
     except KeyboardInterrupt:  # a command with no stop of its own: files are written whole or not at all
         print(f"verlstudy {args.command}: stopped ({stop_name()}); no file is left half-written", file=sys.stderr)
@@ -437,8 +429,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return 1
     except OSError as e:  # a full disk, a read-only or occupied path anywhere: one line naming the file
         if is_disk_full(e):
-            if e.filename == STDOUT_NAME:
-                _quiet_stdout()  # Python's own flush at exit would fail the same way
+            if e.filename == terminal.STDOUT_NAME:
+                terminal.quiet_stdout()  # Python's own flush at exit would fail the same way
             print(f"verlstudy {args.command}: {disk_full_message(e.filename or '?')}", file=sys.stderr)
             return 1
         where = f"{e.filename}: " if e.filename else ""
@@ -447,54 +439,3 @@ def _main(argv: Sequence[str] | None) -> int:
             why = "a file is where a folder is needed"
         print(f"verlstudy {args.command}: {where}{why}; check that path and its permissions", file=sys.stderr)
         return 1
-
-
-STDOUT_NAME = "standard output"
-
-
-class _NamedStream:
-    """A text stream whose write errors name it (an OSError from print has no file name of its own)."""
-
-    def __init__(self, stream: object, name: str) -> None:
-        self._stream, self._name = stream, name
-
-    def _named(self, call: Callable[[], object]) -> object:
-        try:
-            return call()
-        except OSError as e:
-            e.filename = e.filename or self._name
-            raise
-
-    def write(self, text: str) -> object:
-        return self._named(lambda: self._stream.write(text))  # type: ignore[attr-defined]
-
-    def flush(self) -> object:
-        return self._named(self._stream.flush)  # type: ignore[attr-defined]
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._stream, name)
-
-
-@contextlib.contextmanager
-def _stdout_named() -> Iterator[None]:
-    """Within the block, a write error on the process's standard output names it (`list > /dev/full`)."""
-    if sys.stdout is not sys.__stdout__ or sys.stdout is None:  # a test's capture, or no stdout: left alone
-        yield
-        return
-    real = sys.stdout
-    sys.stdout = _NamedStream(real, STDOUT_NAME)  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        sys.stdout = real
-
-
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null, so Python's own flush at exit meets no closed pipe either."""
-    import os
-
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass

@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import functools
 import gc
+import importlib
 import inspect
 import os
 import site
@@ -30,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from verlstudy.kit import i18n
+from verlstudy.kit import i18n, upstream
 
 # The name the trampolines call through; it lives in builtins only while a check runs.
 _ROUTE_NAME = "__verlstudy_guarded_call__"
@@ -291,3 +292,18 @@ def executed_from_text(answer: object) -> bool:
 def answer_fingerprint(answer: object) -> tuple[object, ...] | None:
     code = getattr(answer, "__code__", None)
     return _code_fingerprint(code) if isinstance(code, types.CodeType) else None
+
+
+def upstream_doors(checks_module: str) -> list[Callable[..., object]]:
+    """The lesson's doors to verl's own code (the functions of its `upstream` module, which load verl's functions
+    from source) and the kit's loaders: during a check the learner's code may not fetch verl's answer through them."""
+    package = checks_module.rpartition(".")[0]
+    try:
+        importlib.import_module(f"{package}.upstream")
+    except ImportError:
+        return list(_UPSTREAM_LOADERS)
+    return [*module_functions(f"{package}.upstream"), *_UPSTREAM_LOADERS]
+
+
+# the kit's own doors to verl's source, refused to the learner's code during a check like a lesson's
+_UPSTREAM_LOADERS = (upstream.load_upstream, upstream.load_from_source, upstream.upstream_file)

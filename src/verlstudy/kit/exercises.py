@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from verlstudy.kit import answer_guard, attempts, i18n, records, upstream
+from verlstudy.kit import answer_guard, attempts, i18n, records
 from verlstudy.kit.answer_guard import handed_over, unwrap  # re-exported: the checkers and tests read them here
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -90,17 +90,6 @@ def _references(checks_module: str) -> list[Callable[..., object]]:
     return [f for f in answer_guard.module_functions(checks_module) if f.__name__.lstrip("_").startswith("reference")]
 
 
-def _upstream_doors(checks_module: str) -> list[Callable[..., object]]:
-    """The lesson's doors to verl's own code (the functions of its `upstream` module, which load verl's functions
-    from source) and the kit's loaders: during a check the learner's code may not fetch verl's answer through them."""
-    package = checks_module.rpartition(".")[0]
-    try:
-        importlib.import_module(f"{package}.upstream")
-    except ImportError:
-        return list(_UPSTREAM_LOADERS)
-    return [*answer_guard.module_functions(f"{package}.upstream"), *_UPSTREAM_LOADERS]
-
-
 def _executed_solution(exercise_id: str, answer: object) -> str | None:
     """Why `answer` is the reference solution's text run as code (exec of `solution_source`), or None."""
     fingerprint = answer_guard.answer_fingerprint(unwrap(answer))
@@ -157,7 +146,12 @@ def checker(
                 reason = handed_over(part, answers) or _executed_solution(exercise_id, part)
                 if reason is not None:
                     raise ExerciseFailure(reason)
-            refused = (*answers, *_references(fn.__module__), *_upstream_doors(fn.__module__), *_COURSE_DOORS)
+            refused = (
+                *answers,
+                *_references(fn.__module__),
+                *answer_guard.upstream_doors(fn.__module__),
+                *_COURSE_DOORS,
+            )
             try:
                 with answer_guard.refusing(refused, boundary=guarded.__code__):
                     return fn(*answer, **kwargs)
@@ -450,4 +444,3 @@ def reset_exercises() -> None:
 
 # The course's doors to an answer: an answer that calls one of them while it is checked is refused.
 _COURSE_DOORS = (solution_source, _solution_text, show_solution, find_checker, check_exercise)
-_UPSTREAM_LOADERS = (upstream.load_upstream, upstream.load_from_source, upstream.upstream_file)
