@@ -18,7 +18,7 @@ from pathlib import Path
 import polib
 
 from verlstudy.course import registry
-from verlstudy.course.edition import WRAP, Stale, check_language
+from verlstudy.course.edition import WRAP, Stale, catalog_metadata, check_language
 from verlstudy.course.files import read_notebook
 from verlstudy.course.registry import Lesson
 from verlstudy.kit.records import records_in_outputs
@@ -63,14 +63,7 @@ def _new_claims_catalog(lang: str) -> polib.POFile:
         "verlstudy: the claims' names and upstream notes, as the English notebooks' claim records hold them.\n"
         "Update with `make translations`; check with `verlstudy edition " + lang + " --check` (docs/translating.md)."
     )
-    po.metadata = {
-        "Project-Id-Version": "verlstudy claims",
-        "Language": lang,
-        "MIME-Version": "1.0",
-        "Content-Type": "text/plain; charset=UTF-8",
-        "Content-Transfer-Encoding": "8bit",
-        "Plural-Forms": "nplurals=1; plural=0;",
-    }
+    po.metadata = catalog_metadata("verlstudy claims", lang)
     return po
 
 

@@ -81,15 +81,20 @@ def _new_catalog(lesson: Lesson, lang: str) -> polib.POFile:
         "One entry per markdown cell: msgctxt is the cell id, msgid its English source (notebooks/*.ipynb).\n"
         "Update with `make translations`; check with `verlstudy edition " + lang + " --check` (docs/translating.md)."
     )
-    po.metadata = {
-        "Project-Id-Version": f"verlstudy {lesson.stem}",
+    po.metadata = catalog_metadata(f"verlstudy {lesson.stem}", lang)
+    return po
+
+
+def catalog_metadata(project: str, lang: str) -> dict[str, str]:
+    """The header fields every catalog of the course carries (UTF-8, one plural form as Chinese has)."""
+    return {
+        "Project-Id-Version": project,
         "Language": lang,
         "MIME-Version": "1.0",
         "Content-Type": "text/plain; charset=UTF-8",
         "Content-Transfer-Encoding": "8bit",
         "Plural-Forms": "nplurals=1; plural=0;",
     }
-    return po
 
 
 def read_catalog(lesson: Lesson, lang: str) -> polib.POFile | None:
