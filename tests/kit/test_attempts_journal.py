@@ -226,3 +226,12 @@ def test_a_file_where_the_log_folder_should_be_is_named(tmp_path):
         ".verlstudy is a file, not a folder: this learner's checks cannot record attempts; move that file away"
     ]
     assert attempts.scan_log(tmp_path / "elsewhere" / attempts.LOG_FILE).problems == []  # not written yet: nothing
+
+
+def test_a_file_where_the_log_folder_should_be_is_named_as_the_cause(log_dir, capsys):
+    # tester case A1: the note advised freeing disk space; the cause was a file in the folder's place
+    log_dir.write_text("not a folder")
+    check_exercise("99.8", lambda x: 2 * x)
+    out = capsys.readouterr().out
+    assert f"{log_dir} is a file where the log's folder should be: move it away" in out
+    assert "free disk space" not in out

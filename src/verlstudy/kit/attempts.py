@@ -107,9 +107,15 @@ def record_attempt(
         _last_error[:] = [f"the attempt log {path} could not be written ({e.strerror or e}); checks go on without it"]
         if not _told:  # once per kernel: a line under every check would bury the verdicts
             _told.append(True)
+            blocked = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+            remedy = (
+                f"{blocked} is a file where the log's folder should be: move it away"  # not a disk or a permission
+                if blocked is not None
+                else "free disk space or make the folder writable"
+            )
             print(
                 f"note: your attempts are not being recorded: {path} cannot be written ({e.strerror or e}); "
-                "your checks still work; free disk space or make the folder writable to record them again"
+                f"your checks still work; {remedy} to record them again"
             )
         return None
     _last_error.clear()
