@@ -11,14 +11,14 @@ whose translation is missing, like `edition.stale_cells` for markdown.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
 import polib
 
 from verlstudy.course import registry
-from verlstudy.course.edition import WRAP, Stale, catalog_metadata, check_language
+from verlstudy.course.edition import WRAP, Stale, catalog_metadata, check_language, read_po, write_po
 from verlstudy.course.files import read_notebook
 from verlstudy.course.registry import Lesson
 from verlstudy.kit.records import records_in_outputs
@@ -48,13 +48,7 @@ def claim_strings(lessons: Sequence[Lesson] | None = None) -> dict[str, list[str
 
 
 def read_claims_catalog(lang: str) -> polib.POFile | None:
-    path = claims_catalog_path(lang)
-    if not path.is_file():
-        return None
-    try:
-        return polib.pofile(str(path), wrapwidth=WRAP, encoding="utf-8")
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{path} is not a readable PO catalog ({e}); restore it, e.g. with git checkout") from e
+    return read_po(claims_catalog_path(lang))
 
 
 def _new_claims_catalog(lang: str) -> polib.POFile:
@@ -84,21 +78,17 @@ def update_claims_catalog(lang: str) -> list[str]:
         if entry.msgstr:
             entry.obsolete = True
             po.append(entry)
-    path = claims_catalog_path(lang)
-    text = str(po)
-    if not path.is_file() or path.read_text(encoding="utf-8") != text:
-        from verlstudy.course.files import write_text
-
-        write_text(path, text)
-    return [item.line() for item in stale_claims(lang, po)]
+    write_po(claims_catalog_path(lang), po)
+    return [item.line() for item in stale_claims(lang, po, strings)]
 
 
-def stale_claims(lang: str, po: polib.POFile | None = None) -> list[Stale]:
-    """Every claim string the notebooks print whose translation in `lang` is missing (or fuzzy)."""
+def stale_claims(lang: str, po: polib.POFile | None = None, strings: Mapping[str, object] | None = None) -> list[Stale]:
+    """Every claim string the notebooks print whose translation in `lang` is missing (or fuzzy); `po` and
+    `strings` (`claim_strings()`) when the caller has them already."""
     po = po if po is not None else read_claims_catalog(lang)
     entries = {e.msgid: e for e in po if not e.obsolete} if po is not None else {}
     found = []
-    for text in claim_strings():
+    for text in strings if strings is not None else claim_strings():
         entry = entries.get(text)
         reason = "missing" if entry is None else "untranslated" if not entry.msgstr else ""
         reason = reason or ("fuzzy" if "fuzzy" in entry.flags else "")  # type: ignore[union-attr]

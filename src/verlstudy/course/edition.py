@@ -99,13 +99,27 @@ def catalog_metadata(project: str, lang: str) -> dict[str, str]:
 
 def read_catalog(lesson: Lesson, lang: str) -> polib.POFile | None:
     """The lesson's catalog in `lang`, or None when it has none yet; a catalog polib cannot read is a ValueError."""
-    path = catalog_path(lesson, lang)
+    return read_po(catalog_path(lesson, lang))
+
+
+def read_po(path: Path) -> polib.POFile | None:
+    """The catalog at `path`, or None when there is none yet; a catalog polib cannot read is a ValueError."""
     if not path.is_file():
         return None
     try:
         return polib.pofile(str(path), wrapwidth=WRAP, encoding="utf-8")
     except (OSError, ValueError) as e:
         raise ValueError(f"{path} is not a readable PO catalog ({e}); restore it, e.g. with git checkout") from e
+
+
+def write_po(path: Path, po: polib.POFile) -> None:
+    """Write `po` to `path` unless the file already holds exactly that text (a current catalog is left untouched)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = str(po)
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        from verlstudy.course.files import write_text
+
+        write_text(path, text)
 
 
 def updated_catalog(lesson: Lesson, lang: str) -> polib.POFile:
@@ -179,13 +193,7 @@ def update_catalog(lesson: Lesson, lang: str) -> list[str]:
     before = read_catalog(lesson, lang)
     before_state = {e.msgctxt: _state(e) for e in before} if before is not None else {}
     po = updated_catalog(lesson, lang)
-    path = catalog_path(lesson, lang)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = str(po)
-    if not path.is_file() or path.read_text(encoding="utf-8") != text:
-        from verlstudy.course.files import write_text
-
-        write_text(path, text)
+    write_po(catalog_path(lesson, lang), po)
     changes = []
     for entry in po:
         state = _state(entry)

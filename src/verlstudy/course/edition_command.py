@@ -74,13 +74,14 @@ def cmd_edition(args: argparse.Namespace) -> int:
             return 0
         if args.check:
             stale = edition.stale_cells(lang, lessons)
-            claims = claim_catalog.stale_claims(lang)
+            strings = claim_catalog.claim_strings()  # read once: the notebooks' claim records
+            claims = claim_catalog.stale_claims(lang, strings=strings)
             for item in stale + claims:
                 print(item.line())
             cells = sum(len(edition.markdown_cells(read_notebook(lesson.notebook))) for lesson in lessons)
-            strings = len(claim_catalog.claim_strings())
             print(f"edition {lang}: {cells - len(stale)} of {cells} markdown cells translated from today's English")
-            print(f"edition {lang}: {strings - len(claims)} of {strings} claim names and upstream notes translated")
+            done = len(strings) - len(claims)
+            print(f"edition {lang}: {done} of {len(strings)} claim names and upstream notes translated")
             return 1 if stale or claims else 0
         if args.out is None:
             raise ValueError("name a folder with --out DIR (or pass --check or --update)")
