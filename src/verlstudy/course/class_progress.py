@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verlstudy.course import registry
-from verlstudy.course.files import MANIFEST
+from verlstudy.course.files import MANIFEST, root_or_home
 from verlstudy.course.progress import Row
 from verlstudy.course.registry import Lesson
 from verlstudy.kit import attempts
@@ -95,11 +95,9 @@ def find_learners(folders: Sequence[str | Path]) -> Layout:
                 f"{folder!s} is not a folder: name a class folder (one folder per learner inside) or a learner's folder"
             )
         resolved = path.resolve()
-        if resolved == Path(resolved.anchor) or resolved == Path.home().resolve():
-            raise ValueError(
-                f"{folder!s} is {'the root folder' if resolved == Path(resolved.anchor) else 'your home folder'}: "
-                "name the class folder (one folder per learner inside)"
-            )
+        where = root_or_home(resolved, True)
+        if where is not None:
+            raise ValueError(f"{folder!s} is {where}: name the class folder (one folder per learner inside)")
         if resolved not in given:
             given.append(resolved)
     tops = [p for p in given if not any(other in p.parents for other in given)]  # a folder inside another: once

@@ -238,7 +238,7 @@ def forbidden_folders() -> dict[Path, str]:
 SYSTEM_FOLDERS = tuple(Path(p) for p in ("/proc", "/sys", "/dev", "/etc", "/bin", "/sbin", "/boot", "/lib", "/lib64"))
 
 
-def _root_or_home(resolved: Path, folder: bool) -> str | None:
+def root_or_home(resolved: Path, folder: bool) -> str | None:
     """What `resolved` is if a command must not scatter its files there: the root folder, or (a folder) home."""
     anchor = Path(resolved.anchor)
     if resolved == anchor or (not folder and resolved.parent == anchor):
@@ -264,7 +264,7 @@ def check_target(path: str | Path | None, flag: str, *, folder: bool = True) -> 
     resolved = path.resolve()
     if folder and resolved == Path.cwd().resolve():
         raise ValueError(f"{flag} {path} is the current folder: name a new folder for what this writes")
-    where = _root_or_home(resolved, folder)
+    where = root_or_home(resolved, folder)
     if where is not None:  # `init /` wrote README.txt, notebooks/ and student/ into the filesystem's root
         fix = "name a new folder inside it, e.g. ~/verlstudy" if folder else "name a file in a folder of your own"
         raise ValueError(f"{flag} {path} is {where}: {fix}")

@@ -59,10 +59,7 @@ def check_build(build: Path | str, layout: Layout, given: list[Path]) -> Path:
     """
     build = check_target(build, "--build")
     check_out_dir(build)
-    resolved = build.resolve()
-    if resolved == Path(resolved.anchor) or resolved == Path.home().resolve():
-        what = "the root folder" if resolved == Path(resolved.anchor) else "your home folder"
-        raise ValueError(f"--build {build} is {what}: name a folder of its own for the executed copies")
+    resolved = build.resolve()  # check_target has refused the root and home folders
     for what, folder in [*((f"the class folder {f}", Path(f)) for f in given), *layout.learners.items()]:
         folder = folder.resolve()
         if resolved == folder or folder in resolved.parents:

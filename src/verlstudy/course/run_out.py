@@ -13,8 +13,9 @@ from pathlib import Path
 
 from verlstudy.course import registry
 from verlstudy.course.files import Manifest, WouldOverwriteWork, check_out_dir, check_target, is_run_output
+from verlstudy.kit import attempts
 
-ATTEMPT_LOG = Path(".verlstudy") / "attempts.jsonl"  # kit.attempts' log: its folder is a learner's
+ATTEMPT_LOG = Path(attempts.LOG_FOLDER) / attempts.LOG_FILE  # kit.attempts' log: its folder is a learner's
 
 
 def _code_and_text(path: Path) -> list[tuple[str, str]] | None:

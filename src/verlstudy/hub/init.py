@@ -118,9 +118,9 @@ def _damaged(path: Path, why: str) -> str:
 
 def save(folder: Path, settings: Settings) -> None:
     """Write hub.json (through a temporary file, so a crash leaves the old one)."""
-    tmp = folder / f".{SETTINGS}.tmp"
-    tmp.write_text(json.dumps(asdict(settings), indent=1) + "\n")
-    tmp.replace(folder / SETTINGS)
+    from verlstudy.course.files import write_text
+
+    write_text(folder / SETTINGS, json.dumps(asdict(settings), indent=1) + "\n")
 
 
 def check_ours(folder: Path, *, must_exist: bool) -> bool:
