@@ -481,3 +481,10 @@ def test_the_summaries_compared_are_plain_values_shown_by_the_kits_describe_hook
     assert _show_steps(got, want) == ("an int, not a pair (loss, output dict)", "a pair (loss, output dict)")
     summary = _TreeRun(_reference_detach_tree)({"x": _T("live")})
     assert summary == {"x": "detached"} and _show_summaries(3, summary) == ("3", "{'x': 'detached'}")
+
+
+def test_2_1_refuses_a_wrapper_of_the_libraries_private_body(assert_wrong):
+    # detach_tree delegates to _detach_tree: a wrapper of the private body was called correct
+    from verlstudy.common.trees import _detach_tree
+
+    assert_wrong("2.1", lambda obj: _detach_tree(obj), mentions="_detach_tree")

@@ -396,10 +396,6 @@ def _step_inputs() -> Any:
     )
 
 
-def _first_difference(got: Mapping[str, Any], want: Mapping[str, Any]) -> str | None:
-    """The first part of the contract where the learner's step (`got`) and the reference's differ."""
-
-
 def _first_difference(got: Any, want: Any) -> tuple[int, str] | None:
     """Where the learner's events (`got`) first differ from the reference's: (event index, part), or None."""
     if not (isinstance(got, list) and isinstance(want, list)):
