@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from verlstudy.kit import i18n
 from verlstudy.kit.exercises import ExerciseFailure
 from verlstudy.kit.properties import Case
+from verlstudy.lessons.l03_router_replay.moe import ROUTE_DTYPE
 
-ROUTES_DTYPE = torch.int16  # what the lesson teaches the map is stored as
 EXPERT_COUNTS = (8, 64, 128, 160, 256, 257, 384, 512)  # Mixtral .. DeepSeek-V3 (256), Kimi-K2 (384), Qwen3-Next (512)
 
 Pairs = list[tuple[int, torch.Tensor]]
@@ -87,7 +87,7 @@ def stack_inputs(draw: Any) -> tuple[Pairs]:
 
 def stack_reference(pairs: Pairs) -> torch.Tensor:
     ordered = sorted(pairs, key=lambda pair: pair[0])
-    return torch.stack([routes.to(ROUTES_DTYPE) for _, routes in ordered], dim=1)
+    return torch.stack([routes.to(ROUTE_DTYPE) for _, routes in ordered], dim=1)
 
 
 def _fixed(numbers: list[int], *, tokens: int = 3, topk: int = 2, experts: int = 384, seed: int = 0) -> Pairs:
@@ -107,7 +107,7 @@ def stack_cases() -> list[Case]:
 
 
 def _stacked(order: Pairs) -> torch.Tensor:
-    return torch.stack([r.to(ROUTES_DTYPE) for _, r in order], dim=1)
+    return torch.stack([r.to(ROUTE_DTYPE) for _, r in order], dim=1)
 
 
 def stack_mistake(args: tuple[Any, ...], got: Any, want: torch.Tensor) -> str | None:
@@ -119,11 +119,9 @@ def stack_mistake(args: tuple[Any, ...], got: Any, want: torch.Tensor) -> str | 
         if got.dim() == 3 and got.shape[0] == want.shape[1] and got.shape[1] == want.shape[0]:
             return i18n._("your layers are not the middle dim")
         return i18n._("the map must be (tokens, layers, topk): one column per router")
-    if got.dtype != ROUTES_DTYPE:
+    if got.dtype != ROUTE_DTYPE:
         return i18n._("routes are stored as torch.int16")
-    if torch.equal(got, want.to(torch.uint8).to(ROUTES_DTYPE)) or torch.equal(
-        got, want.to(torch.int8).to(ROUTES_DTYPE)
-    ):
+    if torch.equal(got, want.to(torch.uint8).to(ROUTE_DTYPE)) or torch.equal(got, want.to(torch.int8).to(ROUTE_DTYPE)):
         return i18n._("expert ids above 255 came back changed (300 became 44): an 8-bit type held them on the way")
     if torch.equal(got, _stacked(pairs)):
         return i18n._("the columns follow the order the pairs came in, not the layer numbers")

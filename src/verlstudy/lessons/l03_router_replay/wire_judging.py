@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from verlstudy.kit import i18n
 from verlstudy.kit.properties import Case
+from verlstudy.lessons.l03_router_replay.moe import ROUTE_DTYPE
 
-ROUTES_DTYPE = torch.int16
 MOE_LAYERS = (32, 26, 48, 58, 60, 94)
 EXPERT_COUNTS = (8, 64, 160, 256, 384, 512)
 
@@ -36,7 +36,7 @@ def to_wire_reference(routes: torch.Tensor, max_layers: int) -> torch.Tensor:
 
 
 def from_wire_reference(payload: torch.Tensor, layer_count: int) -> torch.Tensor:
-    return payload[:, :, :layer_count].contiguous().view(ROUTES_DTYPE)
+    return payload[:, :, :layer_count].contiguous().view(ROUTE_DTYPE)
 
 
 def _stage_counts(rng: random.Random) -> list[int]:
@@ -59,7 +59,7 @@ def drawn_map(seed: int) -> tuple[torch.Tensor, int]:
     view = rng.choice(("plain", "plain", "slice", "transposed", "expanded"))
     extra = 2 if view == "slice" else 0
     gen = torch.Generator().manual_seed(seed)
-    routes = torch.randint(0, experts, (batch, seq, layers + extra, topk), generator=gen).to(ROUTES_DTYPE)
+    routes = torch.randint(0, experts, (batch, seq, layers + extra, topk), generator=gen).to(ROUTE_DTYPE)
     if layers and experts > 256:
         routes[0, 0, rng.randrange(layers + extra), 0] = 256  # high byte 1, low byte 0
         routes[-1, -1, rng.randrange(layers + extra), -1] = experts - 1
@@ -93,7 +93,7 @@ def payload_inputs(draw: Any) -> tuple[torch.Tensor, int]:
 
 def _map(values: list[list[int]]) -> torch.Tensor:
     """One token's map (1, 1, layers, topk) of these expert ids."""
-    return torch.tensor(values, dtype=ROUTES_DTYPE)[None, None]
+    return torch.tensor(values, dtype=ROUTE_DTYPE)[None, None]
 
 
 def wire_cases() -> list[Case]:
@@ -103,7 +103,7 @@ def wire_cases() -> list[Case]:
         Case((_map([[258, 300], [17, 383]]), 2), "2 layers of 384 experts, no padding needed"),
         Case((_map([[258, 300], [17, 383]]), 5), "2 layers padded to 5"),
         Case((_map([[256, 0]]), 3), "expert 256 (its low byte is 0) padded to 3"),
-        Case((torch.zeros((1, 2, 0, 2), dtype=ROUTES_DTYPE), 3), "a stage with 0 MoE layers joins with only padding"),
+        Case((torch.zeros((1, 2, 0, 2), dtype=ROUTE_DTYPE), 3), "a stage with 0 MoE layers joins with only padding"),
         Case((_map([[511]]), 1), "top-1, one token, 512 experts"),
         Case(
             (_map([[3, 400, 7], [260, 1, 9]]).transpose(2, 3).contiguous().transpose(2, 3), 4),
@@ -200,7 +200,7 @@ def _probe_from_wire(fn: Callable[..., Any]) -> str | None:
     got = _call(fn, payload, 2)
     if not isinstance(got, torch.Tensor):
         return None
-    if got.dtype != ROUTES_DTYPE:
+    if got.dtype != ROUTE_DTYPE:
         return i18n._("from_wire must return torch.int16 routes")
     if got.dim() == 4 and got.shape[2] > 2:
         return i18n._("your from_wire kept padding layers")

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-import torch
 from hypothesis import strategies as st
 
 from verlstudy.kit import i18n
@@ -209,17 +208,6 @@ def check_packed_length(fn: Callable[[list[int], int, int], int]) -> str:
 
 
 # ---------------------------------------------------------------- 4.2 a guard that finds a CP split bug
-
-
-def _reference_split_guard(split_fn: SplitFn, seq_len: int, cp: int) -> None:
-    """The notebook's guard: each rank holds exactly zigzag's rows, in order (a mutant is wrong where this fails)."""
-    rows = torch.arange(seq_len)
-    chunk = seq_len // (2 * cp) if cp > 1 else seq_len
-    for rank in range(cp):
-        pieces = (rank, 2 * cp - 1 - rank) if cp > 1 else (0,)
-        want = [p for c in pieces for p in range(c * chunk, (c + 1) * chunk)]
-        got = split_fn(rows, cp, rank).tolist()
-        assert got == want, f"cp={cp} rank {rank} holds {got}; zigzag gives it {want}"
 
 
 @cache
