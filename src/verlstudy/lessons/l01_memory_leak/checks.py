@@ -19,7 +19,7 @@ from verlstudy.common.memtrace import AllocationTracker
 from verlstudy.kit import i18n
 from verlstudy.kit.exercises import ExerciseFailure, checker
 from verlstudy.kit.properties import Case, a_kind, compare_on_inputs, one_thread
-from verlstudy.lessons.l01_memory_leak.leak_judging import count_of, name_leak_mistake
+from verlstudy.lessons.l01_memory_leak.leak_judging import count_of, leak_formula, name_leak_mistake
 from verlstudy.lessons.l01_memory_leak.measure import measure_slope
 from verlstudy.lessons.l01_memory_leak.pipeline import (
     MicroBatchRunner,
@@ -33,8 +33,7 @@ from verlstudy.lessons.l01_memory_leak.pipeline import (
 
 
 def _reference_leak(seq_len: int, hidden: int, itemsize: int) -> int:
-    buffer = seq_len * hidden * itemsize
-    return buffer + buffer + seq_len * itemsize  # the buffer, its gradient, the stored per-token output
+    return leak_formula(seq_len, hidden, itemsize)
 
 
 def _leak_inputs() -> Any:
@@ -68,7 +67,7 @@ def _as_count(predict: Callable[[int, int, int], Any]) -> Callable[[int, int, in
 
 @checker(
     "1.1",
-    library_answers=[predicted_leak_bytes, predicted_leak_sites, measure_slope],
+    library_answers=[predicted_leak_bytes, predicted_leak_sites, measure_slope, leak_formula],
     where=(
         "section 1's description of the toy pipeline and the mechanism the PR names: what the stored output's "
         "grad_fn keeps reachable on the last stage, and what backward has written onto it by then"

@@ -72,8 +72,10 @@ def fit_terms(fn: Callable[[int, int, int], Any]) -> dict[str, Fraction] | None:
     return {t: c for t, c in terms.items() if c != 0}
 
 
-def _reference(s: int, h: int, b: int) -> int:
-    return 2 * s * h * b + s * b
+def leak_formula(s: int, h: int, b: int) -> int:
+    """1.1's answer, the one copy: the receive buffer, its gradient and the stored per-token output, in bytes."""
+    buffer = s * h * b
+    return buffer + buffer + s * b
 
 
 def _same_as(fn: Callable[[int, int, int], Any], other: Callable[[int, int, int], int]) -> bool:
@@ -89,7 +91,7 @@ def _terms_message(terms: dict[str, Fraction]) -> str | None:
     if set(terms) == set(RIGHT) and ratio["SHb"] == ratio["Sb"] != 1:
         k = ratio["SHb"]
         return i18n._(UNITS[k]) if k in UNITS else i18n.pick("your count is {k} times", k=k)
-    if terms == {"1": _reference(*NOTEBOOK_EXAMPLE)}:
+    if terms == {"1": leak_formula(*NOTEBOOK_EXAMPLE)}:
         return i18n._(
             "that is the count for the notebook's own sizes: use the seq_len, hidden and itemsize you are given"
         )
@@ -172,7 +174,7 @@ def name_leak_mistake(fn: Callable[[int, int, int], Any]) -> Callable[[tuple[Any
         if got != want and abs(got - want) <= want * 2**-23:
             return i18n._("your count is rounded at large sizes: is it computed in float32 (a tensor, numpy)?")
         for tokens, said in _OFF_BY_ONE_TOKEN.items():
-            if _same_as(fn, lambda s, h, b, d=tokens: _reference(s + d, h, b)):
+            if _same_as(fn, lambda s, h, b, d=tokens: leak_formula(s + d, h, b)):
                 return i18n._(said)
         if _same_as(fn, lambda s, h, b: 2 * allocator_block(s * h * b) + allocator_block(s * b)):
             return i18n.pick(
@@ -180,7 +182,7 @@ def name_leak_mistake(fn: Callable[[int, int, int], Any]) -> Callable[[tuple[Any
                 "counts the bytes each tensor's storage holds",
                 block=ALLOCATOR_GRANULARITY,
             )
-        if _same_as(fn, lambda s, h, b: _reference(h, s, b)):
+        if _same_as(fn, lambda s, h, b: leak_formula(h, s, b)):
             return i18n._(
                 "your count swaps the roles of seq_len and hidden: the stored output holds one value per token"
             )
