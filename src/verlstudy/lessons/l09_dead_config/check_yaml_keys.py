@@ -37,13 +37,6 @@ from verlstudy.lessons.l09_dead_config.loading import TARGET_KEY
 from verlstudy.lessons.l09_dead_config.schema import nested_dataclass, yaml_field_mismatches
 
 
-def _block_class(annotation: Any) -> type | None:
-    if typing.get_origin(annotation) in (typing.Union, type(int | None)):
-        arms = [a for a in typing.get_args(annotation) if a is not type(None)]
-        annotation = arms[0] if len(arms) == 1 else None
-    return annotation if isinstance(annotation, type) and dataclasses.is_dataclass(annotation) else None
-
-
 def _reference_yaml_only(cls: type, data: Mapping[str, Any], prefix: str = "") -> list[str]:
     hints = typing.get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
@@ -53,7 +46,7 @@ def _reference_yaml_only(cls: type, data: Mapping[str, Any], prefix: str = "") -
             continue
         if key not in names:
             out.append(prefix + key)
-        elif (inner := _block_class(hints[key])) is not None and isinstance(value, Mapping):
+        elif (inner := nested_dataclass(hints[key])) is not None and isinstance(value, Mapping):
             out += _reference_yaml_only(inner, value, prefix + key + ".")
     return sorted(out)
 
@@ -65,7 +58,7 @@ def _block(cls: type, depth: int = 0) -> Any:
     values = st.sampled_from(ex.VALUES)
     entries = []
     for name, kind in ex.field_types(cls).items():
-        inner = _block_class(kind)
+        inner = nested_dataclass(kind)
         if inner is not None and depth < 3:
             value = st.one_of(_block(inner, depth + 1), values)
         elif kind is dict:
@@ -111,7 +104,7 @@ def _path(cls: type, data: Mapping[str, Any], key: str) -> tuple[list[tuple[type
         kind = ex.field_types(cls).get(name) if cls is not None else None
         steps.append((cls, name, kind))  # type: ignore[arg-type]
         block = block.get(name) if isinstance(block, Mapping) else None
-        cls = _block_class(kind)  # type: ignore[assignment]
+        cls = nested_dataclass(kind)  # type: ignore[assignment]
     return steps, cls, block
 
 
