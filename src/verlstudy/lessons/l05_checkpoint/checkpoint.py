@@ -203,11 +203,12 @@ def load_state_dict_audited(
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    report = audit_state_dict(model.state_dict(), state_dict, allow_missing, allow_unexpected)
+    expected = model.state_dict()  # once: the audit, the cast check and the copy kept for a failed load
+    report = audit_state_dict(expected, state_dict, allow_missing, allow_unexpected)
     report.raise_if_not_ok()
-    refuse_silent_casts(model.state_dict(), state_dict, report.loaded)
+    refuse_silent_casts(expected, state_dict, report.loaded)
     fitting = {k: state_dict[k] for k in report.loaded}
-    before = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    before = {k: v.detach().clone() for k, v in expected.items()}
     try:
         result = model.load_state_dict(fitting, strict=False)
     except Exception:
