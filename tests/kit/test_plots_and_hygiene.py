@@ -141,3 +141,12 @@ def test_a_value_that_is_not_a_number_is_named_by_its_label():
     with pytest.raises(TypeError, match=r"series\['s'\] y\[1\] is str '2', not a number"):
         line_plot({"s": ([0, 1], [1.0, "2"])}, title="t", xlabel="x", ylabel="y", show=False)
     plt.close("all")
+
+
+def test_a_bad_value_leaves_no_figure_open():
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    with pytest.raises((TypeError, ValueError), match=r"series\['a'\] y\[1\]"):
+        line_plot({"a": ([0, 1], [1, None])}, title="t", xlabel="x", ylabel="y", show=False)
+    assert plt.get_fignums() == []  # the values are checked before the figure is made

@@ -89,6 +89,9 @@ def _check_series(series: Mapping[str, tuple[Sequence[float], Sequence[float]]])
         xs, ys = pair
         if len(xs) != len(ys):
             raise ValueError(f"series[{label!r}]: xs has {len(xs)} values but ys has {len(ys)}")
+        for i, (x, y) in enumerate(zip(xs, ys, strict=True)):  # before any figure exists: a bad value leaves none
+            _check_number(f"series[{label!r}] x[{i}]", x)
+            _check_number(f"series[{label!r}] y[{i}]", y)
 
 
 def line_plot(
@@ -105,9 +108,6 @@ def line_plot(
     apply_style()
     fig, ax = plt.subplots()
     for label, (xs, ys) in series.items():
-        for i, (x, y) in enumerate(zip(xs, ys, strict=False)):
-            _check_number(f"series[{label!r}] x[{i}]", x)
-            _check_number(f"series[{label!r}] y[{i}]", y)
         ax.plot(list(xs), list(ys), marker="o", markersize=3, label=label)
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     ax.legend()
