@@ -36,7 +36,6 @@ from verlstudy.kit import i18n, upstream
 # The name the trampolines call through; it lives in builtins only while a check runs.
 _ROUTE_NAME = "__verlstudy_guarded_call__"
 _KEY = "__verlstudy_guarded_key__"
-LIBRARY_MODULE_PREFIXES = ("verlstudy.", "verl.", "upstream:")
 
 
 # Files of the installed packages and the standard library, and of the course itself wherever it lives (an editable
@@ -153,10 +152,7 @@ def is_library_file(filename: str) -> bool:
 
 
 def _is_library_frame(frame: types.FrameType) -> bool:
-    module = frame.f_globals.get("__name__", "")
-    if isinstance(module, str) and (module == "verlstudy" or module.startswith(LIBRARY_MODULE_PREFIXES)):
-        return True
-    return is_library_file(frame.f_code.co_filename)
+    return _is_library(frame.f_globals.get("__name__", "")) or is_library_file(frame.f_code.co_filename)
 
 
 class _Session:
@@ -213,9 +209,7 @@ def guardable(candidates: Iterable[object]) -> dict[str, types.FunctionType]:
     """The plain functions among `candidates` (partials and methods unwrapped), keyed uniquely, once each."""
     found: dict[int, types.FunctionType] = {}
     for candidate in candidates:
-        fn = candidate
-        while isinstance(fn, functools.partial | types.MethodType):
-            fn = fn.func if isinstance(fn, functools.partial) else fn.__func__
+        fn = unwrap(candidate)
         fn = getattr(fn, "__wrapped__", fn) if not isinstance(fn, types.FunctionType) else fn
         if isinstance(fn, types.FunctionType) and not fn.__closure__ and fn.__code__ is not _template.__code__:
             found[id(fn)] = fn
