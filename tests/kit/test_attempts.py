@@ -82,8 +82,8 @@ def test_reading_skips_torn_and_foreign_lines(tmp_path):
     log.write_text(
         json.dumps(good) + "\n" + '{"format": 1, "exerc' + "\n" + json.dumps({"format": 9, "exercise": "1.1"}) + "\n"
     )
-    assert list(attempts.read_attempts(log)) == [good]
-    assert list(attempts.read_attempts(tmp_path / "missing.jsonl")) == []
+    assert attempts.scan_log(log).records == [good]
+    assert attempts.scan_log(tmp_path / "missing.jsonl").records == []
 
 
 def test_the_answer_hash_follows_the_source_and_reveals_nothing():

@@ -370,8 +370,3 @@ def scan_log(path: Path, *, exercises: Collection[str] | None = None, now: dt.da
     if long:
         scan.problems.append(f"{len(long)} line(s) over {LONGEST_LINE} bytes skipped ({_where(long)}): not records")
     return scan
-
-
-def read_attempts(path: Path) -> Iterator[dict[str, Any]]:
-    """The attempts of one log file, oldest first; what cannot be read is skipped here and named by `scan_log`."""
-    yield from scan_log(path).records

@@ -86,8 +86,9 @@ def verl_version(release: str | None = None) -> str:
         return release
     try:  # the version of the tree actually read (a copy ahead on sys.path too), as verl's own __init__ reads it
         tree = verl_root() / "version" / "version"
-        if tree.is_file() and tree.read_text(encoding="utf-8").strip():
-            return tree.read_text(encoding="utf-8").strip()
+        written = tree.read_text(encoding="utf-8").strip() if tree.is_file() else ""
+        if written:
+            return written
     except (OSError, UnicodeDecodeError, VerlNotInstalled):
         pass
     try:
