@@ -35,12 +35,8 @@ from verlstudy.lessons.l09_dead_config.read_index import _index_reads, attribute
 
 
 def _reference_attribute_reads(source: str) -> set[str]:
-    tree = ast.parse(source)
-    loads = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)}
-    augmented = {
-        n.target.attr for n in ast.walk(tree) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Attribute)
-    }
-    return loads | augmented
+    nodes = _nodes(source)
+    return _attrs(nodes, ast.Load) | _augmented(nodes)  # an augmented assignment reads before it writes
 
 
 def _other_spellings(source: str) -> set[str]:
@@ -174,14 +170,12 @@ def _nodes(source: str) -> list[ast.AST]:
     return list(ast.walk(ast.parse(source)))
 
 
-def _attrs(source: str, ctx: type) -> set[str]:
-    return {n.attr for n in _nodes(source) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ctx)}
+def _attrs(nodes: list[ast.AST], ctx: type) -> set[str]:
+    return {n.attr for n in nodes if isinstance(n, ast.Attribute) and isinstance(n.ctx, ctx)}
 
 
-def _augmented(source: str) -> set[str]:
-    return {
-        n.target.attr for n in _nodes(source) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Attribute)
-    }
+def _augmented(nodes: list[ast.AST]) -> set[str]:
+    return {n.target.attr for n in nodes if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Attribute)}
 
 
 def _words_outside_code(source: str) -> set[str]:
@@ -208,9 +202,9 @@ def _reads_mistake(args: tuple[Any, ...], got: object, want: set[str]) -> str | 
             modules = [alias.name for alias in n.names] + [getattr(n, "module", None) or ""]
             imported.update(part for module in modules for part in module.split("."))
     keywords = {k.arg for n in nodes if isinstance(n, ast.Call) for k in n.keywords if k.arg}
-    if extra and set(extra) <= _attrs(source, ast.Del) - _attrs(source, ast.Store):
+    if extra and set(extra) <= _attrs(nodes, ast.Del) - _attrs(nodes, ast.Store):
         return i18n.pick("{names} is only deleted (`del`): a deletion is not a read", names=extra)
-    if extra and set(extra) <= _attrs(source, ast.Store) | _attrs(source, ast.Del):
+    if extra and set(extra) <= _attrs(nodes, ast.Store) | _attrs(nodes, ast.Del):
         return i18n.pick("{names} is only assigned (stored into), never read", names=extra)
     if extra and set(extra) <= names:
         return i18n.pick(
@@ -227,7 +221,7 @@ def _reads_mistake(args: tuple[Any, ...], got: object, want: set[str]) -> str | 
         )
     if extra:
         return i18n.pick("{names} is not an attribute read in this code", names=extra)
-    if missing and set(missing) <= _augmented(source):
+    if missing and set(missing) <= _augmented(nodes):
         return i18n.pick(
             "you missed {names}: an augmented assignment such as `x.{first} += 1` reads the attribute first, then "
             "stores it, though the parser marks its target as a store",
